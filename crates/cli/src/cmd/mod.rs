@@ -1,0 +1,4 @@
+//! One module per subcommand: its flags (`Args`) and its `run`.
+
+pub mod pressure;
+pub mod wear;

@@ -1,0 +1,48 @@
+//! `nvmswap`: extend the memory of consumer devices with non-volatile memory, and measure it.
+
+use clap::{Parser, Subcommand};
+
+mod cmd;
+
+#[derive(Parser)]
+#[command(
+    name = "nvmswap",
+    version,
+    about = "Extend device memory with a compressed pool and NVM swap, and measure it",
+    long_about = "nvmswap models, runs and measures memory extension for consumer devices: DRAM \
+                  backed by a compressed in-DRAM pool (zram/zswap style) and a non-volatile swap \
+                  tier (NVM on the memory bus, or an SSD behind the block layer).\n\n\
+                  Every measuring subcommand runs on one of three substrates: `sim` (a \
+                  deterministic model of a whole device), `live` (a user-space pager on \
+                  userfaultfd) and `linux` (the running kernel's own swap; needs root).\n\n\
+                  With no subcommand, `nvmswap` runs the memory-capacity pressure test in `sim` \
+                  on the bundled configurations."
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Option<Command>,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// The Chromium memory-capacity pressure test: tabs until the first discard, tab-switch latency.
+    Pressure(cmd::pressure::Args),
+    /// Seed 001's wear-levelling experiment: writers and readers on an NVM swap area.
+    Wear(cmd::wear::Args),
+}
+
+fn main() -> std::process::ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        None => cmd::pressure::run(cmd::pressure::Args::default_main_job()),
+        Some(Command::Pressure(args)) => cmd::pressure::run(args),
+        Some(Command::Wear(args)) => cmd::wear::run(args),
+    };
+    match result {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(err) => {
+            eprintln!("nvmswap: error: {err:#}");
+            std::process::ExitCode::from(2)
+        }
+    }
+}

@@ -1,0 +1,26 @@
+//! nvmswap-core: the mechanisms every substrate shares.
+//!
+//! Nothing in this crate reads a clock, opens a file, spawns a thread or talks to the kernel.
+//! Substrates (`sim`, `live`, `linux`) hand it time and carry out its decisions, so a policy is
+//! written once and behaves the same in the simulator and on real memory.
+
+pub mod alloc;
+pub mod device;
+pub mod discard;
+pub mod metrics;
+pub mod results;
+pub mod workload;
+
+/// The page size every mechanism works in. Seed 000, 001 and 002 all measure 4 KiB pages.
+pub const PAGE_SIZE: u64 = 4096;
+
+/// Virtual or real time in nanoseconds since the start of a run.
+pub type Nanos = u64;
+
+pub const NS_PER_US: u64 = 1_000;
+pub const NS_PER_MS: u64 = 1_000_000;
+pub const NS_PER_S: u64 = 1_000_000_000;
+
+pub const KIB: u64 = 1 << 10;
+pub const MIB: u64 = 1 << 20;
+pub const GIB: u64 = 1 << 30;

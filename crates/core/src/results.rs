@@ -1,0 +1,190 @@
+//! The result types every substrate returns, serialised as the JSON contract in
+//! shared/design/RESULTS.md. Field names are the contract: add fields freely, rename none without
+//! bumping the schema string.
+
+use serde::{Deserialize, Serialize};
+
+pub const PRESSURE_SCHEMA: &str = "nvmswap.results/1";
+pub const WEAR_SCHEMA: &str = "nvmswap.wear/1";
+pub const MICROBENCH_SCHEMA: &str = "nvmswap.microbench/1";
+
+/// Which substrate produced a run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Substrate {
+    Sim,
+    Live,
+    Linux,
+}
+
+impl Substrate {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Substrate::Sim => "sim",
+            Substrate::Live => "live",
+            Substrate::Linux => "linux",
+        }
+    }
+}
+
+impl std::fmt::Display for Substrate {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl std::str::FromStr for Substrate {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "sim" => Ok(Substrate::Sim),
+            "live" => Ok(Substrate::Live),
+            "linux" => Ok(Substrate::Linux),
+            other => Err(format!(
+                "unknown substrate '{other}' (expected sim, live or linux)"
+            )),
+        }
+    }
+}
+
+/// Summary of a latency distribution. The unit is in the field name of the owner
+/// (`switch_latency_ms`, `fault_latency_us`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct LatencySummary {
+    pub mean: f64,
+    pub p50: f64,
+    #[serde(default)]
+    pub p90: f64,
+    pub p95: f64,
+    pub p99: f64,
+    #[serde(default)]
+    pub p999: f64,
+    pub max: f64,
+}
+
+/// One configuration run on one substrate: `nvmswap pressure` and `nvmswap relaunch`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct RunResult {
+    pub substrate: String,
+    pub config: String,
+    /// Tabs open when the first discard happened.
+    pub tabs_opened: u64,
+    pub discards: u64,
+    pub switches: u64,
+    pub switch_latency_ms: LatencySummary,
+    pub switch_over_250ms_share: f64,
+    pub faults: u64,
+    pub fault_latency_us: LatencySummary,
+    pub fault_under_10us_share: f64,
+    pub swap_in_bytes: u64,
+    pub swap_out_bytes: u64,
+    /// None where the configuration has no zswap.
+    pub zswap_hit_rate: Option<f64>,
+    pub energy_j: f64,
+    pub nvm_writes: u64,
+    pub wear_max_over_mean: Option<f64>,
+    /// How long the run took for real.
+    pub wall_s: f64,
+    /// Substrate-specific extras (CPU split, blktrace Q2D/D2C/Q2C, relaunch delays, ...).
+    #[serde(default, skip_serializing_if = "serde_json::Map::is_empty")]
+    pub extra: serde_json::Map<String, serde_json::Value>,
+}
+
+/// `nvmswap pressure --json` / `nvmswap relaunch --json`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunsReport {
+    pub schema: String,
+    pub command: String,
+    pub seed: u64,
+    pub runs: Vec<RunResult>,
+}
+
+impl RunsReport {
+    pub fn new(command: &str, seed: u64, runs: Vec<RunResult>) -> Self {
+        RunsReport {
+            schema: PRESSURE_SCHEMA.to_string(),
+            command: command.to_string(),
+            seed,
+            runs,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct WritesPerSlot {
+    pub min: u64,
+    pub mean: f64,
+    pub max: u64,
+    pub stddev: f64,
+}
+
+/// `nvmswap wear --json`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct WearReport {
+    pub schema: String,
+    pub allocator: String,
+    pub slots: u64,
+    pub threshold: Option<u64>,
+    pub written_bytes: u64,
+    pub writes: u64,
+    pub exchanges: u64,
+    pub exchange_share: f64,
+    pub writes_per_slot: WritesPerSlot,
+    pub max_over_mean: f64,
+    pub lifetime_years: f64,
+    pub ideal_lifetime_years: f64,
+    #[serde(default, skip_serializing_if = "serde_json::Map::is_empty")]
+    pub extra: serde_json::Map<String, serde_json::Value>,
+}
+
+/// `nvmswap microbench --json`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct MicrobenchReport {
+    pub schema: String,
+    pub substrate: String,
+    pub tier: String,
+    pub working_set_bytes: u64,
+    pub budget_bytes: u64,
+    pub write_share: f64,
+    pub touches: u64,
+    pub faults: u64,
+    pub touches_per_s: f64,
+    pub fault_latency_us: LatencySummary,
+    #[serde(default, skip_serializing_if = "serde_json::Map::is_empty")]
+    pub extra: serde_json::Map<String, serde_json::Value>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn run_result_serialises_with_contract_field_names() {
+        let report = RunsReport::new("pressure", 1, vec![RunResult::default()]);
+        let v = serde_json::to_value(&report).unwrap();
+        assert_eq!(v["schema"], "nvmswap.results/1");
+        let run = &v["runs"][0];
+        for field in [
+            "substrate",
+            "config",
+            "tabs_opened",
+            "discards",
+            "switches",
+            "switch_latency_ms",
+            "switch_over_250ms_share",
+            "faults",
+            "fault_latency_us",
+            "fault_under_10us_share",
+            "swap_in_bytes",
+            "swap_out_bytes",
+            "zswap_hit_rate",
+            "energy_j",
+            "nvm_writes",
+            "wear_max_over_mean",
+            "wall_s",
+        ] {
+            assert!(run.get(field).is_some(), "missing field {field}");
+        }
+        assert!(run["zswap_hit_rate"].is_null());
+    }
+}
