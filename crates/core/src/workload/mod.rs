@@ -2,4 +2,5 @@
 //! pressure test (tabs), page contents with a modelled compressibility, and (later) app relaunch.
 
 pub mod content;
+pub mod microbench;
 pub mod tabs;
