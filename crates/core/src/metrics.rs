@@ -51,6 +51,21 @@ impl LatencyRecorder {
         below as f64 / self.hist.len() as f64
     }
 
+    /// Histogram with logarithmic buckets (4 per power of two): (upper bound / unit_ns, count),
+    /// empty buckets left out. For plotting latency distributions.
+    pub fn log_buckets(&self, unit_ns: u64) -> Vec<(f64, u64)> {
+        let mut out: Vec<(f64, u64)> = Vec::new();
+        for v in self.hist.iter_log(1, 2f64.powf(0.25)) {
+            if v.count_since_last_iteration() > 0 {
+                out.push((
+                    v.value_iterated_to() as f64 / unit_ns as f64,
+                    v.count_since_last_iteration(),
+                ));
+            }
+        }
+        out
+    }
+
     /// Summary with every value divided by `unit_ns` (1_000 for µs, 1_000_000 for ms).
     pub fn summary(&self, unit_ns: u64) -> LatencySummary {
         if self.hist.is_empty() {
@@ -85,5 +100,8 @@ mod tests {
         assert!((s.p99 - 990.0).abs() <= 1.0, "{s:?}");
         assert!((s.max - 1000.0).abs() <= 1.0, "{s:?}");
         assert!((r.share_at_most_ns(250_000) - 0.25).abs() < 0.01);
+        let buckets = r.log_buckets(1000);
+        assert_eq!(buckets.iter().map(|b| b.1).sum::<u64>(), 1000);
+        assert!(buckets.windows(2).all(|w| w[0].0 < w[1].0));
     }
 }

@@ -154,6 +154,52 @@ pub struct MicrobenchReport {
     pub extra: serde_json::Map<String, serde_json::Value>,
 }
 
+/// One tab switch, in the order it happened.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SwitchSample {
+    /// Tabs open (alive) when the switch happened: the x of seed 000 Fig. 4's buckets.
+    pub tabs_open: u32,
+    pub latency_ms: f64,
+    /// `pressure`, `cold-switch` or `heavy-load` (see `workload::tabs::Phase`).
+    pub phase: String,
+}
+
+/// A periodic sample over a run. CPU times and byte counts are cumulative since the start, so any
+/// interval is a difference of two samples.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct TimelineSample {
+    pub t_s: f64,
+    pub tabs_open: u32,
+    pub cpu_user_s: f64,
+    /// Fault handling, compression, reclaim, block layer (seed 000 Fig. 9's "kernel").
+    pub cpu_kernel_s: f64,
+    pub cpu_iowait_s: f64,
+    pub cpu_idle_s: f64,
+    pub resident_bytes: u64,
+    /// Bytes of compressed data held in DRAM (zram or zswap pool).
+    pub pool_bytes: u64,
+    pub swap_in_bytes: u64,
+    pub swap_out_bytes: u64,
+    pub zswap_hits: u64,
+    pub zswap_misses: u64,
+}
+
+/// The series behind a run's plots: written as CSV next to results.json and drawn in report.html.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct RunSeries {
+    pub switches: Vec<SwitchSample>,
+    /// Fault-latency histogram: (bucket upper bound in µs, count), buckets in increasing order.
+    pub fault_latency_us_hist: Vec<(f64, u64)>,
+    pub timeline: Vec<TimelineSample>,
+}
+
+/// What a substrate returns for one run: the summary (results.json) and the series (CSV, plots).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct RunOutput {
+    pub result: RunResult,
+    pub series: RunSeries,
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
