@@ -3,6 +3,8 @@
 use clap::{Parser, Subcommand};
 
 mod cmd;
+mod progress;
+mod units;
 
 #[derive(Parser)]
 #[command(
