@@ -8,6 +8,7 @@ pub mod alloc;
 pub mod device;
 pub mod discard;
 pub mod metrics;
+pub mod persist;
 pub mod progress;
 pub mod results;
 pub mod wear;
