@@ -24,7 +24,7 @@
 /// Contract: `flush` makes every earlier `write` durable; an aligned 8-byte `write` is atomic
 /// (NVM's 8-byte store atomicity; for a file, an aligned write inside one sector).
 pub trait Medium {
-    fn len(&self) -> u64;
+    fn size(&self) -> u64;
     fn read(&self, offset: u64, buf: &mut [u8]) -> Result<(), PersistError>;
     fn write(&mut self, offset: u64, data: &[u8]) -> Result<(), PersistError>;
     fn flush(&mut self) -> Result<(), PersistError>;
@@ -132,9 +132,9 @@ impl<M: Medium> AgeStore<M> {
 
 fn check_len<M: Medium>(medium: &M, slots: u64) -> Result<(), PersistError> {
     let need = required_len(slots);
-    if medium.len() < need {
+    if medium.size() < need {
         return Err(PersistError::TooSmall {
-            have: medium.len(),
+            have: medium.size(),
             need,
             slots,
         });
@@ -248,7 +248,7 @@ impl CrashingMedium {
 }
 
 impl Medium for CrashingMedium {
-    fn len(&self) -> u64 {
+    fn size(&self) -> u64 {
         self.volatile.len() as u64
     }
 

@@ -36,7 +36,7 @@ impl FileMedium {
 }
 
 impl Medium for FileMedium {
-    fn len(&self) -> u64 {
+    fn size(&self) -> u64 {
         self.len
     }
 

@@ -141,5 +141,5 @@ fn a_process_killed_mid_write_back_leaves_one_whole_generation() {
 fn file_medium_reports_its_length() {
     let (_dir, path) = scratch("len");
     let m = FileMedium::create(&path, 4096).unwrap();
-    assert_eq!(m.len(), 4096);
+    assert_eq!(m.size(), 4096);
 }
