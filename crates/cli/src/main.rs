@@ -4,6 +4,7 @@ use clap::{Parser, Subcommand};
 
 mod cmd;
 mod progress;
+mod report;
 mod units;
 
 #[derive(Parser)]
