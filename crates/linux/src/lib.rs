@@ -3,20 +3,24 @@
 //!
 //! - [`setup::Setup`] applies a [`config::LinuxConfig`] and undoes it on drop, on error and on
 //!   Ctrl-C; [`state::restore_from_file`] undoes a crashed run from its state file.
+//! - [`run_pressure`] runs the ChromeOS pressure test with tabs as real processes.
 //! - [`microbench::run`] runs the shared page-touch microbenchmark against zram or a swap file.
 
 pub mod cgroup;
 pub mod config;
 pub mod error;
 pub mod microbench;
+pub mod pressure;
 pub mod setup;
 pub mod signals;
 pub mod state;
 pub mod sysfs;
+pub mod tab;
 pub mod worker;
 
 pub use config::{bundled_configs, LinuxConfig, SwapSetup};
 pub use error::LinuxError;
+pub use pressure::{run_pressure, PressureOptions};
 pub use setup::Setup;
 
 /// Fail with [`LinuxError::NotRoot`] unless the effective uid is 0. Called before anything is

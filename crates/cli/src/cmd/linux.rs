@@ -32,6 +32,23 @@ enum Action {
         #[arg(long, default_value_os_t = default_state_path())]
         state_file: PathBuf,
     },
+    /// Run the pressure test on the kernel with one configuration (the same run `nvmswap pressure
+    /// --substrate linux` makes) and print its result; the machine is restored afterwards.
+    Pressure {
+        /// A bundled configuration (linux-zram, linux-swapfile, linux-zswap) or a TOML file.
+        config: String,
+        /// Shrinks tab footprints, cgroup limit, swap size, CPU times and sleeps together.
+        #[arg(long, default_value_t = 0.25)]
+        scale: f64,
+        /// Seeds the tab page contents.
+        #[arg(long, default_value_t = 1)]
+        seed: u64,
+        #[arg(long, default_value_os_t = default_state_path())]
+        state_file: PathBuf,
+        /// Print the nvmswap.results/1 JSON object on stdout.
+        #[arg(long)]
+        json: bool,
+    },
     /// Print the swap-related state (active swaps, zswap, sysctls, schedulers, zram, cgroups)
     /// and any pending state file.
     Status {
@@ -68,6 +85,35 @@ pub fn run(args: Args) -> anyhow::Result<()> {
                 anyhow::bail!("restored, but differences remain: {}", diffs.join("; "))
             }
         }
+        Action::Pressure {
+            config,
+            scale,
+            seed,
+            state_file,
+            json,
+        } => {
+            let opts = nvmswap_linux::PressureOptions {
+                seed,
+                scale,
+                state_file: Some(state_file),
+                ..Default::default()
+            };
+            let out = nvmswap_linux::run_pressure(&config, &opts, &StderrProgress)?;
+            let r = &out.result;
+            if json {
+                let report =
+                    nvmswap_core::results::RunsReport::new("linux pressure", seed, vec![r.clone()]);
+                println!("{}", serde_json::to_string_pretty(&report)?);
+            } else {
+                println!(
+                    "{}: tabs before first discard {}, discards {}, switches {}, switch ms mean {:.1} p50 {:.1} p99 {:.1}, faults {} (p50 {:.1} us, p99 {:.1} us), swap in {} MiB out {} MiB, {:.1} s",
+                    r.config, r.tabs_opened, r.discards, r.switches, r.switch_latency_ms.mean,
+                    r.switch_latency_ms.p50, r.switch_latency_ms.p99, r.faults, r.fault_latency_us.p50,
+                    r.fault_latency_us.p99, r.swap_in_bytes >> 20, r.swap_out_bytes >> 20, r.wall_s
+                );
+            }
+            Ok(())
+        }
         Action::Status { state_file, json } => {
             let now = MachineSnapshot::capture()?;
             let pending = state_file
@@ -96,5 +142,17 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             }
             Ok(())
         }
+    }
+}
+
+/// Progress as plain lines on stderr (the pressure command owns the bars).
+struct StderrProgress;
+
+impl nvmswap_core::progress::Progress for StderrProgress {
+    fn stage(&self, name: &str, _total: u64) {
+        eprintln!("{name}");
+    }
+    fn message(&self, msg: &str) {
+        eprintln!("  {msg}");
     }
 }
