@@ -156,3 +156,26 @@ fn a_failing_step_undoes_the_steps_before_it() {
     );
     assert!(!path.exists());
 }
+
+#[test]
+fn pressure_run_failing_mid_run_restores_exactly() {
+    let _m = MACHINE.lock().unwrap_or_else(|e| e.into_inner());
+    if !root_or_skip("pressure_failing_mid_run") {
+        return;
+    }
+    let before = MachineSnapshot::capture().unwrap();
+    let path = state_path("pressure-fail");
+    let opts = nvmswap_linux::PressureOptions {
+        scale: 0.05,
+        state_file: Some(path.clone()),
+        fail_after_actions: Some(6),
+        ..Default::default()
+    };
+    let err = nvmswap_linux::run_pressure("linux-zswap", &opts, &NoProgress).unwrap_err();
+    assert!(err.to_string().contains("failure injected"), "{err}");
+    assert_eq!(
+        before.differences(&MachineSnapshot::capture().unwrap()),
+        Vec::<String>::new()
+    );
+    assert!(!path.exists());
+}
