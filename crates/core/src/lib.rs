@@ -5,11 +5,14 @@
 //! written once and behaves the same in the simulator and on real memory.
 
 pub mod alloc;
+pub mod config;
 pub mod device;
 pub mod discard;
 pub mod metrics;
+pub mod persist;
 pub mod progress;
 pub mod results;
+pub mod wear;
 pub mod workload;
 
 /// The page size every mechanism works in. Seed 000, 001 and 002 all measure 4 KiB pages.
