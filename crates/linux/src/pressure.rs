@@ -37,8 +37,8 @@ use crate::{cgroup, signals, state, sysfs};
 pub struct PressureOptions {
     /// Seeds the page contents.
     pub seed: u64,
-    /// Shrinks tab footprints, the cgroup limit, swap sizes, CPU times and sleeps together
-    /// (1.0 = the configuration as written).
+    /// Shrinks tab footprints, the cgroup limit and swap sizes together (1.0 = the configuration
+    /// as written). CPU times and sleeps are not scaled, as in `sim`.
     pub scale: f64,
     /// Test parameters (pinned tabs, cycles, ...); the ChromeOS defaults when not changed.
     pub params: PressureParams,

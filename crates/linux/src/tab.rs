@@ -35,6 +35,8 @@ pub struct TabShape {
 }
 
 impl TabShape {
+    /// `scale` shrinks memory only; CPU times stay as the site gives them (as in `sim`, whose
+    /// scale shrinks sizes, not times).
     pub fn of(site: &SiteType, scale: f64) -> Self {
         let pages = ((site.footprint_bytes as f64 * scale) as u64 / PAGE_SIZE).max(16) as usize;
         TabShape {
@@ -43,8 +45,8 @@ impl TabShape {
             write_per_mille: (site.write_share * 1000.0) as u64,
             compress_ratio: site.compress_ratio,
             same_filled_share: site.same_filled_share,
-            load_cpu_ns: (site.load_cpu_ns as f64 * scale) as u64,
-            render_cpu_ns: (site.render_cpu_ns as f64 * scale) as u64,
+            load_cpu_ns: site.load_cpu_ns,
+            render_cpu_ns: site.render_cpu_ns,
         }
     }
 }

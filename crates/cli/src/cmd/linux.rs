@@ -39,7 +39,7 @@ enum Action {
     Pressure {
         /// A bundled configuration (linux-zram, linux-swapfile, linux-zswap) or a TOML file.
         config: String,
-        /// Shrinks tab footprints, cgroup limit, swap size, CPU times and sleeps together.
+        /// Shrinks tab footprints, cgroup limit and swap size together (not CPU times or sleeps).
         #[arg(long, default_value_t = 0.25)]
         scale: f64,
         /// Seeds the tab page contents.

@@ -3,4 +3,5 @@
 pub mod devices;
 pub mod linux;
 pub mod pressure;
+pub mod validate;
 pub mod wear;
