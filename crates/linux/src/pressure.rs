@@ -201,7 +201,10 @@ fn drive(
             )),
             Action::Open { tab, site } => {
                 let (proc_, loaded) = TabProcess::spawn(&procs, shapes[site], opts.seed, tab)?;
-                if loaded.is_some() {
+                if let Some((_, lat)) = loaded {
+                    for ns in lat {
+                        fault_ns.record_ns(ns);
+                    }
                     tabs.insert(tab, proc_);
                     lru.push(tab);
                 } else {
@@ -284,7 +287,9 @@ fn drive(
     );
     extra.insert(
         "fault_detection".into(),
-        "getrusage(RUSAGE_THREAD) majflt+minflt delta across each working-set touch".into(),
+        "getrusage(RUSAGE_THREAD) majflt+minflt delta across each timed touch: the first touch \
+         of every page at load (demand-zero) and every working-set touch at a switch"
+            .into(),
     );
     extra.insert(
         "blktrace".into(),

@@ -128,11 +128,24 @@ fn tab_main(
         return 3;
     }
     let t0 = worker::monotonic_ns();
+    let mut load_faults = 0u64;
     for p in 0..shape.pages {
         // SAFETY: page `p` lies inside this tab's private mapping of `shape.pages` pages.
         let page = unsafe {
             std::slice::from_raw_parts_mut(memory.add(p * PAGE_SIZE as usize), PAGE_SIZE as usize)
         };
+        // The first touch is a demand-zero fault (counted, as seed 000 Fig. 5 and `sim` count
+        // them); it may also stall in direct reclaim when the cgroup is at its limit.
+        let (maj0, min0) = worker::thread_faults();
+        let a = worker::monotonic_ns();
+        // SAFETY: first byte of page `p`, inside the mapping.
+        unsafe { memory.add(p * PAGE_SIZE as usize).write_volatile(0) };
+        let b = worker::monotonic_ns();
+        let (maj1, min1) = worker::thread_faults();
+        if maj1 + min1 > maj0 + min0 && (load_faults as usize) < faults.len() {
+            faults[load_faults as usize].store(b - a, Ordering::Relaxed);
+            load_faults += 1;
+        }
         fill_page(
             page,
             seed,
@@ -142,7 +155,7 @@ fn tab_main(
         );
     }
     spin(shape.load_cpu_ns);
-    if !write_words(answer_fd, &[worker::monotonic_ns() - t0, 0, 0]) {
+    if !write_words(answer_fd, &[worker::monotonic_ns() - t0, load_faults, 0]) {
         return 4;
     }
     let mut round = 0u64;
@@ -196,9 +209,10 @@ impl TabProcess {
         shape: TabShape,
         seed: u64,
         tab: u32,
-    ) -> Result<(TabProcess, Option<Answer>), LinuxError> {
+    ) -> Result<(TabProcess, Option<(Answer, Vec<u64>)>), LinuxError> {
         let memory = Mapping::new(shape.pages * PAGE_SIZE as usize, false)?;
-        let faults = Mapping::new(shape.working_set_pages * 8, true)?;
+        // Room for one latency per page: a load faults on every page.
+        let faults = Mapping::new(shape.pages * 8, true)?;
         let (cmd_read, cmd_write) = pipe()?;
         let (answer_read, answer_write) = pipe()?;
         let base = memory.as_ptr();
@@ -225,7 +239,10 @@ impl TabProcess {
             faults,
             shape,
         };
-        let answer = tab_proc.read_answer();
+        let answer = tab_proc.read_answer().map(|a| {
+            let lat = tab_proc.fault_latencies(a.faulting_touches);
+            (a, lat)
+        });
         Ok((tab_proc, answer))
     }
 
@@ -251,12 +268,16 @@ impl TabProcess {
             return None;
         }
         let answer = self.read_answer()?;
-        let n = (answer.faulting_touches as usize).min(self.faults.words().len());
-        let lat = self.faults.words()[..n]
+        let lat = self.fault_latencies(answer.faulting_touches);
+        Some((answer, lat))
+    }
+
+    fn fault_latencies(&self, n: u64) -> Vec<u64> {
+        let n = (n as usize).min(self.faults.words().len());
+        self.faults.words()[..n]
             .iter()
             .map(|w| w.load(Ordering::Relaxed))
-            .collect();
-        Some((answer, lat))
+            .collect()
     }
 
     /// Kill the tab (a discard) and reap it.
