@@ -59,6 +59,9 @@ pub struct Answer {
     pub major_faults: u64,
 }
 
+/// A tab's load answer and the latencies of its demand-zero faults.
+pub type Loaded = (Answer, Vec<u64>);
+
 /// The driver's handle on a tab process.
 pub struct TabProcess {
     pub pid: libc::pid_t,
@@ -113,7 +116,9 @@ fn read_exact(fd: libc::c_int, buf: &mut [u8]) -> bool {
     true
 }
 
-/// The child's life: join the cgroup, load, then serve switches until told to exit.
+/// The child's life: join the cgroup, load, then serve switches until told to exit. The
+/// arguments are the pieces prepared before the fork (no struct: nothing may allocate).
+#[allow(clippy::too_many_arguments)]
 fn tab_main(
     procs: &CString,
     memory: *mut u8,
@@ -209,7 +214,7 @@ impl TabProcess {
         shape: TabShape,
         seed: u64,
         tab: u32,
-    ) -> Result<(TabProcess, Option<(Answer, Vec<u64>)>), LinuxError> {
+    ) -> Result<(TabProcess, Option<Loaded>), LinuxError> {
         let memory = Mapping::new(shape.pages * PAGE_SIZE as usize, false)?;
         // Room for one latency per page: a load faults on every page.
         let faults = Mapping::new(shape.pages * 8, true)?;
