@@ -105,6 +105,11 @@ impl Setup {
             });
         }
         crate::signals::install();
+        // A Ctrl-C that arrived between runs (e.g. during validate's sim half) stops here,
+        // before anything is touched.
+        if crate::signals::interrupted() {
+            return Err(LinuxError::Interrupted);
+        }
         let machine_lock = lock_machine()?;
         let before = MachineSnapshot::capture()?;
         let mut setup = Setup {
