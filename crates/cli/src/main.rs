@@ -34,6 +34,10 @@ enum Command {
     Wear(cmd::wear::Args),
     /// The device profiles (latency, energy, price, endurance) and the source of every value.
     Devices(cmd::devices::Args),
+    /// The linux substrate's machine set-up: apply a configuration, restore, show state (root).
+    Linux(cmd::linux::Args),
+    /// Random 4 KiB touches over a working set larger than the DRAM budget: fault latency.
+    Microbench(cmd::microbench::Args),
 }
 
 fn main() -> std::process::ExitCode {
@@ -43,6 +47,8 @@ fn main() -> std::process::ExitCode {
         Some(Command::Pressure(args)) => cmd::pressure::run(args),
         Some(Command::Wear(args)) => cmd::wear::run(args),
         Some(Command::Devices(args)) => cmd::devices::run(args),
+        Some(Command::Linux(args)) => cmd::linux::run(args),
+        Some(Command::Microbench(args)) => cmd::microbench::run(args),
     };
     match result {
         Ok(()) => std::process::ExitCode::SUCCESS,

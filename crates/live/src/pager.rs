@@ -14,7 +14,7 @@
 
 use std::collections::{BTreeMap, VecDeque};
 use std::os::fd::AsRawFd;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::thread::JoinHandle;
 use std::time::Instant;
@@ -34,7 +34,9 @@ pub struct PagerConfig {
     pub budget_bytes: u64,
     /// Eviction starts when resident pages exceed this share of the budget ...
     pub high_watermark: f64,
-    /// ... and stops when they are at or below this share (our assumption: 1.0 / 0.95).
+    /// ... and stops when they are at or below this share (our assumptions: 0.95 / 0.90). The
+    /// budget itself is a hard limit: a fault that finds it full evicts one page itself first
+    /// (direct reclaim, counted), as the kernel does.
     pub low_watermark: f64,
     /// Compressed pool limit as a share of the budget; 0 disables the pool (pages go to NVM).
     pub pool_share: f64,
@@ -54,8 +56,8 @@ impl Default for PagerConfig {
     fn default() -> Self {
         PagerConfig {
             budget_bytes: 64 << 20,
-            high_watermark: 1.0,
-            low_watermark: 0.95,
+            high_watermark: 0.95,
+            low_watermark: 0.90,
             pool_share: 0.25,
             compressor: Compressor::Lz4,
             nvm_backend: Some("emulated:pcm".into()),
@@ -128,6 +130,8 @@ pub struct PagerStats {
     pub pool_writebacks: u64,
     pub read_ahead_pages: u64,
     pub nvm_full: u64,
+    /// Faults that had to evict a page themselves because the budget was full.
+    pub direct_reclaims: u64,
     pub pool_bytes_in: u64,
     pub pool_bytes_compressed_in: u64,
     pub pool_stored_bytes: u64,
@@ -168,7 +172,9 @@ struct Shared {
     inner: Mutex<Inner>,
     evict_wanted: Condvar,
     shutdown: AtomicBool,
+    fault_count: AtomicU64,
     wake_fd: libc::c_int,
+    budget_pages: u64,
     high_pages: u64,
     low_pages: u64,
     read_ahead: usize,
@@ -210,7 +216,7 @@ impl Pager {
         });
         let nvm = match &cfg.nvm_backend {
             Some(b) => {
-                if cfg.nvm_bytes < PAGE as u64 || cfg.nvm_bytes % PAGE as u64 != 0 {
+                if cfg.nvm_bytes < PAGE as u64 || !cfg.nvm_bytes.is_multiple_of(PAGE as u64) {
                     return Err(LiveError::NvmSize(cfg.nvm_bytes));
                 }
                 Some(Nvm::new(
@@ -254,7 +260,9 @@ impl Pager {
             }),
             evict_wanted: Condvar::new(),
             shutdown: AtomicBool::new(false),
+            fault_count: AtomicU64::new(0),
             wake_fd,
+            budget_pages,
             high_pages: high,
             low_pages: low,
             read_ahead: cfg.read_ahead,
@@ -283,7 +291,7 @@ impl Pager {
 
     /// A new demand-zero region of `len` bytes (a positive multiple of 4096).
     pub fn region(&self, len: u64) -> Result<Region<'_>, LiveError> {
-        if len == 0 || len % PAGE as u64 != 0 || len > (1u64 << 46) {
+        if len == 0 || !len.is_multiple_of(PAGE as u64) || len > (1u64 << 46) {
             return Err(LiveError::RegionSize(len));
         }
         let len = len as usize;
@@ -361,6 +369,11 @@ impl Pager {
         s
     }
 
+    /// Faults (missing and write-protect) handled so far; cheap, for callers timing touches.
+    pub fn fault_count(&self) -> u64 {
+        self.shared.fault_count.load(Ordering::Relaxed)
+    }
+
     /// Resident pages and the budget in pages (for discard rules).
     pub fn budget_figures(&self) -> (u64, u64) {
         let inner = self.shared.lock();
@@ -428,7 +441,11 @@ fn key(region: u32, idx: u32) -> u64 {
 fn release_copy(inner: &mut Inner, k: u64, loc: Loc) {
     match loc {
         Loc::Nvm(slot) => inner.nvm.as_mut().expect("nvm copy needs nvm").free(slot),
-        Loc::Pool => inner.pool.as_mut().expect("pool copy needs a pool").discard(k),
+        Loc::Pool => inner
+            .pool
+            .as_mut()
+            .expect("pool copy needs a pool")
+            .discard(k),
         Loc::Same(_) | Loc::None => {}
     }
 }
@@ -467,10 +484,16 @@ fn handler_loop(shared: &Shared) {
                     let t0 = Instant::now();
                     let page = addr as usize & !(PAGE - 1);
                     let mut inner = shared.lock();
+                    shared.fault_count.fetch_add(1, Ordering::Relaxed);
                     if let Some(tier) = handle_fault(shared, &mut inner, page, kind) {
                         let ns = t0.elapsed().as_nanos() as u64;
                         inner.stats.faults += 1;
-                        inner.stats.service_ns.entry(tier).or_default().record_ns(ns);
+                        inner
+                            .stats
+                            .service_ns
+                            .entry(tier)
+                            .or_default()
+                            .record_ns(ns);
                         if inner.resident > shared.high_pages {
                             shared.evict_wanted.notify_one();
                         }
@@ -536,6 +559,13 @@ fn handle_fault(shared: &Shared, inner: &mut Inner, page: usize, kind: FaultKind
             (Tier::Nvm, Loc::Nvm(slot))
         }
     };
+    if inner.resident >= shared.budget_pages {
+        let batch = inner.next_batch;
+        inner.next_batch += 1;
+        if evict_oldest(shared, inner, batch) {
+            inner.stats.direct_reclaims += 1;
+        }
+    }
     place(shared, inner, rid, idx, &buf, keep);
     if tier == Tier::Nvm && shared.read_ahead > 0 {
         read_ahead(shared, inner, rid, idx, meta.batch);
@@ -546,7 +576,8 @@ fn handle_fault(shared: &Shared, inner: &mut Inner, page: usize, kind: FaultKind
 fn place(shared: &Shared, inner: &mut Inner, rid: u32, idx: u32, buf: &[u8; PAGE], keep: Loc) {
     let info = inner.regions.get_mut(&rid).expect("region");
     let addr = info.base + idx as usize * PAGE;
-    copy_in(&shared.uffd, addr, buf, keep != Loc::None).expect("UFFDIO_COPY into a registered page");
+    copy_in(&shared.uffd, addr, buf, keep != Loc::None)
+        .expect("UFFDIO_COPY into a registered page");
     let seq = inner.next_seq;
     inner.next_seq += 1;
     let m = &mut info.metas[idx as usize];
@@ -562,7 +593,7 @@ fn read_ahead(shared: &Shared, inner: &mut Inner, rid: u32, idx: u32, batch: u64
     let ra = shared.read_ahead as i64;
     for d in (-ra..=ra).filter(|&d| d != 0) {
         let j = idx as i64 + d;
-        if j < 0 || j >= n || inner.resident >= shared.high_pages {
+        if j < 0 || j >= n || inner.resident >= shared.budget_pages {
             continue;
         }
         let m = inner.regions[&rid].metas[j as usize];
@@ -579,7 +610,7 @@ fn read_ahead(shared: &Shared, inner: &mut Inner, rid: u32, idx: u32, batch: u64
 }
 
 /// Pages evicted per lock hold, so faults wait for at most this many evictions.
-const EVICT_CHUNK: usize = 16;
+const EVICT_CHUNK: usize = 1;
 
 fn evictor_loop(shared: &Shared) {
     let mut inner = shared.lock();
@@ -695,7 +726,11 @@ fn store(inner: &mut Inner, rid: u32, idx: u32, buf: &[u8; PAGE]) -> Option<Loc>
 
 /// Move the pool's least recently stored page to NVM (zswap's write-back when the pool is full).
 fn write_back_oldest(inner: &mut Inner) -> bool {
-    if inner.nvm.as_ref().is_none_or(|n| n.in_use() >= n.capacity()) {
+    if inner
+        .nvm
+        .as_ref()
+        .is_none_or(|n| n.in_use() >= n.capacity())
+    {
         return false;
     }
     let Some(k) = inner.pool.as_ref().and_then(|p| p.oldest()) else {
@@ -703,7 +738,12 @@ fn write_back_oldest(inner: &mut Inner) -> bool {
     };
     let mut buf = [0u8; PAGE];
     inner.pool.as_mut().expect("pool").take(k, &mut buf);
-    let slot = inner.nvm.as_mut().expect("nvm").store(&buf).expect("nvm has room");
+    let slot = inner
+        .nvm
+        .as_mut()
+        .expect("nvm")
+        .store(&buf)
+        .expect("nvm has room");
     let (rid, idx) = ((k >> 32) as u32, k as u32);
     inner.regions.get_mut(&rid).expect("region").metas[idx as usize].loc = Loc::Nvm(slot);
     inner.stats.pool_writebacks += 1;

@@ -158,7 +158,7 @@ pub enum NvmMedium {
         buf: Vec<u8>,
         read: LatencyDist,
         write: LatencyDist,
-        rng: ChaCha8Rng,
+        rng: Box<ChaCha8Rng>,
     },
     /// A memory-mapped file; its contents outlive the process.
     File { map: MmapMut, path: PathBuf },
@@ -173,7 +173,7 @@ pub fn open_medium(spec: &str, slots: u32) -> Result<NvmMedium, LiveError> {
             buf: vec![0u8; bytes as usize],
             read: p.read_4k,
             write: p.write_4k,
-            rng: ChaCha8Rng::seed_from_u64(0x6e766d),
+            rng: Box::new(ChaCha8Rng::seed_from_u64(0x6e766d)),
         })
     } else if let Some(path) = spec.strip_prefix("file:") {
         let path = PathBuf::from(path);
@@ -193,10 +193,11 @@ pub fn open_medium(spec: &str, slots: u32) -> Result<NvmMedium, LiveError> {
             })?
             .len();
         if len < bytes {
-            file.set_len(bytes).map_err(|source| LiveError::BackendFile {
-                path: path.clone(),
-                source,
-            })?;
+            file.set_len(bytes)
+                .map_err(|source| LiveError::BackendFile {
+                    path: path.clone(),
+                    source,
+                })?;
         }
         // SAFETY: the file is ours for the pager's lifetime; another process truncating it would
         // fault us (SIGBUS), which the docs warn about; nothing else maps it here.
@@ -259,10 +260,17 @@ impl Nvm {
 
     fn charge(&mut self, write: bool) {
         if let NvmMedium::Emulated {
-            read, write: w, rng, ..
+            read,
+            write: w,
+            rng,
+            ..
         } = &mut self.medium
         {
-            let ns = if write { w.sample(rng) } else { read.sample(rng) };
+            let ns = if write {
+                w.sample(rng)
+            } else {
+                read.sample(rng)
+            };
             spin(ns);
         }
     }

@@ -31,13 +31,22 @@ pub enum Placed {
 
 /// Atomically map a copy of `src` at `dst` (page-aligned, inside a range registered on `uffd`),
 /// write-protected if `write_protect`, and wake threads waiting on it.
-pub fn copy_in(uffd: &Uffd, dst: usize, src: &[u8; PAGE], write_protect: bool) -> std::io::Result<Placed> {
+pub fn copy_in(
+    uffd: &Uffd,
+    dst: usize,
+    src: &[u8; PAGE],
+    write_protect: bool,
+) -> std::io::Result<Placed> {
     assert_eq!(dst % PAGE, 0, "pages are placed at page boundaries");
     let mut arg = UffdioCopy {
         dst: dst as u64,
         src: src.as_ptr() as u64,
         len: PAGE as u64,
-        mode: if write_protect { UFFDIO_COPY_MODE_WP } else { 0 },
+        mode: if write_protect {
+            UFFDIO_COPY_MODE_WP
+        } else {
+            0
+        },
         copy: 0,
     };
     // SAFETY: `arg` is a valid uffdio_copy that lives across the call; the kernel reads PAGE bytes

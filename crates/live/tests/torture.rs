@@ -34,14 +34,18 @@ fn torture(cfg: PagerConfig, pages: usize, threads: usize, ops: usize) -> nvmswa
                     let mut v = versions[p].lock().unwrap();
                     let addr = base + p * PAGE;
                     // SAFETY: the page belongs to the live region and this thread holds its lock.
-                    unsafe { std::ptr::copy_nonoverlapping(addr as *const u8, got.as_mut_ptr(), PAGE) };
+                    unsafe {
+                        std::ptr::copy_nonoverlapping(addr as *const u8, got.as_mut_ptr(), PAGE)
+                    };
                     expected(p as u64, *v, &mut want);
                     assert!(got == want, "page {p} version {} mismatch", *v);
                     if rng.random_bool(0.5) {
                         *v += 1;
                         expected(p as u64, *v, &mut want);
                         // SAFETY: as above.
-                        unsafe { std::ptr::copy_nonoverlapping(want.as_ptr(), addr as *mut u8, PAGE) };
+                        unsafe {
+                            std::ptr::copy_nonoverlapping(want.as_ptr(), addr as *mut u8, PAGE)
+                        };
                     }
                 }
             });
@@ -49,7 +53,10 @@ fn torture(cfg: PagerConfig, pages: usize, threads: usize, ops: usize) -> nvmswa
     });
     drop(region);
     let stats = pager.stats();
-    assert_eq!(stats.resident_pages, 0, "dropping the region releases its pages");
+    assert_eq!(
+        stats.resident_pages, 0,
+        "dropping the region releases its pages"
+    );
     assert_eq!(stats.nvm_in_use, 0, "dropping the region frees its slots");
     stats
 }
@@ -66,7 +73,10 @@ fn torture_through_pool_and_nvm() {
     let s = torture(cfg, 1024, 4, 5_000);
     eprintln!("{s:?}");
     assert!(s.faults > 1000, "{}", s.faults);
-    assert!(s.service_ns.keys().count() >= 3, "pool, nvm and zero faults all happened");
+    assert!(
+        s.service_ns.keys().count() >= 3,
+        "pool, nvm and zero faults all happened"
+    );
     assert!(s.pool_writebacks > 0 && s.evictions > 0);
 }
 
@@ -83,6 +93,9 @@ fn torture_nvm_only_on_file() {
     };
     let s = torture(cfg, 512, 3, 3_000);
     std::fs::remove_file(&dir).unwrap();
-    assert!(s.nvm_writes_saved > 0, "clean pages evicted without a rewrite");
+    assert!(
+        s.nvm_writes_saved > 0,
+        "clean pages evicted without a rewrite"
+    );
     assert!(s.read_ahead_pages > 0);
 }

@@ -1,5 +1,7 @@
 //! One module per subcommand: its flags (`Args`) and its `run`.
 
 pub mod devices;
+pub mod linux;
+pub mod microbench;
 pub mod pressure;
 pub mod wear;

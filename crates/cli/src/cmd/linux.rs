@@ -1,0 +1,158 @@
+//! `nvmswap linux setup|restore|status`: apply a linux configuration and leave it applied, put the
+//! machine back from the state file, or show the swap-related state.
+
+use std::path::PathBuf;
+
+use anyhow::Context;
+use clap::{Args as ClapArgs, Subcommand};
+
+use nvmswap_linux::state::{default_state_path, MachineSnapshot, StateFile};
+use nvmswap_linux::{LinuxConfig, Setup};
+
+#[derive(ClapArgs)]
+pub struct Args {
+    #[command(subcommand)]
+    action: Action,
+}
+
+#[derive(Subcommand)]
+enum Action {
+    /// Apply a configuration (memory cgroup, swap, zswap, scheduler, sysctls) and leave it
+    /// applied; the prior state goes to the state file for `nvmswap linux restore`.
+    Setup {
+        /// A bundled configuration (linux-zram, linux-swapfile, linux-zswap) or a TOML file.
+        config: String,
+        /// Where the prior state and the journal of changes are written.
+        #[arg(long, default_value_os_t = default_state_path())]
+        state_file: PathBuf,
+    },
+    /// Undo every change recorded in the state file (after `setup`, or after a crashed run),
+    /// then compare the machine with the state recorded before.
+    Restore {
+        #[arg(long, default_value_os_t = default_state_path())]
+        state_file: PathBuf,
+    },
+    /// Run the pressure test on the kernel with one configuration (the same run `nvmswap pressure
+    /// --substrate linux` makes) and print its result; the machine is restored afterwards.
+    Pressure {
+        /// A bundled configuration (linux-zram, linux-swapfile, linux-zswap) or a TOML file.
+        config: String,
+        /// Shrinks tab footprints, cgroup limit, swap size, CPU times and sleeps together.
+        #[arg(long, default_value_t = 0.25)]
+        scale: f64,
+        /// Seeds the tab page contents.
+        #[arg(long, default_value_t = 1)]
+        seed: u64,
+        #[arg(long, default_value_os_t = default_state_path())]
+        state_file: PathBuf,
+        /// Print the nvmswap.results/1 JSON object on stdout.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Print the swap-related state (active swaps, zswap, sysctls, schedulers, zram, cgroups)
+    /// and any pending state file.
+    Status {
+        #[arg(long, default_value_os_t = default_state_path())]
+        state_file: PathBuf,
+        /// Print JSON instead of text.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+pub fn run(args: Args) -> anyhow::Result<()> {
+    match args.action {
+        Action::Setup { config, state_file } => {
+            let cfg = LinuxConfig::load(&config)?;
+            let setup = Setup::apply(&cfg, &state_file)?;
+            eprintln!(
+                "applied {} (cgroup {}, swap device {}); undo with `nvmswap linux restore --state-file {}`",
+                cfg.name,
+                setup.cgroup.display(),
+                setup.swap_device.as_deref().unwrap_or("none"),
+                state_file.display()
+            );
+            setup.keep();
+            Ok(())
+        }
+        Action::Restore { state_file } => {
+            let diffs = nvmswap_linux::state::restore_from_file(&state_file)
+                .with_context(|| format!("restoring from {}", state_file.display()))?;
+            if diffs.is_empty() {
+                eprintln!("restored: the machine matches the state recorded before the run");
+                Ok(())
+            } else {
+                anyhow::bail!("restored, but differences remain: {}", diffs.join("; "))
+            }
+        }
+        Action::Pressure {
+            config,
+            scale,
+            seed,
+            state_file,
+            json,
+        } => {
+            let opts = nvmswap_linux::PressureOptions {
+                seed,
+                scale,
+                state_file: Some(state_file),
+                ..Default::default()
+            };
+            let out = nvmswap_linux::run_pressure(&config, &opts, &StderrProgress)?;
+            let r = &out.result;
+            if json {
+                let report =
+                    nvmswap_core::results::RunsReport::new("linux pressure", seed, vec![r.clone()]);
+                println!("{}", serde_json::to_string_pretty(&report)?);
+            } else {
+                println!(
+                    "{}: tabs before first discard {}, discards {}, switches {}, switch ms mean {:.1} p50 {:.1} p99 {:.1}, faults {} (p50 {:.1} us, p99 {:.1} us), swap in {} MiB out {} MiB, {:.1} s",
+                    r.config, r.tabs_opened, r.discards, r.switches, r.switch_latency_ms.mean,
+                    r.switch_latency_ms.p50, r.switch_latency_ms.p99, r.faults, r.fault_latency_us.p50,
+                    r.fault_latency_us.p99, r.swap_in_bytes >> 20, r.swap_out_bytes >> 20, r.wall_s
+                );
+            }
+            Ok(())
+        }
+        Action::Status { state_file, json } => {
+            let now = MachineSnapshot::capture()?;
+            let pending = state_file
+                .exists()
+                .then(|| StateFile::load(&state_file))
+                .transpose()?;
+            if json {
+                let v = serde_json::json!({ "state": now, "pending_state_file": pending });
+                println!("{}", serde_json::to_string_pretty(&v)?);
+                return Ok(());
+            }
+            println!("swaps:      {:?}", now.swaps);
+            println!("zswap:      {:?}", now.zswap);
+            println!("sysctls:    {:?}", now.sysctls);
+            println!("schedulers: {:?}", now.schedulers);
+            println!("zram:       {:?}", now.zram_devices);
+            println!("cgroups:    {:?}", now.memory_cgroups);
+            match pending {
+                Some(s) => println!(
+                    "pending state file {} from pid {} with {} changes: run `nvmswap linux restore`",
+                    state_file.display(),
+                    s.pid,
+                    s.changes.len()
+                ),
+                None => println!("no pending state file"),
+            }
+            Ok(())
+        }
+    }
+}
+
+/// Progress as plain lines on stderr (the pressure command owns the bars).
+struct StderrProgress;
+
+impl nvmswap_core::progress::Progress for StderrProgress {
+    fn stage(&self, name: &str, _total: u64) {
+        eprintln!("{name}");
+    }
+    fn message(&self, msg: &str) {
+        eprintln!("  {msg}");
+    }
+}

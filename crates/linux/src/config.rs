@@ -1,0 +1,154 @@
+//! A linux configuration: the memory cgroup's limit, the swap set-up (none, zram, swap file, or
+//! zswap in front of a swap file), the swap device's I/O scheduler and the vm sysctls.
+
+use serde::{Deserialize, Serialize};
+
+use nvmswap_core::discard::DiscardRule;
+
+use crate::error::LinuxError;
+
+/// Where swapped pages go.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
+pub enum SwapSetup {
+    /// No swap of our own (pages of the cgroup can only go to swap areas already active).
+    None,
+    /// A hot-added zram device used as swap.
+    Zram {
+        /// Uncompressed capacity of the device.
+        size_bytes: u64,
+        /// zram `comp_algorithm` (lzo-rle, lzo, lz4, zstd: whatever the kernel lists).
+        algorithm: String,
+    },
+    /// A swap file on disk.
+    Swapfile { path: String, size_bytes: u64 },
+    /// zswap in front of a swap file.
+    Zswap {
+        path: String,
+        size_bytes: u64,
+        /// zswap `compressor`.
+        compressor: String,
+        /// zswap `max_pool_percent` (share of RAM the compressed pool may take).
+        max_pool_percent: u32,
+    },
+}
+
+/// One linux configuration (profiles/linux/*.toml).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LinuxConfig {
+    pub name: String,
+    #[serde(default)]
+    pub description: String,
+    /// The memory cgroup's limit: the DRAM the workload may keep resident.
+    pub cgroup_limit_bytes: u64,
+    pub swap: SwapSetup,
+    /// I/O scheduler of the swap file's disk (none, mq-deadline, kyber, bfq); unchanged if absent.
+    #[serde(default)]
+    pub scheduler: Option<String>,
+    /// vm.page-cluster (log2 of pages read ahead on swap-in); unchanged if absent.
+    #[serde(default)]
+    pub page_cluster: Option<u32>,
+    /// Swappiness of the cgroup (v1) and vm.swappiness; unchanged if absent.
+    #[serde(default)]
+    pub swappiness: Option<u32>,
+    /// Chrome's discard rule with this configuration's RAM-vs-swap weight.
+    #[serde(default)]
+    pub discard: DiscardRule,
+}
+
+const BUNDLED: [(&str, &str); 3] = [
+    (
+        "linux-zram",
+        include_str!("../../../profiles/linux/linux-zram.toml"),
+    ),
+    (
+        "linux-swapfile",
+        include_str!("../../../profiles/linux/linux-swapfile.toml"),
+    ),
+    (
+        "linux-zswap",
+        include_str!("../../../profiles/linux/linux-zswap.toml"),
+    ),
+];
+
+/// Names of the bundled configurations.
+pub fn bundled_configs() -> Vec<&'static str> {
+    BUNDLED.iter().map(|b| b.0).collect()
+}
+
+impl LinuxConfig {
+    pub fn parse(name: &str, text: &str) -> Result<Self, LinuxError> {
+        let cfg: LinuxConfig = toml::from_str(text).map_err(|e| LinuxError::Config {
+            name: name.to_string(),
+            detail: e.to_string(),
+        })?;
+        cfg.validate()?;
+        Ok(cfg)
+    }
+
+    /// A bundled name, or a path to a TOML file.
+    pub fn load(name_or_path: &str) -> Result<Self, LinuxError> {
+        if let Some((name, text)) = BUNDLED.iter().find(|b| b.0 == name_or_path) {
+            return Self::parse(name, text);
+        }
+        let text = std::fs::read_to_string(name_or_path).map_err(|e| LinuxError::Config {
+            name: name_or_path.to_string(),
+            detail: format!(
+                "neither a bundled configuration ({}) nor a readable file: {e}",
+                bundled_configs().join(", ")
+            ),
+        })?;
+        Self::parse(name_or_path, &text)
+    }
+
+    fn validate(&self) -> Result<(), LinuxError> {
+        let bad = |detail: String| {
+            Err(LinuxError::Config {
+                name: self.name.clone(),
+                detail,
+            })
+        };
+        if self.cgroup_limit_bytes < 16 * nvmswap_core::MIB {
+            return bad(format!(
+                "cgroup_limit_bytes {} is below 16 MiB",
+                self.cgroup_limit_bytes
+            ));
+        }
+        match &self.swap {
+            SwapSetup::Zram { size_bytes, .. }
+            | SwapSetup::Swapfile { size_bytes, .. }
+            | SwapSetup::Zswap { size_bytes, .. }
+                if *size_bytes < nvmswap_core::MIB =>
+            {
+                bad(format!("swap size_bytes {size_bytes} is below 1 MiB"))
+            }
+            SwapSetup::Zswap {
+                max_pool_percent, ..
+            } if *max_pool_percent == 0 || *max_pool_percent > 100 => bad(format!(
+                "max_pool_percent {max_pool_percent} is not within 1..=100"
+            )),
+            _ => Ok(()),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bundled_configs_parse_and_bad_ones_are_rejected() {
+        for name in bundled_configs() {
+            let cfg = LinuxConfig::load(name).unwrap();
+            assert_eq!(cfg.name, name);
+        }
+        let err = LinuxConfig::parse(
+            "x",
+            "name='x'\ncgroup_limit_bytes=1024\n[swap]\nkind='none'\n",
+        )
+        .unwrap_err();
+        assert!(err.to_string().contains("below 16 MiB"), "{err}");
+        assert!(LinuxConfig::load("no-such-config").is_err());
+    }
+}

@@ -1,0 +1,333 @@
+//! The ChromeOS memory-capacity pressure test on the running kernel: tabs are forked processes
+//! in a memory cgroup (see [`crate::tab`]), the driver carries out
+//! [`nvmswap_core::workload::tabs::PressureTest`]'s actions and discards the least-recently-used
+//! tab when Chrome's rule ([`nvmswap_core::discard::DiscardRule`]) says so, computed from the
+//! kernel's own figures for the cgroup:
+//!
+//! - total RAM = the cgroup's limit; free = limit - usage; reserved = 0 (a cgroup has no
+//!   watermarks, our simplification);
+//! - clean file pages = `active_file + inactive_file` of memory.stat (v1: `cache` holds shmem too);
+//! - anon = `rss` (v1) / `anon` (v2) of memory.stat; swap free = free space of our swap area
+//!   from /proc/swaps.
+//!
+//! Swap traffic comes from /proc/vmstat deltas (system-wide; no other swap area is active on
+//! the machine we measured, so the deltas are ours).
+
+use std::collections::BTreeMap;
+use std::ffi::CString;
+use std::path::PathBuf;
+
+use nvmswap_core::discard::MemorySnapshot;
+use nvmswap_core::metrics::LatencyRecorder;
+use nvmswap_core::progress::Progress;
+use nvmswap_core::results::{RunOutput, RunResult, RunSeries, SwitchSample, TimelineSample};
+use nvmswap_core::workload::tabs::{
+    default_sites, Action, Phase, PressureParams, PressureTest, TabId,
+};
+use nvmswap_core::{NS_PER_MS, NS_PER_US, PAGE_SIZE};
+
+use crate::config::{LinuxConfig, SwapSetup};
+use crate::error::LinuxError;
+use crate::setup::Setup;
+use crate::tab::{TabProcess, TabShape};
+use crate::{cgroup, signals, state, sysfs};
+
+/// Options of a linux pressure run.
+#[derive(Debug, Clone)]
+pub struct PressureOptions {
+    /// Seeds the page contents.
+    pub seed: u64,
+    /// Shrinks tab footprints, the cgroup limit, swap sizes, CPU times and sleeps together
+    /// (1.0 = the configuration as written).
+    pub scale: f64,
+    /// Test parameters (pinned tabs, cycles, ...); the ChromeOS defaults when not changed.
+    pub params: PressureParams,
+    /// State file for crash recovery (default: [`state::default_state_path`]).
+    pub state_file: Option<PathBuf>,
+    /// Test hook: stop with an error after this many actions (the set-up must still be undone).
+    pub fail_after_actions: Option<u64>,
+}
+
+impl Default for PressureOptions {
+    fn default() -> Self {
+        PressureOptions {
+            seed: 1,
+            scale: 1.0,
+            params: PressureParams::default(),
+            state_file: None,
+            fail_after_actions: None,
+        }
+    }
+}
+
+/// The configuration with sizes multiplied by `scale`.
+pub fn scaled(config: &LinuxConfig, scale: f64) -> LinuxConfig {
+    let s = |b: u64| {
+        (((b as f64 * scale) as u64).div_ceil(PAGE_SIZE) * PAGE_SIZE).max(16 * nvmswap_core::MIB)
+    };
+    let mut c = config.clone();
+    c.cgroup_limit_bytes = s(config.cgroup_limit_bytes);
+    match &mut c.swap {
+        SwapSetup::None => {}
+        SwapSetup::Zram { size_bytes, .. }
+        | SwapSetup::Swapfile { size_bytes, .. }
+        | SwapSetup::Zswap { size_bytes, .. } => *size_bytes = s(*size_bytes),
+    }
+    c
+}
+
+/// Run the pressure test with a bundled configuration name or a TOML path. The machine is
+/// restored before this returns, whatever happens.
+pub fn run_pressure(
+    config_name_or_path: &str,
+    opts: &PressureOptions,
+    progress: &dyn Progress,
+) -> Result<RunOutput, LinuxError> {
+    if !(opts.scale > 0.0 && opts.scale <= 4.0) {
+        return Err(LinuxError::Config {
+            name: config_name_or_path.into(),
+            detail: format!("scale {} is not within (0, 4]", opts.scale),
+        });
+    }
+    let config = LinuxConfig::load(config_name_or_path)?;
+    crate::require_root()?;
+    let scaled_config = scaled(&config, opts.scale);
+    let state_path = opts
+        .state_file
+        .clone()
+        .unwrap_or_else(state::default_state_path);
+    let setup = Setup::apply(&scaled_config, &state_path)?;
+    let result = drive(&setup, opts, progress);
+    let diffs = setup.restore()?;
+    if !diffs.is_empty() {
+        return Err(LinuxError::Restore(diffs.join("; ")));
+    }
+    result
+}
+
+/// Our swap area's size and use in bytes from /proc/swaps.
+fn swap_area_free(path: &str) -> u64 {
+    let text = std::fs::read_to_string("/proc/swaps").unwrap_or_default();
+    text.lines()
+        .skip(1)
+        .find(|l| l.split_whitespace().next() == Some(path))
+        .and_then(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            let size: u64 = f.get(2)?.parse().ok()?;
+            let used: u64 = f.get(3)?.parse().ok()?;
+            Some(size.saturating_sub(used) * 1024)
+        })
+        .unwrap_or(0)
+}
+
+fn snapshot(setup: &Setup, swap_path: &str) -> Result<MemorySnapshot, LinuxError> {
+    let limit = setup.config.cgroup_limit_bytes;
+    let usage = cgroup::usage_bytes(&setup.cgroup)?;
+    let st = cgroup::stat(&setup.cgroup)?;
+    let get = |k: &str| st.get(k).copied().unwrap_or(0);
+    let anon = if cgroup::is_v1() {
+        get("rss")
+    } else {
+        get("anon")
+    };
+    Ok(MemorySnapshot {
+        total_ram: limit,
+        free: limit.saturating_sub(usage),
+        reserved: 0,
+        clean_file: get("active_file") + get("inactive_file"),
+        anon,
+        swap_free: swap_area_free(swap_path),
+    })
+}
+
+fn swap_path(setup: &Setup) -> String {
+    match (&setup.config.swap, &setup.swap_device) {
+        (SwapSetup::Zram { .. }, Some(dev)) => format!("/dev/{dev}"),
+        (SwapSetup::Swapfile { path, .. } | SwapSetup::Zswap { path, .. }, _) => path.clone(),
+        _ => String::new(),
+    }
+}
+
+fn phase_name(p: Phase) -> &'static str {
+    match p {
+        Phase::Pressure => "pressure",
+        Phase::ColdSwitch => "cold-switch",
+        Phase::HeavyLoad | Phase::Done => "heavy-load",
+    }
+}
+
+fn drive(
+    setup: &Setup,
+    opts: &PressureOptions,
+    progress: &dyn Progress,
+) -> Result<RunOutput, LinuxError> {
+    let started = std::time::Instant::now();
+    let sites = default_sites();
+    let shapes: Vec<TabShape> = sites.iter().map(|s| TabShape::of(s, opts.scale)).collect();
+    let procs = CString::new(setup.cgroup.join("cgroup.procs").display().to_string())
+        .map_err(|_| LinuxError::Worker("cgroup path has a NUL byte".into()))?;
+    let swap = swap_path(setup);
+    let vm0 = sysfs::vmstat()?;
+    let rule = setup.config.discard.clone();
+
+    let mut test = PressureTest::new(opts.params.clone(), sites.len());
+    let mut tabs: BTreeMap<TabId, TabProcess> = BTreeMap::new();
+    // Least recently used first: what Chrome discards.
+    let mut lru: Vec<TabId> = Vec::new();
+    let (mut discards, mut oom_kills, mut actions) = (0u64, 0u64, 0u64);
+    let mut switch_ms = LatencyRecorder::new();
+    let mut fault_ns = LatencyRecorder::new();
+    let mut series = RunSeries::default();
+    let mut major_faults = 0u64;
+    progress.stage(&format!("linux {}", setup.config.name), 0);
+
+    loop {
+        if signals::interrupted() {
+            return Err(LinuxError::Interrupted);
+        }
+        if opts.fail_after_actions.is_some_and(|n| actions >= n) {
+            return Err(LinuxError::Worker(format!(
+                "failure injected after {actions} actions"
+            )));
+        }
+        actions += 1;
+        let alive: std::collections::BTreeSet<TabId> = tabs.keys().copied().collect();
+        let action = test.next_action(discards + oom_kills > 0, &|t| alive.contains(&t));
+        let phase = test.phase();
+        match action {
+            Action::Done => break,
+            Action::Sleep { ns } => std::thread::sleep(std::time::Duration::from_nanos(
+                (ns as f64 * opts.scale) as u64,
+            )),
+            Action::Open { tab, site } => {
+                let (proc_, loaded) = TabProcess::spawn(&procs, shapes[site], opts.seed, tab)?;
+                if loaded.is_some() {
+                    tabs.insert(tab, proc_);
+                    lru.push(tab);
+                } else {
+                    oom_kills += 1;
+                }
+                progress.message(&format!("{} tabs open, {discards} discarded", tabs.len()));
+            }
+            Action::Switch { tab } => {
+                let Some(proc_) = tabs.get_mut(&tab) else {
+                    continue;
+                };
+                match proc_.switch() {
+                    Some((answer, lat)) => {
+                        switch_ms.record_ns(answer.latency_ns);
+                        major_faults += answer.major_faults;
+                        for ns in lat {
+                            fault_ns.record_ns(ns);
+                        }
+                        series.switches.push(SwitchSample {
+                            tabs_open: tabs.len() as u32,
+                            latency_ms: answer.latency_ns as f64 / NS_PER_MS as f64,
+                            phase: phase_name(phase).into(),
+                        });
+                        lru.retain(|&t| t != tab);
+                        lru.push(tab);
+                    }
+                    None => {
+                        tabs.remove(&tab);
+                        lru.retain(|&t| t != tab);
+                        oom_kills += 1;
+                    }
+                }
+            }
+        }
+        // Chrome's rule, re-read after each discard; the foreground (last used) tab is kept.
+        while lru.len() > 1 && rule.should_discard(&snapshot(setup, &swap)?) {
+            let victim = lru.remove(0);
+            if let Some(p) = tabs.remove(&victim) {
+                p.kill();
+            }
+            discards += 1;
+        }
+        let vm = sysfs::vmstat()?;
+        let d = |k: &str| {
+            vm.get(k)
+                .unwrap_or(&0)
+                .saturating_sub(*vm0.get(k).unwrap_or(&0))
+        };
+        series.timeline.push(TimelineSample {
+            t_s: started.elapsed().as_secs_f64(),
+            tabs_open: tabs.len() as u32,
+            resident_bytes: cgroup::usage_bytes(&setup.cgroup).unwrap_or(0),
+            pool_bytes: zram_mem_used(setup),
+            swap_in_bytes: (d("pswpin") + d("zswpin")) * PAGE_SIZE,
+            swap_out_bytes: (d("pswpout") + d("zswpout")) * PAGE_SIZE,
+            zswap_hits: d("zswpin"),
+            zswap_misses: if setup.zswap { d("pswpin") } else { 0 },
+            ..Default::default()
+        });
+        progress.advance(actions);
+    }
+    drop(tabs);
+    let vm1 = sysfs::vmstat()?;
+    let d = |k: &str| {
+        vm1.get(k)
+            .unwrap_or(&0)
+            .saturating_sub(*vm0.get(k).unwrap_or(&0))
+    };
+    let switch_summary = switch_ms.summary(NS_PER_MS);
+    let mut extra = serde_json::Map::new();
+    for k in ["pswpin", "pswpout", "zswpin", "zswpout"] {
+        extra.insert(format!("{k}_delta"), d(k).into());
+    }
+    extra.insert("oom_kills".into(), oom_kills.into());
+    extra.insert("major_faults".into(), major_faults.into());
+    extra.insert("scale".into(), opts.scale.into());
+    extra.insert(
+        "cgroup_limit_bytes".into(),
+        setup.config.cgroup_limit_bytes.into(),
+    );
+    extra.insert(
+        "fault_detection".into(),
+        "getrusage(RUSAGE_THREAD) majflt+minflt delta across each working-set touch".into(),
+    );
+    extra.insert(
+        "blktrace".into(),
+        "not collected (not implemented on this branch)".into(),
+    );
+    extra.insert(
+        "energy".into(),
+        "not measured on linux (0 is not a measurement)".into(),
+    );
+    let result = RunResult {
+        substrate: "linux".into(),
+        config: setup.config.name.clone(),
+        tabs_opened: test.tabs_at_first_discard().unwrap_or(test.tabs_opened()) as u64,
+        discards,
+        switches: switch_ms.count(),
+        switch_latency_ms: switch_summary,
+        switch_over_250ms_share: 1.0 - switch_ms.share_at_most_ns(250 * NS_PER_MS),
+        faults: fault_ns.count(),
+        fault_latency_us: fault_ns.summary(NS_PER_US),
+        fault_under_10us_share: fault_ns.share_at_most_ns(10 * NS_PER_US),
+        swap_in_bytes: (d("pswpin") + d("zswpin")) * PAGE_SIZE,
+        swap_out_bytes: (d("pswpout") + d("zswpout")) * PAGE_SIZE,
+        zswap_hit_rate: setup.zswap.then(|| {
+            let (hits, misses) = (d("zswpin"), d("pswpin"));
+            if hits + misses == 0 {
+                0.0
+            } else {
+                hits as f64 / (hits + misses) as f64
+            }
+        }),
+        energy_j: 0.0,
+        nvm_writes: 0,
+        wear_max_over_mean: None,
+        wall_s: started.elapsed().as_secs_f64(),
+        extra,
+    };
+    series.fault_latency_us_hist = fault_ns.log_buckets(NS_PER_US);
+    Ok(RunOutput { result, series })
+}
+
+fn zram_mem_used(setup: &Setup) -> u64 {
+    // mm_stat: orig_data_size compr_data_size mem_used_total ...
+    crate::microbench::zram_mm_stat(setup)
+        .and_then(|s| s.split_whitespace().nth(2).and_then(|v| v.parse().ok()))
+        .unwrap_or(0)
+}

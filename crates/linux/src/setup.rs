@@ -1,0 +1,311 @@
+//! Applying a configuration with guaranteed restore.
+//!
+//! [`Setup::apply`] records the machine's state, then makes each change only after writing it to
+//! the journal in the state file. Dropping the [`Setup`] (normal end, `?` on an error, a panic,
+//! or a run stopped by Ctrl-C/SIGTERM) undoes the journal; a crash leaves the state file for
+//! `nvmswap linux restore`.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use crate::cgroup;
+use crate::config::{LinuxConfig, SwapSetup};
+use crate::error::LinuxError;
+use crate::state::{self, Change, MachineSnapshot, StateFile};
+use crate::sysfs;
+
+/// Priority of our swap areas: the highest user priority, so reclaim prefers them to any area
+/// already active on the machine.
+const SWAP_PRIORITY: i32 = 32767;
+/// From include/linux/swap.h (not exported by the libc crate): use the given priority, and the
+/// mask of its bits.
+const SWAP_FLAG_PREFER: i32 = 0x8000;
+const SWAP_FLAG_PRIO_MASK: i32 = 0x7fff;
+
+/// A configuration applied to the machine. Restores on drop.
+pub struct Setup {
+    state_path: PathBuf,
+    state: StateFile,
+    restored: bool,
+    /// The memory cgroup the workload runs in.
+    pub cgroup: PathBuf,
+    /// The block device that holds swapped pages (zramN or the swap file's disk), if any.
+    pub swap_device: Option<String>,
+    /// Whether zswap is in front of the swap area.
+    pub zswap: bool,
+    pub config: LinuxConfig,
+}
+
+fn c_string(path: &str) -> Result<std::ffi::CString, LinuxError> {
+    std::ffi::CString::new(path).map_err(|_| LinuxError::Config {
+        name: path.to_string(),
+        detail: "path contains a NUL byte".into(),
+    })
+}
+
+/// The whole-disk block device (as in /sys/block) that holds `path`.
+pub fn disk_of(path: &Path) -> Result<String, LinuxError> {
+    use std::os::unix::fs::MetadataExt;
+    let dev = std::fs::metadata(path)
+        .map_err(|e| LinuxError::io("stat", path, e))?
+        .dev();
+    // SAFETY: major/minor are pure arithmetic on the device number.
+    let (major, minor) = (libc::major(dev), libc::minor(dev));
+    let sys = PathBuf::from(format!("/sys/dev/block/{major}:{minor}"));
+    let real = std::fs::canonicalize(&sys).map_err(|e| LinuxError::io("resolve", &sys, e))?;
+    let disk = if real.join("partition").exists() {
+        real.parent().map(Path::to_path_buf).unwrap_or(real)
+    } else {
+        real
+    };
+    Ok(disk
+        .file_name()
+        .map(|n| n.to_string_lossy().to_string())
+        .unwrap_or_default())
+}
+
+impl Setup {
+    /// Record the machine's state and apply `config`. On any error everything done so far is
+    /// undone before the error is returned.
+    pub fn apply(config: &LinuxConfig, state_path: &Path) -> Result<Setup, LinuxError> {
+        crate::require_root()?;
+        if state_path.exists() {
+            return Err(LinuxError::StateFile {
+                path: state_path.display().to_string(),
+                detail: "exists: a previous run did not finish; run `nvmswap linux restore` first"
+                    .into(),
+            });
+        }
+        crate::signals::install();
+        let before = MachineSnapshot::capture()?;
+        let mut setup = Setup {
+            state_path: state_path.to_path_buf(),
+            state: StateFile {
+                pid: std::process::id(),
+                before,
+                changes: Vec::new(),
+            },
+            restored: false,
+            cgroup: PathBuf::new(),
+            swap_device: None,
+            zswap: false,
+            config: config.clone(),
+        };
+        setup.state.save(state_path)?;
+        setup.apply_steps(config)?;
+        Ok(setup)
+    }
+
+    fn record(&mut self, change: Change) -> Result<(), LinuxError> {
+        self.state.changes.push(change);
+        self.state.save(&self.state_path)
+    }
+
+    fn set_attribute(&mut self, path: &str, value: &str) -> Result<(), LinuxError> {
+        let raw = sysfs::read_trimmed(path)?;
+        // Choice lists (schedulers, zram algorithms) are restored to the selected entry.
+        let prior = if raw.contains('[') {
+            sysfs::selected_choice(&raw)
+        } else {
+            raw
+        };
+        if prior == value {
+            return Ok(());
+        }
+        self.record(Change::Attribute {
+            path: path.to_string(),
+            prior,
+        })?;
+        sysfs::write_value(path, value)
+    }
+
+    fn swapon(&mut self, path: &str) -> Result<(), LinuxError> {
+        let out = Command::new("mkswap")
+            .arg(path)
+            .output()
+            .map_err(|e| LinuxError::io("run mkswap on", path, e))?;
+        if !out.status.success() {
+            return Err(LinuxError::Kernel {
+                what: format!("mkswap {path}"),
+                detail: String::from_utf8_lossy(&out.stderr).trim().to_string(),
+            });
+        }
+        self.record(Change::Swapon {
+            path: path.to_string(),
+        })?;
+        let c = c_string(path)?;
+        let flags = SWAP_FLAG_PREFER | (SWAP_PRIORITY & SWAP_FLAG_PRIO_MASK);
+        // SAFETY: `c` is a valid NUL-terminated path that outlives the call.
+        if unsafe { libc::swapon(c.as_ptr(), flags) } != 0 {
+            return Err(LinuxError::io(
+                "swapon",
+                path,
+                std::io::Error::last_os_error(),
+            ));
+        }
+        Ok(())
+    }
+
+    fn create_swap_file(&mut self, path: &str, size: u64) -> Result<(), LinuxError> {
+        use std::os::unix::fs::OpenOptionsExt;
+        use std::os::unix::io::AsRawFd;
+        if Path::new(path).exists() {
+            return Err(LinuxError::Config {
+                name: self.config.name.clone(),
+                detail: format!(
+                    "swap file {path} already exists; not overwriting a file we did not make"
+                ),
+            });
+        }
+        self.record(Change::SwapFile {
+            path: path.to_string(),
+        })?;
+        let file = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .open(path)
+            .map_err(|e| LinuxError::io("create", path, e))?;
+        // Real blocks (not a sparse file): swap files must not have holes.
+        // SAFETY: the fd is open for writing for the duration of the call.
+        let rc = unsafe { libc::posix_fallocate(file.as_raw_fd(), 0, size as libc::off_t) };
+        if rc != 0 {
+            return Err(LinuxError::io(
+                "fallocate",
+                path,
+                std::io::Error::from_raw_os_error(rc),
+            ));
+        }
+        Ok(())
+    }
+
+    fn apply_steps(&mut self, config: &LinuxConfig) -> Result<(), LinuxError> {
+        match &config.swap {
+            SwapSetup::None => {}
+            SwapSetup::Zram {
+                size_bytes,
+                algorithm,
+            } => {
+                let id_text = sysfs::read_trimmed("/sys/class/zram-control/hot_add")?;
+                let id: u32 = id_text.parse().map_err(|_| LinuxError::Kernel {
+                    what: "zram hot_add".into(),
+                    detail: format!("unexpected answer {id_text}"),
+                })?;
+                self.record(Change::ZramDevice { id })?;
+                let dev = format!("/sys/block/zram{id}");
+                sysfs::write_value(format!("{dev}/comp_algorithm"), algorithm)?;
+                sysfs::write_value(format!("{dev}/disksize"), &size_bytes.to_string())?;
+                self.swapon(&format!("/dev/zram{id}"))?;
+                self.swap_device = Some(format!("zram{id}"));
+            }
+            SwapSetup::Swapfile { path, size_bytes } => {
+                self.create_swap_file(path, *size_bytes)?;
+                self.swapon(path)?;
+                self.swap_device = Some(disk_of(Path::new(path))?);
+            }
+            SwapSetup::Zswap {
+                path,
+                size_bytes,
+                compressor,
+                max_pool_percent,
+            } => {
+                let p = state::ZSWAP_PARAMS;
+                if !Path::new(p).exists() {
+                    return Err(LinuxError::Kernel {
+                        what: "zswap".into(),
+                        detail: format!("{p} missing: kernel built without zswap"),
+                    });
+                }
+                self.create_swap_file(path, *size_bytes)?;
+                self.swapon(path)?;
+                self.swap_device = Some(disk_of(Path::new(path))?);
+                self.set_attribute(&format!("{p}/compressor"), compressor)?;
+                self.set_attribute(
+                    &format!("{p}/max_pool_percent"),
+                    &max_pool_percent.to_string(),
+                )?;
+                self.set_attribute(&format!("{p}/enabled"), "Y")?;
+                self.zswap = true;
+            }
+        }
+        if let (Some(sched), Some(dev)) = (&config.scheduler, &self.swap_device) {
+            let file = format!("/sys/block/{dev}/queue/scheduler");
+            let list = sysfs::read_trimmed(&file).unwrap_or_default();
+            // zram has no scheduler; other devices must offer the one asked for.
+            if !list.is_empty() && list != "none" {
+                if !list
+                    .split_whitespace()
+                    .any(|s| s.trim_matches(['[', ']']) == sched)
+                {
+                    return Err(LinuxError::Kernel {
+                        what: file,
+                        detail: format!("scheduler {sched} not offered ({list})"),
+                    });
+                }
+                self.set_attribute(&file, sched)?;
+            }
+        }
+        if let Some(pc) = config.page_cluster {
+            self.set_attribute("/proc/sys/vm/page-cluster", &pc.to_string())?;
+        }
+        if let Some(s) = config.swappiness {
+            self.set_attribute("/proc/sys/vm/swappiness", &s.to_string())?;
+        }
+        let cg = cgroup::memory_root().join(format!("nvmswap-{}", std::process::id()));
+        self.record(Change::Cgroup {
+            path: cg.display().to_string(),
+        })?;
+        std::fs::create_dir(&cg).map_err(|e| LinuxError::io("mkdir", &cg, e))?;
+        cgroup::configure(&cg, config.cgroup_limit_bytes, config.swappiness)?;
+        self.cgroup = cg;
+        Ok(())
+    }
+
+    /// Undo every change, check the machine against the snapshot and remove the state file.
+    /// Returns the differences that remain (empty when restored exactly).
+    pub fn restore(mut self) -> Result<Vec<String>, LinuxError> {
+        self.restore_inner()
+    }
+
+    fn restore_inner(&mut self) -> Result<Vec<String>, LinuxError> {
+        self.restored = true;
+        state::undo_all(&self.state.changes)?;
+        let now = MachineSnapshot::capture()?;
+        let diffs = self.state.before.differences(&now);
+        let _ = std::fs::remove_file(&self.state_path);
+        Ok(diffs)
+    }
+
+    /// Leave the configuration applied (for `nvmswap linux setup`): nothing is undone now, and
+    /// the state file stays for `nvmswap linux restore`.
+    pub fn keep(mut self) -> PathBuf {
+        self.restored = true;
+        self.state_path.clone()
+    }
+
+    /// The snapshot taken before any change.
+    pub fn before(&self) -> &MachineSnapshot {
+        &self.state.before
+    }
+
+    /// The journal so far (for tests and `status`).
+    pub fn changes(&self) -> &[Change] {
+        &self.state.changes
+    }
+}
+
+impl Drop for Setup {
+    fn drop(&mut self) {
+        if self.restored {
+            return;
+        }
+        match self.restore_inner() {
+            Ok(d) if d.is_empty() => {}
+            Ok(d) => eprintln!("nvmswap linux: restored with differences: {}", d.join("; ")),
+            Err(e) => eprintln!(
+                "nvmswap linux: restore failed ({e}); state kept in {}, run `nvmswap linux restore`",
+                self.state_path.display()
+            ),
+        }
+    }
+}

@@ -1,0 +1,235 @@
+//! The machine's swap-related state: a snapshot to compare before and after, and a journal of
+//! every change this process made, written to a state file *before* each change so that
+//! `nvmswap linux restore` can undo a run that crashed half-way.
+//!
+//! Restoring undoes the journal in reverse order. It never touches anything the journal does not
+//! name: swap areas, zram devices and cgroups that existed before stay as they were.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::LinuxError;
+use crate::sysfs;
+
+/// The sysctls a configuration may change.
+pub const SYSCTLS: [&str; 2] = ["/proc/sys/vm/swappiness", "/proc/sys/vm/page-cluster"];
+pub const ZSWAP_PARAMS: &str = "/sys/module/zswap/parameters";
+
+/// What `before == after` is checked on: everything a run may change.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MachineSnapshot {
+    pub swaps: Vec<String>,
+    pub zswap: BTreeMap<String, String>,
+    pub sysctls: BTreeMap<String, String>,
+    /// Block device → selected I/O scheduler.
+    pub schedulers: BTreeMap<String, String>,
+    /// zram device names (zram0, ...).
+    pub zram_devices: Vec<String>,
+    /// Child cgroups of the memory controller's root (v1) or of the unified root (v2).
+    pub memory_cgroups: Vec<String>,
+}
+
+fn dir_names(dir: &Path, keep: impl Fn(&str, &Path) -> bool) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .map(|rd| {
+            rd.filter_map(|e| e.ok())
+                .filter_map(|e| {
+                    let name = e.file_name().to_string_lossy().to_string();
+                    keep(&name, &e.path()).then_some(name)
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    names.sort();
+    names
+}
+
+impl MachineSnapshot {
+    pub fn capture() -> Result<Self, LinuxError> {
+        let zswap = dir_names(Path::new(ZSWAP_PARAMS), |_, _| true)
+            .into_iter()
+            .map(|p| {
+                let v = sysfs::read_trimmed(Path::new(ZSWAP_PARAMS).join(&p)).unwrap_or_default();
+                (p, v)
+            })
+            .collect();
+        let sysctls = SYSCTLS
+            .iter()
+            .map(|p| Ok((p.to_string(), sysfs::read_trimmed(p)?)))
+            .collect::<Result<_, LinuxError>>()?;
+        let schedulers = dir_names(Path::new("/sys/block"), |_, p| {
+            p.join("queue/scheduler").exists()
+        })
+        .into_iter()
+        .map(|d| {
+            let s =
+                sysfs::read_trimmed(format!("/sys/block/{d}/queue/scheduler")).unwrap_or_default();
+            (d, sysfs::selected_choice(&s))
+        })
+        .collect();
+        let zram_devices = dir_names(Path::new("/sys/block"), |n, _| n.starts_with("zram"));
+        let memory_cgroups = dir_names(&crate::cgroup::memory_root(), |_, p| p.is_dir());
+        Ok(MachineSnapshot {
+            swaps: sysfs::active_swaps()?,
+            zswap,
+            sysctls,
+            schedulers,
+            zram_devices,
+            memory_cgroups,
+        })
+    }
+
+    /// Human-readable differences from `other` (empty when equal).
+    pub fn differences(&self, other: &MachineSnapshot) -> Vec<String> {
+        let mut out = Vec::new();
+        if self.swaps != other.swaps {
+            out.push(format!("swaps {:?} -> {:?}", self.swaps, other.swaps));
+        }
+        for (name, a, b) in [
+            ("zswap", &self.zswap, &other.zswap),
+            ("sysctls", &self.sysctls, &other.sysctls),
+            ("schedulers", &self.schedulers, &other.schedulers),
+        ] {
+            if a != b {
+                out.push(format!("{name} {a:?} -> {b:?}"));
+            }
+        }
+        if self.zram_devices != other.zram_devices {
+            out.push(format!(
+                "zram {:?} -> {:?}",
+                self.zram_devices, other.zram_devices
+            ));
+        }
+        if self.memory_cgroups != other.memory_cgroups {
+            out.push(format!(
+                "cgroups {:?} -> {:?}",
+                self.memory_cgroups, other.memory_cgroups
+            ));
+        }
+        out
+    }
+}
+
+/// One change this process made, with what undoes it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Change {
+    /// A kernel attribute (sysctl, zswap parameter, scheduler, zram attribute) and its prior value.
+    Attribute { path: String, prior: String },
+    /// A swap area we activated.
+    Swapon { path: String },
+    /// A zram device we hot-added.
+    ZramDevice { id: u32 },
+    /// A swap file we created.
+    SwapFile { path: String },
+    /// A cgroup directory we created (its tasks are killed before removal).
+    Cgroup { path: String },
+}
+
+/// The state file: the snapshot before the run and the journal of changes since.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct StateFile {
+    pub pid: u32,
+    pub before: MachineSnapshot,
+    pub changes: Vec<Change>,
+}
+
+/// The default state file, where `nvmswap linux restore` looks when not told otherwise.
+pub fn default_state_path() -> PathBuf {
+    PathBuf::from("/var/tmp/nvmswap-linux-state.json")
+}
+
+impl StateFile {
+    pub fn load(path: &Path) -> Result<Self, LinuxError> {
+        let text = std::fs::read_to_string(path).map_err(|e| LinuxError::io("read", path, e))?;
+        serde_json::from_str(&text).map_err(|e| LinuxError::StateFile {
+            path: path.display().to_string(),
+            detail: e.to_string(),
+        })
+    }
+
+    /// Written atomically (temporary file and rename), so a crash mid-write leaves the old one.
+    pub fn save(&self, path: &Path) -> Result<(), LinuxError> {
+        let tmp = path.with_extension("tmp");
+        let text = serde_json::to_string_pretty(self).map_err(|e| LinuxError::StateFile {
+            path: path.display().to_string(),
+            detail: e.to_string(),
+        })?;
+        std::fs::write(&tmp, text).map_err(|e| LinuxError::io("write", &tmp, e))?;
+        std::fs::rename(&tmp, path).map_err(|e| LinuxError::io("rename", path, e))
+    }
+}
+
+fn c_path(path: &str) -> std::ffi::CString {
+    std::ffi::CString::new(path).unwrap_or_default()
+}
+
+/// Undo one change. Missing objects (already removed) are not errors: restore is idempotent.
+pub fn undo(change: &Change) -> Result<(), LinuxError> {
+    match change {
+        Change::Attribute { path, prior } => {
+            // zswap's `enabled` reads back Y/N and accepts the same.
+            sysfs::write_value(path, prior)
+        }
+        Change::Swapon { path } => {
+            if !sysfs::active_swaps()?.iter().any(|s| s == path) {
+                return Ok(());
+            }
+            let c = c_path(path);
+            // SAFETY: `c` is a valid NUL-terminated path that outlives the call.
+            let rc = unsafe { libc::swapoff(c.as_ptr()) };
+            if rc != 0 {
+                return Err(LinuxError::io(
+                    "swapoff",
+                    path,
+                    std::io::Error::last_os_error(),
+                ));
+            }
+            Ok(())
+        }
+        Change::ZramDevice { id } => {
+            let dev = format!("/sys/block/zram{id}");
+            if !Path::new(&dev).exists() {
+                return Ok(());
+            }
+            sysfs::write_value(format!("{dev}/reset"), "1")?;
+            sysfs::write_value("/sys/class/zram-control/hot_remove", &id.to_string())
+        }
+        Change::SwapFile { path } => match std::fs::remove_file(path) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+                Err(LinuxError::io("remove", path, e))
+            }
+            _ => Ok(()),
+        },
+        Change::Cgroup { path } => crate::cgroup::remove(Path::new(path)),
+    }
+}
+
+/// Undo the journal newest first; every step is tried even when one fails.
+pub fn undo_all(changes: &[Change]) -> Result<(), LinuxError> {
+    let mut failures = Vec::new();
+    for change in changes.iter().rev() {
+        if let Err(e) = undo(change) {
+            failures.push(e.to_string());
+        }
+    }
+    if failures.is_empty() {
+        Ok(())
+    } else {
+        Err(LinuxError::Restore(failures.join("; ")))
+    }
+}
+
+/// `nvmswap linux restore`: undo the journal of a state file, then check the machine against the
+/// snapshot in it and remove the file.
+pub fn restore_from_file(path: &Path) -> Result<Vec<String>, LinuxError> {
+    crate::require_root()?;
+    let state = StateFile::load(path)?;
+    undo_all(&state.changes)?;
+    let now = MachineSnapshot::capture()?;
+    let diffs = state.before.differences(&now);
+    std::fs::remove_file(path).map_err(|e| LinuxError::io("remove", path, e))?;
+    Ok(diffs)
+}

@@ -1,0 +1,67 @@
+//! Reading and writing the kernel's text files (/proc, /sys) with the path in every error.
+
+use std::path::Path;
+
+use crate::error::LinuxError;
+
+/// The file's contents with surrounding white space removed.
+pub fn read_trimmed(path: impl AsRef<Path>) -> Result<String, LinuxError> {
+    let path = path.as_ref();
+    std::fs::read_to_string(path)
+        .map(|s| s.trim().to_string())
+        .map_err(|e| LinuxError::io("read", path, e))
+}
+
+/// Write `value` to a kernel attribute (one write, as the kernel expects).
+pub fn write_value(path: impl AsRef<Path>, value: &str) -> Result<(), LinuxError> {
+    let path = path.as_ref();
+    std::fs::write(path, value).map_err(|e| LinuxError::io("write", path, e))
+}
+
+/// The selected entry of a sysfs choice list such as `none [mq-deadline] kyber` or
+/// `lzo [lz4] zstd`; the whole text when nothing is bracketed.
+pub fn selected_choice(list: &str) -> String {
+    list.split_whitespace()
+        .find_map(|w| w.strip_prefix('[').and_then(|w| w.strip_suffix(']')))
+        .unwrap_or(list.trim())
+        .to_string()
+}
+
+/// Active swap areas from /proc/swaps (their file names, in kernel order).
+pub fn active_swaps() -> Result<Vec<String>, LinuxError> {
+    let text = std::fs::read_to_string("/proc/swaps")
+        .map_err(|e| LinuxError::io("read", "/proc/swaps", e))?;
+    Ok(text
+        .lines()
+        .skip(1)
+        .filter_map(|l| l.split_whitespace().next().map(str::to_string))
+        .collect())
+}
+
+/// Counters of /proc/vmstat by name.
+pub fn vmstat() -> Result<std::collections::BTreeMap<String, u64>, LinuxError> {
+    let text = std::fs::read_to_string("/proc/vmstat")
+        .map_err(|e| LinuxError::io("read", "/proc/vmstat", e))?;
+    Ok(text
+        .lines()
+        .filter_map(|l| {
+            let mut it = l.split_whitespace();
+            Some((it.next()?.to_string(), it.next()?.parse().ok()?))
+        })
+        .collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn selected_choice_finds_the_bracketed_entry() {
+        assert_eq!(
+            selected_choice("none [mq-deadline] kyber bfq"),
+            "mq-deadline"
+        );
+        assert_eq!(selected_choice("[lzo-rle] lzo lz4"), "lzo-rle");
+        assert_eq!(selected_choice("lz4"), "lz4");
+    }
+}

@@ -1,0 +1,275 @@
+//! A tab as a real process: a forked child in the memory cgroup that holds the site's memory as
+//! real bytes and, on command, touches its working set and renders.
+//!
+//! Protocol (8-byte little-endian words over pipes): the driver writes `SWITCH` or `EXIT`; after
+//! loading and after each switch the tab answers `[latency_ns, faulting_touches, major_faults]`
+//! and has written the latency of each faulting touch into its shared fault buffer. A tab killed
+//! (discard, or the cgroup's OOM killer) closes its answer pipe, which the driver reads as EOF.
+//!
+//! Like [`crate::worker`], the child never allocates.
+
+use std::ffi::CString;
+use std::sync::atomic::Ordering;
+
+use nvmswap_core::workload::content::fill_page;
+use nvmswap_core::workload::tabs::SiteType;
+use nvmswap_core::PAGE_SIZE;
+
+use crate::error::LinuxError;
+use crate::worker::{self, Mapping};
+
+const SWITCH: u64 = 1;
+const EXIT: u64 = 0;
+
+/// The shape of one tab after scaling.
+#[derive(Debug, Clone, Copy)]
+pub struct TabShape {
+    pub pages: usize,
+    pub working_set_pages: usize,
+    /// Per mille of working-set touches that write.
+    pub write_per_mille: u64,
+    pub compress_ratio: f64,
+    pub same_filled_share: f64,
+    pub load_cpu_ns: u64,
+    pub render_cpu_ns: u64,
+}
+
+impl TabShape {
+    pub fn of(site: &SiteType, scale: f64) -> Self {
+        let pages = ((site.footprint_bytes as f64 * scale) as u64 / PAGE_SIZE).max(16) as usize;
+        TabShape {
+            pages,
+            working_set_pages: ((pages as f64 * site.working_set_share) as usize).clamp(1, pages),
+            write_per_mille: (site.write_share * 1000.0) as u64,
+            compress_ratio: site.compress_ratio,
+            same_filled_share: site.same_filled_share,
+            load_cpu_ns: (site.load_cpu_ns as f64 * scale) as u64,
+            render_cpu_ns: (site.render_cpu_ns as f64 * scale) as u64,
+        }
+    }
+}
+
+/// The answer to a load or a switch.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Answer {
+    pub latency_ns: u64,
+    pub faulting_touches: u64,
+    pub major_faults: u64,
+}
+
+/// The driver's handle on a tab process.
+pub struct TabProcess {
+    pub pid: libc::pid_t,
+    cmd_fd: libc::c_int,
+    answer_fd: libc::c_int,
+    faults: Mapping,
+    pub shape: TabShape,
+}
+
+fn pipe() -> Result<(libc::c_int, libc::c_int), LinuxError> {
+    let mut fds = [0; 2];
+    // SAFETY: valid out-array of two fds.
+    if unsafe { libc::pipe(fds.as_mut_ptr()) } != 0 {
+        return Err(LinuxError::Worker(format!(
+            "pipe: {}",
+            std::io::Error::last_os_error()
+        )));
+    }
+    Ok((fds[0], fds[1]))
+}
+
+fn spin(ns: u64) {
+    let end = worker::monotonic_ns() + ns;
+    while worker::monotonic_ns() < end {
+        std::hint::spin_loop();
+    }
+}
+
+fn write_words(fd: libc::c_int, words: &[u64]) -> bool {
+    let mut buf = [0u8; 24];
+    let n = words.len().min(3) * 8;
+    for (i, w) in words.iter().take(3).enumerate() {
+        buf[i * 8..i * 8 + 8].copy_from_slice(&w.to_le_bytes());
+    }
+    // SAFETY: writing `n` initialised bytes of a stack buffer.
+    unsafe { libc::write(fd, buf.as_ptr().cast(), n) == n as isize }
+}
+
+fn read_exact(fd: libc::c_int, buf: &mut [u8]) -> bool {
+    let mut got = 0;
+    while got < buf.len() {
+        // SAFETY: reading into the unfilled tail of `buf`.
+        let n = unsafe { libc::read(fd, buf[got..].as_mut_ptr().cast(), buf.len() - got) };
+        if n < 0 && std::io::Error::last_os_error().kind() == std::io::ErrorKind::Interrupted {
+            continue;
+        }
+        if n <= 0 {
+            return false;
+        }
+        got += n as usize;
+    }
+    true
+}
+
+/// The child's life: join the cgroup, load, then serve switches until told to exit.
+fn tab_main(
+    procs: &CString,
+    memory: *mut u8,
+    faults: &[std::sync::atomic::AtomicU64],
+    shape: TabShape,
+    seed: u64,
+    tab: u32,
+    cmd_fd: libc::c_int,
+    answer_fd: libc::c_int,
+) -> i32 {
+    if !worker::join_cgroup_no_alloc(procs) {
+        return 3;
+    }
+    let t0 = worker::monotonic_ns();
+    for p in 0..shape.pages {
+        // SAFETY: page `p` lies inside this tab's private mapping of `shape.pages` pages.
+        let page = unsafe {
+            std::slice::from_raw_parts_mut(memory.add(p * PAGE_SIZE as usize), PAGE_SIZE as usize)
+        };
+        fill_page(
+            page,
+            seed,
+            ((tab as u64) << 32) | p as u64,
+            shape.compress_ratio,
+            shape.same_filled_share,
+        );
+    }
+    spin(shape.load_cpu_ns);
+    if !write_words(answer_fd, &[worker::monotonic_ns() - t0, 0, 0]) {
+        return 4;
+    }
+    let mut round = 0u64;
+    loop {
+        let mut cmd = [0u8; 8];
+        if !read_exact(cmd_fd, &mut cmd) || u64::from_le_bytes(cmd) == EXIT {
+            return 0;
+        }
+        round += 1;
+        let (mut touch_ns, mut faulting, mut majors) = (0u64, 0u64, 0u64);
+        for j in 0..shape.working_set_pages {
+            // The working set is spread evenly over the footprint.
+            let page = j * shape.pages / shape.working_set_pages;
+            let write = (j as u64 * 997 + round) % 1000 < shape.write_per_mille;
+            let (maj0, min0) = worker::thread_faults();
+            let a = worker::monotonic_ns();
+            // SAFETY: `page` < shape.pages, inside the private mapping.
+            unsafe {
+                let byte = memory.add(page * PAGE_SIZE as usize + 8);
+                if write {
+                    byte.write_volatile(byte.read_volatile().wrapping_add(1));
+                } else {
+                    byte.read_volatile();
+                }
+            }
+            let b = worker::monotonic_ns();
+            let (maj1, min1) = worker::thread_faults();
+            touch_ns += b - a;
+            if maj1 + min1 > maj0 + min0 {
+                if (faulting as usize) < faults.len() {
+                    faults[faulting as usize].store(b - a, Ordering::Relaxed);
+                }
+                faulting += 1;
+                majors += (maj1 > maj0) as u64;
+            }
+        }
+        let r0 = worker::monotonic_ns();
+        spin(shape.render_cpu_ns);
+        let render_ns = worker::monotonic_ns() - r0;
+        if !write_words(answer_fd, &[touch_ns + render_ns, faulting, majors]) {
+            return 4;
+        }
+    }
+}
+
+impl TabProcess {
+    /// Fork the tab; it joins the cgroup whose `cgroup.procs` is `procs` and loads its memory.
+    /// Returns once the tab has loaded (or died trying).
+    pub fn spawn(
+        procs: &CString,
+        shape: TabShape,
+        seed: u64,
+        tab: u32,
+    ) -> Result<(TabProcess, Option<Answer>), LinuxError> {
+        let memory = Mapping::new(shape.pages * PAGE_SIZE as usize, false)?;
+        let faults = Mapping::new(shape.working_set_pages * 8, true)?;
+        let (cmd_read, cmd_write) = pipe()?;
+        let (answer_read, answer_write) = pipe()?;
+        let base = memory.as_ptr();
+        let words = faults.words();
+        let pid = worker::fork_child(|| {
+            // SAFETY: closing the driver's ends in the child.
+            unsafe {
+                libc::close(cmd_write);
+                libc::close(answer_read);
+            }
+            tab_main(procs, base, words, shape, seed, tab, cmd_read, answer_write)
+        })?;
+        // SAFETY: closing the child's ends in the driver, so EOF means the tab died.
+        unsafe {
+            libc::close(cmd_read);
+            libc::close(answer_write);
+        }
+        // The driver never touches the tab's memory; unmapping it here keeps later forks light.
+        drop(memory);
+        let mut tab_proc = TabProcess {
+            pid,
+            cmd_fd: cmd_write,
+            answer_fd: answer_read,
+            faults,
+            shape,
+        };
+        let answer = tab_proc.read_answer();
+        Ok((tab_proc, answer))
+    }
+
+    fn read_answer(&mut self) -> Option<Answer> {
+        let mut buf = [0u8; 24];
+        if !read_exact(self.answer_fd, &mut buf) {
+            return None;
+        }
+        let w = |i: usize| u64::from_le_bytes(buf[i * 8..i * 8 + 8].try_into().unwrap_or([0; 8]));
+        Some(Answer {
+            latency_ns: w(0),
+            faulting_touches: w(1),
+            major_faults: w(2),
+        })
+    }
+
+    /// Switch to the tab; `None` when the tab died (killed by the cgroup's OOM killer).
+    pub fn switch(&mut self) -> Option<(Answer, Vec<u64>)> {
+        // SAFETY: writing 8 bytes of a stack value to our pipe. A dead reader gives EPIPE, which
+        // the CLI ignores (SIGPIPE is ignored by Rust's runtime), and then EOF below.
+        let ok = unsafe { libc::write(self.cmd_fd, SWITCH.to_le_bytes().as_ptr().cast(), 8) == 8 };
+        if !ok {
+            return None;
+        }
+        let answer = self.read_answer()?;
+        let n = (answer.faulting_touches as usize).min(self.faults.words().len());
+        let lat = self.faults.words()[..n]
+            .iter()
+            .map(|w| w.load(Ordering::Relaxed))
+            .collect();
+        Some((answer, lat))
+    }
+
+    /// Kill the tab (a discard) and reap it.
+    pub fn kill(self) {
+        drop(self);
+    }
+}
+
+impl Drop for TabProcess {
+    fn drop(&mut self) {
+        // SAFETY: closing our own pipe ends once.
+        unsafe {
+            libc::close(self.cmd_fd);
+            libc::close(self.answer_fd);
+        }
+        worker::kill_and_reap(self.pid);
+    }
+}

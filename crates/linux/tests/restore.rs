@@ -1,0 +1,181 @@
+//! The machine is left exactly as found: after a run, after a failure injected mid-run, and by
+//! `restore_from_file` after a "crash" (a set-up left applied). These tests change the real
+//! machine (swap, zswap, sysctls, cgroups); they skip with a message when not root.
+
+use std::path::PathBuf;
+use std::sync::Mutex;
+
+use nvmswap_core::progress::{NoProgress, Progress};
+use nvmswap_core::workload::microbench::MicrobenchSpec;
+use nvmswap_core::MIB;
+use nvmswap_linux::microbench::{self, LinuxSwap};
+use nvmswap_linux::state::MachineSnapshot;
+use nvmswap_linux::{signals, LinuxConfig, LinuxError, Setup};
+
+/// One machine: the tests that change it run one at a time.
+static MACHINE: Mutex<()> = Mutex::new(());
+
+fn root_or_skip(test: &str) -> bool {
+    if nvmswap_linux::require_root().is_ok() {
+        return true;
+    }
+    eprintln!("skipping {test}: needs root (it changes swap, zswap, sysctls and cgroups)");
+    false
+}
+
+fn state_path(test: &str) -> PathBuf {
+    PathBuf::from(format!(
+        "/var/tmp/nvmswap-test-{test}-{}.json",
+        std::process::id()
+    ))
+}
+
+fn small_spec() -> MicrobenchSpec {
+    MicrobenchSpec {
+        working_set_bytes: 48 * MIB,
+        budget_bytes: 16 * MIB,
+        write_share: 0.3,
+        touches: 4_000,
+        seed: 11,
+        compress_ratio: 0.4,
+        same_filled_share: 0.1,
+    }
+}
+
+#[test]
+fn microbench_on_zram_faults_and_restores_exactly() {
+    let _m = MACHINE.lock().unwrap_or_else(|e| e.into_inner());
+    if !root_or_skip("microbench_on_zram") {
+        return;
+    }
+    let before = MachineSnapshot::capture().unwrap();
+    let path = state_path("mb-zram");
+    let report =
+        microbench::run_with_state_file(&small_spec(), LinuxSwap::Zram, &NoProgress, &path)
+            .unwrap();
+    let after = MachineSnapshot::capture().unwrap();
+    assert_eq!(before.differences(&after), Vec::<String>::new());
+    assert!(!path.exists(), "state file removed after a clean run");
+    // 2/3 of the working set cannot be resident, so most random touches must fault.
+    assert!(report.faults > report.touches / 3, "{report:?}");
+    assert!(report.fault_latency_us.p50 > 0.0);
+    assert!(
+        report.extra["pswpout_delta"].as_u64().unwrap() > 0,
+        "{:?}",
+        report.extra
+    );
+}
+
+/// Raises the interrupt flag once the run has made progress: a Ctrl-C mid-run.
+struct InterruptMidRun;
+
+impl Progress for InterruptMidRun {
+    fn advance(&self, done: u64) {
+        if done > 100 {
+            signals::raise_for_test();
+        }
+    }
+}
+
+#[test]
+fn interrupt_mid_run_restores_exactly() {
+    let _m = MACHINE.lock().unwrap_or_else(|e| e.into_inner());
+    if !root_or_skip("interrupt_mid_run") {
+        return;
+    }
+    signals::clear();
+    let before = MachineSnapshot::capture().unwrap();
+    let path = state_path("mb-interrupt");
+    let err = microbench::run_with_state_file(
+        &small_spec(),
+        LinuxSwap::Swapfile,
+        &InterruptMidRun,
+        &path,
+    )
+    .unwrap_err();
+    signals::clear();
+    assert!(matches!(err, LinuxError::Interrupted), "{err}");
+    let after = MachineSnapshot::capture().unwrap();
+    assert_eq!(before.differences(&after), Vec::<String>::new());
+    assert!(!path.exists());
+}
+
+#[test]
+fn zswap_setup_left_applied_is_undone_from_the_state_file() {
+    let _m = MACHINE.lock().unwrap_or_else(|e| e.into_inner());
+    if !root_or_skip("restore_from_file") {
+        return;
+    }
+    let before = MachineSnapshot::capture().unwrap();
+    let mut cfg = LinuxConfig::load("linux-zswap").unwrap();
+    cfg.swap = nvmswap_linux::SwapSetup::Zswap {
+        path: format!("/var/tmp/nvmswap-test-{}.swap", std::process::id()),
+        size_bytes: 64 * MIB,
+        compressor: "lzo-rle".into(),
+        max_pool_percent: 7,
+    };
+    let path = state_path("zswap-crash");
+    // `keep` stands in for a crash: nothing is undone and the state file stays.
+    Setup::apply(&cfg, &path).unwrap().keep();
+    let applied = MachineSnapshot::capture().unwrap();
+    assert_eq!(applied.zswap["enabled"], "Y");
+    assert_eq!(applied.zswap["max_pool_percent"], "7");
+    assert!(applied.swaps.len() == before.swaps.len() + 1);
+    // A second run refuses to start over a pending state file.
+    assert!(Setup::apply(&cfg, &path).is_err());
+    let diffs = nvmswap_linux::state::restore_from_file(&path).unwrap();
+    assert_eq!(diffs, Vec::<String>::new());
+    assert_eq!(
+        before.differences(&MachineSnapshot::capture().unwrap()),
+        Vec::<String>::new()
+    );
+}
+
+#[test]
+fn a_failing_step_undoes_the_steps_before_it() {
+    let _m = MACHINE.lock().unwrap_or_else(|e| e.into_inner());
+    if !root_or_skip("failing_step") {
+        return;
+    }
+    let before = MachineSnapshot::capture().unwrap();
+    let mut cfg = LinuxConfig::load("linux-swapfile").unwrap();
+    cfg.swap = nvmswap_linux::SwapSetup::Swapfile {
+        path: format!("/var/tmp/nvmswap-test-fail-{}.swap", std::process::id()),
+        size_bytes: 64 * MIB,
+    };
+    // Swap file and swapon succeed, then the scheduler step fails.
+    cfg.scheduler = Some("no-such-scheduler".into());
+    let path = state_path("fail");
+    let err = Setup::apply(&cfg, &path)
+        .err()
+        .expect("bad scheduler must fail");
+    assert!(err.to_string().contains("no-such-scheduler"), "{err}");
+    assert_eq!(
+        before.differences(&MachineSnapshot::capture().unwrap()),
+        Vec::<String>::new()
+    );
+    assert!(!path.exists());
+}
+
+#[test]
+fn pressure_run_failing_mid_run_restores_exactly() {
+    let _m = MACHINE.lock().unwrap_or_else(|e| e.into_inner());
+    if !root_or_skip("pressure_failing_mid_run") {
+        return;
+    }
+    let before = MachineSnapshot::capture().unwrap();
+    let path = state_path("pressure-fail");
+    let opts = nvmswap_linux::PressureOptions {
+        scale: 0.05,
+        state_file: Some(path.clone()),
+        fail_after_actions: Some(6),
+        ..Default::default()
+    };
+    let err = nvmswap_linux::run_pressure("linux-zswap", &opts, &NoProgress).unwrap_err();
+    assert!(err.to_string().contains("failure injected"), "{err}");
+    assert_eq!(
+        before.differences(&MachineSnapshot::capture().unwrap()),
+        Vec::<String>::new()
+    );
+    assert!(!path.exists());
+}
