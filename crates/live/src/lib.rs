@@ -6,11 +6,13 @@
 pub mod error;
 pub mod microbench;
 pub mod pager;
+pub mod pressure;
 pub mod tiers;
 mod uffd_ops;
 
 pub use error::LiveError;
 pub use pager::{Pager, PagerConfig, PagerStats, Region, Tier};
+pub use pressure::{run_pressure, PressureOptions};
 pub use tiers::Compressor;
 
 /// The pager's page size.
