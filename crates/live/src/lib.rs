@@ -8,6 +8,7 @@ pub mod microbench;
 pub mod pager;
 pub mod pressure;
 pub mod tiers;
+pub mod torture;
 mod uffd_ops;
 
 pub use error::LiveError;

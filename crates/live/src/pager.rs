@@ -593,13 +593,23 @@ fn read_ahead(shared: &Shared, inner: &mut Inner, rid: u32, idx: u32, batch: u64
     let ra = shared.read_ahead as i64;
     for d in (-ra..=ra).filter(|&d| d != 0) {
         let j = idx as i64 + d;
-        if j < 0 || j >= n || inner.resident >= shared.budget_pages {
+        if j < 0 || j >= n {
             continue;
         }
         let m = inner.regions[&rid].metas[j as usize];
         if let (State::Evicted, Loc::Nvm(slot)) = (m.state, m.loc) {
             if m.batch != batch {
                 continue;
+            }
+            // Room within the budget, made by evicting the oldest page (as the kernel's
+            // read-ahead allocates, and may reclaim, on the fault path).
+            if inner.resident >= shared.budget_pages {
+                let b = inner.next_batch;
+                inner.next_batch += 1;
+                if !evict_oldest(shared, inner, b) {
+                    return;
+                }
+                inner.stats.direct_reclaims += 1;
             }
             let mut buf = [0u8; PAGE];
             inner.nvm.as_mut().expect("nvm").load(slot, &mut buf);

@@ -47,6 +47,15 @@ pub struct Args {
     /// Share of pages that are same-filled.
     #[arg(long, default_value_t = 0.0)]
     same_filled_share: f64,
+    /// live only: instead of timing, run the integrity torture over the same working set and
+    /// budget (pool with write-back to the NVM tier): `--threads` threads doing `--touches`
+    /// random reads/writes in all, every page checked against its own version; fails on any
+    /// mismatch.
+    #[arg(long)]
+    verify: bool,
+    /// Threads of the --verify torture.
+    #[arg(long, default_value_t = 4)]
+    threads: usize,
     /// Print one JSON object (nvmswap.microbench/1; several runs: nvmswap.microbench-set/1).
     #[arg(long)]
     json: bool,
@@ -67,6 +76,9 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         same_filled_share: args.same_filled_share,
     };
     spec.validate()?;
+    if args.verify {
+        return verify(&args, &spec);
+    }
     let mut reports = Vec::new();
     for substrate in &args.substrate {
         let report = match substrate.as_str() {
@@ -120,4 +132,67 @@ fn print_table(reports: &[MicrobenchReport]) {
             r.substrate, r.tier, l.p50, l.p90, l.p99, l.p999, r.faults, r.touches_per_s
         );
     }
+}
+
+fn verify(args: &Args, spec: &MicrobenchSpec) -> anyhow::Result<()> {
+    if args.substrate != ["live"] {
+        bail!(
+            "--verify runs on the live substrate only (got --substrate {})",
+            args.substrate.join(",")
+        );
+    }
+    if args.threads == 0 {
+        bail!("--threads must be at least 1");
+    }
+    let pages = spec.pages() as usize;
+    let cfg = nvmswap_live::PagerConfig {
+        budget_bytes: spec.budget_bytes,
+        pool_share: 0.1,
+        nvm_backend: Some(args.nvm.clone()),
+        nvm_bytes: spec.pages() * 4096 * 2,
+        ..Default::default()
+    };
+    eprintln!(
+        "torture: {} threads, {} pages, budget {} bytes",
+        args.threads, pages, spec.budget_bytes
+    );
+    let started = std::time::Instant::now();
+    let ops = spec.touches / args.threads as u64;
+    let r = nvmswap_live::torture::run(cfg, pages, args.threads, ops, spec.seed)?;
+    let s = &r.stats;
+    let by_tier: serde_json::Map<String, serde_json::Value> = s
+        .service_ns
+        .iter()
+        .map(|(t, rec)| (t.name().to_string(), serde_json::json!(rec.count())))
+        .collect();
+    let value = serde_json::json!({
+        "schema": "nvmswap.live-torture/1",
+        "threads": args.threads,
+        "working_set_bytes": spec.working_set_bytes,
+        "budget_bytes": spec.budget_bytes,
+        "operations": r.operations,
+        "faults": s.faults,
+        "wp_faults": s.wp_faults,
+        "faults_by_tier": by_tier,
+        "evictions": s.evictions,
+        "pool_writebacks": s.pool_writebacks,
+        "nvm_writes_saved": s.nvm_writes_saved,
+        "read_ahead_pages": s.read_ahead_pages,
+        "mismatches": r.mismatches,
+        "left_after_drop": [r.left_after_drop.0, r.left_after_drop.1],
+        "wall_s": started.elapsed().as_secs_f64(),
+    });
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&value)?);
+    } else {
+        println!("{value}");
+    }
+    if r.mismatches != 0 || r.left_after_drop != (0, 0) {
+        bail!(
+            "torture found {} mismatches (left after drop: {:?})",
+            r.mismatches,
+            r.left_after_drop
+        );
+    }
+    Ok(())
 }
