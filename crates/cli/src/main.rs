@@ -38,6 +38,8 @@ enum Command {
     Linux(cmd::linux::Args),
     /// Random 4 KiB touches over a working set larger than the DRAM budget: fault latency.
     Microbench(cmd::microbench::Args),
+    /// Run each linux configuration on the kernel and in sim (calibrated disk) and compare.
+    Validate(cmd::validate::Args),
 }
 
 fn main() -> std::process::ExitCode {
@@ -49,6 +51,7 @@ fn main() -> std::process::ExitCode {
         Some(Command::Devices(args)) => cmd::devices::run(args),
         Some(Command::Linux(args)) => cmd::linux::run(args),
         Some(Command::Microbench(args)) => cmd::microbench::run(args),
+        Some(Command::Validate(args)) => cmd::validate::run(args),
     };
     match result {
         Ok(()) => std::process::ExitCode::SUCCESS,

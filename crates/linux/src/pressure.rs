@@ -37,8 +37,8 @@ use crate::{cgroup, signals, state, sysfs};
 pub struct PressureOptions {
     /// Seeds the page contents.
     pub seed: u64,
-    /// Shrinks tab footprints, the cgroup limit, swap sizes, CPU times and sleeps together
-    /// (1.0 = the configuration as written).
+    /// Shrinks tab footprints, the cgroup limit and swap sizes together (1.0 = the configuration
+    /// as written). CPU times and sleeps are not scaled, as in `sim`.
     pub scale: f64,
     /// Test parameters (pinned tabs, cycles, ...); the ChromeOS defaults when not changed.
     pub params: PressureParams,
@@ -201,7 +201,10 @@ fn drive(
             )),
             Action::Open { tab, site } => {
                 let (proc_, loaded) = TabProcess::spawn(&procs, shapes[site], opts.seed, tab)?;
-                if loaded.is_some() {
+                if let Some((_, lat)) = loaded {
+                    for ns in lat {
+                        fault_ns.record_ns(ns);
+                    }
                     tabs.insert(tab, proc_);
                     lru.push(tab);
                 } else {
@@ -284,7 +287,9 @@ fn drive(
     );
     extra.insert(
         "fault_detection".into(),
-        "getrusage(RUSAGE_THREAD) majflt+minflt delta across each working-set touch".into(),
+        "getrusage(RUSAGE_THREAD) majflt+minflt delta across each timed touch: the first touch \
+         of every page at load (demand-zero) and every working-set touch at a switch"
+            .into(),
     );
     extra.insert(
         "blktrace".into(),

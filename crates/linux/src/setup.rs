@@ -33,6 +33,9 @@ pub struct Setup {
     pub swap_device: Option<String>,
     /// Whether zswap is in front of the swap area.
     pub zswap: bool,
+    /// Held (flock) from before the snapshot until after the restore: one run per machine, so two
+    /// runs never record each other's changes as "prior state".
+    _machine_lock: std::fs::File,
     pub config: LinuxConfig,
 }
 
@@ -64,6 +67,31 @@ pub fn disk_of(path: &Path) -> Result<String, LinuxError> {
         .unwrap_or_default())
 }
 
+/// Take the machine-wide lock, waiting for another run to finish first.
+fn lock_machine() -> Result<std::fs::File, LinuxError> {
+    use std::os::unix::io::AsRawFd;
+    let path = "/var/tmp/nvmswap-linux.lock";
+    let file = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(path)
+        .map_err(|e| LinuxError::io("open", path, e))?;
+    // SAFETY: flock on an fd we own; released when the file is closed.
+    if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } != 0 {
+        eprintln!("nvmswap linux: another run holds {path}; waiting for it to finish");
+        // SAFETY: as above, blocking this time.
+        if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX) } != 0 {
+            return Err(LinuxError::io(
+                "flock",
+                path,
+                std::io::Error::last_os_error(),
+            ));
+        }
+    }
+    Ok(file)
+}
+
 impl Setup {
     /// Record the machine's state and apply `config`. On any error everything done so far is
     /// undone before the error is returned.
@@ -77,6 +105,12 @@ impl Setup {
             });
         }
         crate::signals::install();
+        // A Ctrl-C that arrived between runs (e.g. during validate's sim half) stops here,
+        // before anything is touched.
+        if crate::signals::interrupted() {
+            return Err(LinuxError::Interrupted);
+        }
+        let machine_lock = lock_machine()?;
         let before = MachineSnapshot::capture()?;
         let mut setup = Setup {
             state_path: state_path.to_path_buf(),
@@ -89,6 +123,7 @@ impl Setup {
             cgroup: PathBuf::new(),
             swap_device: None,
             zswap: false,
+            _machine_lock: machine_lock,
             config: config.clone(),
         };
         setup.state.save(state_path)?;

@@ -136,9 +136,45 @@ pub struct StateFile {
     pub changes: Vec<Change>,
 }
 
-/// The default state file, where `nvmswap linux restore` looks when not told otherwise.
+const STATE_DIR: &str = "/var/tmp";
+const STATE_PREFIX: &str = "nvmswap-linux-state-";
+
+/// This process's default state file. One per process id, so that two runs on one machine (other
+/// users of the shared machine) never overwrite each other's journal.
 pub fn default_state_path() -> PathBuf {
-    PathBuf::from("/var/tmp/nvmswap-linux-state.json")
+    PathBuf::from(format!(
+        "{STATE_DIR}/{STATE_PREFIX}{}.json",
+        std::process::id()
+    ))
+}
+
+/// Default state files left by processes that are no longer running: what
+/// `nvmswap linux restore` undoes when not given a file. Files of live processes are skipped (that
+/// run is still in progress and will restore itself).
+pub fn orphaned_state_files() -> Vec<PathBuf> {
+    let mut out: Vec<PathBuf> = std::fs::read_dir(STATE_DIR)
+        .map(|rd| {
+            rd.filter_map(|e| e.ok())
+                .map(|e| e.path())
+                .filter(|p| {
+                    let name = p
+                        .file_name()
+                        .map(|n| n.to_string_lossy().to_string())
+                        .unwrap_or_default();
+                    let Some(pid) = name
+                        .strip_prefix(STATE_PREFIX)
+                        .and_then(|r| r.strip_suffix(".json"))
+                        .and_then(|r| r.parse::<u32>().ok())
+                    else {
+                        return false;
+                    };
+                    !Path::new(&format!("/proc/{pid}")).exists()
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    out.sort();
+    out
 }
 
 impl StateFile {

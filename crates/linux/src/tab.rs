@@ -35,6 +35,8 @@ pub struct TabShape {
 }
 
 impl TabShape {
+    /// `scale` shrinks memory only; CPU times stay as the site gives them (as in `sim`, whose
+    /// scale shrinks sizes, not times).
     pub fn of(site: &SiteType, scale: f64) -> Self {
         let pages = ((site.footprint_bytes as f64 * scale) as u64 / PAGE_SIZE).max(16) as usize;
         TabShape {
@@ -43,8 +45,8 @@ impl TabShape {
             write_per_mille: (site.write_share * 1000.0) as u64,
             compress_ratio: site.compress_ratio,
             same_filled_share: site.same_filled_share,
-            load_cpu_ns: (site.load_cpu_ns as f64 * scale) as u64,
-            render_cpu_ns: (site.render_cpu_ns as f64 * scale) as u64,
+            load_cpu_ns: site.load_cpu_ns,
+            render_cpu_ns: site.render_cpu_ns,
         }
     }
 }
@@ -56,6 +58,9 @@ pub struct Answer {
     pub faulting_touches: u64,
     pub major_faults: u64,
 }
+
+/// A tab's load answer and the latencies of its demand-zero faults.
+pub type Loaded = (Answer, Vec<u64>);
 
 /// The driver's handle on a tab process.
 pub struct TabProcess {
@@ -111,7 +116,9 @@ fn read_exact(fd: libc::c_int, buf: &mut [u8]) -> bool {
     true
 }
 
-/// The child's life: join the cgroup, load, then serve switches until told to exit.
+/// The child's life: join the cgroup, load, then serve switches until told to exit. The
+/// arguments are the pieces prepared before the fork (no struct: nothing may allocate).
+#[allow(clippy::too_many_arguments)]
 fn tab_main(
     procs: &CString,
     memory: *mut u8,
@@ -126,11 +133,24 @@ fn tab_main(
         return 3;
     }
     let t0 = worker::monotonic_ns();
+    let mut load_faults = 0u64;
     for p in 0..shape.pages {
         // SAFETY: page `p` lies inside this tab's private mapping of `shape.pages` pages.
         let page = unsafe {
             std::slice::from_raw_parts_mut(memory.add(p * PAGE_SIZE as usize), PAGE_SIZE as usize)
         };
+        // The first touch is a demand-zero fault (counted, as seed 000 Fig. 5 and `sim` count
+        // them); it may also stall in direct reclaim when the cgroup is at its limit.
+        let (maj0, min0) = worker::thread_faults();
+        let a = worker::monotonic_ns();
+        // SAFETY: first byte of page `p`, inside the mapping.
+        unsafe { memory.add(p * PAGE_SIZE as usize).write_volatile(0) };
+        let b = worker::monotonic_ns();
+        let (maj1, min1) = worker::thread_faults();
+        if maj1 + min1 > maj0 + min0 && (load_faults as usize) < faults.len() {
+            faults[load_faults as usize].store(b - a, Ordering::Relaxed);
+            load_faults += 1;
+        }
         fill_page(
             page,
             seed,
@@ -140,7 +160,7 @@ fn tab_main(
         );
     }
     spin(shape.load_cpu_ns);
-    if !write_words(answer_fd, &[worker::monotonic_ns() - t0, 0, 0]) {
+    if !write_words(answer_fd, &[worker::monotonic_ns() - t0, load_faults, 0]) {
         return 4;
     }
     let mut round = 0u64;
@@ -194,9 +214,10 @@ impl TabProcess {
         shape: TabShape,
         seed: u64,
         tab: u32,
-    ) -> Result<(TabProcess, Option<Answer>), LinuxError> {
+    ) -> Result<(TabProcess, Option<Loaded>), LinuxError> {
         let memory = Mapping::new(shape.pages * PAGE_SIZE as usize, false)?;
-        let faults = Mapping::new(shape.working_set_pages * 8, true)?;
+        // Room for one latency per page: a load faults on every page.
+        let faults = Mapping::new(shape.pages * 8, true)?;
         let (cmd_read, cmd_write) = pipe()?;
         let (answer_read, answer_write) = pipe()?;
         let base = memory.as_ptr();
@@ -223,7 +244,10 @@ impl TabProcess {
             faults,
             shape,
         };
-        let answer = tab_proc.read_answer();
+        let answer = tab_proc.read_answer().map(|a| {
+            let lat = tab_proc.fault_latencies(a.faulting_touches);
+            (a, lat)
+        });
         Ok((tab_proc, answer))
     }
 
@@ -249,12 +273,16 @@ impl TabProcess {
             return None;
         }
         let answer = self.read_answer()?;
-        let n = (answer.faulting_touches as usize).min(self.faults.words().len());
-        let lat = self.faults.words()[..n]
+        let lat = self.fault_latencies(answer.faulting_touches);
+        Some((answer, lat))
+    }
+
+    fn fault_latencies(&self, n: u64) -> Vec<u64> {
+        let n = (n as usize).min(self.faults.words().len());
+        self.faults.words()[..n]
             .iter()
             .map(|w| w.load(Ordering::Relaxed))
-            .collect();
-        Some((answer, lat))
+            .collect()
     }
 
     /// Kill the tab (a discard) and reap it.

@@ -522,6 +522,7 @@ impl<'a> Sim<'a> {
                 }
                 self.c.dram_accesses += 2;
                 self.c.cpu_kernel += cost;
+                self.c.swap_in_pages += 1;
                 self.place(p);
                 stall + cost
             }

@@ -29,15 +29,17 @@ enum Action {
     /// Undo every change recorded in the state file (after `setup`, or after a crashed run),
     /// then compare the machine with the state recorded before.
     Restore {
-        #[arg(long, default_value_os_t = default_state_path())]
-        state_file: PathBuf,
+        /// The state file to undo; without it, every state file in /var/tmp left by a process
+        /// that is no longer running.
+        #[arg(long)]
+        state_file: Option<PathBuf>,
     },
     /// Run the pressure test on the kernel with one configuration (the same run `nvmswap pressure
     /// --substrate linux` makes) and print its result; the machine is restored afterwards.
     Pressure {
         /// A bundled configuration (linux-zram, linux-swapfile, linux-zswap) or a TOML file.
         config: String,
-        /// Shrinks tab footprints, cgroup limit, swap size, CPU times and sleeps together.
+        /// Shrinks tab footprints, cgroup limit and swap size together (not CPU times or sleeps).
         #[arg(long, default_value_t = 0.25)]
         scale: f64,
         /// Seeds the tab page contents.
@@ -49,11 +51,25 @@ enum Action {
         #[arg(long)]
         json: bool,
     },
+    /// Measure this machine: compression/decompression per page through zram (each algorithm the
+    /// kernel offers of lzo, lzo-rle, lz4), 4 KiB O_DIRECT disk latency, minor-fault time; write
+    /// the swap disk's device profile.
+    Calibrate {
+        /// Directory on the disk that holds the swap file (probed with a 16 MiB scratch file).
+        #[arg(long, default_value = "/var/tmp")]
+        swap_dir: PathBuf,
+        /// Where the device profile (TOML, profiles/devices format) is written.
+        #[arg(long, default_value = "profiles/linux/calibrated-disk.toml")]
+        out: PathBuf,
+        #[arg(long, default_value_t = 1)]
+        seed: u64,
+        /// Print the measurements as JSON on stdout.
+        #[arg(long)]
+        json: bool,
+    },
     /// Print the swap-related state (active swaps, zswap, sysctls, schedulers, zram, cgroups)
     /// and any pending state file.
     Status {
-        #[arg(long, default_value_os_t = default_state_path())]
-        state_file: PathBuf,
         /// Print JSON instead of text.
         #[arg(long)]
         json: bool,
@@ -66,7 +82,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             let cfg = LinuxConfig::load(&config)?;
             let setup = Setup::apply(&cfg, &state_file)?;
             eprintln!(
-                "applied {} (cgroup {}, swap device {}); undo with `nvmswap linux restore --state-file {}`",
+                "applied {} (cgroup {}, swap device {}); undo with `nvmswap linux restore` (state file {})",
                 cfg.name,
                 setup.cgroup.display(),
                 setup.swap_device.as_deref().unwrap_or("none"),
@@ -76,8 +92,22 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             Ok(())
         }
         Action::Restore { state_file } => {
-            let diffs = nvmswap_linux::state::restore_from_file(&state_file)
-                .with_context(|| format!("restoring from {}", state_file.display()))?;
+            let files = match state_file {
+                Some(f) => vec![f],
+                None => nvmswap_linux::state::orphaned_state_files(),
+            };
+            if files.is_empty() {
+                eprintln!("nothing to restore: no state file left by a finished process");
+                return Ok(());
+            }
+            let mut diffs = Vec::new();
+            for f in files {
+                eprintln!("restoring from {}", f.display());
+                diffs.extend(
+                    nvmswap_linux::state::restore_from_file(&f)
+                        .with_context(|| format!("restoring from {}", f.display()))?,
+                );
+            }
             if diffs.is_empty() {
                 eprintln!("restored: the machine matches the state recorded before the run");
                 Ok(())
@@ -114,14 +144,50 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             }
             Ok(())
         }
-        Action::Status { state_file, json } => {
-            let now = MachineSnapshot::capture()?;
-            let pending = state_file
-                .exists()
-                .then(|| StateFile::load(&state_file))
-                .transpose()?;
+        Action::Calibrate {
+            swap_dir,
+            out,
+            seed,
+            json,
+        } => {
+            let cal = nvmswap_linux::calibrate::run(&swap_dir, seed)?;
+            let profile = nvmswap_linux::calibrate::device_profile_toml(&cal);
+            nvmswap_core::device::DeviceProfile::from_toml_str(&profile, "calibration")
+                .context("the calibrated profile does not validate")?;
+            std::fs::write(&out, &profile).with_context(|| format!("writing {}", out.display()))?;
+            eprintln!("wrote {}", out.display());
             if json {
-                let v = serde_json::json!({ "state": now, "pending_state_file": pending });
+                let v =
+                    serde_json::json!({ "schema": "nvmswap.calibration/1", "calibration": cal });
+                println!("{}", serde_json::to_string_pretty(&v)?);
+            } else {
+                for c in &cal.compression {
+                    println!(
+                        "{:8} compress mean {:.2} us p99 {:.2} us, decompress mean {:.2} us p99 {:.2} us, ratio {:.3}",
+                        c.algorithm, c.compress_us.mean, c.compress_us.p99, c.decompress_us.mean, c.decompress_us.p99, c.ratio
+                    );
+                }
+                println!(
+                    "disk {}: read 4k mean {:.1} us p99 {:.1} us, write 4k mean {:.1} us p99 {:.1} us",
+                    cal.disk, cal.disk_read_4k_us.mean, cal.disk_read_4k_us.p99, cal.disk_write_4k_us.mean, cal.disk_write_4k_us.p99
+                );
+                println!(
+                    "minor fault mean {:.2} us p99 {:.2} us",
+                    cal.minor_fault_us.mean, cal.minor_fault_us.p99
+                );
+            }
+            Ok(())
+        }
+        Action::Status { json } => {
+            let now = MachineSnapshot::capture()?;
+            let pending: Vec<(PathBuf, StateFile)> = nvmswap_linux::state::orphaned_state_files()
+                .into_iter()
+                .map(|f| StateFile::load(&f).map(|s| (f, s)))
+                .collect::<Result<_, _>>()?;
+            if json {
+                let files: Vec<String> =
+                    pending.iter().map(|p| p.0.display().to_string()).collect();
+                let v = serde_json::json!({ "state": now, "pending_state_files": files });
                 println!("{}", serde_json::to_string_pretty(&v)?);
                 return Ok(());
             }
@@ -131,14 +197,16 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             println!("schedulers: {:?}", now.schedulers);
             println!("zram:       {:?}", now.zram_devices);
             println!("cgroups:    {:?}", now.memory_cgroups);
-            match pending {
-                Some(s) => println!(
-                    "pending state file {} from pid {} with {} changes: run `nvmswap linux restore`",
-                    state_file.display(),
+            for (f, s) in &pending {
+                println!(
+                    "pending state file {} from finished pid {} with {} changes: run `nvmswap linux restore`",
+                    f.display(),
                     s.pid,
                     s.changes.len()
-                ),
-                None => println!("no pending state file"),
+                );
+            }
+            if pending.is_empty() {
+                println!("no pending state file");
             }
             Ok(())
         }

@@ -1,0 +1,192 @@
+//! `nvmswap validate`: run each linux configuration on the kernel and its equivalent in `sim`
+//! (with this machine's calibrated disk profile) on the same scaled scenario, and print sim
+//! against linux with the relative error of each figure.
+
+use std::path::PathBuf;
+
+use anyhow::Context;
+
+use nvmswap_core::config::{Backend, SystemConfig};
+use nvmswap_core::results::{RunResult, RunsReport};
+use nvmswap_linux::{LinuxConfig, SwapSetup};
+
+#[derive(clap::Args, Debug, Clone)]
+pub struct Args {
+    /// Linux configurations to validate (bundled names or TOML files).
+    #[arg(
+        long,
+        value_delimiter = ',',
+        default_value = "linux-zram,linux-swapfile,linux-zswap"
+    )]
+    configs: Vec<String>,
+    /// Shrinks every size (tabs, cgroup limit, swap) the same way on both substrates.
+    #[arg(long, default_value_t = 0.25)]
+    scale: f64,
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// Device profile of the swap disk for `sim` (written by `nvmswap linux calibrate`).
+    #[arg(long, default_value = "profiles/linux/calibrated-vda.toml")]
+    disk_profile: PathBuf,
+    /// Print one nvmswap.results/1 object (sim and linux runs; relative errors in the sim runs'
+    /// `extra.validation`) on stdout.
+    #[arg(long)]
+    json: bool,
+}
+
+/// The sim configuration that stands for a linux one: DRAM = the cgroup's limit, the same swap
+/// set-up, compressor, page-cluster and discard rule.
+///
+/// Differences the sim cannot express, kept visible rather than tuned away:
+/// - the kernel does not charge zram's pool to the cgroup; sim puts it in DRAM (limit = DRAM);
+/// - zswap's max_pool_percent is a share of the *machine's* RAM (24 GiB) on linux, larger than the
+///   cgroup, so the sim pool may take all of DRAM (100 %);
+/// - no OS reserve inside a cgroup (sim's minimum is one page).
+pub fn sim_equivalent(linux: &LinuxConfig, disk_profile: &str) -> SystemConfig {
+    let dram = linux.cgroup_limit_bytes;
+    let (backend, zram_size, swap_profile, swap_bytes, zswap_pct, compressor) = match &linux.swap {
+        SwapSetup::Zram {
+            size_bytes,
+            algorithm,
+        } => (
+            Backend::Zram,
+            *size_bytes,
+            String::new(),
+            0,
+            0,
+            algorithm.clone(),
+        ),
+        SwapSetup::Swapfile { .. } | SwapSetup::None => (
+            Backend::Block,
+            0,
+            disk_profile.to_string(),
+            size_bytes_of(&linux.swap),
+            0,
+            "lzo".to_string(),
+        ),
+        SwapSetup::Zswap {
+            size_bytes,
+            compressor,
+            ..
+        } => (
+            Backend::Block,
+            0,
+            disk_profile.to_string(),
+            *size_bytes,
+            100,
+            compressor.clone(),
+        ),
+    };
+    // sim knows lzo and lz4; lzo-rle is lzo with run-length encoding of zero runs.
+    let compressor = if compressor.starts_with("lzo") {
+        "lzo".to_string()
+    } else {
+        compressor
+    };
+    SystemConfig {
+        name: format!("sim:{}", linux.name),
+        description: format!("sim equivalent of {}", linux.name),
+        dram_profile: "dram-ddr4".into(),
+        dram_bytes: dram,
+        os_reserved_bytes: 0,
+        backend,
+        zram_disksize_bytes: zram_size,
+        zram_mem_limit_bytes: if backend == Backend::Zram { dram } else { 0 },
+        swap_profile,
+        swap_bytes,
+        zswap_max_pool_percent: zswap_pct,
+        zswap_accept_threshold_percent: 90,
+        compressor,
+        page_cluster: linux.page_cluster.unwrap_or(3),
+        nvm_allocator: "heap-wear".into(),
+        nvm_threshold: 16,
+        lazy_swap_in: false,
+        lazy_interval_s: 10.0,
+        discard: linux.discard.clone(),
+        cpus: 2,
+    }
+}
+
+fn size_bytes_of(swap: &SwapSetup) -> u64 {
+    match swap {
+        SwapSetup::None => 0,
+        SwapSetup::Zram { size_bytes, .. }
+        | SwapSetup::Swapfile { size_bytes, .. }
+        | SwapSetup::Zswap { size_bytes, .. } => *size_bytes,
+    }
+}
+
+/// (sim - linux) / linux; None when linux is 0.
+fn rel(sim: f64, linux: f64) -> Option<f64> {
+    (linux != 0.0).then(|| (sim - linux) / linux)
+}
+
+fn figures(r: &RunResult) -> Vec<(&'static str, f64)> {
+    vec![
+        ("tabs_before_discard", r.tabs_opened as f64),
+        ("switch_ms_mean", r.switch_latency_ms.mean),
+        ("switch_ms_p50", r.switch_latency_ms.p50),
+        ("switch_ms_p99", r.switch_latency_ms.p99),
+        ("fault_us_p50", r.fault_latency_us.p50),
+        ("fault_us_p99", r.fault_latency_us.p99),
+        ("swap_in_mib", r.swap_in_bytes as f64 / (1 << 20) as f64),
+        ("swap_out_mib", r.swap_out_bytes as f64 / (1 << 20) as f64),
+    ]
+}
+
+pub fn run(args: Args) -> anyhow::Result<()> {
+    let disk = args.disk_profile.display().to_string();
+    nvmswap_core::device::DeviceProfile::resolve(&disk)
+        .with_context(|| format!("disk profile {disk}: run `nvmswap linux calibrate` first"))?;
+    let mut runs = Vec::new();
+    for name in &args.configs {
+        let linux_cfg = LinuxConfig::load(name)?;
+        let sim_cfg = sim_equivalent(&linux_cfg, &disk);
+        eprintln!("validate {name}: linux run (scale {})", args.scale);
+        let linux_opts = nvmswap_linux::PressureOptions {
+            seed: args.seed,
+            scale: args.scale,
+            ..Default::default()
+        };
+        let linux =
+            nvmswap_linux::run_pressure(name, &linux_opts, &nvmswap_core::progress::NoProgress)
+                .with_context(|| format!("linux run of {name}"))?
+                .result;
+        eprintln!("validate {name}: sim run");
+        let sim_opts = nvmswap_sim::RunOptions {
+            seed: args.seed,
+            scale: args.scale,
+        };
+        let mut sim =
+            nvmswap_sim::run_pressure(&sim_cfg, &sim_opts, &nvmswap_core::progress::NoProgress)
+                .with_context(|| format!("sim run of {}", sim_cfg.name))?
+                .result;
+        let mut errors = serde_json::Map::new();
+        if !args.json {
+            println!("\n{name} (scale {}, seed {})", args.scale, args.seed);
+            println!(
+                "{:22} {:>10} {:>10} {:>9}",
+                "figure", "linux", "sim", "rel.err"
+            );
+        }
+        for ((key, l), (_, s)) in figures(&linux).into_iter().zip(figures(&sim)) {
+            let e = rel(s, l);
+            errors.insert(key.into(), e.map_or(serde_json::Value::Null, Into::into));
+            if !args.json {
+                let e = e.map_or("n/a".to_string(), |e| format!("{:+.0}%", e * 100.0));
+                println!("{key:22} {l:>10.2} {s:>10.2} {e:>9}");
+            }
+        }
+        sim.extra
+            .insert("validation".into(), serde_json::Value::Object(errors));
+        sim.extra.insert("validates".into(), name.clone().into());
+        runs.push(linux);
+        runs.push(sim);
+    }
+    if args.json {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&RunsReport::new("validate", args.seed, runs))?
+        );
+    }
+    Ok(())
+}

@@ -1,0 +1,284 @@
+//! Calibration probes: this machine's own costs, measured with small probes that never run the
+//! validation scenario (so nothing is tuned on it).
+//!
+//! - **Compression**: the kernel's own compressors, through a scratch zram device per algorithm:
+//!   tab-model pages (`workload::content::fill_page` with the mean site's compressibility) written
+//!   and read back with 4 KiB O_DIRECT I/O. A write is compression plus zram's store; a read is
+//!   decompression plus zram's lookup. Both include the syscall and block-layer entry (a few µs),
+//!   which is what a swap-out/swap-in to zram pays too.
+//! - **Disk**: 4 KiB O_DIRECT reads and writes at random offsets of a scratch file next to where
+//!   the swap file goes (same disk).
+//! - **Fault path**: the demand-zero (minor) fault, timed per page on fresh anonymous memory.
+
+use std::io::{Read, Seek, SeekFrom, Write};
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::Path;
+
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use serde::Serialize;
+
+use nvmswap_core::metrics::LatencyRecorder;
+use nvmswap_core::results::LatencySummary;
+use nvmswap_core::workload::content::fill_page;
+use nvmswap_core::{MIB, NS_PER_US, PAGE_SIZE};
+
+use crate::config::{LinuxConfig, SwapSetup};
+use crate::error::LinuxError;
+use crate::setup::Setup;
+use crate::state::Change;
+use crate::worker::{self, Mapping};
+use crate::{state, sysfs};
+
+/// Page size as usize for buffers.
+const PAGE: usize = PAGE_SIZE as usize;
+
+/// What the probes measured, in µs.
+#[derive(Debug, Clone, Serialize)]
+pub struct Calibration {
+    /// Algorithm → (write = compress, read = decompress) per page through zram.
+    pub compression: Vec<CompressionProbe>,
+    pub disk: String,
+    pub disk_read_4k_us: LatencySummary,
+    pub disk_write_4k_us: LatencySummary,
+    pub minor_fault_us: LatencySummary,
+    pub pages_per_probe: u64,
+    /// The disk's request queue depth (/sys/block/<disk>/queue/nr_requests).
+    pub queue_depth: u32,
+    /// Hardware queues of the disk (/sys/block/<disk>/mq/*).
+    pub hw_queues: u32,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct CompressionProbe {
+    pub algorithm: String,
+    pub compress_us: LatencySummary,
+    pub decompress_us: LatencySummary,
+    /// Compressed / original bytes from zram's mm_stat.
+    pub ratio: f64,
+}
+
+/// A page-aligned buffer for O_DIRECT.
+struct AlignedPage(Mapping);
+
+impl AlignedPage {
+    fn new() -> Result<Self, LinuxError> {
+        Ok(AlignedPage(Mapping::new(PAGE, false)?))
+    }
+    fn bytes(&mut self) -> &mut [u8] {
+        // SAFETY: the mapping is one page long, page-aligned and owned by `self`.
+        unsafe { std::slice::from_raw_parts_mut(self.0.as_ptr(), PAGE) }
+    }
+}
+
+fn probe_zram(
+    algorithm: &str,
+    pages: u64,
+    seed: u64,
+    state_path: &Path,
+) -> Result<CompressionProbe, LinuxError> {
+    // A zram device of our own, recorded in the journal like any other change.
+    let cfg = LinuxConfig {
+        name: format!("calibrate-{algorithm}"),
+        description: String::new(),
+        cgroup_limit_bytes: 64 * MIB,
+        swap: SwapSetup::None,
+        scheduler: None,
+        page_cluster: None,
+        swappiness: None,
+        discard: Default::default(),
+    };
+    let setup = Setup::apply(&cfg, state_path)?;
+    let id_text = sysfs::read_trimmed("/sys/class/zram-control/hot_add")?;
+    let id: u32 = id_text.parse().map_err(|_| LinuxError::Kernel {
+        what: "zram hot_add".into(),
+        detail: id_text.clone(),
+    })?;
+    // Not in `setup`'s journal (it is private), so undone here explicitly on every path.
+    let change = Change::ZramDevice { id };
+    let result = (|| {
+        let dev = format!("/sys/block/zram{id}");
+        sysfs::write_value(format!("{dev}/comp_algorithm"), algorithm)?;
+        sysfs::write_value(
+            format!("{dev}/disksize"),
+            &(pages * PAGE_SIZE + MIB).to_string(),
+        )?;
+        let path = format!("/dev/zram{id}");
+        let mut file = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .custom_flags(libc::O_DIRECT)
+            .open(&path)
+            .map_err(|e| LinuxError::io("open", &path, e))?;
+        let mut buf = AlignedPage::new()?;
+        let (mut comp, mut decomp) = (LatencyRecorder::new(), LatencyRecorder::new());
+        // The mean site's compressibility (tabs.rs default_sites: 0.37..0.40, ~10 % same-filled).
+        for p in 0..pages {
+            fill_page(buf.bytes(), seed, p, 0.38, 0.10);
+            let t = worker::monotonic_ns();
+            file.write_all(buf.bytes())
+                .map_err(|e| LinuxError::io("write", &path, e))?;
+            comp.record_ns(worker::monotonic_ns() - t);
+        }
+        file.seek(SeekFrom::Start(0))
+            .map_err(|e| LinuxError::io("seek", &path, e))?;
+        for _ in 0..pages {
+            let t = worker::monotonic_ns();
+            file.read_exact(buf.bytes())
+                .map_err(|e| LinuxError::io("read", &path, e))?;
+            decomp.record_ns(worker::monotonic_ns() - t);
+        }
+        let mm: Vec<f64> = sysfs::read_trimmed(format!("{dev}/mm_stat"))?
+            .split_whitespace()
+            .filter_map(|v| v.parse().ok())
+            .collect();
+        let ratio = if mm.len() > 1 && mm[0] > 0.0 {
+            mm[1] / mm[0]
+        } else {
+            0.0
+        };
+        drop(file);
+        Ok(CompressionProbe {
+            algorithm: algorithm.to_string(),
+            compress_us: comp.summary(NS_PER_US),
+            decompress_us: decomp.summary(NS_PER_US),
+            ratio,
+        })
+    })();
+    let undo = state::undo(&change);
+    let diffs = setup.restore()?;
+    undo?;
+    if !diffs.is_empty() {
+        return Err(LinuxError::Restore(diffs.join("; ")));
+    }
+    result
+}
+
+fn probe_disk(
+    dir: &Path,
+    ops: u64,
+    seed: u64,
+) -> Result<(LatencySummary, LatencySummary), LinuxError> {
+    let path = dir.join(format!("nvmswap-calibrate-{}.dat", std::process::id()));
+    let size_pages = 16 * MIB / PAGE_SIZE;
+    let result = (|| {
+        let mut file = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create_new(true)
+            .custom_flags(libc::O_DIRECT)
+            .open(&path)
+            .map_err(|e| LinuxError::io("create", &path, e))?;
+        let mut buf = AlignedPage::new()?;
+        fill_page(buf.bytes(), seed, 0, 0.38, 0.0);
+        for _ in 0..size_pages {
+            file.write_all(buf.bytes())
+                .map_err(|e| LinuxError::io("write", &path, e))?;
+        }
+        file.sync_all()
+            .map_err(|e| LinuxError::io("fsync", &path, e))?;
+        let mut rng = ChaCha8Rng::seed_from_u64(seed);
+        let (mut reads, mut writes) = (LatencyRecorder::new(), LatencyRecorder::new());
+        for _ in 0..ops {
+            let off = rng.random_range(0..size_pages) * PAGE_SIZE;
+            file.seek(SeekFrom::Start(off))
+                .map_err(|e| LinuxError::io("seek", &path, e))?;
+            let t = worker::monotonic_ns();
+            file.write_all(buf.bytes())
+                .map_err(|e| LinuxError::io("write", &path, e))?;
+            writes.record_ns(worker::monotonic_ns() - t);
+            let off = rng.random_range(0..size_pages) * PAGE_SIZE;
+            file.seek(SeekFrom::Start(off))
+                .map_err(|e| LinuxError::io("seek", &path, e))?;
+            let t = worker::monotonic_ns();
+            file.read_exact(buf.bytes())
+                .map_err(|e| LinuxError::io("read", &path, e))?;
+            reads.record_ns(worker::monotonic_ns() - t);
+        }
+        Ok((reads.summary(NS_PER_US), writes.summary(NS_PER_US)))
+    })();
+    let _ = std::fs::remove_file(&path);
+    result
+}
+
+fn probe_minor_fault(pages: usize) -> Result<LatencySummary, LinuxError> {
+    let region = Mapping::new(pages * PAGE, false)?;
+    let mut faults = LatencyRecorder::new();
+    for p in 0..pages {
+        let t = worker::monotonic_ns();
+        // SAFETY: page `p` is inside the mapping.
+        unsafe { region.as_ptr().add(p * PAGE).write_volatile(1) };
+        faults.record_ns(worker::monotonic_ns() - t);
+    }
+    Ok(faults.summary(NS_PER_US))
+}
+
+/// Run every probe. `swap_dir` is where the swap file would go (its disk is probed).
+pub fn run(swap_dir: &Path, seed: u64) -> Result<Calibration, LinuxError> {
+    crate::require_root()?;
+    let state_path = state::default_state_path();
+    let pages = 4096;
+    let offered = sysfs::read_trimmed("/sys/block/zram0/comp_algorithm").unwrap_or_default();
+    let mut compression = Vec::new();
+    for alg in ["lzo", "lzo-rle", "lz4"] {
+        if offered
+            .split_whitespace()
+            .any(|a| a.trim_matches(['[', ']']) == alg)
+        {
+            compression.push(probe_zram(alg, pages, seed, &state_path)?);
+        }
+    }
+    let (read, write) = probe_disk(swap_dir, 2000, seed)?;
+    let disk = crate::setup::disk_of(swap_dir)?;
+    let queue_depth = sysfs::read_trimmed(format!("/sys/block/{disk}/queue/nr_requests"))?
+        .parse()
+        .unwrap_or(1);
+    let hw_queues = std::fs::read_dir(format!("/sys/block/{disk}/mq"))
+        .map(|d| d.count() as u32)
+        .unwrap_or(1)
+        .max(1);
+    Ok(Calibration {
+        compression,
+        queue_depth,
+        hw_queues,
+        disk,
+        disk_read_4k_us: read,
+        disk_write_4k_us: write,
+        minor_fault_us: probe_minor_fault(8192)?,
+        pages_per_probe: pages,
+    })
+}
+
+/// The device profile of the swap disk (profiles/devices format) from a calibration.
+pub fn device_profile_toml(cal: &Calibration) -> String {
+    let us = 1000.0;
+    // A log-normal cannot express p99/mean above ~14.9 (device.rs); clamp and say so.
+    let dist = |s: &LatencySummary| {
+        let mean = s.mean * us;
+        let p99 = (s.p99 * us).clamp(mean, mean * 14.0);
+        format!("{{ mean_ns = {mean:.0}, p99_ns = {p99:.0} }}")
+    };
+    let mut out = String::new();
+    out.push_str(&format!("name = \"linux-{}\"\n", cal.disk));
+    out.push_str(&format!(
+        "description = \"This machine's {} disk, measured by nvmswap linux calibrate (4 KiB O_DIRECT, random offsets)\"\n",
+        cal.disk
+    ));
+    out.push_str("kind = \"block\"\n");
+    out.push_str(&format!("read_4k = {}\n", dist(&cal.disk_read_4k_us)));
+    out.push_str(&format!("write_4k = {}\n", dist(&cal.disk_write_4k_us)));
+    out.push_str(&format!("queue_depth = {}\n", cal.queue_depth));
+    out.push_str(&format!("parallelism = {}\n", cal.hw_queues));
+    out.push_str("\n[sources]\n");
+    out.push_str("read_4k = \"measured: nvmswap linux calibrate, 2000 random 4 KiB O_DIRECT reads of a 16 MiB file (p99 capped at 14x mean, the log-normal limit)\"\n");
+    out.push_str(&format!(
+        "queue_depth = \"read: /sys/block/{}/queue/nr_requests on this machine\"\n",
+        cal.disk
+    ));
+    out.push_str(&format!(
+        "parallelism = \"read: count of /sys/block/{}/mq/* hardware queues on this machine\"\n",
+        cal.disk
+    ));
+    out.push_str("write_4k = \"measured: nvmswap linux calibrate, 2000 random 4 KiB O_DIRECT writes (p99 capped at 14x mean)\"\n");
+    out
+}
