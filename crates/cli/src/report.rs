@@ -139,6 +139,25 @@ fn color(i: usize) -> RGBColor {
 
 type Svg = anyhow::Result<String>;
 
+/// The legend mark of run `i`: a short line in its colour.
+fn line_legend(i: usize) -> impl Fn((i32, i32)) -> PathElement<(i32, i32)> {
+    move |(x, y)| PathElement::new(vec![(x, y), (x + 16, y)], color(i).stroke_width(2))
+}
+
+/// Draws the series labels in a framed box at `position`.
+fn draw_legend<'a, CT: plotters::coord::CoordTranslate>(
+    chart: &mut ChartContext<'a, SVGBackend<'a>, CT>,
+    position: SeriesLabelPosition,
+) -> anyhow::Result<()> {
+    chart
+        .configure_series_labels()
+        .background_style(WHITE.mix(0.85))
+        .border_style(BLACK)
+        .position(position)
+        .draw()?;
+    Ok(())
+}
+
 fn svg(
     draw: impl FnOnce(DrawingArea<SVGBackend, plotters::coord::Shift>) -> anyhow::Result<()>,
 ) -> Svg {
@@ -193,16 +212,9 @@ fn sorted_switches(outputs: &[RunOutput]) -> Svg {
                     color(i).stroke_width(2),
                 ))?
                 .label(o.result.config.clone())
-                .legend(move |(x, y)| {
-                    PathElement::new(vec![(x, y), (x + 16, y)], color(i).stroke_width(2))
-                });
+                .legend(line_legend(i));
         }
-        chart
-            .configure_series_labels()
-            .background_style(WHITE.mix(0.85))
-            .border_style(BLACK)
-            .position(SeriesLabelPosition::UpperLeft)
-            .draw()?;
+        draw_legend(&mut chart, SeriesLabelPosition::UpperLeft)?;
         Ok(())
     })
 }
@@ -249,20 +261,13 @@ fn over_250_by_tabs(outputs: &[RunOutput]) -> Svg {
             chart
                 .draw_series(LineSeries::new(pts.clone(), color(i).stroke_width(2)))?
                 .label(o.result.config.clone())
-                .legend(move |(x, y)| {
-                    PathElement::new(vec![(x, y), (x + 16, y)], color(i).stroke_width(2))
-                });
+                .legend(line_legend(i));
             chart.draw_series(
                 pts.into_iter()
                     .map(|p| Circle::new(p, 3, color(i).filled())),
             )?;
         }
-        chart
-            .configure_series_labels()
-            .background_style(WHITE.mix(0.85))
-            .border_style(BLACK)
-            .position(SeriesLabelPosition::UpperLeft)
-            .draw()?;
+        draw_legend(&mut chart, SeriesLabelPosition::UpperLeft)?;
         Ok(())
     })
 }
@@ -306,16 +311,9 @@ fn fault_cdf(outputs: &[RunOutput]) -> Svg {
             chart
                 .draw_series(LineSeries::new(pts, color(i).stroke_width(2)))?
                 .label(o.result.config.clone())
-                .legend(move |(x, y)| {
-                    PathElement::new(vec![(x, y), (x + 16, y)], color(i).stroke_width(2))
-                });
+                .legend(line_legend(i));
         }
-        chart
-            .configure_series_labels()
-            .background_style(WHITE.mix(0.85))
-            .border_style(BLACK)
-            .position(SeriesLabelPosition::LowerRight)
-            .draw()?;
+        draw_legend(&mut chart, SeriesLabelPosition::LowerRight)?;
         Ok(())
     })
 }
@@ -412,12 +410,7 @@ fn cpu_split(outputs: &[RunOutput]) -> Svg {
                 .label(*label)
                 .legend(move |(x, y)| Rectangle::new([(x, y - 5), (x + 12, y + 5)], c.filled()));
         }
-        chart
-            .configure_series_labels()
-            .background_style(WHITE.mix(0.85))
-            .border_style(BLACK)
-            .position(SeriesLabelPosition::LowerRight)
-            .draw()?;
+        draw_legend(&mut chart, SeriesLabelPosition::LowerRight)?;
         Ok(())
     })
 }

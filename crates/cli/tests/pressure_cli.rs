@@ -1,19 +1,11 @@
 //! `nvmswap pressure` end to end on small scaled runs.
 
-use std::process::{Command, Output};
+mod common;
 
-fn nvmswap(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_nvmswap"))
-        .args(args)
-        .output()
-        .expect("binary runs")
-}
+use common::nvmswap;
 
 fn out_dir(name: &str) -> String {
-    std::env::temp_dir()
-        .join(format!("nvmswap-pressure-{}-{name}", std::process::id()))
-        .display()
-        .to_string()
+    common::scratch("pressure", name)
 }
 
 fn run_json(out: &str) -> serde_json::Value {

@@ -1,20 +1,12 @@
 //! `nvmswap wear` and `nvmswap devices` as a user runs them: good runs print valid JSON, bad input
 //! gets a clear message and a non-zero exit, never a panic.
 
-use std::process::{Command, Output};
+mod common;
 
-fn nvmswap(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_nvmswap"))
-        .args(args)
-        .output()
-        .expect("binary runs")
-}
+use common::nvmswap;
 
 fn out_dir(name: &str) -> String {
-    std::env::temp_dir()
-        .join(format!("nvmswap-cli-{}-{name}", std::process::id()))
-        .display()
-        .to_string()
+    common::scratch("cli", name)
 }
 
 #[test]
