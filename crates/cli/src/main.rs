@@ -36,6 +36,8 @@ enum Command {
     Devices(cmd::devices::Args),
     /// The linux substrate's machine set-up: apply a configuration, restore, show state (root).
     Linux(cmd::linux::Args),
+    /// Random 4 KiB touches over a working set larger than the DRAM budget: fault latency.
+    Microbench(cmd::microbench::Args),
     /// Run each linux configuration on the kernel and in sim (calibrated disk) and compare.
     Validate(cmd::validate::Args),
 }
@@ -48,6 +50,7 @@ fn main() -> std::process::ExitCode {
         Some(Command::Wear(args)) => cmd::wear::run(args),
         Some(Command::Devices(args)) => cmd::devices::run(args),
         Some(Command::Linux(args)) => cmd::linux::run(args),
+        Some(Command::Microbench(args)) => cmd::microbench::run(args),
         Some(Command::Validate(args)) => cmd::validate::run(args),
     };
     match result {

@@ -1,4 +1,20 @@
 //! nvmswap-live: a user-space pager on userfaultfd.
 //!
 //! Regions of real memory live within a DRAM budget backed by a compressed in-DRAM pool and an
-//! NVM tier, driven by the same `nvmswap-core` policies as the simulator, with a real clock.
+//! NVM tier, driven by the same `nvmswap-core` allocators as the simulator, with a real clock.
+
+pub mod error;
+pub mod microbench;
+pub mod pager;
+pub mod pressure;
+pub mod tiers;
+pub mod torture;
+mod uffd_ops;
+
+pub use error::LiveError;
+pub use pager::{Pager, PagerConfig, PagerStats, Region, Tier};
+pub use pressure::{run_pressure, PressureOptions};
+pub use tiers::Compressor;
+
+/// The pager's page size.
+pub const PAGE: usize = 4096;

@@ -2,6 +2,7 @@
 
 pub mod devices;
 pub mod linux;
+pub mod microbench;
 pub mod pressure;
 pub mod validate;
 pub mod wear;

@@ -1,0 +1,242 @@
+//! The memory-capacity pressure test on the live pager: every tab is a region whose pages are
+//! filled with `content::fill_page` at its site's compressibility; `PressureTest` drives opens and
+//! switches; Chrome's discard rule runs over the pager's budget figures.
+//!
+//! Mapping of a `SystemConfig` onto one pager (our assumptions, documented in docs/live.md):
+//! budget = (dram_bytes - os_reserved_bytes) x scale; `zram` = unbounded pool, no NVM; `block`
+//! (zswap + swap) = pool of zswap_max_pool_percent of the budget with write-back to an emulated
+//! device of `swap_profile`; `nvm-swap` = NVM tier only. Sleeps are capped at 20 ms of real time.
+
+use std::time::{Duration, Instant};
+
+use nvmswap_core::config::{Backend, SystemConfig};
+use nvmswap_core::discard::MemorySnapshot;
+use nvmswap_core::metrics::LatencyRecorder;
+use nvmswap_core::progress::Progress;
+use nvmswap_core::results::{RunOutput, RunResult, RunSeries};
+use nvmswap_core::workload::content::fill_page;
+use nvmswap_core::workload::tabs::{default_sites, Action, PressureParams, PressureTest, TabId};
+
+use crate::{Compressor, LiveError, Pager, PagerConfig, Region, PAGE};
+
+/// Options of one live pressure run.
+#[derive(Debug, Clone)]
+pub struct PressureOptions {
+    pub seed: u64,
+    /// Shrinks the budget, tiers and tab footprints together (1.0 = as configured).
+    pub scale: f64,
+    pub params: PressureParams,
+}
+
+const MAX_SLEEP: Duration = Duration::from_millis(20);
+
+struct Tab<'p> {
+    region: Region<'p>,
+    site: usize,
+}
+
+/// Run the pressure test on a live pager configured from `cfg`. Tabs are regions; switch
+/// latency is the wall time to touch a tab's working set; faults are counted by the pager.
+pub fn run_pressure(
+    cfg: &SystemConfig,
+    opts: &PressureOptions,
+    progress: &dyn Progress,
+) -> Result<RunOutput, LiveError> {
+    if !(opts.scale > 0.0 && opts.scale <= 4.0) {
+        return Err(LiveError::Spec(format!(
+            "scale {} is not within (0, 4]",
+            opts.scale
+        )));
+    }
+    let started = Instant::now();
+    let budget = (((cfg.dram_bytes.saturating_sub(cfg.os_reserved_bytes)) as f64 * opts.scale)
+        as u64)
+        / PAGE as u64
+        * PAGE as u64;
+    let swap_bytes =
+        ((cfg.swap_bytes as f64 * opts.scale) as u64 / PAGE as u64).max(1) * PAGE as u64;
+    let profile = if cfg.swap_profile.is_empty() {
+        "pcm"
+    } else {
+        &cfg.swap_profile
+    };
+    let compressor = if cfg.compressor == "zstd" {
+        Compressor::Zstd
+    } else {
+        Compressor::Lz4
+    };
+    let pager_cfg = match cfg.backend {
+        Backend::Zram => PagerConfig {
+            budget_bytes: budget,
+            pool_share: 1.0,
+            compressor,
+            nvm_backend: None,
+            ..PagerConfig::default()
+        },
+        Backend::Block => PagerConfig {
+            budget_bytes: budget,
+            pool_share: (cfg.zswap_max_pool_percent as f64 / 100.0).clamp(0.0, 1.0),
+            compressor,
+            nvm_backend: Some(format!("emulated:{profile}")),
+            nvm_bytes: swap_bytes,
+            allocator: "linux-cluster".into(),
+            ..PagerConfig::default()
+        },
+        Backend::NvmSwap => PagerConfig {
+            budget_bytes: budget,
+            pool_share: 0.0,
+            nvm_backend: Some(format!("emulated:{profile}")),
+            nvm_bytes: swap_bytes,
+            allocator: cfg.nvm_allocator.clone(),
+            ..PagerConfig::default()
+        },
+    };
+    let pager = Pager::new(pager_cfg)?;
+    let sites = default_sites();
+    let mut test = PressureTest::new(opts.params.clone(), sites.len());
+    let mut tabs: Vec<Option<Tab>> = Vec::new();
+    let mut lru: Vec<TabId> = Vec::new();
+    let mut switch_lat = LatencyRecorder::new();
+    let mut discards = 0u64;
+    let mut page = [0u8; PAGE];
+    progress.stage("live pressure", opts.params.max_tabs as u64);
+    loop {
+        let alive: Vec<bool> = tabs.iter().map(|t| t.is_some()).collect();
+        let action = test.next_action(discards > 0, &|t| alive.get(t as usize) == Some(&true));
+        match action {
+            Action::Done => break,
+            Action::Sleep { ns } => std::thread::sleep(Duration::from_nanos(ns).min(MAX_SLEEP)),
+            Action::Open { tab, site } => {
+                let s = &sites[site];
+                let pages = ((s.footprint_bytes as f64 * opts.scale) as u64 / PAGE as u64).max(1);
+                let region = pager.region(pages * PAGE as u64)?;
+                for p in 0..pages {
+                    fill_page(
+                        &mut page,
+                        opts.seed,
+                        (tab as u64) << 32 | p,
+                        s.compress_ratio,
+                        s.same_filled_share,
+                    );
+                    // SAFETY: page p of the live region; only this thread uses it.
+                    unsafe {
+                        std::ptr::copy_nonoverlapping(
+                            page.as_ptr(),
+                            region.as_ptr().add(p as usize * PAGE),
+                            PAGE,
+                        )
+                    };
+                }
+                while tabs.len() <= tab as usize {
+                    tabs.push(None);
+                }
+                tabs[tab as usize] = Some(Tab { region, site });
+                lru.push(tab);
+                progress.advance(1);
+            }
+            Action::Switch { tab } => {
+                let Some(t) = tabs[tab as usize].as_ref() else {
+                    continue;
+                };
+                let s = &sites[t.site];
+                let ws = ((t.region.pages() as f64 * s.working_set_share) as usize).max(1);
+                let writes_every = if s.write_share > 0.0 {
+                    (1.0 / s.write_share) as usize
+                } else {
+                    usize::MAX
+                };
+                let t0 = Instant::now();
+                for p in 0..ws {
+                    // SAFETY: an aligned u64 in page p of the live region; only this thread.
+                    unsafe {
+                        let a = t.region.as_ptr().add(p * PAGE + 8) as *mut u64;
+                        let v = a.read_volatile();
+                        if p % writes_every.max(1) == 0 {
+                            a.write_volatile(v.wrapping_add(1));
+                        }
+                    }
+                }
+                switch_lat.record_ns(t0.elapsed().as_nanos() as u64);
+                lru.retain(|&x| x != tab);
+                lru.push(tab);
+            }
+        }
+        // Chrome's rule over the pager's figures: RAM is the budget, swap the tiers below it.
+        let st = pager.stats();
+        let resident = st.resident_pages * PAGE as u64;
+        let swapped: u64 = tabs
+            .iter()
+            .flatten()
+            .map(|t| t.region.len() as u64)
+            .sum::<u64>()
+            .saturating_sub(resident);
+        let swap_total = match cfg.backend {
+            Backend::Zram => (cfg.zram_disksize_bytes as f64 * opts.scale) as u64,
+            _ => swap_bytes,
+        };
+        let snap = MemorySnapshot {
+            total_ram: budget,
+            free: budget.saturating_sub(resident),
+            reserved: 0,
+            clean_file: 0,
+            anon: resident + swapped,
+            swap_free: swap_total.saturating_sub(swapped),
+        };
+        if cfg.discard.should_discard(&snap) {
+            if let Some(pos) = lru.iter().position(|&t| tabs[t as usize].is_some()) {
+                let victim = lru.remove(pos);
+                tabs[victim as usize] = None;
+                discards += 1;
+            }
+        }
+    }
+    let st = pager.stats();
+    let mut faults = LatencyRecorder::new();
+    for r in st.service_ns.values() {
+        faults.merge(r);
+    }
+    let writes: Vec<u64> = st.nvm_writes_per_slot.clone();
+    let nvm_writes: u64 = writes.iter().sum();
+    let used: Vec<&u64> = writes.iter().filter(|&&w| w > 0).collect();
+    let wear = (!used.is_empty()).then(|| {
+        let mean = nvm_writes as f64 / used.len() as f64;
+        **used.iter().max().expect("non-empty") as f64 / mean
+    });
+    let pool_hits = st
+        .service_ns
+        .get(&crate::Tier::Pool)
+        .map_or(0, |r| r.count());
+    let nvm_hits = st
+        .service_ns
+        .get(&crate::Tier::Nvm)
+        .map_or(0, |r| r.count());
+    let result = RunResult {
+        substrate: "live".into(),
+        config: cfg.name.clone(),
+        tabs_opened: test.tabs_at_first_discard().unwrap_or(test.tabs_opened()) as u64,
+        discards,
+        switches: switch_lat.count(),
+        switch_latency_ms: switch_lat.summary(1_000_000),
+        switch_over_250ms_share: 1.0 - switch_lat.share_at_most_ns(250_000_000),
+        faults: faults.count(),
+        fault_latency_us: faults.summary(1_000),
+        fault_under_10us_share: faults.share_at_most_ns(10_000),
+        swap_in_bytes: (pool_hits + nvm_hits) * PAGE as u64,
+        swap_out_bytes: st.pool_bytes_in + st.nvm_bytes_in,
+        zswap_hit_rate: (cfg.backend == Backend::Block && pool_hits + nvm_hits > 0)
+            .then(|| pool_hits as f64 / (pool_hits + nvm_hits) as f64),
+        energy_j: 0.0,
+        nvm_writes,
+        wear_max_over_mean: wear,
+        wall_s: started.elapsed().as_secs_f64(),
+        extra: Default::default(),
+    };
+    drop(tabs);
+    Ok(RunOutput {
+        result,
+        series: RunSeries {
+            fault_latency_us_hist: faults.log_buckets(1_000),
+            ..Default::default()
+        },
+    })
+}

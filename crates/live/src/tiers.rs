@@ -1,0 +1,317 @@
+//! The two tiers below DRAM: a compressed pool in DRAM (zswap/zram style) and an NVM tier whose
+//! slots come from a `core` slot allocator (Heap-Wear by default, seed 001 §3.3).
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use memmap2::MmapMut;
+use nvmswap_core::alloc::{self, AllocParams, Slot, SlotAllocator};
+use nvmswap_core::device::{DeviceProfile, LatencyDist};
+use rand::SeedableRng;
+use rand_chacha::ChaCha8Rng;
+
+use crate::error::LiveError;
+use crate::PAGE;
+
+/// Which compressor the pool uses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Compressor {
+    Lz4,
+    /// zstd at level 1 (the fastest; zswap's zstd uses a low level as well).
+    Zstd,
+}
+
+impl std::str::FromStr for Compressor {
+    type Err = LiveError;
+    fn from_str(s: &str) -> Result<Self, LiveError> {
+        match s {
+            "lz4" => Ok(Compressor::Lz4),
+            "zstd" => Ok(Compressor::Zstd),
+            other => Err(LiveError::Compressor(other.to_string())),
+        }
+    }
+}
+
+/// If every 8-byte word of the page is the same, that word (zram/zswap store such pages without
+/// data).
+pub fn same_filled_word(page: &[u8]) -> Option<u64> {
+    let first = u64::from_ne_bytes(page[..8].try_into().expect("8 bytes"));
+    page.chunks_exact(8)
+        .all(|w| u64::from_ne_bytes(w.try_into().expect("8 bytes")) == first)
+        .then_some(first)
+}
+
+pub fn fill_same(page: &mut [u8], word: u64) {
+    for w in page.chunks_exact_mut(8) {
+        w.copy_from_slice(&word.to_ne_bytes());
+    }
+}
+
+/// The compressed pool: entries keyed by page key, oldest-stored first for write-back when the
+/// pool is over its limit (zswap's LRU; we cannot see accesses to pool entries other than loads,
+/// which remove the entry, so insertion order is the LRU order).
+pub struct Pool {
+    compressor: Compressor,
+    limit_bytes: u64,
+    stored_bytes: u64,
+    entries: BTreeMap<u64, (u64, Vec<u8>)>,
+    lru: BTreeMap<u64, u64>,
+    next_seq: u64,
+    pub bytes_in: u64,
+    pub bytes_compressed_in: u64,
+}
+
+impl Pool {
+    pub fn new(compressor: Compressor, limit_bytes: u64) -> Pool {
+        Pool {
+            compressor,
+            limit_bytes,
+            stored_bytes: 0,
+            entries: BTreeMap::new(),
+            lru: BTreeMap::new(),
+            next_seq: 0,
+            bytes_in: 0,
+            bytes_compressed_in: 0,
+        }
+    }
+
+    pub fn limit_bytes(&self) -> u64 {
+        self.limit_bytes
+    }
+
+    pub fn stored_bytes(&self) -> u64 {
+        self.stored_bytes
+    }
+
+    pub fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+
+    pub fn compress(&self, page: &[u8]) -> Vec<u8> {
+        match self.compressor {
+            Compressor::Lz4 => lz4_flex::block::compress(page),
+            Compressor::Zstd => zstd::bulk::compress(page, 1).expect("zstd on a 4 KiB buffer"),
+        }
+    }
+
+    /// Store an already compressed page. The caller makes room first (`oldest`).
+    pub fn insert(&mut self, key: u64, data: Vec<u8>) {
+        self.stored_bytes += data.len() as u64;
+        self.bytes_in += PAGE as u64;
+        self.bytes_compressed_in += data.len() as u64;
+        let seq = self.next_seq;
+        self.next_seq += 1;
+        self.lru.insert(seq, key);
+        if let Some((old_seq, old)) = self.entries.insert(key, (seq, data)) {
+            self.lru.remove(&old_seq);
+            self.stored_bytes -= old.len() as u64;
+        }
+    }
+
+    pub fn fits(&self, extra: usize) -> bool {
+        self.stored_bytes + extra as u64 <= self.limit_bytes
+    }
+
+    /// The least recently stored entry's key.
+    pub fn oldest(&self) -> Option<u64> {
+        self.lru.first_key_value().map(|(_, &k)| k)
+    }
+
+    /// Remove an entry and decompress it into `out`.
+    pub fn take(&mut self, key: u64, out: &mut [u8]) -> bool {
+        let Some((seq, data)) = self.entries.remove(&key) else {
+            return false;
+        };
+        self.lru.remove(&seq);
+        self.stored_bytes -= data.len() as u64;
+        match self.compressor {
+            Compressor::Lz4 => {
+                let n = lz4_flex::block::decompress_into(&data, out).expect("pool data is lz4");
+                assert_eq!(n, PAGE, "pool entries decompress to one page");
+            }
+            Compressor::Zstd => {
+                let n = zstd::bulk::decompress_to_buffer(&data, out).expect("pool data is zstd");
+                assert_eq!(n, PAGE, "pool entries decompress to one page");
+            }
+        }
+        true
+    }
+
+    pub fn discard(&mut self, key: u64) {
+        if let Some((seq, data)) = self.entries.remove(&key) {
+            self.lru.remove(&seq);
+            self.stored_bytes -= data.len() as u64;
+        }
+    }
+}
+
+/// Where the NVM tier keeps its bytes.
+pub enum NvmMedium {
+    /// DRAM with the profile's latency injected per page access (seed 001 §4.1 emulated PCM with
+    /// DRAM and added delay in the same way).
+    Emulated {
+        buf: Vec<u8>,
+        read: LatencyDist,
+        write: LatencyDist,
+        rng: Box<ChaCha8Rng>,
+    },
+    /// A memory-mapped file; its contents outlive the process.
+    File { map: MmapMut, path: PathBuf },
+}
+
+/// Parse `emulated:<profile>` or `file:<path>` and make a medium of `slots` pages.
+pub fn open_medium(spec: &str, slots: u32) -> Result<NvmMedium, LiveError> {
+    let bytes = slots as u64 * PAGE as u64;
+    if let Some(profile) = spec.strip_prefix("emulated:") {
+        let p = DeviceProfile::resolve(profile).map_err(|e| LiveError::Device(e.to_string()))?;
+        Ok(NvmMedium::Emulated {
+            buf: vec![0u8; bytes as usize],
+            read: p.read_4k,
+            write: p.write_4k,
+            rng: Box::new(ChaCha8Rng::seed_from_u64(0x6e766d)),
+        })
+    } else if let Some(path) = spec.strip_prefix("file:") {
+        let path = PathBuf::from(path);
+        let file = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .open(&path)
+            .map_err(|source| LiveError::BackendFile {
+                path: path.clone(),
+                source,
+            })?;
+        let len = file
+            .metadata()
+            .map_err(|source| LiveError::BackendFile {
+                path: path.clone(),
+                source,
+            })?
+            .len();
+        if len < bytes {
+            file.set_len(bytes)
+                .map_err(|source| LiveError::BackendFile {
+                    path: path.clone(),
+                    source,
+                })?;
+        }
+        // SAFETY: the file is ours for the pager's lifetime; another process truncating it would
+        // fault us (SIGBUS), which the docs warn about; nothing else maps it here.
+        let map = unsafe { MmapMut::map_mut(&file) }.map_err(|source| LiveError::BackendFile {
+            path: path.clone(),
+            source,
+        })?;
+        Ok(NvmMedium::File { map, path })
+    } else {
+        Err(LiveError::Backend(spec.to_string()))
+    }
+}
+
+fn spin(ns: u64) {
+    let until = Instant::now() + Duration::from_nanos(ns);
+    while Instant::now() < until {
+        std::hint::spin_loop();
+    }
+}
+
+/// The NVM tier: a slot allocator over a medium, with per-slot write counts (wear).
+pub struct Nvm {
+    medium: NvmMedium,
+    alloc: Box<dyn SlotAllocator>,
+    pub writes_per_slot: Vec<u64>,
+    pub bytes_in: u64,
+    pub bytes_out: u64,
+    pub migrations: u64,
+}
+
+impl Nvm {
+    pub fn new(backend: &str, slots: u32, allocator: &str) -> Result<Nvm, LiveError> {
+        let alloc = alloc::by_name(allocator, slots, &AllocParams::default())?;
+        let medium = open_medium(backend, alloc.physical_slots())?;
+        Ok(Nvm {
+            writes_per_slot: vec![0; alloc.physical_slots() as usize],
+            medium,
+            alloc,
+            bytes_in: 0,
+            bytes_out: 0,
+            migrations: 0,
+        })
+    }
+
+    pub fn in_use(&self) -> u32 {
+        self.alloc.in_use()
+    }
+
+    pub fn capacity(&self) -> u32 {
+        self.alloc.capacity()
+    }
+
+    fn page_mut(&mut self, phys: u32) -> &mut [u8] {
+        let at = phys as usize * PAGE;
+        match &mut self.medium {
+            NvmMedium::Emulated { buf, .. } => &mut buf[at..at + PAGE],
+            NvmMedium::File { map, .. } => &mut map[at..at + PAGE],
+        }
+    }
+
+    fn charge(&mut self, write: bool) {
+        if let NvmMedium::Emulated {
+            read,
+            write: w,
+            rng,
+            ..
+        } = &mut self.medium
+        {
+            let ns = if write {
+                w.sample(rng)
+            } else {
+                read.sample(rng)
+            };
+            spin(ns);
+        }
+    }
+
+    /// Write a page to a fresh slot; None when the tier is full.
+    pub fn store(&mut self, page: &[u8]) -> Option<Slot> {
+        let placement = self.alloc.allocate(0)?;
+        for m in &placement.migrations {
+            // Heap-Wear moved a page to level wear: one read and one device write.
+            let from = m.from as usize * PAGE;
+            let mut tmp = [0u8; PAGE];
+            tmp.copy_from_slice(&self.page_mut(m.from)[..]);
+            let _ = from;
+            self.charge(false);
+            self.page_mut(m.to).copy_from_slice(&tmp);
+            self.charge(true);
+            self.writes_per_slot[m.to as usize] += 1;
+            self.migrations += 1;
+        }
+        self.page_mut(placement.phys).copy_from_slice(page);
+        self.charge(true);
+        self.writes_per_slot[placement.phys as usize] += 1;
+        self.bytes_in += PAGE as u64;
+        Some(placement.slot)
+    }
+
+    pub fn load(&mut self, slot: Slot, out: &mut [u8]) {
+        let phys = self.alloc.physical(slot);
+        out.copy_from_slice(self.page_mut(phys));
+        self.charge(false);
+        self.bytes_out += PAGE as u64;
+    }
+
+    pub fn free(&mut self, slot: Slot) {
+        self.alloc.free(slot);
+    }
+
+    pub fn backend_path(&self) -> Option<&PathBuf> {
+        match &self.medium {
+            NvmMedium::File { path, .. } => Some(path),
+            NvmMedium::Emulated { .. } => None,
+        }
+    }
+}

@@ -1,0 +1,87 @@
+//! The few raw operations on pages that the `userfaultfd` crate does not offer: UFFDIO_COPY with
+//! the write-protect mode (a page comes in clean and its first write tells us), and
+//! MADV_DONTNEED. Every `unsafe` of the pager's page handling is here.
+
+use std::os::fd::AsRawFd;
+
+use userfaultfd::Uffd;
+
+use crate::PAGE;
+
+#[repr(C)]
+struct UffdioCopy {
+    dst: u64,
+    src: u64,
+    len: u64,
+    mode: u64,
+    copy: i64,
+}
+
+/// _IOWR(0xAA, 0x03, struct uffdio_copy) from include/uapi/linux/userfaultfd.h.
+const UFFDIO_COPY: libc::c_ulong = 0xC028_AA03;
+const UFFDIO_COPY_MODE_WP: u64 = 1 << 1;
+
+/// Outcome of placing a page.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Placed {
+    Done,
+    /// Another resolution got there first (the page is present): nothing to do but wake.
+    AlreadyPresent,
+}
+
+/// Atomically map a copy of `src` at `dst` (page-aligned, inside a range registered on `uffd`),
+/// write-protected if `write_protect`, and wake threads waiting on it.
+pub fn copy_in(
+    uffd: &Uffd,
+    dst: usize,
+    src: &[u8; PAGE],
+    write_protect: bool,
+) -> std::io::Result<Placed> {
+    assert_eq!(dst % PAGE, 0, "pages are placed at page boundaries");
+    let mut arg = UffdioCopy {
+        dst: dst as u64,
+        src: src.as_ptr() as u64,
+        len: PAGE as u64,
+        mode: if write_protect {
+            UFFDIO_COPY_MODE_WP
+        } else {
+            0
+        },
+        copy: 0,
+    };
+    // SAFETY: `arg` is a valid uffdio_copy that lives across the call; the kernel reads PAGE bytes
+    // from `src` (a live buffer of that size) and only installs a page at `dst` if none is present
+    // in a range registered on this uffd, so no memory we hold a reference to changes under us.
+    let rc = unsafe { libc::ioctl(uffd.as_raw_fd(), UFFDIO_COPY, &mut arg as *mut UffdioCopy) };
+    if rc == 0 {
+        return Ok(Placed::Done);
+    }
+    let err = std::io::Error::last_os_error();
+    if err.raw_os_error() == Some(libc::EEXIST) {
+        uffd.wake(dst as *mut _, PAGE)
+            .map_err(|e| std::io::Error::other(e.to_string()))?;
+        return Ok(Placed::AlreadyPresent);
+    }
+    Err(err)
+}
+
+/// Drop the page at `addr` so that its next touch raises a missing fault.
+pub fn zap(addr: usize) -> std::io::Result<()> {
+    // SAFETY: `addr` is a page of a region the pager mapped and owns; the caller has saved its
+    // contents (or knows a valid copy exists) and holds the pager lock, so nobody relies on the
+    // bytes staying; user threads that touch it next fault and get the saved copy.
+    let rc = unsafe { libc::madvise(addr as *mut _, PAGE, libc::MADV_DONTNEED) };
+    if rc == 0 {
+        Ok(())
+    } else {
+        Err(std::io::Error::last_os_error())
+    }
+}
+
+/// Copy the current contents of a resident page.
+pub fn read_page(addr: usize, out: &mut [u8; PAGE]) {
+    // SAFETY: the page at `addr` is resident and write-protected (or clean) while the pager lock
+    // is held, so it is mapped and no thread writes to it while we copy; `out` is a distinct
+    // buffer of PAGE bytes.
+    unsafe { std::ptr::copy_nonoverlapping(addr as *const u8, out.as_mut_ptr(), PAGE) };
+}
