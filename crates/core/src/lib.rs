@@ -10,6 +10,7 @@ pub mod discard;
 pub mod metrics;
 pub mod progress;
 pub mod results;
+pub mod wear;
 pub mod workload;
 
 /// The page size every mechanism works in. Seed 000, 001 and 002 all measure 4 KiB pages.

@@ -43,4 +43,107 @@ pub trait SlotAllocator: Send {
     fn free(&mut self, slot: Slot);
     /// Where the page recorded as `slot` lives now.
     fn physical(&self, slot: Slot) -> PhysSlot;
+    /// Physical slots on the device (Start-Gap keeps one more than `capacity` as its gap).
+    fn phys_slots(&self) -> u32 {
+        self.capacity()
+    }
+    /// Wear-levelling moves so far (Heap-Wear exchanges, Start-Gap gap moves): extra copies.
+    fn exchanges(&self) -> u64 {
+        0
+    }
+}
+
+pub mod heap_wear;
+pub mod linux_cluster;
+pub mod start_gap;
+
+/// Tunables of every allocator; each allocator reads only its own.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AllocParams {
+    /// Heap-Wear's exchange threshold TH (seed 001 §3.3; Table 3 uses 16..256).
+    pub threshold: u64,
+    /// Start-Gap's gap-move interval psi in writes (Qureshi et al., MICRO 2009, use 100).
+    pub psi: u64,
+    /// Seed of Start-Gap's static address randomisation.
+    pub seed: u64,
+    /// CPUs the kernel's allocator keeps a current cluster for.
+    pub cpus: usize,
+}
+
+impl Default for AllocParams {
+    fn default() -> Self {
+        // Our defaults: TH 64 (middle of seed 001 Table 3), psi 100 (Qureshi et al. §4), 1 CPU.
+        AllocParams {
+            threshold: 64,
+            psi: 100,
+            seed: 0,
+            cpus: 1,
+        }
+    }
+}
+
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum AllocError {
+    #[error("unknown allocator `{0}` (known: linux-cluster, heap-wear, start-gap)")]
+    UnknownAllocator(String),
+    #[error("a swap area needs at least one slot, got {0}")]
+    ZeroSlots(u32),
+    #[error("{name}: {field} must be positive, got {value}")]
+    BadParam {
+        name: &'static str,
+        field: &'static str,
+        value: u64,
+    },
+}
+
+/// Names accepted by [`by_name`].
+pub const ALLOCATORS: [&str; 3] = ["linux-cluster", "heap-wear", "start-gap"];
+
+/// Build the allocator called `name` over `slots` swapper slots. The one way substrates get one.
+pub fn by_name(
+    name: &str,
+    slots: u32,
+    params: &AllocParams,
+) -> Result<Box<dyn SlotAllocator>, AllocError> {
+    if slots == 0 {
+        return Err(AllocError::ZeroSlots(slots));
+    }
+    if slots == u32::MAX {
+        return Err(AllocError::BadParam {
+            name: "swap area",
+            field: "slots (< 2^32-1)",
+            value: slots as u64,
+        });
+    }
+    match name {
+        "linux-cluster" => {
+            if params.cpus == 0 {
+                return Err(AllocError::BadParam {
+                    name: "linux-cluster",
+                    field: "cpus",
+                    value: 0,
+                });
+            }
+            Ok(Box::new(linux_cluster::LinuxCluster::new(
+                slots,
+                params.cpus,
+            )))
+        }
+        "heap-wear" => Ok(Box::new(heap_wear::HeapWear::new(slots, params.threshold))),
+        "start-gap" => {
+            if params.psi == 0 {
+                return Err(AllocError::BadParam {
+                    name: "start-gap",
+                    field: "psi",
+                    value: 0,
+                });
+            }
+            Ok(Box::new(start_gap::StartGap::new(
+                slots,
+                params.psi,
+                params.seed,
+            )))
+        }
+        other => Err(AllocError::UnknownAllocator(other.to_string())),
+    }
 }
