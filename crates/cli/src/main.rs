@@ -3,6 +3,9 @@
 use clap::{Parser, Subcommand};
 
 mod cmd;
+mod progress;
+mod report;
+mod units;
 
 #[derive(Parser)]
 #[command(
@@ -29,6 +32,8 @@ enum Command {
     Pressure(cmd::pressure::Args),
     /// Seed 001's wear-levelling experiment: writers and readers on an NVM swap area.
     Wear(cmd::wear::Args),
+    /// The device profiles (latency, energy, price, endurance) and the source of every value.
+    Devices(cmd::devices::Args),
 }
 
 fn main() -> std::process::ExitCode {
@@ -37,6 +42,7 @@ fn main() -> std::process::ExitCode {
         None => cmd::pressure::run(cmd::pressure::Args::default_main_job()),
         Some(Command::Pressure(args)) => cmd::pressure::run(args),
         Some(Command::Wear(args)) => cmd::wear::run(args),
+        Some(Command::Devices(args)) => cmd::devices::run(args),
     };
     match result {
         Ok(()) => std::process::ExitCode::SUCCESS,

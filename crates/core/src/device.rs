@@ -2,8 +2,10 @@
 //! storage devices the seeds compare. Values live in bundled TOML (profiles/devices/), each with
 //! its source; a value nobody published is `None`, never invented.
 
+use rand::Rng;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
 
 /// Where a device sits in the system.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -20,9 +22,79 @@ pub enum DeviceKind {
 /// Latency of one 4 KiB access as a distribution, not one number: a mean and a 99th percentile.
 /// Samplers model it as log-normal fitted to these two points.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct LatencyDist {
     pub mean_ns: f64,
     pub p99_ns: f64,
+}
+
+/// z-score of the 99th percentile of a standard normal distribution.
+const Z99: f64 = 2.326_347_874;
+
+impl LatencyDist {
+    /// A distribution with no spread (mean == p99).
+    pub fn fixed(ns: f64) -> Self {
+        LatencyDist {
+            mean_ns: ns,
+            p99_ns: ns,
+        }
+    }
+
+    /// Log-normal parameters (mu, sigma) with the given mean and p99.
+    ///
+    /// For a log-normal, mean = exp(mu + sigma^2 / 2) and p99 = exp(mu + Z99 sigma), so
+    /// ln(p99 / mean) = Z99 sigma - sigma^2 / 2, whose smaller root is
+    /// sigma = Z99 - sqrt(Z99^2 - 2 ln(p99 / mean)). A log-normal cannot have p99 / mean above
+    /// exp(Z99^2 / 2) ~ 14.9; such a profile is clamped to that largest spread (mean kept, p99
+    /// lower than asked), and `validate` warns about it by rejecting ratios above the limit.
+    fn lognormal(&self) -> (f64, f64) {
+        let ratio = (self.p99_ns / self.mean_ns).max(1.0);
+        let l = ratio.ln().min(Z99 * Z99 / 2.0);
+        let sigma = Z99 - (Z99 * Z99 - 2.0 * l).max(0.0).sqrt();
+        let mu = self.mean_ns.ln() - sigma * sigma / 2.0;
+        (mu, sigma)
+    }
+
+    /// One latency in nanoseconds, drawn from the log-normal fitted to mean and p99.
+    pub fn sample<R: Rng + ?Sized>(&self, rng: &mut R) -> u64 {
+        let (mu, sigma) = self.lognormal();
+        if sigma == 0.0 {
+            return self.mean_ns.round() as u64;
+        }
+        // Box-Muller: two uniforms give one standard normal.
+        let u1: f64 = rng.random::<f64>().max(f64::MIN_POSITIVE);
+        let u2: f64 = rng.random();
+        let z = (-2.0 * u1.ln()).sqrt() * (2.0 * std::f64::consts::PI * u2).cos();
+        (mu + sigma * z).exp().round() as u64
+    }
+
+    pub fn mean(&self) -> u64 {
+        self.mean_ns.round() as u64
+    }
+
+    fn validate(&self, field: &str) -> Result<(), String> {
+        if !(self.mean_ns.is_finite() && self.mean_ns > 0.0) {
+            return Err(format!(
+                "{field}.mean_ns must be a positive number (got {})",
+                self.mean_ns
+            ));
+        }
+        if !(self.p99_ns.is_finite() && self.p99_ns >= self.mean_ns) {
+            return Err(format!(
+                "{field}.p99_ns must be at least mean_ns {} (got {})",
+                self.mean_ns, self.p99_ns
+            ));
+        }
+        let max_ratio = (Z99 * Z99 / 2.0).exp();
+        if self.p99_ns / self.mean_ns > max_ratio {
+            return Err(format!(
+                "{field}: p99/mean = {:.1} exceeds {max_ratio:.1}, the largest spread a log-normal \
+                 latency model can express",
+                self.p99_ns / self.mean_ns
+            ));
+        }
+        Ok(())
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -49,4 +121,261 @@ pub struct DeviceProfile {
     /// Field name -> where its value comes from (seed file and table/section, or datasheet).
     #[serde(default)]
     pub sources: BTreeMap<String, String>,
+}
+
+/// Why a device profile could not be loaded.
+#[derive(Debug, thiserror::Error)]
+pub enum DeviceError {
+    #[error("no bundled device profile named '{name}' (bundled: {known})")]
+    Unknown { name: String, known: String },
+    #[error("cannot read device profile file {path}: {source}")]
+    Read {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("device profile {origin} is malformed: {message}")]
+    Parse { origin: String, message: String },
+    #[error("device profile {origin}, device '{name}': {message}")]
+    Invalid {
+        origin: String,
+        name: String,
+        message: String,
+    },
+}
+
+/// The profiles shipped in profiles/devices/, compiled into the binary so it runs from anywhere.
+const BUNDLED: &[(&str, &str)] = &[
+    (
+        "dram-lpddr3",
+        include_str!("../../../profiles/devices/dram-lpddr3.toml"),
+    ),
+    (
+        "dram-ddr4",
+        include_str!("../../../profiles/devices/dram-ddr4.toml"),
+    ),
+    ("pcm", include_str!("../../../profiles/devices/pcm.toml")),
+    (
+        "stt-ram",
+        include_str!("../../../profiles/devices/stt-ram.toml"),
+    ),
+    (
+        "reram",
+        include_str!("../../../profiles/devices/reram.toml"),
+    ),
+    (
+        "optane-ssd",
+        include_str!("../../../profiles/devices/optane-ssd.toml"),
+    ),
+    (
+        "nvme-nand",
+        include_str!("../../../profiles/devices/nvme-nand.toml"),
+    ),
+    ("emmc", include_str!("../../../profiles/devices/emmc.toml")),
+    (
+        "slc-nand",
+        include_str!("../../../profiles/devices/slc-nand.toml"),
+    ),
+    (
+        "mlc-nand",
+        include_str!("../../../profiles/devices/mlc-nand.toml"),
+    ),
+    (
+        "ramdisk",
+        include_str!("../../../profiles/devices/ramdisk.toml"),
+    ),
+];
+
+impl DeviceProfile {
+    /// Names of the bundled profiles, in a stable order.
+    pub fn bundled_names() -> Vec<&'static str> {
+        BUNDLED.iter().map(|(n, _)| *n).collect()
+    }
+
+    /// A bundled profile by name.
+    pub fn bundled(name: &str) -> Result<DeviceProfile, DeviceError> {
+        let (_, text) =
+            BUNDLED
+                .iter()
+                .find(|(n, _)| *n == name)
+                .ok_or_else(|| DeviceError::Unknown {
+                    name: name.to_string(),
+                    known: Self::bundled_names().join(", "),
+                })?;
+        Self::from_toml_str(text, &format!("bundled:{name}"))
+    }
+
+    /// All bundled profiles.
+    pub fn all_bundled() -> Result<Vec<DeviceProfile>, DeviceError> {
+        Self::bundled_names()
+            .into_iter()
+            .map(Self::bundled)
+            .collect()
+    }
+
+    /// A bundled name, or else a path to a TOML file holding one profile.
+    pub fn resolve(name_or_path: &str) -> Result<DeviceProfile, DeviceError> {
+        if BUNDLED.iter().any(|(n, _)| *n == name_or_path) {
+            return Self::bundled(name_or_path);
+        }
+        let path = Path::new(name_or_path);
+        if path.extension().is_some_and(|e| e == "toml") || path.exists() {
+            return Self::from_file(path);
+        }
+        Self::bundled(name_or_path)
+    }
+
+    pub fn from_file(path: &Path) -> Result<DeviceProfile, DeviceError> {
+        let text = std::fs::read_to_string(path).map_err(|source| DeviceError::Read {
+            path: path.to_path_buf(),
+            source,
+        })?;
+        Self::from_toml_str(&text, &path.display().to_string())
+    }
+
+    /// Parses and validates one profile; `origin` names it in errors (a path or `bundled:NAME`).
+    pub fn from_toml_str(text: &str, origin: &str) -> Result<DeviceProfile, DeviceError> {
+        let profile: DeviceProfile = toml::from_str(text).map_err(|e| DeviceError::Parse {
+            origin: origin.to_string(),
+            message: e.to_string(),
+        })?;
+        profile.validate().map_err(|message| DeviceError::Invalid {
+            origin: origin.to_string(),
+            name: profile.name.clone(),
+            message,
+        })?;
+        Ok(profile)
+    }
+
+    /// Checks every value for sense; the message names the field.
+    pub fn validate(&self) -> Result<(), String> {
+        if self.name.trim().is_empty() {
+            return Err("name must not be empty".into());
+        }
+        self.read_4k.validate("read_4k")?;
+        self.write_4k.validate("write_4k")?;
+        let non_negative = [
+            ("read_energy_nj", self.read_energy_nj),
+            ("write_energy_nj", self.write_energy_nj),
+            ("standby_mw_per_gb", self.standby_mw_per_gb),
+            ("refresh_mw_per_gb", self.refresh_mw_per_gb),
+            ("price_usd_per_gb", self.price_usd_per_gb),
+        ];
+        for (field, value) in non_negative {
+            if let Some(v) = value {
+                if !(v.is_finite() && v >= 0.0) {
+                    return Err(format!("{field} must be a non-negative number (got {v})"));
+                }
+            }
+        }
+        if let Some(e) = self.endurance_cycles {
+            if !(e.is_finite() && e >= 1.0) {
+                return Err(format!("endurance_cycles must be at least 1 (got {e})"));
+            }
+        }
+        match self.kind {
+            DeviceKind::Block => {
+                if self.queue_depth.is_none_or(|q| q == 0) {
+                    return Err("block devices need queue_depth >= 1".into());
+                }
+                if self.parallelism.is_none_or(|p| p == 0) {
+                    return Err("block devices need parallelism >= 1".into());
+                }
+            }
+            DeviceKind::Dram | DeviceKind::MemoryBus => {
+                if self.queue_depth.is_some() || self.parallelism.is_some() {
+                    return Err("queue_depth and parallelism apply to block devices only".into());
+                }
+            }
+        }
+        for field in self.sources.keys() {
+            if !SOURCED_FIELDS.contains(&field.as_str()) {
+                return Err(format!(
+                    "sources names '{field}', which is not a profile field ({})",
+                    SOURCED_FIELDS.join(", ")
+                ));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Fields a `[sources]` entry may name.
+const SOURCED_FIELDS: &[&str] = &[
+    "description",
+    "read_4k",
+    "write_4k",
+    "read_energy_nj",
+    "write_energy_nj",
+    "standby_mw_per_gb",
+    "refresh_mw_per_gb",
+    "price_usd_per_gb",
+    "endurance_cycles",
+    "queue_depth",
+    "parallelism",
+];
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rand::SeedableRng;
+    use rand_chacha::ChaCha8Rng;
+
+    #[test]
+    fn every_bundled_profile_loads_and_cites_its_latencies() {
+        for p in DeviceProfile::all_bundled().unwrap() {
+            assert!(
+                p.sources.contains_key("read_4k"),
+                "{} has no source for read_4k",
+                p.name
+            );
+            assert!(
+                p.sources.contains_key("write_4k"),
+                "{} has no source for write_4k",
+                p.name
+            );
+        }
+    }
+
+    #[test]
+    fn sampler_matches_mean_and_p99() {
+        let d = LatencyDist {
+            mean_ns: 10_000.0,
+            p99_ns: 40_000.0,
+        };
+        let mut rng = ChaCha8Rng::seed_from_u64(1);
+        let mut v: Vec<u64> = (0..200_000).map(|_| d.sample(&mut rng)).collect();
+        v.sort_unstable();
+        let mean = v.iter().sum::<u64>() as f64 / v.len() as f64;
+        let p99 = v[v.len() * 99 / 100] as f64;
+        assert!((mean / 10_000.0 - 1.0).abs() < 0.02, "mean {mean}");
+        assert!((p99 / 40_000.0 - 1.0).abs() < 0.04, "p99 {p99}");
+        assert_eq!(LatencyDist::fixed(500.0).sample(&mut rng), 500);
+    }
+
+    #[test]
+    fn bad_profiles_name_the_field() {
+        let base = DeviceProfile::bundled("pcm").unwrap();
+        let text = toml::to_string(&base).unwrap();
+        let mut bad = base.clone();
+        bad.write_4k.p99_ns = bad.write_4k.mean_ns / 2.0;
+        let broken = toml::to_string(&bad).unwrap();
+        let err = DeviceProfile::from_toml_str(&broken, "t.toml")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("write_4k.p99_ns") && err.contains("t.toml"),
+            "{err}"
+        );
+        let err = DeviceProfile::from_toml_str("name = 3", "t.toml")
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("t.toml") && err.contains("malformed"), "{err}");
+        let extra = format!("{text}\nbogus = 1\n");
+        let err = DeviceProfile::from_toml_str(&extra, "t.toml")
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("bogus"), "{err}");
+        let err = DeviceProfile::bundled("floppy").unwrap_err().to_string();
+        assert!(err.contains("floppy") && err.contains("pcm"), "{err}");
+    }
 }

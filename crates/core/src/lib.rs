@@ -5,9 +5,11 @@
 //! written once and behaves the same in the simulator and on real memory.
 
 pub mod alloc;
+pub mod config;
 pub mod device;
 pub mod discard;
 pub mod metrics;
+pub mod persist;
 pub mod progress;
 pub mod results;
 pub mod wear;

@@ -1,146 +1,247 @@
-//! Writes per physical slot and the lifetime they imply.
+//! Wear accounting and lifetime projection, and seed 001 §4.2's synthetic wear experiment.
 //!
-//! Lifetime follows seed 002's "Lifetime Estimation" table: a device lasts until its most-written
-//! cell reaches its endurance. At a host write rate of R pages/s, the hottest slot receives
-//! `R * max / host_writes` writes per second, so it lasts `endurance * host_writes / (R * max)`;
-//! perfectly even wear with no extra copies (the ideal) spreads R over all slots and lasts
-//! `endurance * slots / R`.
+//! A [`WearTable`] counts device writes per physical slot: every page a swapper writes plus every
+//! extra copy a wear leveller makes. Lifetime follows seed 002's lifetime table: a device dies when
+//! its most-written cell reaches its endurance, so at a given rate of page writes the lifetime is
+//! `endurance / (rate * max_writes_per_slot / page_writes)`; perfectly even wear with no extra
+//! copies would spread the same rate over all slots: `endurance * slots / rate`.
 
-use crate::alloc::{PhysSlot, Placement};
-use serde::{Deserialize, Serialize};
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
 
-/// Seconds in a (365-day) year, for lifetimes in years.
-pub const SECONDS_PER_YEAR: f64 = 365.0 * 86_400.0;
+use crate::alloc::{Placement, Slot, SlotAllocator};
+use crate::progress::Progress;
+use crate::results::WritesPerSlot;
 
-/// Seed 002, "Lifetime Estimation": a 2 h test wrote 880 MB of swap. We take that as the default
-/// host write rate (bytes/s): 880e6 / 7200.
-pub const SEED002_WRITE_RATE_BYTES_PER_S: f64 = 880e6 / 7200.0;
+pub const SECONDS_PER_YEAR: f64 = 365.25 * 24.0 * 3600.0;
 
-/// PCM endurance, lower bound of seed 001 §1 ("10^8 - 10^9 programming cycles").
-pub const PCM_ENDURANCE_CYCLES: f64 = 1e8;
+/// Swap-outs per second of a smartphone: seed 001 Table 4, "~20000 per 15 min, thus ~22.22
+/// pages/sec". The default write rate of lifetime projections.
+pub const SEED001_SWAP_OUTS_PER_S: f64 = 22.22;
 
-#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
-pub struct WearStats {
-    pub min: u64,
-    pub mean: f64,
-    pub max: u64,
-    pub stddev: f64,
-    pub max_over_mean: f64,
-}
-
-/// Device writes received by each physical slot.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct WearTable {
     writes: Vec<u64>,
-    host_writes: u64,
-    extra_writes: u64,
+    /// Pages the swapper wrote (not counting wear-levelling copies).
+    page_writes: u64,
+    /// Extra copies made by the wear leveller.
+    migration_writes: u64,
 }
 
 impl WearTable {
-    pub fn new(phys_slots: u32) -> Self {
+    pub fn new(physical_slots: u32) -> Self {
         WearTable {
-            writes: vec![0; phys_slots as usize],
-            host_writes: 0,
-            extra_writes: 0,
+            writes: vec![0; physical_slots as usize],
+            page_writes: 0,
+            migration_writes: 0,
         }
     }
 
-    /// Charge one allocation: its wear-levelling copies, then the page write itself.
+    /// Charges one placement: the page's write and the leveller's copies.
     pub fn record(&mut self, placement: &Placement) {
+        self.writes[placement.phys as usize] += 1;
+        self.page_writes += 1;
         for m in &placement.migrations {
             self.writes[m.to as usize] += 1;
-            self.extra_writes += 1;
+            self.migration_writes += 1;
         }
-        self.writes[placement.phys as usize] += 1;
-        self.host_writes += 1;
     }
 
-    pub fn writes(&self) -> &[u64] {
+    pub fn writes_per_slot(&self) -> &[u64] {
         &self.writes
     }
-    pub fn writes_of(&self, p: PhysSlot) -> u64 {
-        self.writes[p as usize]
-    }
-    /// Pages the swapper wrote.
-    pub fn host_writes(&self) -> u64 {
-        self.host_writes
-    }
-    /// Extra copies wear levelling added.
-    pub fn extra_writes(&self) -> u64 {
-        self.extra_writes
+
+    pub fn page_writes(&self) -> u64 {
+        self.page_writes
     }
 
-    pub fn stats(&self) -> WearStats {
+    pub fn migration_writes(&self) -> u64 {
+        self.migration_writes
+    }
+
+    /// Device writes: pages plus copies.
+    pub fn device_writes(&self) -> u64 {
+        self.page_writes + self.migration_writes
+    }
+
+    pub fn stats(&self) -> WritesPerSlot {
         let n = self.writes.len() as f64;
-        if self.writes.is_empty() {
-            return WearStats::default();
-        }
-        let total: u64 = self.writes.iter().sum();
-        let mean = total as f64 / n;
+        let mean = self.device_writes() as f64 / n;
         let var = self
             .writes
             .iter()
             .map(|&w| (w as f64 - mean).powi(2))
             .sum::<f64>()
             / n;
-        let max = *self.writes.iter().max().expect("non-empty");
-        WearStats {
-            min: *self.writes.iter().min().expect("non-empty"),
+        WritesPerSlot {
+            min: self.writes.iter().copied().min().unwrap_or(0),
             mean,
-            max,
+            max: self.writes.iter().copied().max().unwrap_or(0),
             stddev: var.sqrt(),
-            max_over_mean: if mean > 0.0 { max as f64 / mean } else { 0.0 },
         }
     }
 
-    /// Seconds until the most-written slot reaches `endurance` writes, at `host_pages_per_s`
-    /// swapper writes per second and this table's distribution. Infinite if nothing was written.
-    pub fn lifetime_s(&self, endurance: f64, host_pages_per_s: f64) -> f64 {
-        let max = self.writes.iter().copied().max().unwrap_or(0);
-        if max == 0 || host_pages_per_s <= 0.0 {
-            return f64::INFINITY;
+    /// Most-written slot over the mean: 1 is perfectly even wear.
+    pub fn max_over_mean(&self) -> f64 {
+        let s = self.stats();
+        if s.mean == 0.0 {
+            return 0.0;
         }
-        let hottest_per_s = host_pages_per_s * max as f64 / self.host_writes.max(1) as f64;
-        endurance / hottest_per_s
+        s.max as f64 / s.mean
     }
 
-    /// The ideal: every slot written equally, no extra copies.
-    pub fn ideal_lifetime_s(&self, endurance: f64, host_pages_per_s: f64) -> f64 {
-        if host_pages_per_s <= 0.0 {
-            return f64::INFINITY;
+    /// Years until the most-written slot reaches `endurance` cycles, when the swapper writes
+    /// `page_writes_per_s` pages per second with the pattern recorded so far; and the ideal.
+    pub fn lifetime_years(&self, endurance: f64, page_writes_per_s: f64) -> Lifetime {
+        let slots = self.writes.len() as f64;
+        let ideal = endurance * slots / page_writes_per_s / SECONDS_PER_YEAR;
+        let max = self.stats().max as f64;
+        let years = if self.page_writes == 0 || max == 0.0 {
+            f64::INFINITY
+        } else {
+            let hottest_writes_per_s = page_writes_per_s * max / self.page_writes as f64;
+            endurance / hottest_writes_per_s / SECONDS_PER_YEAR
+        };
+        Lifetime {
+            years,
+            ideal_years: ideal,
         }
-        endurance * self.writes.len() as f64 / host_pages_per_s
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Lifetime {
+    pub years: f64,
+    pub ideal_years: f64,
+}
+
+/// Seed 001 §4.2: a writer takes a slot and writes a page; a reader frees a random in-use slot.
+#[derive(Debug, Clone, PartialEq)]
+pub struct WearExperiment {
+    /// Pages the writer writes in total (seed 001: 128 GB).
+    pub page_writes: u64,
+    /// Share of slots filled first with pages that are never freed (seed 001's zombie pages).
+    pub zombie_fraction: f64,
+    /// Share of the remaining slots in use in steady state; the seed does not say, we take half.
+    pub fill: f64,
+    pub seed: u64,
+}
+
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum WearExperimentError {
+    #[error("zombie fraction must be within [0, 1) (got {0})")]
+    ZombieFraction(f64),
+    #[error("fill must be within (0, 1] (got {0})")]
+    Fill(f64),
+    #[error("the swap area filled up after {0} writes: the allocator refused a slot")]
+    Full(u64),
+}
+
+impl WearExperiment {
+    /// Runs the experiment on `alloc`, returning the wear it caused.
+    pub fn run(
+        &self,
+        alloc: &mut dyn SlotAllocator,
+        progress: &dyn Progress,
+    ) -> Result<WearTable, WearExperimentError> {
+        if !(0.0..1.0).contains(&self.zombie_fraction) {
+            return Err(WearExperimentError::ZombieFraction(self.zombie_fraction));
+        }
+        if !(self.fill > 0.0 && self.fill <= 1.0) {
+            return Err(WearExperimentError::Fill(self.fill));
+        }
+        let slots = alloc.capacity();
+        let zombies = (self.zombie_fraction * slots as f64).round() as u32;
+        let live_target = (((slots - zombies) as f64 * self.fill).round() as u32).max(1);
+        let mut rng = ChaCha8Rng::seed_from_u64(self.seed);
+        let mut table = WearTable::new(alloc.physical_slots());
+        let mut live: Vec<Slot> = Vec::with_capacity(live_target as usize + 1);
+        progress.stage(alloc.name(), self.page_writes);
+        const REPORT_EVERY: u64 = 1 << 16;
+        for written in 0..self.page_writes {
+            if written < zombies as u64 {
+                let p = alloc
+                    .allocate(0)
+                    .ok_or(WearExperimentError::Full(written))?;
+                table.record(&p);
+                continue;
+            }
+            if live.len() as u32 >= live_target {
+                let victim = live.swap_remove(rng.random_range(0..live.len()));
+                alloc.free(victim);
+            }
+            let p = alloc
+                .allocate(0)
+                .ok_or(WearExperimentError::Full(written))?;
+            table.record(&p);
+            live.push(p.slot);
+            if written % REPORT_EVERY == 0 {
+                progress.advance(written);
+            }
+        }
+        progress.advance(self.page_writes);
+        Ok(table)
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::alloc::Migration;
+    use crate::alloc::{by_name, AllocParams, Migration};
+    use crate::progress::NoProgress;
 
     #[test]
-    fn uneven_wear_shortens_lifetime_by_max_over_mean() {
+    fn table_counts_pages_and_copies() {
         let mut t = WearTable::new(4);
-        // Slot 0 takes 3 page writes, slot 1 one page write plus one copy.
-        for phys in [0, 0, 0, 1] {
+        t.record(&Placement {
+            slot: 0,
+            phys: 1,
+            migrations: vec![Migration { from: 2, to: 3 }],
+        });
+        t.record(&Placement {
+            slot: 1,
+            phys: 1,
+            migrations: vec![],
+        });
+        assert_eq!(t.writes_per_slot(), &[0, 2, 0, 1]);
+        assert_eq!((t.page_writes(), t.migration_writes()), (2, 1));
+        let s = t.stats();
+        assert_eq!((s.min, s.max), (0, 2));
+        assert!((s.mean - 0.75).abs() < 1e-12);
+        assert!((t.max_over_mean() - 2.0 / 0.75).abs() < 1e-12);
+    }
+
+    #[test]
+    fn lifetime_against_ideal() {
+        // 4 slots, 8 page writes, hottest slot took 4: at 1 write/s it takes 4/8 = 0.5 writes/s.
+        let mut t = WearTable::new(4);
+        for phys in [0, 0, 0, 0, 1, 1, 2, 3] {
             t.record(&Placement {
                 slot: 0,
                 phys,
                 migrations: vec![],
             });
         }
-        t.record(&Placement {
-            slot: 0,
-            phys: 2,
-            migrations: vec![Migration { from: 2, to: 1 }],
-        });
-        let s = t.stats();
-        assert_eq!((s.min, s.max), (0, 3));
-        assert_eq!(t.writes(), &[3, 2, 1, 0]);
-        assert!((s.mean - 1.5).abs() < 1e-12);
-        // 5 host writes/s; hottest gets 3/5 of them: 3 writes/s -> 100 cycles last 33.3 s.
-        assert!((t.lifetime_s(100.0, 5.0) - 100.0 / 3.0).abs() < 1e-9);
-        // Ideal: 5 writes/s over 4 slots -> 1.25/s -> 80 s.
-        assert!((t.ideal_lifetime_s(100.0, 5.0) - 80.0).abs() < 1e-9);
+        let l = t.lifetime_years(1000.0 * SECONDS_PER_YEAR, 1.0);
+        assert!((l.years - 2000.0).abs() < 1e-6, "{l:?}");
+        assert!((l.ideal_years - 4000.0).abs() < 1e-6, "{l:?}");
+    }
+
+    #[test]
+    fn heap_wear_beats_linux_cluster_with_zombies() {
+        let exp = WearExperiment {
+            page_writes: 400_000,
+            zombie_fraction: 0.3,
+            fill: 0.5,
+            seed: 3,
+        };
+        let params = AllocParams::default();
+        let run = |name| {
+            let mut a = by_name(name, 4096, &params).unwrap();
+            exp.run(a.as_mut(), &NoProgress).unwrap().max_over_mean()
+        };
+        let (hw, lc) = (run("heap-wear"), run("linux-cluster"));
+        assert!(hw < 1.2, "heap-wear max/mean {hw}");
+        assert!(lc > 1.3, "linux-cluster max/mean {lc}");
     }
 }

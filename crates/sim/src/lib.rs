@@ -1,5 +1,59 @@
-//! nvmswap-sim: the deterministic discrete-event substrate.
+//! nvmswap-sim: the deterministic substrate.
 //!
-//! A whole consumer device (DRAM, reclaim, compressed pools, swap devices, block layer, CPUs) is
+//! A whole consumer device (DRAM, reclaim, compressed pools, swap devices, NVM on the memory bus)
 //! composed from `nvmswap-core` mechanisms and driven in virtual time. The same seed and
-//! configuration give byte-identical results.
+//! configuration give byte-identical results (except `wall_s`, the real time the run took).
+//! See `engine.rs` for the model and `costs.rs` for the software costs and their sources.
+
+mod costs;
+mod engine;
+
+use nvmswap_core::config::{ConfigError, SystemConfig};
+use nvmswap_core::progress::Progress;
+use nvmswap_core::results::RunOutput;
+
+/// How to run: the seed of every random draw, and a factor shrinking every size.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct RunOptions {
+    pub seed: u64,
+    pub scale: f64,
+}
+
+impl Default for RunOptions {
+    fn default() -> Self {
+        RunOptions {
+            seed: 1,
+            scale: 1.0,
+        }
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum SimError {
+    #[error(transparent)]
+    Invalid(#[from] ConfigError),
+    #[error("{0}")]
+    Config(String),
+    #[error("scale must be within (0, 1] (got {0})")]
+    Scale(f64),
+    #[error("out of memory: no tab left to discard and nothing left to reclaim")]
+    OutOfMemory,
+}
+
+/// The bundled system configurations, in the order reports list them.
+pub fn bundled_configs() -> Vec<&'static str> {
+    SystemConfig::bundled_names()
+}
+
+/// Runs the memory-capacity pressure test on `cfg`.
+pub fn run_pressure(
+    cfg: &SystemConfig,
+    opts: &RunOptions,
+    progress: &dyn Progress,
+) -> Result<RunOutput, SimError> {
+    if !(opts.scale > 0.0 && opts.scale <= 1.0) {
+        return Err(SimError::Scale(opts.scale));
+    }
+    let started = std::time::Instant::now();
+    engine::Sim::new(cfg, opts, progress)?.run_pressure(started)
+}

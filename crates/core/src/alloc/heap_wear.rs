@@ -1,139 +1,144 @@
 //! Heap-Wear: seed 001 §3.3, Algorithm 1.
 //!
-//! Every physical slot carries an age (writes it has received). A doubly linked *free slot list*
-//! holds the unused physical slots (head preferred, freed slots appended at the tail) and an
-//! indexed *min-heap* holds all physical slots keyed by age. To place a page, compare the list
-//! head with the heap top: if the head is older by more than `TH`, write the page into the
-//! youngest slot instead — first moving the top's page (if any) into the head (a *slot
-//! exchange*, one extra device write, reported as a [`Migration`]). The mapping table (swapper
-//! slot -> physical slot) hides the move from the PTE. Every operation is O(log N) (heap sift).
+//! Every physical slot has an age (writes so far). Free slots sit in a doubly linked *free-slot
+//! list*; *all* slots, used or free, sit in a *min-heap* keyed by age. To place a page:
+//!
+//! 1. `head` is the first free slot, `top` the youngest slot of all.
+//! 2. If `head.age - top.age > TH`: if `top` holds a page, that page is copied to `head` (one
+//!    extra NVM write, `head` ages, the mapping table now sends the page's logical slot to `head`);
+//!    if `top` is free it just leaves the free list. The new page is written to `top`.
+//! 3. Otherwise the new page is written to `head`.
+//!
+//! So a page that never leaves its slot (a *zombie*) cannot keep that slot young for long: once the
+//! slot is TH writes younger than the free list's head, its page is moved onto the older slot.
+//!
+//! The swapper sees *logical* slots (what the PTE records); the mapping table sends each to its
+//! physical slot and is updated by every exchange. Logical slots are handed out from a stack of
+//! unused ids. Freed physical slots go to the tail of the free list, so the head is the slot
+//! freed longest ago (the seed does not say where freed slots go; FIFO is our choice).
+//! Every operation is O(log N): heap sifts after an age increment; list operations are O(1).
 
-use super::{Migration, PhysSlot, Placement, Slot, SlotAllocator};
+use super::{AllocError, Migration, PhysSlot, Placement, Slot, SlotAllocator};
 
-const NIL: u32 = u32::MAX;
+const NONE: u32 = u32::MAX;
 
 pub struct HeapWear {
-    threshold: u64,
-    age: Vec<u64>,
-    // Indexed min-heap over physical slots by age: heap[i] is a slot, heap_pos[slot] its index.
+    threshold: u32,
+    /// Age (writes) of each physical slot.
+    age: Vec<u32>,
+    /// Min-heap of physical slots by age, and each slot's position in it.
     heap: Vec<PhysSlot>,
     heap_pos: Vec<u32>,
-    // Doubly linked free slot list over physical slots.
+    /// Doubly linked free-slot list over physical slots.
+    free_prev: Vec<u32>,
+    free_next: Vec<u32>,
     free_head: u32,
     free_tail: u32,
-    next: Vec<u32>,
-    prev: Vec<u32>,
-    is_free: Vec<bool>,
-    // Mapping table: swapper slot -> physical slot, and its inverse (NIL when unused).
-    map: Vec<PhysSlot>,
-    owner: Vec<Slot>,
-    free_slots: Vec<Slot>,
-    in_use: u32,
+    free_len: u32,
+    /// Mapping table: logical -> physical, and physical -> logical (NONE when free).
+    phys_of: Vec<u32>,
+    logical_of: Vec<u32>,
+    /// Logical slot ids not in use.
+    unused_logical: Vec<Slot>,
     exchanges: u64,
 }
 
 impl HeapWear {
-    /// `slots` physical slots (also the number of swapper slots); `threshold` is seed 001's TH.
-    pub fn new(slots: u32, threshold: u64) -> Self {
+    pub fn new(slots: u32, threshold: u32) -> Result<Self, AllocError> {
+        if slots == 0 {
+            return Err(AllocError::NoSlots);
+        }
         let n = slots as usize;
-        let mut this = HeapWear {
+        let mut hw = HeapWear {
             threshold,
             age: vec![0; n],
             heap: (0..slots).collect(),
             heap_pos: (0..slots).collect(),
-            free_head: NIL,
-            free_tail: NIL,
-            next: vec![NIL; n],
-            prev: vec![NIL; n],
-            is_free: vec![false; n],
-            map: vec![NIL; n],
-            owner: vec![NIL; n],
-            // Hand out swapper slots lowest first: pop from the end.
-            free_slots: (0..slots).rev().collect(),
-            in_use: 0,
+            free_prev: vec![NONE; n],
+            free_next: vec![NONE; n],
+            free_head: NONE,
+            free_tail: NONE,
+            free_len: 0,
+            phys_of: vec![NONE; n],
+            logical_of: vec![NONE; n],
+            unused_logical: (0..slots).rev().collect(),
             exchanges: 0,
         };
-        for p in 0..slots {
-            this.list_push_tail(p);
+        for s in 0..slots {
+            hw.list_push_back(s);
         }
-        this
+        Ok(hw)
     }
 
-    /// Writes physical slot `p` has received (its age).
-    pub fn age(&self, p: PhysSlot) -> u64 {
-        self.age[p as usize]
+    /// Writes the slot has taken so far.
+    pub fn age(&self, phys: PhysSlot) -> u32 {
+        self.age[phys as usize]
     }
 
-    /// The exchange threshold TH.
-    pub fn threshold(&self) -> u64 {
-        self.threshold
+    /// Slot exchanges (pages moved to level wear) so far.
+    pub fn exchanges(&self) -> u64 {
+        self.exchanges
     }
 
-    fn list_push_tail(&mut self, p: PhysSlot) {
-        debug_assert!(!self.is_free[p as usize]);
-        self.is_free[p as usize] = true;
-        self.prev[p as usize] = self.free_tail;
-        self.next[p as usize] = NIL;
-        if self.free_tail == NIL {
-            self.free_head = p;
+    fn list_push_back(&mut self, s: PhysSlot) {
+        let i = s as usize;
+        self.free_prev[i] = self.free_tail;
+        self.free_next[i] = NONE;
+        if self.free_tail == NONE {
+            self.free_head = s;
         } else {
-            self.next[self.free_tail as usize] = p;
+            self.free_next[self.free_tail as usize] = s;
         }
-        self.free_tail = p;
+        self.free_tail = s;
+        self.free_len += 1;
     }
 
-    fn list_remove(&mut self, p: PhysSlot) {
-        assert!(
-            self.is_free[p as usize],
-            "removing a used slot from the free list"
-        );
-        let (pr, nx) = (self.prev[p as usize], self.next[p as usize]);
-        if pr == NIL {
-            self.free_head = nx;
+    fn list_remove(&mut self, s: PhysSlot) {
+        let i = s as usize;
+        let (prev, next) = (self.free_prev[i], self.free_next[i]);
+        if prev == NONE {
+            debug_assert_eq!(self.free_head, s);
+            self.free_head = next;
         } else {
-            self.next[pr as usize] = nx;
+            self.free_next[prev as usize] = next;
         }
-        if nx == NIL {
-            self.free_tail = pr;
+        if next == NONE {
+            debug_assert_eq!(self.free_tail, s);
+            self.free_tail = prev;
         } else {
-            self.prev[nx as usize] = pr;
+            self.free_prev[next as usize] = prev;
         }
-        self.is_free[p as usize] = false;
+        self.free_prev[i] = NONE;
+        self.free_next[i] = NONE;
+        self.free_len -= 1;
     }
 
-    /// One write to `p`: its age grows, so it can only sink in the heap.
-    fn age_up(&mut self, p: PhysSlot) {
-        self.age[p as usize] += 1;
-        let mut i = self.heap_pos[p as usize] as usize;
+    /// One more write to `s`; restore the heap property (ages only grow, so sift down).
+    fn age_up(&mut self, s: PhysSlot) {
+        self.age[s as usize] += 1;
+        let mut pos = self.heap_pos[s as usize] as usize;
         let n = self.heap.len();
         loop {
-            let (l, r) = (2 * i + 1, 2 * i + 2);
-            let mut smallest = i;
+            let (l, r) = (2 * pos + 1, 2 * pos + 2);
+            let mut smallest = pos;
             if l < n && self.key(l) < self.key(smallest) {
                 smallest = l;
             }
             if r < n && self.key(r) < self.key(smallest) {
                 smallest = r;
             }
-            if smallest == i {
+            if smallest == pos {
                 break;
             }
-            self.heap.swap(i, smallest);
-            self.heap_pos[self.heap[i] as usize] = i as u32;
+            self.heap.swap(pos, smallest);
+            self.heap_pos[self.heap[pos] as usize] = pos as u32;
             self.heap_pos[self.heap[smallest] as usize] = smallest as u32;
-            i = smallest;
+            pos = smallest;
         }
     }
 
-    // Ties broken by slot number so the heap order (and so every run) is deterministic.
-    fn key(&self, i: usize) -> (u64, u32) {
-        let p = self.heap[i];
-        (self.age[p as usize], p)
-    }
-
-    fn bind(&mut self, slot: Slot, p: PhysSlot) {
-        self.map[slot as usize] = p;
-        self.owner[p as usize] = slot;
+    fn key(&self, heap_index: usize) -> u32 {
+        self.age[self.heap[heap_index] as usize]
     }
 }
 
@@ -141,74 +146,123 @@ impl SlotAllocator for HeapWear {
     fn name(&self) -> &'static str {
         "heap-wear"
     }
+
     fn capacity(&self) -> u32 {
         self.age.len() as u32
     }
+
     fn in_use(&self) -> u32 {
-        self.in_use
+        self.capacity() - self.free_len
     }
 
     fn allocate(&mut self, _cpu: usize) -> Option<Placement> {
         let head = self.free_head;
-        if head == NIL {
+        if head == NONE {
             return None;
         }
-        let slot = self
-            .free_slots
-            .pop()
-            .expect("a free physical slot implies a free slot");
         let top = self.heap[0];
+        let logical = self
+            .unused_logical
+            .pop()
+            .expect("a free physical slot implies a free id");
         let mut migrations = Vec::new();
-        // Algorithm 1, line 3.
         let target = if self.age[head as usize] - self.age[top as usize] > self.threshold {
-            if !self.is_free[top as usize] {
-                // Lines 4-11: move the top's page into the head, remap its swapper slot.
-                let moved = self.owner[top as usize];
+            let moved = self.logical_of[top as usize];
+            if moved != NONE {
+                // Slot exchange: the page in `top` moves to the older `head` (Algorithm 1 l. 5-9).
+                self.list_remove(head);
+                self.age_up(head);
+                self.phys_of[moved as usize] = head;
+                self.logical_of[head as usize] = moved;
                 migrations.push(Migration {
                     from: top,
                     to: head,
                 });
-                self.age_up(head);
-                self.list_remove(head);
-                self.bind(moved, head);
                 self.exchanges += 1;
             } else {
-                // Lines 12-13.
                 self.list_remove(top);
             }
-            // Lines 14-16: the new page goes to the youngest slot.
             self.age_up(top);
             top
         } else {
-            // Lines 18-21.
             self.list_remove(head);
             self.age_up(head);
             head
         };
-        self.bind(slot, target);
-        self.in_use += 1;
+        self.phys_of[logical as usize] = target;
+        self.logical_of[target as usize] = logical;
         Some(Placement {
-            slot,
+            slot: logical,
             phys: target,
             migrations,
         })
     }
 
     fn free(&mut self, slot: Slot) {
-        let p = self.map[slot as usize];
-        assert!(p != NIL, "freeing swapper slot {slot} that holds no page");
-        self.map[slot as usize] = NIL;
-        self.owner[p as usize] = NIL;
-        self.list_push_tail(p);
-        self.free_slots.push(slot);
-        self.in_use -= 1;
+        let phys = self.phys_of[slot as usize];
+        assert!(
+            phys != NONE,
+            "heap-wear: logical slot {slot} freed twice or never allocated"
+        );
+        self.phys_of[slot as usize] = NONE;
+        self.logical_of[phys as usize] = NONE;
+        self.unused_logical.push(slot);
+        self.list_push_back(phys);
     }
 
     fn physical(&self, slot: Slot) -> PhysSlot {
-        self.map[slot as usize]
+        let phys = self.phys_of[slot as usize];
+        assert!(phys != NONE, "heap-wear: logical slot {slot} is not in use");
+        phys
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn takes_the_free_list_head_while_ages_are_close() {
+        let mut hw = HeapWear::new(4, 2).unwrap();
+        let a = hw.allocate(0).unwrap();
+        assert_eq!((a.phys, a.migrations.len()), (0, 0));
+        hw.free(a.slot);
+        // Slot 0 went to the tail: the head is now slot 1.
+        assert_eq!(hw.allocate(0).unwrap().phys, 1);
     }
 
-    fn exchanges(&self) -> u64 {
-        self.exchanges
+    #[test]
+    fn exchanges_a_zombie_out_of_a_young_slot() {
+        // Two slots, TH = 1. Slot 0 gets a zombie page; slot 1 is written over and over.
+        let mut hw = HeapWear::new(2, 1).unwrap();
+        let zombie = hw.allocate(0).unwrap();
+        assert_eq!(zombie.phys, 0);
+        let mut exchanged = None;
+        for _ in 0..4 {
+            let p = hw.allocate(0).unwrap();
+            if !p.migrations.is_empty() {
+                exchanged = Some(p.clone());
+            }
+            hw.free(p.slot);
+            if exchanged.is_some() {
+                break;
+            }
+        }
+        // Slot 0 stays at age 1 under its zombie; once slot 1 (the free head) is more than TH
+        // writes older, the zombie moves to slot 1 and the new page goes to slot 0.
+        let p = exchanged.expect("an exchange happens once the gap exceeds TH");
+        assert_eq!(p.migrations, vec![Migration { from: 0, to: 1 }]);
+        assert_eq!(p.phys, 0);
+        assert_eq!(hw.physical(zombie.slot), 1);
+        assert_eq!(hw.exchanges(), 1);
+    }
+
+    #[test]
+    fn full_area_refuses() {
+        let mut hw = HeapWear::new(2, 16).unwrap();
+        assert!(hw.allocate(0).is_some());
+        assert!(hw.allocate(0).is_some());
+        assert!(hw.allocate(0).is_none());
+        assert_eq!(hw.in_use(), 2);
     }
 }

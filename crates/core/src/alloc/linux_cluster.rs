@@ -1,118 +1,110 @@
-//! The Linux kernel's swap-slot allocator for SSD-like swap areas (mm/swapfile.c, seed 002
-//! "swap slot allocation" slides): the area is cut into clusters of 256 slots
-//! (`SWAPFILE_CLUSTER`); each CPU owns a current cluster and fills it sequentially; when it is
-//! exhausted the CPU takes a wholly free cluster (free-cluster list, FIFO so freed clusters rest
-//! before reuse), and only when there is none does it scan partly used clusters for freed slots
-//! (SSD mode does not reuse freed slots until it must). No remapping: slot == physical slot, so
-//! slots held by long-lived pages ("zombies", seed 001 §3.3) are simply never written again and
-//! the remaining slots absorb all writes.
+//! The Linux swap-slot allocator, as seed 002 (slides "swap slot allocation") and mm/swapfile.c
+//! describe it.
 //!
-//! This is our model of the mechanism, not the kernel code: it omits swap priorities, the
-//! HDD path (`scan_swap_map_slots` without clusters), discard and multi-order (mTHP) clusters.
+//! SSD mode (the default for non-rotational devices): the area is cut into clusters of 256 slots
+//! (1 MiB of 4 KiB pages). Each CPU owns a current cluster and fills it sequentially. A used-up
+//! cluster is replaced by the first cluster on the free-cluster list; freed slots are not reused
+//! while whole free clusters remain ("don't reuse obsolete pages until the swap device is full",
+//! seed 002). A cluster whose last page is freed goes to the tail of that list. When no free
+//! cluster is left, the allocator falls back to scanning the whole map from where the last scan
+//! stopped (the kernel's `cluster_next`) for any free slot, which reuses freed slots in place.
+//!
+//! Rotational mode has no clusters: next-fit from the last position, keeping swap-out sequential.
+//!
+//! The allocator does no wear levelling: a slot's physical place is its number.
 
-use super::{PhysSlot, Placement, Slot, SlotAllocator};
 use std::collections::VecDeque;
 
-/// Slots per cluster: `SWAPFILE_CLUSTER` in mm/swapfile.c (seed 002: "a cluster (1MB size)").
-pub const CLUSTER_SLOTS: u32 = 256;
+use super::{AllocError, PhysSlot, Placement, Slot, SlotAllocator};
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum ClusterState {
-    /// Every slot free, on the free list.
-    Free,
-    /// Some slots free, on the non-full list (the kernel's nonfull/frag lists).
-    NonFull,
-    /// No slot free, on no list.
-    Full,
-    /// Some CPU's current cluster.
-    Current,
-}
+/// Slots per cluster: SWAPFILE_CLUSTER in mm/swapfile.c, 256 pages = 1 MiB (seed 002).
+pub const CLUSTER_SLOTS: u32 = 256;
 
 pub struct LinuxCluster {
     used: Vec<bool>,
-    cluster_used: Vec<u32>,
-    state: Vec<ClusterState>,
-    // Lists hold cluster numbers; an entry whose cluster has since changed state is stale and
-    // skipped when popped, which keeps every update O(1).
-    free_list: VecDeque<u32>,
-    nonfull_list: VecDeque<u32>,
-    /// Per CPU: (current cluster, next offset to try).
-    percpu: Vec<Option<(u32, u32)>>,
     in_use: u32,
+    ssd: bool,
+    /// Used slots per cluster.
+    cluster_used: Vec<u16>,
+    /// Clusters with no used slot that no CPU owns, in the order they became free.
+    free_clusters: VecDeque<u32>,
+    on_free_list: Vec<bool>,
+    /// Per-CPU current cluster and the next offset in it to try.
+    current: Vec<Option<(u32, u32)>>,
+    /// Where the next whole-map scan starts.
+    scan_next: u32,
 }
 
 impl LinuxCluster {
-    pub fn new(slots: u32, cpus: usize) -> Self {
+    pub fn new(slots: u32, cpus: usize, ssd: bool) -> Result<Self, AllocError> {
+        if slots == 0 {
+            return Err(AllocError::NoSlots);
+        }
+        if cpus == 0 {
+            return Err(AllocError::NoCpus);
+        }
         let clusters = slots.div_ceil(CLUSTER_SLOTS);
-        LinuxCluster {
+        Ok(LinuxCluster {
             used: vec![false; slots as usize],
-            cluster_used: vec![0; clusters as usize],
-            state: vec![ClusterState::Free; clusters as usize],
-            free_list: (0..clusters).collect(),
-            nonfull_list: VecDeque::new(),
-            percpu: vec![None; cpus.max(1)],
             in_use: 0,
+            ssd,
+            cluster_used: vec![0; clusters as usize],
+            free_clusters: (0..clusters).collect(),
+            on_free_list: vec![true; clusters as usize],
+            current: vec![None; cpus],
+            scan_next: 0,
+        })
+    }
+
+    fn cluster_range(&self, c: u32) -> std::ops::Range<u32> {
+        c * CLUSTER_SLOTS..((c + 1) * CLUSTER_SLOTS).min(self.used.len() as u32)
+    }
+
+    fn take(&mut self, s: Slot) -> Placement {
+        debug_assert!(!self.used[s as usize]);
+        self.used[s as usize] = true;
+        self.in_use += 1;
+        let c = s / CLUSTER_SLOTS;
+        self.cluster_used[c as usize] += 1;
+        if self.on_free_list[c as usize] {
+            // Only the whole-map scan can land in a listed free cluster; it is no longer free.
+            self.on_free_list[c as usize] = false;
+            self.free_clusters.retain(|&x| x != c);
+        }
+        Placement {
+            slot: s,
+            phys: s,
+            migrations: Vec::new(),
         }
     }
 
-    fn cluster_range(&self, c: u32) -> (u32, u32) {
-        let start = c * CLUSTER_SLOTS;
-        (start, (start + CLUSTER_SLOTS).min(self.used.len() as u32))
+    fn owned_by_a_cpu(&self, c: u32) -> bool {
+        self.current
+            .iter()
+            .any(|cur| matches!(cur, Some((owned, _)) if *owned == c))
     }
 
-    /// First free slot in cluster `c` at or after `from`.
-    fn scan(&self, c: u32, from: u32) -> Option<u32> {
-        let (start, end) = self.cluster_range(c);
-        (start.max(from)..end).find(|&s| !self.used[s as usize])
-    }
-
-    fn take_cluster(&mut self) -> Option<u32> {
-        while let Some(c) = self.free_list.pop_front() {
-            if self.state[c as usize] == ClusterState::Free {
-                return Some(c);
-            }
+    fn release_if_empty(&mut self, c: u32) {
+        if self.cluster_used[c as usize] == 0
+            && !self.on_free_list[c as usize]
+            && !self.owned_by_a_cpu(c)
+        {
+            self.on_free_list[c as usize] = true;
+            self.free_clusters.push_back(c);
         }
-        while let Some(c) = self.nonfull_list.pop_front() {
-            if self.state[c as usize] == ClusterState::NonFull {
-                return Some(c);
+    }
+
+    /// Next-fit over the whole map from `scan_next`.
+    fn scan(&mut self) -> Option<Placement> {
+        let n = self.used.len() as u32;
+        for i in 0..n {
+            let s = (self.scan_next + i) % n;
+            if !self.used[s as usize] {
+                self.scan_next = (s + 1) % n;
+                return Some(self.take(s));
             }
         }
         None
-    }
-
-    /// Last resort, like the kernel's slow path: a free slot in another CPU's current cluster.
-    fn steal_from_other_cpus(&mut self) -> Option<Placement> {
-        let currents: Vec<u32> = self.percpu.iter().flatten().map(|&(c, _)| c).collect();
-        for c in currents {
-            let start = self.cluster_range(c).0;
-            if let Some(s) = self.scan(c, start) {
-                self.used[s as usize] = true;
-                self.cluster_used[c as usize] += 1;
-                self.in_use += 1;
-                return Some(Placement {
-                    slot: s,
-                    phys: s,
-                    migrations: Vec::new(),
-                });
-            }
-        }
-        None
-    }
-
-    fn after_release(&mut self, c: u32) {
-        // A cluster a CPU let go of goes where its occupancy says.
-        let (start, end) = self.cluster_range(c);
-        let used = self.cluster_used[c as usize];
-        let st = if used == 0 {
-            self.free_list.push_back(c);
-            ClusterState::Free
-        } else if used == end - start {
-            ClusterState::Full
-        } else {
-            self.nonfull_list.push_back(c);
-            ClusterState::NonFull
-        };
-        self.state[c as usize] = st;
     }
 }
 
@@ -120,45 +112,40 @@ impl SlotAllocator for LinuxCluster {
     fn name(&self) -> &'static str {
         "linux-cluster"
     }
+
     fn capacity(&self) -> u32 {
         self.used.len() as u32
     }
+
     fn in_use(&self) -> u32 {
         self.in_use
     }
 
     fn allocate(&mut self, cpu: usize) -> Option<Placement> {
-        let cpu = cpu % self.percpu.len();
+        if self.in_use == self.capacity() {
+            return None;
+        }
+        if !self.ssd {
+            return self.scan();
+        }
+        let cpu = cpu % self.current.len();
         loop {
-            let (c, next) = match self.percpu[cpu] {
-                Some(cur) => cur,
-                None => {
-                    let Some(c) = self.take_cluster() else {
-                        return self.steal_from_other_cpus();
-                    };
-                    self.state[c as usize] = ClusterState::Current;
-                    let start = self.cluster_range(c).0;
-                    self.percpu[cpu] = Some((c, start));
-                    (c, start)
+            if let Some((c, offset)) = self.current[cpu] {
+                let range = self.cluster_range(c);
+                if let Some(s) = (range.start + offset..range.end).find(|&s| !self.used[s as usize])
+                {
+                    self.current[cpu] = Some((c, s + 1 - range.start));
+                    return Some(self.take(s));
                 }
-            };
-            match self.scan(c, next) {
-                Some(s) => {
-                    self.used[s as usize] = true;
-                    self.cluster_used[c as usize] += 1;
-                    self.in_use += 1;
-                    self.percpu[cpu] = Some((c, s + 1));
-                    return Some(Placement {
-                        slot: s,
-                        phys: s,
-                        migrations: Vec::new(),
-                    });
+                self.current[cpu] = None;
+                self.release_if_empty(c);
+            }
+            match self.free_clusters.pop_front() {
+                Some(c) => {
+                    self.on_free_list[c as usize] = false;
+                    self.current[cpu] = Some((c, 0));
                 }
-                None => {
-                    // Sequential fill reached the end: drop the cluster, take another.
-                    self.percpu[cpu] = None;
-                    self.after_release(c);
-                }
+                None => return self.scan(),
             }
         }
     }
@@ -166,28 +153,60 @@ impl SlotAllocator for LinuxCluster {
     fn free(&mut self, slot: Slot) {
         assert!(
             self.used[slot as usize],
-            "freeing slot {slot} that holds no page"
+            "linux-cluster: slot {slot} freed while free"
         );
         self.used[slot as usize] = false;
         self.in_use -= 1;
         let c = slot / CLUSTER_SLOTS;
         self.cluster_used[c as usize] -= 1;
-        match self.state[c as usize] {
-            ClusterState::Current => {}
-            ClusterState::Full | ClusterState::NonFull => {
-                if self.cluster_used[c as usize] == 0 {
-                    self.state[c as usize] = ClusterState::Free;
-                    self.free_list.push_back(c);
-                } else if self.state[c as usize] == ClusterState::Full {
-                    self.state[c as usize] = ClusterState::NonFull;
-                    self.nonfull_list.push_back(c);
-                }
-            }
-            ClusterState::Free => unreachable!("a free cluster holds no used slot"),
+        if self.ssd {
+            self.release_if_empty(c);
         }
     }
 
     fn physical(&self, slot: Slot) -> PhysSlot {
         slot
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_cpu_fills_its_own_cluster_sequentially() {
+        let mut lc = LinuxCluster::new(4 * CLUSTER_SLOTS, 2, true).unwrap();
+        let a: Vec<_> = (0..3).map(|_| lc.allocate(0).unwrap().slot).collect();
+        let b: Vec<_> = (0..3).map(|_| lc.allocate(1).unwrap().slot).collect();
+        assert_eq!(a, vec![0, 1, 2]);
+        assert_eq!(b, vec![256, 257, 258]);
+    }
+
+    #[test]
+    fn freed_slots_wait_until_free_clusters_run_out() {
+        let mut lc = LinuxCluster::new(2 * CLUSTER_SLOTS, 1, true).unwrap();
+        let first = lc.allocate(0).unwrap().slot;
+        let second = lc.allocate(0).unwrap().slot;
+        lc.free(first);
+        // Cluster 0 still has slot 1 in use; the CPU goes on sequentially, then to cluster 1.
+        let rest: Vec<_> = (0..2 * CLUSTER_SLOTS - 1)
+            .map(|_| lc.allocate(0).unwrap().slot)
+            .collect();
+        assert_eq!(rest[0], 2);
+        assert_eq!(rest[254], 256);
+        // Only when every other slot is taken does the whole-map scan reuse the freed one.
+        assert_eq!(rest.iter().position(|&s| s == first), Some(rest.len() - 1));
+        assert!(lc.allocate(0).is_none());
+        assert_eq!(second, 1);
+    }
+
+    #[test]
+    fn rotational_mode_is_next_fit() {
+        let mut lc = LinuxCluster::new(8, 1, false).unwrap();
+        for _ in 0..4 {
+            lc.allocate(0).unwrap();
+        }
+        lc.free(1);
+        assert_eq!(lc.allocate(0).unwrap().slot, 4);
     }
 }

@@ -5,6 +5,14 @@
 //! mapping from that slot to a physical slot and may move pages between physical slots; each move
 //! is an extra device write that they report, so wear and copy costs are charged honestly.
 
+mod heap_wear;
+mod linux_cluster;
+mod start_gap;
+
+pub use heap_wear::HeapWear;
+pub use linux_cluster::LinuxCluster;
+pub use start_gap::StartGap;
+
 /// A slot as the swapper sees it (stored in the PTE).
 pub type Slot = u32;
 /// A physical slot on the device: the unit that wears.
@@ -34,6 +42,11 @@ pub trait SlotAllocator: Send {
     fn name(&self) -> &'static str;
     /// Number of slots a swapper can hold pages in.
     fn capacity(&self) -> u32;
+    /// Physical slots on the device (more than `capacity` where a spare slot is kept, as in
+    /// Start-Gap).
+    fn physical_slots(&self) -> u32 {
+        self.capacity()
+    }
     /// Slots currently holding a page.
     fn in_use(&self) -> u32;
     /// Find a slot for a page about to be written. `cpu` lets per-CPU allocators (the kernel's
@@ -146,4 +159,60 @@ pub fn by_name(
         }
         other => Err(AllocError::UnknownAllocator(other.to_string())),
     }
+}
+
+/// Names accepted by [`by_name`].
+pub const ALLOCATORS: &[&str] = &["linux-cluster", "heap-wear", "start-gap"];
+
+/// Tunables of all allocators; each uses the ones that apply to it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AllocParams {
+    /// Heap-Wear's exchange threshold TH (seed 001 §3.3; Table 3 sweeps 16..256).
+    pub threshold: u32,
+    /// Start-Gap: writes between two gap moves (psi; Qureshi et al., MICRO 2009, use 100).
+    pub psi: u32,
+    /// linux-cluster: SSD mode (seed 002: clusters, no reuse of freed slots until needed).
+    pub ssd: bool,
+    /// CPUs with a per-CPU current cluster.
+    pub cpus: usize,
+    /// Seed of Start-Gap's static address randomisation.
+    pub seed: u64,
+}
+
+impl Default for AllocParams {
+    fn default() -> Self {
+        AllocParams {
+            threshold: 16,
+            psi: 100,
+            ssd: true,
+            cpus: 2,
+            seed: 1,
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum AllocError {
+    #[error("unknown slot allocator '{0}' (expected one of: linux-cluster, heap-wear, start-gap)")]
+    Unknown(String),
+    #[error("a swap area needs at least one slot")]
+    NoSlots,
+    #[error("start-gap needs psi >= 1 (got {0})")]
+    Psi(u32),
+    #[error("linux-cluster needs at least one CPU")]
+    NoCpus,
+}
+
+/// An allocator by its command-line name.
+pub fn by_name(
+    name: &str,
+    slots: u32,
+    params: &AllocParams,
+) -> Result<Box<dyn SlotAllocator>, AllocError> {
+    Ok(match name {
+        "heap-wear" => Box::new(HeapWear::new(slots, params.threshold)?),
+        "linux-cluster" => Box::new(LinuxCluster::new(slots, params.cpus, params.ssd)?),
+        "start-gap" => Box::new(StartGap::new(slots, params.psi, params.cpus, params.seed)?),
+        other => return Err(AllocError::Unknown(other.to_string())),
+    })
 }

@@ -1,0 +1,465 @@
+//! What a person reads after a run: the terminal table, results.json, CSV series, and one
+//! self-contained report.html with seed 000's plots drawn as inline SVG.
+//!
+//! The output directory is written whole or not at all: everything goes to a sibling temporary
+//! directory that replaces the old one by rename once complete.
+
+use std::fmt::Write as _;
+use std::path::Path;
+
+use nvmswap_core::results::{RunOutput, RunsReport};
+use plotters::prelude::*;
+
+/// Prints the comparison table (one row per run).
+pub fn print_table(report: &RunsReport) {
+    println!(
+        "{:<6} {:<15} {:>5} {:>8} {:>8} {:>8} {:>8} {:>7} {:>9} {:>7} {:>9} {:>9} {:>6} {:>9} {:>10} {:>8}",
+        "subst", "config", "tabs", "sw mean", "sw p50", "sw p95", "sw p99", ">250ms", "faults",
+        "<10us", "swap in", "swap out", "zswap", "energy J", "nvm writes", "wear"
+    );
+    let mib = |b: u64| format!("{:.0}M", b as f64 / (1 << 20) as f64);
+    for r in &report.runs {
+        let s = &r.switch_latency_ms;
+        println!(
+            "{:<6} {:<15} {:>5} {:>6.1}ms {:>6.1}ms {:>6.1}ms {:>6.1}ms {:>6.1}% {:>9} {:>6.1}% {:>9} {:>9} {:>6} {:>9.2} {:>10} {:>8}",
+            r.substrate,
+            r.config,
+            r.tabs_opened,
+            s.mean,
+            s.p50,
+            s.p95,
+            s.p99,
+            100.0 * r.switch_over_250ms_share,
+            r.faults,
+            100.0 * r.fault_under_10us_share,
+            mib(r.swap_in_bytes),
+            mib(r.swap_out_bytes),
+            r.zswap_hit_rate.map_or("-".into(), |h| format!("{:.0}%", 100.0 * h)),
+            r.energy_j,
+            r.nvm_writes,
+            r.wear_max_over_mean.map_or("-".into(), |w| format!("{w:.3}")),
+        );
+    }
+}
+
+/// Writes results.json, the CSVs and report.html into `dir`, replacing it.
+pub fn write_pressure(
+    dir: &Path,
+    report: &RunsReport,
+    outputs: &[RunOutput],
+) -> anyhow::Result<()> {
+    let parent = match dir.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+        _ => std::path::PathBuf::from("."),
+    };
+    std::fs::create_dir_all(&parent)?;
+    let name = dir
+        .file_name()
+        .map(|n| n.to_string_lossy().to_string())
+        .unwrap_or("out".into());
+    let tmp = parent.join(format!(".{name}.tmp-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&tmp);
+    std::fs::create_dir_all(&tmp)?;
+    let result = (|| -> anyhow::Result<()> {
+        std::fs::write(
+            tmp.join("results.json"),
+            serde_json::to_string_pretty(report)?,
+        )?;
+        for o in outputs {
+            write_csvs(&tmp, o)?;
+        }
+        std::fs::write(tmp.join("report.html"), html(report, outputs)?)?;
+        Ok(())
+    })();
+    if let Err(e) = result {
+        let _ = std::fs::remove_dir_all(&tmp);
+        return Err(e);
+    }
+    if dir.exists() {
+        std::fs::remove_dir_all(dir)?;
+    }
+    std::fs::rename(&tmp, dir)?;
+    Ok(())
+}
+
+fn stem(o: &RunOutput) -> String {
+    format!("{}-{}", o.result.substrate, o.result.config)
+}
+
+fn write_csvs(dir: &Path, o: &RunOutput) -> anyhow::Result<()> {
+    let mut s = String::from("index,tabs_open,phase,latency_ms\n");
+    for (i, w) in o.series.switches.iter().enumerate() {
+        writeln!(s, "{i},{},{},{}", w.tabs_open, w.phase, w.latency_ms)?;
+    }
+    std::fs::write(dir.join(format!("{}-switches.csv", stem(o))), s)?;
+    let mut s = String::from("upper_us,count\n");
+    for (u, c) in &o.series.fault_latency_us_hist {
+        writeln!(s, "{u},{c}")?;
+    }
+    std::fs::write(dir.join(format!("{}-faults.csv", stem(o))), s)?;
+    let mut s = String::from(
+        "t_s,tabs_open,cpu_user_s,cpu_kernel_s,cpu_iowait_s,cpu_idle_s,resident_bytes,pool_bytes,swap_in_bytes,swap_out_bytes,zswap_hits,zswap_misses\n",
+    );
+    for t in &o.series.timeline {
+        writeln!(
+            s,
+            "{},{},{},{},{},{},{},{},{},{},{},{}",
+            t.t_s,
+            t.tabs_open,
+            t.cpu_user_s,
+            t.cpu_kernel_s,
+            t.cpu_iowait_s,
+            t.cpu_idle_s,
+            t.resident_bytes,
+            t.pool_bytes,
+            t.swap_in_bytes,
+            t.swap_out_bytes,
+            t.zswap_hits,
+            t.zswap_misses
+        )?;
+    }
+    std::fs::write(dir.join(format!("{}-timeline.csv", stem(o))), s)?;
+    Ok(())
+}
+
+const PALETTE: [RGBColor; 8] = [
+    RGBColor(31, 119, 180),
+    RGBColor(255, 127, 14),
+    RGBColor(44, 160, 44),
+    RGBColor(214, 39, 40),
+    RGBColor(148, 103, 189),
+    RGBColor(140, 86, 75),
+    RGBColor(227, 119, 194),
+    RGBColor(23, 190, 207),
+];
+
+fn color(i: usize) -> RGBColor {
+    PALETTE[i % PALETTE.len()]
+}
+
+type Svg = anyhow::Result<String>;
+
+fn svg(
+    draw: impl FnOnce(DrawingArea<SVGBackend, plotters::coord::Shift>) -> anyhow::Result<()>,
+) -> Svg {
+    let mut buf = String::new();
+    {
+        let root = SVGBackend::with_string(&mut buf, (860, 420)).into_drawing_area();
+        root.fill(&WHITE)?;
+        draw(root.clone())?;
+        root.present()?;
+    }
+    Ok(buf)
+}
+
+/// Seed 000 Fig. 3: every switch's latency, sorted, per configuration (log scale).
+fn sorted_switches(outputs: &[RunOutput]) -> Svg {
+    svg(|root| {
+        let n = outputs
+            .iter()
+            .map(|o| o.series.switches.len())
+            .max()
+            .unwrap_or(1)
+            .max(1);
+        let max = outputs
+            .iter()
+            .flat_map(|o| o.series.switches.iter().map(|s| s.latency_ms))
+            .fold(1.0, f64::max);
+        let mut chart = ChartBuilder::on(&root)
+            .caption(
+                "Tab-switch latency, sorted (seed 000 Fig. 3)",
+                ("sans-serif", 18),
+            )
+            .margin(10)
+            .x_label_area_size(35)
+            .y_label_area_size(60)
+            .build_cartesian_2d(0f64..n as f64, (0.1f64..max * 1.5).log_scale())?;
+        chart
+            .configure_mesh()
+            .x_desc("switch (sorted)")
+            .y_desc("latency (ms)")
+            .draw()?;
+        for (i, o) in outputs.iter().enumerate() {
+            let mut v: Vec<f64> = o
+                .series
+                .switches
+                .iter()
+                .map(|s| s.latency_ms.max(0.1))
+                .collect();
+            v.sort_by(|a, b| a.total_cmp(b));
+            chart
+                .draw_series(LineSeries::new(
+                    v.into_iter().enumerate().map(|(x, y)| (x as f64, y)),
+                    color(i).stroke_width(2),
+                ))?
+                .label(o.result.config.clone())
+                .legend(move |(x, y)| {
+                    PathElement::new(vec![(x, y), (x + 16, y)], color(i).stroke_width(2))
+                });
+        }
+        chart
+            .configure_series_labels()
+            .background_style(WHITE.mix(0.85))
+            .border_style(BLACK)
+            .position(SeriesLabelPosition::UpperLeft)
+            .draw()?;
+        Ok(())
+    })
+}
+
+/// Seed 000 Fig. 4: share of switches over 250 ms per bucket of open tabs.
+fn over_250_by_tabs(outputs: &[RunOutput]) -> Svg {
+    const BUCKET: u32 = 20;
+    svg(|root| {
+        let max_tabs = outputs
+            .iter()
+            .flat_map(|o| o.series.switches.iter().map(|s| s.tabs_open))
+            .max()
+            .unwrap_or(1);
+        let buckets = max_tabs / BUCKET + 1;
+        let mut chart = ChartBuilder::on(&root)
+            .caption(
+                "Share of switches over 250 ms, by tabs open (seed 000 Fig. 4)",
+                ("sans-serif", 18),
+            )
+            .margin(10)
+            .x_label_area_size(35)
+            .y_label_area_size(60)
+            .build_cartesian_2d(0f64..(buckets * BUCKET) as f64, 0f64..1.0)?;
+        chart
+            .configure_mesh()
+            .x_desc("tabs open (buckets of 20)")
+            .y_desc("share > 250 ms")
+            .draw()?;
+        for (i, o) in outputs.iter().enumerate() {
+            let mut pts = Vec::new();
+            for b in 0..buckets {
+                let in_b: Vec<_> = o
+                    .series
+                    .switches
+                    .iter()
+                    .filter(|s| s.tabs_open / BUCKET == b)
+                    .collect();
+                if !in_b.is_empty() {
+                    let over = in_b.iter().filter(|s| s.latency_ms > 250.0).count() as f64
+                        / in_b.len() as f64;
+                    pts.push(((b * BUCKET) as f64 + BUCKET as f64 / 2.0, over));
+                }
+            }
+            chart
+                .draw_series(LineSeries::new(pts.clone(), color(i).stroke_width(2)))?
+                .label(o.result.config.clone())
+                .legend(move |(x, y)| {
+                    PathElement::new(vec![(x, y), (x + 16, y)], color(i).stroke_width(2))
+                });
+            chart.draw_series(
+                pts.into_iter()
+                    .map(|p| Circle::new(p, 3, color(i).filled())),
+            )?;
+        }
+        chart
+            .configure_series_labels()
+            .background_style(WHITE.mix(0.85))
+            .border_style(BLACK)
+            .position(SeriesLabelPosition::UpperLeft)
+            .draw()?;
+        Ok(())
+    })
+}
+
+/// Seed 000 Fig. 5: fault-latency distribution as a CDF (log x).
+fn fault_cdf(outputs: &[RunOutput]) -> Svg {
+    svg(|root| {
+        let max = outputs
+            .iter()
+            .flat_map(|o| o.series.fault_latency_us_hist.iter().map(|b| b.0))
+            .fold(10.0, f64::max);
+        let mut chart = ChartBuilder::on(&root)
+            .caption(
+                "Page-fault latency, cumulative (seed 000 Fig. 5)",
+                ("sans-serif", 18),
+            )
+            .margin(10)
+            .x_label_area_size(35)
+            .y_label_area_size(60)
+            .build_cartesian_2d((0.5f64..max * 1.2).log_scale(), 0f64..1.0)?;
+        chart
+            .configure_mesh()
+            .x_desc("fault latency (us)")
+            .y_desc("share of faults at or below")
+            .draw()?;
+        for (i, o) in outputs.iter().enumerate() {
+            let total: u64 = o.series.fault_latency_us_hist.iter().map(|b| b.1).sum();
+            if total == 0 {
+                continue;
+            }
+            let mut acc = 0;
+            let pts: Vec<(f64, f64)> = o
+                .series
+                .fault_latency_us_hist
+                .iter()
+                .map(|&(u, c)| {
+                    acc += c;
+                    (u.max(0.5), acc as f64 / total as f64)
+                })
+                .collect();
+            chart
+                .draw_series(LineSeries::new(pts, color(i).stroke_width(2)))?
+                .label(o.result.config.clone())
+                .legend(move |(x, y)| {
+                    PathElement::new(vec![(x, y), (x + 16, y)], color(i).stroke_width(2))
+                });
+        }
+        chart
+            .configure_series_labels()
+            .background_style(WHITE.mix(0.85))
+            .border_style(BLACK)
+            .position(SeriesLabelPosition::LowerRight)
+            .draw()?;
+        Ok(())
+    })
+}
+
+/// Horizontal bars of one figure per run, in the configuration's colour.
+fn bars(title: &str, unit: &str, outputs: &[RunOutput], value: impl Fn(&RunOutput) -> f64) -> Svg {
+    svg(|root| {
+        let n = outputs.len().max(1);
+        let max = outputs.iter().map(&value).fold(1e-9, f64::max) * 1.15;
+        let mut chart = ChartBuilder::on(&root)
+            .caption(title, ("sans-serif", 18))
+            .margin(10)
+            .x_label_area_size(35)
+            .y_label_area_size(130)
+            .build_cartesian_2d(0f64..max, (0..n).into_segmented())?;
+        let names: Vec<String> = outputs.iter().map(|o| o.result.config.clone()).collect();
+        chart
+            .configure_mesh()
+            .disable_y_mesh()
+            .x_desc(unit)
+            .y_label_formatter(&|v| match v {
+                SegmentValue::CenterOf(i) => names.get(*i).cloned().unwrap_or_default(),
+                _ => String::new(),
+            })
+            .draw()?;
+        for (i, o) in outputs.iter().enumerate() {
+            let v = value(o);
+            chart.draw_series(std::iter::once(Rectangle::new(
+                [
+                    (0.0, SegmentValue::Exact(i)),
+                    (v, SegmentValue::Exact(i + 1)),
+                ],
+                color(i).mix(0.8).filled(),
+            )))?;
+        }
+        Ok(())
+    })
+}
+
+/// CPU time split per run (seed 000 Fig. 9 totals): user, kernel, iowait as stacked bars.
+fn cpu_split(outputs: &[RunOutput]) -> Svg {
+    svg(|root| {
+        let get = |o: &RunOutput, k: &str| {
+            o.result
+                .extra
+                .get(k)
+                .and_then(|v| v.as_f64())
+                .unwrap_or(0.0)
+        };
+        let n = outputs.len().max(1);
+        let max = outputs
+            .iter()
+            .map(|o| get(o, "cpu_user_s") + get(o, "cpu_kernel_s") + get(o, "cpu_iowait_s"))
+            .fold(1e-9, f64::max)
+            * 1.15;
+        let mut chart = ChartBuilder::on(&root)
+            .caption(
+                "CPU time: user / kernel / iowait (seed 000 Fig. 9)",
+                ("sans-serif", 18),
+            )
+            .margin(10)
+            .x_label_area_size(35)
+            .y_label_area_size(130)
+            .build_cartesian_2d(0f64..max, (0..n).into_segmented())?;
+        let names: Vec<String> = outputs.iter().map(|o| o.result.config.clone()).collect();
+        chart
+            .configure_mesh()
+            .disable_y_mesh()
+            .x_desc("seconds")
+            .y_label_formatter(&|v| match v {
+                SegmentValue::CenterOf(i) => names.get(*i).cloned().unwrap_or_default(),
+                _ => String::new(),
+            })
+            .draw()?;
+        let parts = [
+            ("user", "cpu_user_s", color(0)),
+            ("kernel", "cpu_kernel_s", color(3)),
+            ("iowait", "cpu_iowait_s", color(1)),
+        ];
+        for (pi, (label, key, c)) in parts.iter().enumerate() {
+            let series = outputs.iter().enumerate().map(|(i, o)| {
+                let start: f64 = parts[..pi].iter().map(|p| get(o, p.1)).sum();
+                Rectangle::new(
+                    [
+                        (start, SegmentValue::Exact(i)),
+                        (start + get(o, key), SegmentValue::Exact(i + 1)),
+                    ],
+                    c.mix(0.8).filled(),
+                )
+            });
+            let c = *c;
+            chart
+                .draw_series(series)?
+                .label(*label)
+                .legend(move |(x, y)| Rectangle::new([(x, y - 5), (x + 12, y + 5)], c.filled()));
+        }
+        chart
+            .configure_series_labels()
+            .background_style(WHITE.mix(0.85))
+            .border_style(BLACK)
+            .position(SeriesLabelPosition::LowerRight)
+            .draw()?;
+        Ok(())
+    })
+}
+
+fn html(report: &RunsReport, outputs: &[RunOutput]) -> anyhow::Result<String> {
+    let mut h = String::new();
+    writeln!(
+        h,
+        "<!doctype html><html><head><meta charset=\"utf-8\"><title>nvmswap pressure report</title>"
+    )?;
+    writeln!(h, "<style>body{{font-family:sans-serif;max-width:1000px;margin:auto}}table{{border-collapse:collapse;font-size:13px}}td,th{{border:1px solid #ccc;padding:3px 6px;text-align:right}}td:first-child,th:first-child,td:nth-child(2){{text-align:left}}figure{{margin:24px 0}}figcaption{{color:#444}}</style></head><body>")?;
+    writeln!(h, "<h1>Memory-capacity pressure test</h1><p>seed {}, {} run(s). Every number below comes from this run; results.json holds them all.</p>", report.seed, report.runs.len())?;
+    writeln!(h, "<table><tr><th>substrate</th><th>config</th><th>tabs before first discard</th><th>switch mean ms</th><th>p50</th><th>p95</th><th>p99</th><th>&gt;250 ms</th><th>faults</th><th>&lt;10 µs</th><th>swap in MiB</th><th>swap out MiB</th><th>zswap hit</th><th>energy J</th><th>NVM writes</th><th>wear max/mean</th></tr>")?;
+    for r in &report.runs {
+        let s = &r.switch_latency_ms;
+        writeln!(
+            h,
+            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{:.1}</td><td>{:.1}</td><td>{:.1}</td><td>{:.1}</td><td>{:.1}%</td><td>{}</td><td>{:.1}%</td><td>{:.0}</td><td>{:.0}</td><td>{}</td><td>{:.2}</td><td>{}</td><td>{}</td></tr>",
+            r.substrate, r.config, r.tabs_opened, s.mean, s.p50, s.p95, s.p99,
+            100.0 * r.switch_over_250ms_share, r.faults, 100.0 * r.fault_under_10us_share,
+            r.swap_in_bytes as f64 / 1048576.0, r.swap_out_bytes as f64 / 1048576.0,
+            r.zswap_hit_rate.map_or("-".into(), |x| format!("{:.0}%", 100.0 * x)),
+            r.energy_j, r.nvm_writes, r.wear_max_over_mean.map_or("-".into(), |w| format!("{w:.3}"))
+        )?;
+    }
+    writeln!(h, "</table>")?;
+    let figures: Vec<(Svg, &str)> = vec![
+        (sorted_switches(outputs), "Each configuration's tab switches sorted by latency. Look at where the curves cross and at the right end: the tail a user feels."),
+        (over_250_by_tabs(outputs), "How often a switch takes longer than 250 ms (the tolerable limit, seed 000 §2.2) as more tabs are open."),
+        (fault_cdf(outputs), "Every page fault, demand-zero ones included. The further left a curve rises, the cheaper faults are; the 10 µs mark is seed 000's yardstick."),
+        (cpu_split(outputs), "Where CPU time went: rendering (user), faults, compression and reclaim (kernel), waiting for the swap device (iowait)."),
+        (bars("Energy of memory and swap device", "joules", outputs, |o| o.result.energy_j), "DRAM standby, refresh and accesses plus the swap device's standby and accesses; terms a profile does not know are listed per run in results.json (energy_unknown_terms)."),
+        (bars("Swap traffic: pages swapped out", "MiB", outputs, |o| o.result.swap_out_bytes as f64 / 1048576.0), "Bytes moved out of DRAM to the pool or the swap device."),
+        (bars("Swap traffic: pages swapped in", "MiB", outputs, |o| o.result.swap_in_bytes as f64 / 1048576.0), "Bytes brought back, read-ahead included."),
+    ];
+    for (svg, caption) in figures {
+        writeln!(
+            h,
+            "<figure>{}<figcaption>{caption}</figcaption></figure>",
+            svg?
+        )?;
+    }
+    writeln!(h, "</body></html>")?;
+    Ok(h)
+}

@@ -1,0 +1,108 @@
+//! `nvmswap pressure` end to end on small scaled runs.
+
+use std::process::{Command, Output};
+
+fn nvmswap(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_nvmswap"))
+        .args(args)
+        .output()
+        .expect("binary runs")
+}
+
+fn out_dir(name: &str) -> String {
+    std::env::temp_dir()
+        .join(format!("nvmswap-pressure-{}-{name}", std::process::id()))
+        .display()
+        .to_string()
+}
+
+fn run_json(out: &str) -> serde_json::Value {
+    let o = nvmswap(&[
+        "pressure",
+        "--config",
+        "nvm-swap,optane-zswap",
+        "--scale",
+        "0.02",
+        "--json",
+        "--out",
+        out,
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    serde_json::from_slice(&o.stdout).expect("stdout is one JSON object")
+}
+
+#[test]
+fn json_report_files_and_determinism() {
+    let out = out_dir("a");
+    let mut a = run_json(&out);
+    assert_eq!(a["schema"], "nvmswap.results/1");
+    assert_eq!(a["runs"].as_array().unwrap().len(), 2);
+    let run = &a["runs"][0];
+    assert_eq!(run["substrate"], "sim");
+    assert_eq!(run["config"], "nvm-swap");
+    assert!(run["tabs_opened"].as_u64().unwrap() > 5);
+    assert!(run["zswap_hit_rate"].is_null());
+    assert!(a["runs"][1]["zswap_hit_rate"].is_number());
+    let html = std::fs::read_to_string(format!("{out}/report.html")).unwrap();
+    assert_eq!(
+        html.matches("<svg").count(),
+        7,
+        "every plot is in the report"
+    );
+    assert!(html.trim_end().ends_with("</html>"));
+    let csv = std::fs::read_to_string(format!("{out}/sim-nvm-swap-switches.csv")).unwrap();
+    assert_eq!(
+        csv.lines().count() as u64,
+        run["switches"].as_u64().unwrap() + 1
+    );
+    let on_disk: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(format!("{out}/results.json")).unwrap())
+            .unwrap();
+    assert_eq!(on_disk["runs"][0]["tabs_opened"], run["tabs_opened"]);
+    let mut b = run_json(&out);
+    for v in [&mut a, &mut b] {
+        for r in v["runs"].as_array_mut().unwrap() {
+            r["wall_s"] = 0.into();
+        }
+    }
+    assert_eq!(a, b, "same seed, same results");
+    std::fs::remove_dir_all(&out).unwrap();
+}
+
+#[test]
+fn bad_input_fails_clearly_and_writes_nothing() {
+    let out = out_dir("bad");
+    let cases: &[(&[&str], &str)] = &[
+        (
+            &["pressure", "--config", "floppy"],
+            "no bundled configuration named 'floppy'",
+        ),
+        (
+            &["pressure", "--set", "swap_bytes=0", "--config", "optane"],
+            "swap_bytes",
+        ),
+        (&["pressure", "--set", "nonsense"], "expected key=value"),
+        (&["pressure", "--scale", "0"], "--scale"),
+        (&["pressure", "--substrate", "live"], "not built yet"),
+        (
+            &["pressure", "--substrate", "mars"],
+            "unknown substrate 'mars'",
+        ),
+    ];
+    for (args, expect) in cases {
+        let mut full: Vec<&str> = args.to_vec();
+        full.extend(["--out", &out]);
+        let o = nvmswap(&full);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(!o.status.success(), "{args:?} succeeded");
+        assert!(
+            err.contains(expect),
+            "{args:?}: stderr lacks '{expect}':\n{err}"
+        );
+        assert!(!err.contains("panicked"));
+        assert!(
+            !std::path::Path::new(&out).exists(),
+            "{args:?} left a partial report"
+        );
+    }
+}

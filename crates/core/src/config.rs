@@ -1,0 +1,392 @@
+//! System configurations: what a device is made of (DRAM, compressed pool, swap device, NVM on
+//! the memory bus) and the policies it runs. Bundled as TOML in profiles/systems/; a user file or
+//! `--set key=value` overrides any field. Every substrate reads the same type.
+
+use serde::{Deserialize, Serialize};
+
+use crate::device::{DeviceKind, DeviceProfile};
+use crate::discard::DiscardRule;
+use crate::{GIB, PAGE_SIZE};
+
+/// The swap back-end.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Backend {
+    /// zram: a compressed swap device inside DRAM.
+    Zram,
+    /// A swap device behind the block layer, optionally with zswap in front.
+    Block,
+    /// NVM on the memory bus used as the swap area (seed 001's NVM-Swap).
+    NvmSwap,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SystemConfig {
+    pub name: String,
+    pub description: String,
+    /// DRAM device profile and size.
+    pub dram_profile: String,
+    pub dram_bytes: u64,
+    /// Memory the OS, the browser process and caches hold outside the tabs (our assumption; see
+    /// the profile for the value and its reasoning).
+    pub os_reserved_bytes: u64,
+    pub backend: Backend,
+    /// zram: uncompressed capacity (disksize) and the cap on DRAM its compressed data may use.
+    #[serde(default)]
+    pub zram_disksize_bytes: u64,
+    #[serde(default)]
+    pub zram_mem_limit_bytes: u64,
+    /// Block or NVM swap device: profile name (`nvmswap devices`) and size.
+    #[serde(default)]
+    pub swap_profile: String,
+    #[serde(default)]
+    pub swap_bytes: u64,
+    /// zswap in front of the block device; 0 disables it.
+    #[serde(default)]
+    pub zswap_max_pool_percent: u32,
+    /// zswap refuses new pages after hitting the limit until the pool is below this share of it
+    /// (mm/zswap.c `accept_threshold_percent`, default 90).
+    #[serde(default = "default_accept_threshold")]
+    pub zswap_accept_threshold_percent: u32,
+    /// `lzo` or `lz4`: compression cost per page (zram and zswap).
+    #[serde(default = "default_compressor")]
+    pub compressor: String,
+    /// Swap read-ahead: 2^page_cluster pages per block swap-in (vm.page-cluster, default 3).
+    #[serde(default = "default_page_cluster")]
+    pub page_cluster: u32,
+    /// NVM-Swap: slot allocator and Heap-Wear threshold, Lazy Swap-in and its interval T.
+    #[serde(default = "default_allocator")]
+    pub nvm_allocator: String,
+    #[serde(default = "default_threshold")]
+    pub nvm_threshold: u32,
+    #[serde(default)]
+    pub lazy_swap_in: bool,
+    #[serde(default = "default_lazy_t")]
+    pub lazy_interval_s: f64,
+    pub discard: DiscardRule,
+    #[serde(default = "default_cpus")]
+    pub cpus: u32,
+}
+
+fn default_accept_threshold() -> u32 {
+    90
+}
+fn default_compressor() -> String {
+    "lzo".into()
+}
+fn default_page_cluster() -> u32 {
+    3
+}
+fn default_allocator() -> String {
+    "heap-wear".into()
+}
+fn default_threshold() -> u32 {
+    16
+}
+fn default_lazy_t() -> f64 {
+    10.0
+}
+fn default_cpus() -> u32 {
+    2
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error("no bundled configuration named '{name}' (bundled: {known})")]
+    Unknown { name: String, known: String },
+    #[error("cannot read configuration {path}: {source}")]
+    Read {
+        path: String,
+        source: std::io::Error,
+    },
+    #[error("configuration {origin} is malformed: {message}")]
+    Parse { origin: String, message: String },
+    #[error("configuration '{name}': {field}: {message}")]
+    Invalid {
+        name: String,
+        field: &'static str,
+        message: String,
+    },
+    #[error("--set '{0}': expected key=value")]
+    Override(String),
+}
+
+const BUNDLED: &[(&str, &str)] = &[
+    (
+        "baseline-zram",
+        include_str!("../../../profiles/systems/baseline-zram.toml"),
+    ),
+    (
+        "optane",
+        include_str!("../../../profiles/systems/optane.toml"),
+    ),
+    (
+        "optane-zswap",
+        include_str!("../../../profiles/systems/optane-zswap.toml"),
+    ),
+    ("nand", include_str!("../../../profiles/systems/nand.toml")),
+    (
+        "nand-zswap",
+        include_str!("../../../profiles/systems/nand-zswap.toml"),
+    ),
+    (
+        "nvm-swap",
+        include_str!("../../../profiles/systems/nvm-swap.toml"),
+    ),
+    (
+        "nvm-swap-eager",
+        include_str!("../../../profiles/systems/nvm-swap-eager.toml"),
+    ),
+    (
+        "dram-swap",
+        include_str!("../../../profiles/systems/dram-swap.toml"),
+    ),
+];
+
+impl SystemConfig {
+    pub fn bundled_names() -> Vec<&'static str> {
+        BUNDLED.iter().map(|(n, _)| *n).collect()
+    }
+
+    /// A bundled name or a TOML file, then `overrides` (`key=value`, values in TOML syntax; a bare
+    /// word is taken as a string), then validation.
+    pub fn load(name_or_path: &str, overrides: &[String]) -> Result<SystemConfig, ConfigError> {
+        let (text, origin) = match BUNDLED.iter().find(|(n, _)| *n == name_or_path) {
+            Some((n, t)) => (t.to_string(), format!("bundled:{n}")),
+            None if name_or_path.ends_with(".toml") => (
+                std::fs::read_to_string(name_or_path).map_err(|source| ConfigError::Read {
+                    path: name_or_path.to_string(),
+                    source,
+                })?,
+                name_or_path.to_string(),
+            ),
+            None => {
+                return Err(ConfigError::Unknown {
+                    name: name_or_path.to_string(),
+                    known: Self::bundled_names().join(", "),
+                })
+            }
+        };
+        let mut table: toml::Table = toml::from_str(&text).map_err(|e| ConfigError::Parse {
+            origin: origin.clone(),
+            message: e.to_string(),
+        })?;
+        for o in overrides {
+            let (key, value) = o
+                .split_once('=')
+                .ok_or_else(|| ConfigError::Override(o.clone()))?;
+            let parsed: toml::Value = toml::from_str::<toml::Table>(&format!("v = {value}"))
+                .map(|mut t| t.remove("v").expect("parsed key"))
+                .unwrap_or_else(|_| toml::Value::String(value.to_string()));
+            let mut slot = &mut table;
+            let parts: Vec<&str> = key.trim().split('.').collect();
+            for part in &parts[..parts.len() - 1] {
+                slot = slot
+                    .entry(part.to_string())
+                    .or_insert_with(|| toml::Value::Table(Default::default()))
+                    .as_table_mut()
+                    .ok_or_else(|| ConfigError::Override(o.clone()))?;
+            }
+            slot.insert(parts[parts.len() - 1].to_string(), parsed);
+        }
+        let cfg: SystemConfig =
+            table
+                .try_into()
+                .map_err(|e: toml::de::Error| ConfigError::Parse {
+                    origin,
+                    message: e.to_string(),
+                })?;
+        cfg.validate()?;
+        Ok(cfg)
+    }
+
+    /// Checks the configuration for consistency; the error names the field.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        let bad = |field, message: String| ConfigError::Invalid {
+            name: self.name.clone(),
+            field,
+            message,
+        };
+        let dram = DeviceProfile::resolve(&self.dram_profile)
+            .map_err(|e| bad("dram_profile", e.to_string()))?;
+        if dram.kind != DeviceKind::Dram {
+            return Err(bad(
+                "dram_profile",
+                format!("'{}' is not a DRAM profile", dram.name),
+            ));
+        }
+        if self.dram_bytes < 64 * PAGE_SIZE {
+            return Err(bad(
+                "dram_bytes",
+                format!("{} bytes is too small", self.dram_bytes),
+            ));
+        }
+        if self.os_reserved_bytes + self.watermarks().high * PAGE_SIZE >= self.dram_bytes {
+            return Err(bad(
+                "dram_bytes",
+                format!(
+                    "{} bytes of DRAM do not hold the OS reserve ({}) and the high watermark",
+                    self.dram_bytes, self.os_reserved_bytes
+                ),
+            ));
+        }
+        match self.backend {
+            Backend::Zram => {
+                if self.zram_disksize_bytes < PAGE_SIZE {
+                    return Err(bad("zram_disksize_bytes", "zram needs a size".into()));
+                }
+                if self.zram_mem_limit_bytes == 0 || self.zram_mem_limit_bytes > self.dram_bytes {
+                    return Err(bad(
+                        "zram_mem_limit_bytes",
+                        "must be between 1 byte and dram_bytes".into(),
+                    ));
+                }
+            }
+            Backend::Block | Backend::NvmSwap => {
+                if self.swap_bytes < PAGE_SIZE {
+                    return Err(bad("swap_bytes", "a swap device needs a size".into()));
+                }
+                let p = DeviceProfile::resolve(&self.swap_profile)
+                    .map_err(|e| bad("swap_profile", e.to_string()))?;
+                let want = if self.backend == Backend::Block {
+                    DeviceKind::Block
+                } else {
+                    DeviceKind::MemoryBus
+                };
+                if p.kind != want {
+                    return Err(bad(
+                        "swap_profile",
+                        format!(
+                            "'{}' is a {:?} device; this backend needs {want:?}",
+                            p.name, p.kind
+                        ),
+                    ));
+                }
+            }
+        }
+        if self.zswap_max_pool_percent > 100 {
+            return Err(bad("zswap_max_pool_percent", "must be 0..=100".into()));
+        }
+        if self.zswap_max_pool_percent > 0 && self.backend != Backend::Block {
+            return Err(bad(
+                "zswap_max_pool_percent",
+                "zswap needs a block swap device".into(),
+            ));
+        }
+        if !["lzo", "lz4"].contains(&self.compressor.as_str()) {
+            return Err(bad(
+                "compressor",
+                format!("'{}' (expected lzo or lz4)", self.compressor),
+            ));
+        }
+        if self.page_cluster > 10 {
+            return Err(bad(
+                "page_cluster",
+                "at most 10 (1024 pages of read-ahead)".into(),
+            ));
+        }
+        if !crate::alloc::ALLOCATORS.contains(&self.nvm_allocator.as_str()) {
+            return Err(bad(
+                "nvm_allocator",
+                format!("unknown '{}'", self.nvm_allocator),
+            ));
+        }
+        if self.discard.ram_swap_weight <= 0.0 {
+            return Err(bad("discard.ram_swap_weight", "must be positive".into()));
+        }
+        if self.cpus == 0 {
+            return Err(bad("cpus", "at least one".into()));
+        }
+        Ok(())
+    }
+
+    /// Zone watermarks in pages, as mm/page_alloc.c computes them: min_free_kbytes =
+    /// sqrt(16 * lowmem_kbytes) (clamped to 128 KiB..256 MiB), low = min + gap, high = min + 2 gap,
+    /// gap = max(min / 4, watermark_scale_factor 10/10000 of memory).
+    pub fn watermarks(&self) -> Watermarks {
+        let kb = self.dram_bytes / 1024;
+        let min_kb = ((16 * kb) as f64).sqrt().clamp(128.0, 262_144.0) as u64;
+        let min = min_kb * 1024 / PAGE_SIZE;
+        let gap = (min / 4).max(self.dram_bytes / PAGE_SIZE * 10 / 10_000);
+        Watermarks {
+            min,
+            low: min + gap,
+            high: min + 2 * gap,
+        }
+    }
+
+    /// The same configuration with every size multiplied by `scale` (for quick runs).
+    pub fn scaled(&self, scale: f64) -> SystemConfig {
+        let s = |b: u64| ((b as f64 * scale) as u64 / PAGE_SIZE).max(1) * PAGE_SIZE;
+        SystemConfig {
+            dram_bytes: s(self.dram_bytes),
+            os_reserved_bytes: s(self.os_reserved_bytes),
+            zram_disksize_bytes: s(self.zram_disksize_bytes),
+            zram_mem_limit_bytes: s(self.zram_mem_limit_bytes),
+            swap_bytes: s(self.swap_bytes),
+            ..self.clone()
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Watermarks {
+    pub min: u64,
+    pub low: u64,
+    pub high: u64,
+}
+
+/// 1 GiB in bytes, for profiles written in code.
+pub const ONE_GIB: u64 = GIB;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bundled_configurations_load() {
+        for name in SystemConfig::bundled_names() {
+            SystemConfig::load(name, &[]).unwrap_or_else(|e| panic!("{name}: {e}"));
+        }
+    }
+
+    #[test]
+    fn overrides_and_errors_name_the_field() {
+        let c = SystemConfig::load(
+            "optane",
+            &["page_cluster=0".into(), "compressor=lz4".into()],
+        )
+        .unwrap();
+        assert_eq!((c.page_cluster, c.compressor.as_str()), (0, "lz4"));
+        let c = SystemConfig::load("optane", &["discard.ram_swap_weight=1.0".into()]).unwrap();
+        assert_eq!(c.discard.ram_swap_weight, 1.0);
+        let e = SystemConfig::load("optane", &["swap_bytes=0".into()])
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("swap_bytes"), "{e}");
+        let e = SystemConfig::load("optane", &["dram_bytes=1048576".into()])
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("dram_bytes") && e.contains("watermark"), "{e}");
+        let e = SystemConfig::load("nvm-swap", &["swap_profile=\"nvme-nand\"".into()])
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("swap_profile"), "{e}");
+        let e = SystemConfig::load("optane", &["bogus=1".into()])
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("bogus"), "{e}");
+        let e = SystemConfig::load("nope", &[]).unwrap_err().to_string();
+        assert!(e.contains("baseline-zram"), "{e}");
+    }
+
+    #[test]
+    fn watermarks_follow_the_kernel_formula() {
+        let c = SystemConfig::load("optane", &[]).unwrap();
+        let w = c.watermarks();
+        // 4 GiB: min_free_kbytes = sqrt(16 * 4194304) = 8192 KiB = 2048 pages; gap = max(512, 1048).
+        assert_eq!(w.min, 2048);
+        assert_eq!((w.low, w.high), (2048 + 1048, 2048 + 2 * 1048));
+    }
+}

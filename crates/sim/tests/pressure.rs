@@ -1,0 +1,80 @@
+//! End-to-end runs of the simulated pressure test on scaled-down configurations.
+
+use nvmswap_core::config::SystemConfig;
+use nvmswap_core::progress::NoProgress;
+use nvmswap_sim::{run_pressure, RunOptions};
+
+fn run(name: &str, overrides: &[&str], seed: u64, scale: f64) -> nvmswap_core::results::RunOutput {
+    let o: Vec<String> = overrides.iter().map(|s| s.to_string()).collect();
+    let cfg = SystemConfig::load(name, &o).unwrap();
+    run_pressure(&cfg, &RunOptions { seed, scale }, &NoProgress).unwrap()
+}
+
+fn without_wall(mut out: nvmswap_core::results::RunOutput) -> String {
+    out.result.wall_s = 0.0;
+    serde_json::to_string(&out).unwrap()
+}
+
+#[test]
+fn same_seed_same_bytes_other_seed_differs() {
+    for name in ["nvm-swap", "optane-zswap", "baseline-zram"] {
+        let a = without_wall(run(name, &[], 7, 0.05));
+        let b = without_wall(run(name, &[], 7, 0.05));
+        assert_eq!(a, b, "{name} is not deterministic");
+        let c = without_wall(run(name, &[], 8, 0.05));
+        assert_ne!(a, c, "{name} ignores its seed");
+    }
+}
+
+#[test]
+fn every_bundled_configuration_completes_all_three_phases() {
+    for name in nvmswap_sim::bundled_configs() {
+        let out = run(name, &[], 1, 0.05);
+        let r = &out.result;
+        assert!(r.tabs_opened > 5, "{name}: {} tabs", r.tabs_opened);
+        assert!(
+            r.discards >= 1,
+            "{name}: the test ends phase 1 with a discard"
+        );
+        for phase in ["pressure", "cold-switch", "heavy-load"] {
+            assert!(
+                out.series.switches.iter().any(|s| s.phase == phase),
+                "{name}: no {phase} switch"
+            );
+        }
+        assert!(r.swap_out_bytes > 0, "{name} never swapped");
+        assert!(r.energy_j > 0.0);
+    }
+}
+
+#[test]
+fn lazy_swap_in_saves_copies() {
+    let lazy = run("nvm-swap", &[], 1, 0.05).result;
+    let eager = run("nvm-swap-eager", &[], 1, 0.05).result;
+    let copies = |r: &nvmswap_core::results::RunResult| r.extra["nvm_copies"].as_u64().unwrap();
+    assert!(lazy.extra["lazy_maps"].as_u64().unwrap() > 0);
+    assert_eq!(eager.extra["lazy_maps"].as_u64().unwrap(), 0);
+    assert!(
+        copies(&lazy) < copies(&eager),
+        "lazy {} vs eager {}",
+        copies(&lazy),
+        copies(&eager)
+    );
+}
+
+#[test]
+fn zswap_reports_a_hit_rate_and_zram_none() {
+    let z = run("optane-zswap", &[], 1, 0.05).result;
+    let h = z.zswap_hit_rate.expect("zswap config has a hit rate");
+    assert!((0.0..=1.0).contains(&h));
+    assert!(run("optane", &[], 1, 0.05).result.zswap_hit_rate.is_none());
+}
+
+#[test]
+fn a_bigger_swap_device_opens_more_tabs() {
+    let small = run("optane", &["swap_bytes=4294967296"], 1, 0.05)
+        .result
+        .tabs_opened;
+    let large = run("optane", &[], 1, 0.05).result.tabs_opened;
+    assert!(large > small, "16 GiB swap: {large} tabs, 4 GiB: {small}");
+}
