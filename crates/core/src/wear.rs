@@ -135,6 +135,12 @@ pub enum WearExperimentError {
     Fill(f64),
     #[error("the swap area filled up after {0} writes: the allocator refused a slot")]
     Full(u64),
+    #[error("zombie fraction {fraction} of {slots} slots makes {zombies} zombies: no slot is left for the writer")]
+    NoRoomForWriter {
+        fraction: f64,
+        slots: u32,
+        zombies: u32,
+    },
 }
 
 impl WearExperiment {
@@ -152,6 +158,14 @@ impl WearExperiment {
         }
         let slots = alloc.capacity();
         let zombies = (self.zombie_fraction * slots as f64).round() as u32;
+        // Rounding can turn a fraction below 1 into every slot of a tiny area.
+        if zombies >= slots && self.page_writes > zombies as u64 {
+            return Err(WearExperimentError::NoRoomForWriter {
+                fraction: self.zombie_fraction,
+                slots,
+                zombies,
+            });
+        }
         let live_target = (((slots - zombies) as f64 * self.fill).round() as u32).max(1);
         let mut rng = ChaCha8Rng::seed_from_u64(self.seed);
         let mut table = WearTable::new(alloc.physical_slots());
@@ -209,6 +223,22 @@ mod tests {
         assert_eq!((s.min, s.max), (0, 2));
         assert!((s.mean - 0.75).abs() < 1e-12);
         assert!((t.max_over_mean() - 2.0 / 0.75).abs() < 1e-12);
+    }
+
+    #[test]
+    fn zombies_rounding_up_to_the_whole_area_are_refused_up_front() {
+        let mut alloc = by_name("heap-wear", 1, &AllocParams::default()).unwrap();
+        let exp = WearExperiment {
+            page_writes: 4,
+            zombie_fraction: 0.5,
+            fill: 0.5,
+            seed: 1,
+        };
+        let err = exp.run(alloc.as_mut(), &NoProgress).unwrap_err();
+        assert!(matches!(
+            err,
+            WearExperimentError::NoRoomForWriter { zombies: 1, .. }
+        ));
     }
 
     #[test]
