@@ -75,7 +75,10 @@ fn bad_input_fails_clearly_and_writes_nothing() {
         ),
         (&["pressure", "--set", "nonsense"], "expected key=value"),
         (&["pressure", "--scale", "0"], "--scale"),
-        (&["pressure", "--substrate", "live"], "not built yet"),
+        (
+            &["pressure", "--substrate", "linux", "--set", "x=1"],
+            "--set applies",
+        ),
         (
             &["pressure", "--substrate", "mars"],
             "unknown substrate 'mars'",

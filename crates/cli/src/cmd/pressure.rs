@@ -12,12 +12,13 @@ use crate::report;
 
 #[derive(clap::Args, Debug, Clone)]
 pub struct Args {
-    /// Substrates to run on, comma-separated. Only `sim` is built so far; `live` and `linux` are
-    /// refused with a message.
+    /// Substrates to run on, comma-separated: `sim` (the model), `live` (the userfaultfd pager,
+    /// real memory: use a small --scale) and `linux` (the kernel's own swap in a cgroup; root).
     #[arg(long, default_value = "sim", value_delimiter = ',')]
     substrate: Vec<String>,
-    /// Configurations, comma-separated: bundled names (see --help of `--list`) or TOML files.
-    /// Default: every bundled configuration.
+    /// Configurations, comma-separated: bundled names (`--list`) or TOML files. Default: every
+    /// bundled configuration of each substrate (sim and live share theirs; linux has its own,
+    /// linux-zram, linux-swapfile, linux-zswap).
     #[arg(long, value_delimiter = ',')]
     config: Vec<String>,
     /// Override a configuration field, e.g. `--set page_cluster=0` or
@@ -68,40 +69,99 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     if !(args.scale > 0.0 && args.scale <= 1.0) {
         bail!("--scale must be within (0, 1], got {}", args.scale);
     }
-    for s in &args.substrate {
-        match s.parse::<Substrate>().map_err(anyhow::Error::msg)? {
-            Substrate::Sim => {}
-            Substrate::Live => {
-                bail!("--substrate live: the live pager is not built yet (issue #4)")
+    let substrates = args
+        .substrate
+        .iter()
+        .map(|s| s.parse::<Substrate>().map_err(anyhow::Error::msg))
+        .collect::<anyhow::Result<Vec<_>>>()?;
+    if substrates.contains(&Substrate::Linux) && !args.set.is_empty() {
+        bail!("--set applies to sim and live configurations; linux configurations are TOML files");
+    }
+    // Load and validate every configuration before running any, so a typo fails at once.
+    let mut plan: Vec<(Substrate, String, Option<SystemConfig>)> = Vec::new();
+    for &substrate in &substrates {
+        let linux_names = nvmswap_linux::bundled_configs();
+        let names: Vec<String> = match (&args.config.is_empty(), substrate) {
+            // Each named configuration goes to the substrates that know it: linux's bundled names
+            // to linux, the others (and TOML files) to sim and live.
+            (false, Substrate::Linux) => {
+                let sim_names = nvmswap_sim::bundled_configs();
+                let mine: Vec<String> = args
+                    .config
+                    .iter()
+                    .filter(|n| !sim_names.contains(&n.as_str()))
+                    .cloned()
+                    .collect();
+                if mine.is_empty() {
+                    bail!(
+                        "--substrate linux: none of --config names a linux configuration ({})",
+                        linux_names.join(", ")
+                    );
+                }
+                mine
             }
-            Substrate::Linux => {
-                bail!("--substrate linux: the kernel substrate is not built yet (issue #5)")
+            (false, _) => {
+                let mine: Vec<String> = args
+                    .config
+                    .iter()
+                    .filter(|n| !linux_names.contains(&n.as_str()))
+                    .cloned()
+                    .collect();
+                if mine.is_empty() {
+                    bail!("--substrate {substrate}: --config names only linux configurations");
+                }
+                mine
             }
+            (true, Substrate::Linux) => nvmswap_linux::bundled_configs()
+                .into_iter()
+                .map(String::from)
+                .collect(),
+            (true, _) => nvmswap_sim::bundled_configs()
+                .into_iter()
+                .map(String::from)
+                .collect(),
+        };
+        for name in names {
+            let cfg = match substrate {
+                Substrate::Linux => None,
+                _ => Some(
+                    SystemConfig::load(&name, &args.set)
+                        .with_context(|| format!("--config {name}"))?,
+                ),
+            };
+            plan.push((substrate, name, cfg));
         }
     }
-    let names: Vec<String> = if args.config.is_empty() {
-        nvmswap_sim::bundled_configs()
-            .into_iter()
-            .map(String::from)
-            .collect()
-    } else {
-        args.config.clone()
-    };
-    // Load and validate every configuration before running any, so a typo fails at once.
-    let configs = names
-        .iter()
-        .map(|n| SystemConfig::load(n, &args.set).with_context(|| format!("--config {n}")))
-        .collect::<anyhow::Result<Vec<_>>>()?;
 
-    let opts = nvmswap_sim::RunOptions {
-        seed: args.seed,
-        scale: args.scale,
-    };
     let mut outputs: Vec<RunOutput> = Vec::new();
-    for cfg in &configs {
-        let bar = Bar::new(&cfg.name);
-        let out = nvmswap_sim::run_pressure(cfg, &opts, &bar)
-            .with_context(|| format!("sim run of '{}'", cfg.name))?;
+    for (substrate, name, cfg) in &plan {
+        let bar = Bar::new(&format!("{substrate}:{name}"));
+        let out = match (substrate, cfg) {
+            (Substrate::Sim, Some(cfg)) => {
+                let opts = nvmswap_sim::RunOptions {
+                    seed: args.seed,
+                    scale: args.scale,
+                };
+                nvmswap_sim::run_pressure(cfg, &opts, &bar).map_err(anyhow::Error::from)
+            }
+            (Substrate::Live, Some(cfg)) => {
+                let opts = nvmswap_live::PressureOptions {
+                    seed: args.seed,
+                    scale: args.scale,
+                    params: Default::default(),
+                };
+                nvmswap_live::run_pressure(cfg, &opts, &bar).map_err(anyhow::Error::from)
+            }
+            _ => {
+                let opts = nvmswap_linux::PressureOptions {
+                    seed: args.seed,
+                    scale: args.scale,
+                    ..Default::default()
+                };
+                nvmswap_linux::run_pressure(name, &opts, &bar).map_err(anyhow::Error::from)
+            }
+        }
+        .with_context(|| format!("{substrate} run of '{name}'"))?;
         bar.finish();
         outputs.push(out);
     }
