@@ -29,6 +29,8 @@ enum Command {
     Pressure(cmd::pressure::Args),
     /// Seed 001's wear-levelling experiment: writers and readers on an NVM swap area.
     Wear(cmd::wear::Args),
+    /// Swap-like I/O through every I/O scheduler x completion mode: Q2D, D2C, Q2C, CPU time.
+    Iosched(cmd::iosched::Args),
 }
 
 fn main() -> std::process::ExitCode {
@@ -37,6 +39,7 @@ fn main() -> std::process::ExitCode {
         None => cmd::pressure::run(cmd::pressure::Args::default_main_job()),
         Some(Command::Pressure(args)) => cmd::pressure::run(args),
         Some(Command::Wear(args)) => cmd::wear::run(args),
+        Some(Command::Iosched(args)) => cmd::iosched::run(args),
     };
     match result {
         Ok(()) => std::process::ExitCode::SUCCESS,
