@@ -40,6 +40,8 @@ enum Command {
     Microbench(cmd::microbench::Args),
     /// Run each linux configuration on the kernel and in sim (calibrated disk) and compare.
     Validate(cmd::validate::Args),
+    /// Swap-like I/O through every I/O scheduler x completion mode: Q2D, D2C, Q2C, CPU time.
+    Iosched(cmd::iosched::Args),
 }
 
 fn main() -> std::process::ExitCode {
@@ -52,6 +54,7 @@ fn main() -> std::process::ExitCode {
         Some(Command::Linux(args)) => cmd::linux::run(args),
         Some(Command::Microbench(args)) => cmd::microbench::run(args),
         Some(Command::Validate(args)) => cmd::validate::run(args),
+        Some(Command::Iosched(args)) => cmd::iosched::run(args),
     };
     match result {
         Ok(()) => std::process::ExitCode::SUCCESS,

@@ -5,6 +5,7 @@
 //! written once and behaves the same in the simulator and on real memory.
 
 pub mod alloc;
+pub mod block;
 pub mod config;
 pub mod device;
 pub mod discard;

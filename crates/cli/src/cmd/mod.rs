@@ -1,6 +1,7 @@
 //! One module per subcommand: its flags (`Args`) and its `run`.
 
 pub mod devices;
+pub mod iosched;
 pub mod linux;
 pub mod microbench;
 pub mod pressure;

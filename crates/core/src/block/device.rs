@@ -1,0 +1,191 @@
+//! Block device service model: `channels` requests are serviced in parallel (NVMe/flash
+//! parallelism), at most `queue_depth` are accepted by the device at once, and each request's
+//! service time is drawn from the profile's 4 KiB read/write [`LatencyDist`] (log-normal through
+//! its mean and p99). Deterministic given the seeded ChaCha8Rng.
+//!
+//! Assumption (ours): a request larger than 4 KiB (a merged read-ahead cluster) costs one 4 KiB
+//! sample plus `EXTRA_PAGE_FRACTION` of the mean per further page: the first access pays the
+//! device latency, the rest streams. No published figure for our devices; labelled assumption.
+
+use super::{BlockError, Op, Request};
+use crate::device::{DeviceProfile, LatencyDist};
+use crate::{Nanos, PAGE_SIZE};
+use rand::Rng;
+use rand_chacha::ChaCha8Rng;
+use std::collections::BTreeMap;
+
+/// Share of the mean 4 KiB latency each further 4 KiB page of a larger request adds (assumption).
+pub const EXTRA_PAGE_FRACTION: f64 = 0.1;
+/// Parallelism / queue depth when the profile leaves them unknown (assumption: one channel,
+/// NVMe-typical depth 32).
+pub const DEFAULT_CHANNELS: u32 = 1;
+pub const DEFAULT_QUEUE_DEPTH: u32 = 32;
+
+/// z-score of the 99th percentile of a standard normal.
+const Z99: f64 = 2.326_347_874;
+
+/// Sample a log-normal with the given mean and p99. If p99 <= mean the distribution degenerates to
+/// the mean. (Private until the devices branch's `LatencyDist::sample` lands.)
+fn sample_latency(dist: &LatencyDist, rng: &mut ChaCha8Rng) -> Nanos {
+    let ratio = (dist.p99_ns / dist.mean_ns).ln();
+    // Solve sigma^2/2 - Z99*sigma + ln(p99/mean) = 0 for the smaller root.
+    let disc = Z99 * Z99 - 2.0 * ratio;
+    if ratio.is_nan() || ratio <= 0.0 || disc < 0.0 {
+        return dist.mean_ns.max(1.0) as Nanos;
+    }
+    let sigma = Z99 - disc.sqrt();
+    let mu = dist.mean_ns.ln() - sigma * sigma / 2.0;
+    // Box-Muller from two uniforms.
+    let u1: f64 = rng.random::<f64>().max(f64::MIN_POSITIVE);
+    let u2: f64 = rng.random::<f64>();
+    let z = (-2.0 * u1.ln()).sqrt() * (2.0 * std::f64::consts::PI * u2).cos();
+    (mu + sigma * z).exp().max(1.0) as Nanos
+}
+
+#[derive(Debug)]
+pub struct Device {
+    read: LatencyDist,
+    write: LatencyDist,
+    pub channels: u32,
+    pub queue_depth: u32,
+    /// When each channel becomes free.
+    channel_free_at: Vec<Nanos>,
+    /// In-device requests keyed by (completion time, id).
+    in_device: BTreeMap<(Nanos, u64), Request>,
+    rng: ChaCha8Rng,
+}
+
+impl Device {
+    pub fn new(profile: &DeviceProfile, rng: ChaCha8Rng) -> Result<Self, BlockError> {
+        let channels = profile.parallelism.unwrap_or(DEFAULT_CHANNELS);
+        let queue_depth = profile.queue_depth.unwrap_or(DEFAULT_QUEUE_DEPTH);
+        for (field, value) in [("parallelism", channels), ("queue_depth", queue_depth)] {
+            if value == 0 {
+                return Err(BlockError::BadDeviceField {
+                    device: profile.name.clone(),
+                    field,
+                    value,
+                });
+            }
+        }
+        Ok(Self {
+            read: profile.read_4k,
+            write: profile.write_4k,
+            channels,
+            queue_depth,
+            channel_free_at: vec![0; channels as usize],
+            in_device: BTreeMap::new(),
+            rng,
+        })
+    }
+
+    pub fn can_accept(&self) -> bool {
+        (self.in_device.len() as u32) < self.queue_depth
+    }
+
+    pub fn in_flight(&self) -> usize {
+        self.in_device.len()
+    }
+
+    /// Hand a request to the device at `now`; returns its completion time.
+    pub fn submit(&mut self, req: Request, now: Nanos) -> Nanos {
+        assert!(
+            self.can_accept(),
+            "driver dispatched beyond the queue depth"
+        );
+        let dist = match req.op {
+            Op::Read => self.read,
+            Op::Write => self.write,
+        };
+        let extra_pages = req.bytes.div_ceil(PAGE_SIZE).saturating_sub(1);
+        let service = sample_latency(&dist, &mut self.rng)
+            + (extra_pages as f64 * EXTRA_PAGE_FRACTION * dist.mean_ns) as Nanos;
+        let (ch, free_at) = self
+            .channel_free_at
+            .iter()
+            .copied()
+            .enumerate()
+            .min_by_key(|&(i, t)| (t, i))
+            .expect("at least one channel");
+        let done = now.max(free_at) + service;
+        self.channel_free_at[ch] = done;
+        self.in_device.insert((done, req.id), req);
+        done
+    }
+
+    pub fn next_completion(&self) -> Option<Nanos> {
+        self.in_device.keys().next().map(|k| k.0)
+    }
+
+    /// Remove and return the earliest request completing at or before `now`.
+    pub fn pop_completed(&mut self, now: Nanos) -> Option<(Nanos, Request)> {
+        let (&(t, id), _) = self.in_device.iter().next()?;
+        if t > now {
+            return None;
+        }
+        let r = self.in_device.remove(&(t, id)).expect("key just seen");
+        Some((t, r))
+    }
+}
+
+#[cfg(test)]
+pub(crate) fn test_profile(mean_ns: f64, p99_ns: f64, channels: u32, qd: u32) -> DeviceProfile {
+    DeviceProfile {
+        name: "test".into(),
+        description: String::new(),
+        kind: crate::device::DeviceKind::Block,
+        read_4k: LatencyDist { mean_ns, p99_ns },
+        write_4k: LatencyDist { mean_ns, p99_ns },
+        read_energy_nj: None,
+        write_energy_nj: None,
+        standby_mw_per_gb: None,
+        refresh_mw_per_gb: None,
+        price_usd_per_gb: None,
+        endurance_cycles: None,
+        queue_depth: Some(qd),
+        parallelism: Some(channels),
+        sources: Default::default(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::block::req;
+    use rand::SeedableRng;
+
+    #[test]
+    fn sampler_matches_mean_and_p99() {
+        let d = LatencyDist {
+            mean_ns: 10_000.0,
+            p99_ns: 30_000.0,
+        };
+        let mut rng = ChaCha8Rng::seed_from_u64(7);
+        let mut v: Vec<Nanos> = (0..20_000).map(|_| sample_latency(&d, &mut rng)).collect();
+        v.sort_unstable();
+        let mean = v.iter().sum::<u64>() as f64 / v.len() as f64;
+        let p99 = v[v.len() * 99 / 100] as f64;
+        assert!((mean / 10_000.0 - 1.0).abs() < 0.03, "mean {mean}");
+        assert!((p99 / 30_000.0 - 1.0).abs() < 0.08, "p99 {p99}");
+    }
+
+    #[test]
+    fn channels_serve_in_parallel_and_depth_limits() {
+        // Constant latency (p99 == mean) of 10 us, 2 channels, depth 3.
+        let p = test_profile(10_000.0, 10_000.0, 2, 3);
+        let mut d = Device::new(&p, ChaCha8Rng::seed_from_u64(1)).unwrap();
+        assert_eq!(d.submit(req(1, Op::Read, 0), 0), 10_000);
+        assert_eq!(d.submit(req(2, Op::Read, 100), 0), 10_000);
+        assert_eq!(d.submit(req(3, Op::Read, 200), 0), 20_000);
+        assert!(!d.can_accept());
+        assert_eq!(d.pop_completed(10_000).unwrap().1.id, 1);
+        assert!(d.can_accept());
+    }
+
+    #[test]
+    fn zero_parallelism_is_an_error_naming_the_field() {
+        let p = test_profile(1.0, 1.0, 0, 3);
+        let e = Device::new(&p, ChaCha8Rng::seed_from_u64(1)).unwrap_err();
+        assert!(e.to_string().contains("parallelism"));
+    }
+}
