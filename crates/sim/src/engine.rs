@@ -23,9 +23,8 @@ use nvmswap_core::metrics::LatencyRecorder;
 use nvmswap_core::progress::Progress;
 use nvmswap_core::results::{RunOutput, RunResult, RunSeries, SwitchSample, TimelineSample};
 use nvmswap_core::wear::WearTable;
-use nvmswap_core::workload::tabs::{
-    default_sites, Action, Phase, PressureParams, PressureTest, SiteType,
-};
+use nvmswap_core::workload::tabs::{Action, PressureParams, PressureTest, SiteType};
+use nvmswap_core::workload::Workload;
 use nvmswap_core::{NS_PER_MS, NS_PER_S, PAGE_SIZE};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -154,14 +153,17 @@ pub struct Sim<'a> {
 }
 
 impl<'a> Sim<'a> {
+    /// A device in state `cfg` (scaled by `opts.scale`) that will run tabs or apps of `sites`
+    /// (their footprints are scaled too).
     pub fn new(
         cfg: &SystemConfig,
+        sites: Vec<SiteType>,
         opts: &RunOptions,
         progress: &'a dyn Progress,
     ) -> Result<Self, SimError> {
         let cfg = cfg.scaled(opts.scale);
         cfg.validate()?;
-        let sites: Vec<SiteType> = default_sites()
+        let sites: Vec<SiteType> = sites
             .into_iter()
             .map(|mut s| {
                 s.footprint_bytes = ((s.footprint_bytes as f64 * opts.scale) as u64).max(PAGE_SIZE);
@@ -713,7 +715,7 @@ impl<'a> Sim<'a> {
         Ok(())
     }
 
-    fn switch(&mut self, tab: u32, phase: Phase) -> Result<(), SimError> {
+    fn switch(&mut self, tab: u32, phase: &str) -> Result<(), SimError> {
         let (base, ws, wr, site) = {
             let t = &self.tabs[tab as usize];
             (t.base, t.ws_pages, t.write_pages, t.site)
@@ -732,7 +734,7 @@ impl<'a> Sim<'a> {
         self.series.switches.push(SwitchSample {
             tabs_open: self.alive_tabs(),
             latency_ms: latency as f64 / NS_PER_MS as f64,
-            phase: phase_name(phase).to_string(),
+            phase: phase.to_string(),
         });
         Ok(())
     }
@@ -838,43 +840,41 @@ impl<'a> Sim<'a> {
     }
 }
 
-fn phase_name(p: Phase) -> &'static str {
-    match p {
-        Phase::Pressure => "pressure",
-        Phase::ColdSwitch => "cold-switch",
-        Phase::HeavyLoad => "heavy-load",
-        Phase::Done => "done",
-    }
-}
-
 impl Sim<'_> {
     /// Runs the pressure test to the end and summarises it.
-    pub fn run_pressure(mut self, started: std::time::Instant) -> Result<RunOutput, SimError> {
+    pub fn run_pressure(self, started: std::time::Instant) -> Result<RunOutput, SimError> {
         let mut test = PressureTest::new(PressureParams::default(), self.sites.len());
+        self.run_workload(&mut test, started)
+    }
+
+    /// Runs `workload` to its end and summarises it.
+    pub fn run_workload(
+        mut self,
+        workload: &mut dyn Workload,
+        started: std::time::Instant,
+    ) -> Result<RunOutput, SimError> {
         self.progress.stage(&self.cfg.name, 0);
         loop {
             let discarded = self.c.discards > 0;
             let action = {
                 let tabs = &self.tabs;
-                test.next_action(discarded, &|t| {
+                workload.next_action(discarded, &|t| {
                     tabs.get(t as usize).is_some_and(|t| t.alive)
                 })
             };
             match action {
                 Action::Open { tab, site } => {
                     self.open(tab, site)?;
-                    self.progress
-                        .message(&format!("{} tabs", test.tabs_opened()));
+                    self.progress.message(&format!("{} tabs", self.tabs.len()));
                 }
-                Action::Switch { tab } => self.switch(tab, test.phase())?,
+                Action::Switch { tab } => self.switch(tab, workload.phase_name())?,
                 Action::Sleep { ns } => self.advance(ns),
                 Action::Done => break,
             }
             while self.should_discard() && self.discard_lru() {}
         }
         self.sample(self.now);
-        let tabs_opened = test.tabs_at_first_discard().unwrap_or(test.tabs_opened()) as u64;
-        Ok(self.finish(tabs_opened, started))
+        Ok(self.finish(workload.tabs_opened(), started))
     }
 
     fn finish(mut self, tabs_opened: u64, started: std::time::Instant) -> RunOutput {

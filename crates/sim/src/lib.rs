@@ -11,6 +11,7 @@ mod engine;
 use nvmswap_core::config::{ConfigError, SystemConfig};
 use nvmswap_core::progress::Progress;
 use nvmswap_core::results::RunOutput;
+use nvmswap_core::workload::tabs::default_sites;
 
 /// How to run: the seed of every random draw, and a factor shrinking every size.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -55,5 +56,5 @@ pub fn run_pressure(
         return Err(SimError::Scale(opts.scale));
     }
     let started = std::time::Instant::now();
-    engine::Sim::new(cfg, opts, progress)?.run_pressure(started)
+    engine::Sim::new(cfg, default_sites(), opts, progress)?.run_pressure(started)
 }

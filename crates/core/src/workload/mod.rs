@@ -4,3 +4,19 @@
 pub mod content;
 pub mod microbench;
 pub mod tabs;
+
+use tabs::{Action, TabId};
+
+/// A workload as a substrate sees it: a deterministic source of actions (open, switch, sleep)
+/// over tabs or apps; `Action::Open { site }` indexes a list of `SiteType`s given alongside. The pressure test and app relaunch both are one;
+/// a substrate runs any of them with the same loop.
+pub trait Workload {
+    /// The next action. `alive(tab)` says whether the substrate still holds the tab (a discarded
+    /// tab is skipped or relaunched); `discarded` is true once the substrate discarded any tab.
+    fn next_action(&mut self, discarded: bool, alive: &dyn Fn(TabId) -> bool) -> Action;
+    /// Name of the current phase, recorded with every switch (`SwitchSample::phase`).
+    fn phase_name(&self) -> &'static str;
+    /// The headline count the result reports as `tabs_opened` (tabs before the first discard
+    /// for the pressure test).
+    fn tabs_opened(&self) -> u64;
+}

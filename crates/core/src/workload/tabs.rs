@@ -246,6 +246,23 @@ impl PressureTest {
     }
 }
 
+impl super::Workload for PressureTest {
+    fn next_action(&mut self, discarded: bool, alive: &dyn Fn(TabId) -> bool) -> Action {
+        PressureTest::next_action(self, discarded, alive)
+    }
+    fn phase_name(&self) -> &'static str {
+        match self.phase {
+            Phase::Pressure => "pressure",
+            Phase::ColdSwitch => "cold-switch",
+            Phase::HeavyLoad => "heavy-load",
+            Phase::Done => "done",
+        }
+    }
+    fn tabs_opened(&self) -> u64 {
+        self.first_discard_at.unwrap_or(self.opened) as u64
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
