@@ -64,9 +64,38 @@ pub struct SystemConfig {
     pub lazy_swap_in: bool,
     #[serde(default = "default_lazy_t")]
     pub lazy_interval_s: f64,
+    /// Block swap device: the I/O scheduler (`none`, `kyber`, `mq-deadline`, `bfq`; seed 000 §5:
+    /// "the Linux kernel uses the BFQ I/O scheduler by default" on its ChromeOS set-up) and how a
+    /// task waiting for a swap-in learns it completed (`interrupt`, `poll`, `hybrid-0`,
+    /// `hybrid-2`, `hybrid-4`; seed 000 §6: interrupt is the default).
+    #[serde(default = "default_io_scheduler")]
+    pub io_scheduler: String,
+    #[serde(default = "default_completion")]
+    pub completion: String,
     pub discard: DiscardRule,
+    /// CPUs of the device. The foreground (the test) and kswapd run on their own CPUs when there
+    /// are two or more; with one, kswapd only runs while the foreground sleeps or waits for I/O.
     #[serde(default = "default_cpus")]
     pub cpus: u32,
+    /// Overrides of the simulator's software costs (crates/sim/src/costs.rs gives the defaults and
+    /// their sources), e.g. this machine's calibrated figures from `nvmswap linux calibrate`.
+    #[serde(default)]
+    pub costs: CostOverrides,
+}
+
+/// Software costs a configuration may set instead of the simulator's sourced defaults; every
+/// field is optional. Times in nanoseconds.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CostOverrides {
+    /// A demand-zero (minor) page fault.
+    pub minor_fault_ns: Option<f64>,
+    /// Compressing one page with the configured compressor: mean and 99th percentile.
+    pub compress_mean_ns: Option<f64>,
+    pub compress_p99_ns: Option<f64>,
+    /// Decompressing one page: mean and 99th percentile.
+    pub decompress_mean_ns: Option<f64>,
+    pub decompress_p99_ns: Option<f64>,
 }
 
 fn default_accept_threshold() -> u32 {
@@ -86,6 +115,12 @@ fn default_threshold() -> u32 {
 }
 fn default_lazy_t() -> f64 {
     10.0
+}
+fn default_io_scheduler() -> String {
+    "bfq".into()
+}
+fn default_completion() -> String {
+    "interrupt".into()
 }
 fn default_cpus() -> u32 {
     2
@@ -298,6 +333,27 @@ impl SystemConfig {
         if self.cpus == 0 {
             return Err(bad("cpus", "at least one".into()));
         }
+        crate::block::by_name(&self.io_scheduler)
+            .map_err(|e| bad("io_scheduler", e.to_string()))?;
+        crate::block::completion::CompletionMode::by_name(&self.completion)
+            .map_err(|e| bad("completion", e.to_string()))?;
+        let c = &self.costs;
+        for (field, value) in [
+            ("costs.minor_fault_ns", c.minor_fault_ns),
+            ("costs.compress_mean_ns", c.compress_mean_ns),
+            ("costs.compress_p99_ns", c.compress_p99_ns),
+            ("costs.decompress_mean_ns", c.decompress_mean_ns),
+            ("costs.decompress_p99_ns", c.decompress_p99_ns),
+        ] {
+            if let Some(v) = value {
+                if !(v.is_finite() && v > 0.0) {
+                    return Err(bad(
+                        field,
+                        format!("must be a positive time in ns, got {v}"),
+                    ));
+                }
+            }
+        }
         Ok(())
     }
 
@@ -377,6 +433,20 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(e.contains("bogus"), "{e}");
+        let e = SystemConfig::load("optane", &["io_scheduler=cfq".into()])
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("io_scheduler") && e.contains("cfq"), "{e}");
+        let e = SystemConfig::load("optane", &["completion=irq".into()])
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("completion"), "{e}");
+        let e = SystemConfig::load("optane", &["costs.minor_fault_ns=-3".into()])
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("costs.minor_fault_ns"), "{e}");
+        let c = SystemConfig::load("optane", &["costs.minor_fault_ns=3000".into()]).unwrap();
+        assert_eq!(c.costs.minor_fault_ns, Some(3000.0));
         let e = SystemConfig::load("nope", &[]).unwrap_err().to_string();
         assert!(e.contains("baseline-zram"), "{e}");
     }

@@ -9,12 +9,14 @@ pub mod block;
 pub mod config;
 pub mod device;
 pub mod discard;
+pub mod lru;
 pub mod metrics;
 pub mod persist;
 pub mod progress;
 pub mod results;
 pub mod wear;
 pub mod workload;
+pub mod zswap;
 
 /// The page size every mechanism works in. Seed 000, 001 and 002 all measure 4 KiB pages.
 pub const PAGE_SIZE: u64 = 4096;
@@ -29,3 +31,7 @@ pub const NS_PER_S: u64 = 1_000_000_000;
 pub const KIB: u64 = 1 << 10;
 pub const MIB: u64 = 1 << 20;
 pub const GIB: u64 = 1 << 30;
+
+/// Pages reclaim handles per batch and pages the active list is aged by at a time
+/// (`SWAP_CLUSTER_MAX` in include/linux/swap.h).
+pub const SWAP_CLUSTER_MAX: u64 = 32;

@@ -54,13 +54,6 @@ pub const LZ4_DECOMPRESS: LatencyDist = LatencyDist {
 /// A same-filled page is detected by scanning it; no compression (our assumption: 1 us).
 pub const SAME_FILLED_NS: u64 = 1_000;
 
-/// Pages one reclaim pass frees (SWAP_CLUSTER_MAX in mm/vmscan.c).
-pub const RECLAIM_BATCH: u64 = 32;
-
-/// Block read-ahead: each extra page of a merged read-ahead request adds this share of a 4 KiB
-/// read's device time (our assumption: transfer, not access, dominates the extra pages).
-pub const READAHEAD_EXTRA_PAGE_SHARE: f64 = 0.1;
-
 /// How often the timeline is sampled, in virtual time.
 pub const TIMELINE_INTERVAL_NS: u64 = 5_000_000_000;
 

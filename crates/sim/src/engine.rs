@@ -1,31 +1,45 @@
 //! The simulated device: DRAM frames, tab pages, reclaim, the swap back-end and its device, and
-//! the pressure test driving them, all in virtual time.
+//! the workload driving them, all in virtual time.
 //!
-//! Model, in one paragraph. The test runs in the foreground on one CPU; every page it touches that
-//! is not resident costs a fault whose latency is the software path (costs.rs) plus the back-end's
-//! work (decompression, a device read behind whatever the device is still writing, or a copy from
-//! NVM). Page frames are allocated on first touch and on swap-in; when free frames fall below the
-//! low watermark, kswapd reclaims on the other CPU until the high watermark, and its work takes
-//! time on its own timeline; an allocation that finds free frames below min (kswapd has fallen
-//! behind) reclaims in the foreground (direct reclaim) and pays for it. Reclaim picks victims with
-//! a CLOCK (second-chance) scan, a single-list stand-in for the kernel's active/inactive lists.
-//! Block devices serve requests on `parallelism` channels in arrival order; swap-out writes occupy
-//! channels, so reads queue behind them. Chrome's discard rule is checked after every action and
-//! every 256 page allocations.
+//! Model. Two contexts run: the foreground (the test's tabs, one at a time) and kswapd. Each has
+//! its own clock; the foreground's clock is `now`, and whenever it moves forward, kswapd first
+//! runs up to the new time, one reclaimed page at a time, so every decision sees the other
+//! context's work in time order. With two or more CPUs they run in parallel; with one, kswapd
+//! only runs while the foreground sleeps or waits for I/O. The block layer
+//! (`nvmswap_core::block`: software queues, the configured I/O scheduler, the device's channels
+//! and queue depth, the completion mode) keeps its own event queue, advanced in the same order.
+//!
+//! A page the foreground touches that is not resident costs a fault: the kernel's software path
+//! (costs.rs) plus the back-end's work (decompression, a block read through the scheduler, or a
+//! copy from NVM). Frames come from first touches and swap-ins; below the low watermark kswapd
+//! is woken and reclaims to the high watermark; below min the allocating task reclaims a batch
+//! itself (direct reclaim). Reclaim picks victims from the active/inactive LRU
+//! (`nvmswap_core::lru`, with refault detection). Chrome's discard rule is checked after every
+//! action and every 256 page allocations.
+//!
+//! Simplifications, each a known gap: a swapped-out page's frame is free when its write is
+//! submitted (the kernel frees it after the write completes); read-ahead pages are usable at
+//! once (the kernel makes a toucher wait for the read); no file pages.
 
-use std::collections::VecDeque;
+use std::collections::BTreeMap;
 
 use nvmswap_core::alloc::{by_name, AllocParams, SlotAllocator};
+use nvmswap_core::block::completion::{Completer, CompletionCosts, CompletionMode};
+use nvmswap_core::block::device::Device;
+use nvmswap_core::block::layer::{BlockLayer, Completed};
+use nvmswap_core::block::{Op, Request};
 use nvmswap_core::config::{Backend, SystemConfig, Watermarks};
 use nvmswap_core::device::{DeviceProfile, LatencyDist};
 use nvmswap_core::discard::MemorySnapshot;
+use nvmswap_core::lru::AnonLru;
 use nvmswap_core::metrics::LatencyRecorder;
 use nvmswap_core::progress::Progress;
 use nvmswap_core::results::{RunOutput, RunResult, RunSeries, SwitchSample, TimelineSample};
 use nvmswap_core::wear::WearTable;
 use nvmswap_core::workload::tabs::{Action, PressureParams, PressureTest, SiteType};
 use nvmswap_core::workload::Workload;
-use nvmswap_core::{NS_PER_MS, NS_PER_S, PAGE_SIZE};
+use nvmswap_core::zswap::{StoreOutcome, ZswapPool};
+use nvmswap_core::{NS_PER_MS, NS_PER_S, PAGE_SIZE, SWAP_CLUSTER_MAX};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
@@ -37,7 +51,7 @@ enum Loc {
     /// Not touched yet (or the tab is gone).
     Absent,
     Resident,
-    /// In zram or the zswap pool; `aux` = compressed bytes.
+    /// In zram or the zswap pool; for zswap `aux` = its swap slot.
     Pool,
     /// In a swap slot on the device; `aux` = slot.
     Swapped,
@@ -54,40 +68,45 @@ struct Tab {
     alive: bool,
 }
 
-/// A block device: requests in arrival order on `channels` parallel channels, at most
-/// `max_in_flight` of them queued or in service; a submitter finding the queue full waits for the
-/// oldest to complete (the block layer's tag limit, and the congestion waits of seed 002).
-struct BlockDevice {
-    read: LatencyDist,
-    write: LatencyDist,
-    channel_free_at: Vec<u64>,
-    in_flight: std::collections::BinaryHeap<std::cmp::Reverse<u64>>,
-    max_in_flight: usize,
+/// Who submits block I/O: its CPU (software queue) and process (bfq's per-process queues).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Actor {
+    cpu: u32,
+    pid: u32,
 }
 
-impl BlockDevice {
-    /// Submits a request at `now` taking `service` ns of device time. Returns (when the submitter
-    /// could queue it, when it completes).
-    fn serve(&mut self, now: u64, service: u64) -> (u64, u64) {
-        let mut queued = now;
-        while let Some(&std::cmp::Reverse(done)) = self.in_flight.peek() {
-            if done <= queued {
-                self.in_flight.pop();
-            } else if self.in_flight.len() >= self.max_in_flight {
-                queued = done;
-                self.in_flight.pop();
-            } else {
-                break;
-            }
-        }
-        let ch = (0..self.channel_free_at.len())
-            .min_by_key(|&c| self.channel_free_at[c])
-            .expect("at least one channel");
-        let start = self.channel_free_at[ch].max(queued);
-        self.channel_free_at[ch] = start + service;
-        self.in_flight.push(std::cmp::Reverse(start + service));
-        (queued, start + service)
+/// kswapd: pid 1 in the model, on the last CPU (the foreground's when there is only one).
+const KSWAPD_PID: u32 = 1;
+
+/// Time a reclaim step took: CPU work, and time spent waiting for a free request tag.
+#[derive(Debug, Clone, Copy, Default)]
+struct Spent {
+    cpu: u64,
+    wait: u64,
+}
+
+impl Spent {
+    fn total(self) -> u64 {
+        self.cpu + self.wait
     }
+}
+
+/// The block layer and what the run learns from it (blktrace's Q2D, D2C, Q2C per direction).
+struct Io {
+    layer: BlockLayer,
+    /// The latest time handed to the layer; later submissions never go before it.
+    clock: u64,
+    next_id: u64,
+    /// Requests the queue holds before a submitter must wait (BLKDEV_DEFAULT_RQ or the depth).
+    max_requests: usize,
+    /// Requests that waited for a tag: id -> when they were issued. blktrace's Q is the bio's
+    /// arrival, before the tag wait, so Q2D and Q2C include that wait.
+    issued_at: BTreeMap<u64, u64>,
+    /// Completed synchronous requests not yet collected by their waiter.
+    finished_sync: BTreeMap<u64, Completed>,
+    /// Q2D, D2C, Q2C for reads [0] and writes [1].
+    trace: [[LatencyRecorder; 3]; 2],
+    poll_while_waiting: bool,
 }
 
 struct Counters {
@@ -98,12 +117,15 @@ struct Counters {
     swap_out_pages: u64,
     device_reads: u64,
     device_writes: u64,
+    readahead_pages: u64,
     zswap_hits: u64,
     zswap_misses: u64,
     zswap_writebacks: u64,
     zswap_rejects: u64,
     kswapd_pages: u64,
+    kswapd_wakeups: u64,
     direct_reclaim_pages: u64,
+    direct_reclaim_stalls: u64,
     /// Memory copies between DRAM and NVM (seed 001 §4.3's metric).
     nvm_copies: u64,
     lazy_maps: u64,
@@ -113,36 +135,46 @@ struct Counters {
     dram_accesses: u64,
 }
 
+/// The software costs in force: costs.rs's sourced defaults unless the configuration overrides.
+struct Costs {
+    minor_fault: u64,
+    compress: LatencyDist,
+    decompress: LatencyDist,
+}
+
 pub struct Sim<'a> {
     cfg: SystemConfig,
     sites: Vec<SiteType>,
     rng: ChaCha8Rng,
     now: u64,
-    kswapd_busy_until: u64,
+    kswapd_running: bool,
+    kswapd_at: u64,
+    /// The process running in the foreground (the tab being opened or switched to).
+    foreground_pid: u32,
     marks: Watermarks,
     frames: u64,
     resident: u64,
-    pool_bytes: u64,
-    pool_limit: u64,
-    zswap_limit_hit: bool,
+    /// zram: compressed bytes stored.
+    zram_bytes: u64,
+    zram_limit: u64,
+    zswap: Option<ZswapPool>,
     used_slots: u64,
     swap_slots: u64,
     loc: Vec<Loc>,
     aux: Vec<u32>,
     comp: Vec<u16>,
-    referenced: Vec<bool>,
     lazy_read_at: Vec<u64>,
-    clock: VecDeque<u32>,
-    pool_lru: VecDeque<u32>,
+    lru: AnonLru,
+    /// Block swap: the page in each slot (u32::MAX: free), for read-ahead of neighbours.
+    slot_owner: Vec<u32>,
     tabs: Vec<Tab>,
     /// Tabs by last use, least recent first.
     lru_order: Vec<u32>,
     slots: Option<Box<dyn SlotAllocator>>,
     wear: Option<WearTable>,
-    device: Option<BlockDevice>,
+    io: Option<Io>,
     nvm: Option<DeviceProfile>,
-    compress: LatencyDist,
-    decompress: LatencyDist,
+    costs: Costs,
     c: Counters,
     faults: LatencyRecorder,
     switches: LatencyRecorder,
@@ -151,6 +183,11 @@ pub struct Sim<'a> {
     allocs_since_check: u32,
     progress: &'a dyn Progress,
 }
+
+const NO_OWNER: u32 = u32::MAX;
+
+/// Tab `t` runs as process TAB_PID_BASE + t.
+const TAB_PID_BASE: u32 = 100;
 
 impl<'a> Sim<'a> {
     /// A device in state `cfg` (scaled by `opts.scale`) that will run tabs or apps of `sites`
@@ -172,20 +209,14 @@ impl<'a> Sim<'a> {
             .collect();
         let marks = cfg.watermarks();
         let frames = (cfg.dram_bytes - cfg.os_reserved_bytes) / PAGE_SIZE;
-        let (swap_slots, pool_limit) = match cfg.backend {
-            Backend::Zram => (
-                cfg.zram_disksize_bytes / PAGE_SIZE,
-                cfg.zram_mem_limit_bytes,
-            ),
-            Backend::Block => (
-                cfg.swap_bytes / PAGE_SIZE,
-                cfg.dram_bytes * cfg.zswap_max_pool_percent as u64 / 100,
-            ),
-            Backend::NvmSwap => (cfg.swap_bytes / PAGE_SIZE, 0),
+        let swap_slots = match cfg.backend {
+            Backend::Zram => cfg.zram_disksize_bytes / PAGE_SIZE,
+            Backend::Block | Backend::NvmSwap => cfg.swap_bytes / PAGE_SIZE,
         };
-        let profile =
-            |name: &str| DeviceProfile::resolve(name).map_err(|e| SimError::Config(e.to_string()));
-        let (slots, wear, device, nvm) = match cfg.backend {
+        let config_error = |e: &dyn std::fmt::Display| SimError::Config(e.to_string());
+        let profile = |name: &str| DeviceProfile::resolve(name).map_err(|e| config_error(&e));
+        let mut zswap = None;
+        let (slots, wear, io, nvm) = match cfg.backend {
             Backend::Zram => (None, None, None, None),
             Backend::Block => {
                 let p = profile(&cfg.swap_profile)?;
@@ -197,15 +228,46 @@ impl<'a> Sim<'a> {
                         ..AllocParams::default()
                     },
                 )
-                .map_err(|e| SimError::Config(e.to_string()))?;
-                let dev = BlockDevice {
-                    read: p.read_4k,
-                    write: p.write_4k,
-                    channel_free_at: vec![0; p.parallelism.unwrap_or(1) as usize],
-                    in_flight: Default::default(),
-                    max_in_flight: (p.queue_depth.unwrap_or(1) as usize).min(BLOCK_MAX_REQUESTS),
+                .map_err(|e| config_error(&e))?;
+                if cfg.zswap_max_pool_percent > 0 {
+                    zswap = Some(ZswapPool::new(
+                        cfg.dram_bytes * u64::from(cfg.zswap_max_pool_percent) / 100,
+                        cfg.zswap_accept_threshold_percent,
+                    ));
+                }
+                // The device draws its service times from its own stream, so that adding a
+                // request elsewhere does not shift every later draw of the run.
+                let device = Device::new(&p, ChaCha8Rng::seed_from_u64(opts.seed ^ 0xb10c))
+                    .map_err(|e| config_error(&e))?;
+                // Request tags: the device's depth without a scheduler; with one, twice the
+                // smaller of the depth and BLKDEV_DEFAULT_RQ (block/blk-mq-sched.c
+                // `blk_mq_init_sched`).
+                let depth = device.queue_depth as usize;
+                let max_requests = if cfg.io_scheduler == "none" {
+                    depth
+                } else {
+                    2 * depth.min(BLOCK_MAX_REQUESTS)
                 };
-                (Some(lc), None, Some(dev), None)
+                let mode =
+                    CompletionMode::by_name(&cfg.completion).map_err(|e| config_error(&e))?;
+                let scheduler = nvmswap_core::block::by_name(&cfg.io_scheduler)
+                    .map_err(|e| config_error(&e))?;
+                let layer = BlockLayer::new(
+                    scheduler,
+                    device,
+                    Completer::new(mode, CompletionCosts::ASSUMED),
+                );
+                let io = Io {
+                    layer,
+                    clock: 0,
+                    next_id: 0,
+                    max_requests,
+                    issued_at: BTreeMap::new(),
+                    finished_sync: BTreeMap::new(),
+                    trace: Default::default(),
+                    poll_while_waiting: mode == CompletionMode::Poll,
+                };
+                (Some(lc), None, Some(io), None)
             }
             Backend::NvmSwap => {
                 let p = profile(&cfg.swap_profile)?;
@@ -216,7 +278,7 @@ impl<'a> Sim<'a> {
                     ..AllocParams::default()
                 };
                 let a = by_name(&cfg.nvm_allocator, swap_slots as u32, &params)
-                    .map_err(|e| SimError::Config(e.to_string()))?;
+                    .map_err(|e| config_error(&e))?;
                 let wear = WearTable::new(a.physical_slots());
                 (Some(a), Some(wear), None, Some(p))
             }
@@ -226,34 +288,51 @@ impl<'a> Sim<'a> {
         } else {
             (LZO_COMPRESS, LZO_DECOMPRESS)
         };
+        let o = &cfg.costs;
+        let costs = Costs {
+            minor_fault: o.minor_fault_ns.map_or(MINOR_FAULT_NS, |v| v as u64),
+            compress: LatencyDist {
+                mean_ns: o.compress_mean_ns.unwrap_or(compress.mean_ns),
+                p99_ns: o.compress_p99_ns.unwrap_or(compress.p99_ns),
+            },
+            decompress: LatencyDist {
+                mean_ns: o.decompress_mean_ns.unwrap_or(decompress.mean_ns),
+                p99_ns: o.decompress_p99_ns.unwrap_or(decompress.p99_ns),
+            },
+        };
+        let slot_owner = if cfg.backend == Backend::Block {
+            vec![NO_OWNER; swap_slots as usize]
+        } else {
+            Vec::new()
+        };
         Ok(Sim {
             sites,
             rng: ChaCha8Rng::seed_from_u64(opts.seed),
             now: 0,
-            kswapd_busy_until: 0,
+            kswapd_running: false,
+            kswapd_at: 0,
+            foreground_pid: TAB_PID_BASE,
             marks,
             frames,
             resident: 0,
-            pool_bytes: 0,
-            pool_limit,
-            zswap_limit_hit: false,
+            zram_bytes: 0,
+            zram_limit: cfg.zram_mem_limit_bytes,
+            zswap,
             used_slots: 0,
             swap_slots,
             loc: Vec::new(),
             aux: Vec::new(),
             comp: Vec::new(),
-            referenced: Vec::new(),
             lazy_read_at: Vec::new(),
-            clock: VecDeque::new(),
-            pool_lru: VecDeque::new(),
+            lru: AnonLru::new(cfg.dram_bytes),
+            slot_owner,
             tabs: Vec::new(),
             lru_order: Vec::new(),
             slots,
             wear,
-            device,
+            io,
             nvm,
-            compress,
-            decompress,
+            costs,
             c: Counters {
                 cpu_user: 0,
                 cpu_kernel: 0,
@@ -262,12 +341,15 @@ impl<'a> Sim<'a> {
                 swap_out_pages: 0,
                 device_reads: 0,
                 device_writes: 0,
+                readahead_pages: 0,
                 zswap_hits: 0,
                 zswap_misses: 0,
                 zswap_writebacks: 0,
                 zswap_rejects: 0,
                 kswapd_pages: 0,
+                kswapd_wakeups: 0,
                 direct_reclaim_pages: 0,
+                direct_reclaim_stalls: 0,
                 nvm_copies: 0,
                 lazy_maps: 0,
                 lazy_direct_reads: 0,
@@ -285,57 +367,86 @@ impl<'a> Sim<'a> {
         })
     }
 
-    fn pool_pages(&self) -> u64 {
-        if self.cfg.backend == Backend::NvmSwap {
-            0
-        } else {
-            self.pool_bytes.div_ceil(PAGE_SIZE)
-        }
+    /// Compressed bytes held in DRAM (zram or the zswap pool).
+    fn pool_bytes(&self) -> u64 {
+        self.zram_bytes + self.zswap.as_ref().map_or(0, |z| z.bytes())
     }
 
     fn free_frames(&self) -> u64 {
         self.frames
-            .saturating_sub(self.resident + self.pool_pages())
+            .saturating_sub(self.resident + self.pool_bytes().div_ceil(PAGE_SIZE))
     }
 
-    fn has_zswap(&self) -> bool {
-        self.cfg.backend == Backend::Block && self.cfg.zswap_max_pool_percent > 0
+    // ---- time ----------------------------------------------------------------------------
+
+    /// The foreground spends `ns`; `busy` when it computes (it holds its CPU), false when it
+    /// sleeps. kswapd runs up to the new time first.
+    fn advance(&mut self, ns: u64, busy: bool) {
+        let target = self.now + ns;
+        if busy && self.cfg.cpus == 1 {
+            // One CPU: kswapd cannot run while the foreground computes.
+            self.kswapd_at = self.kswapd_at.max(target);
+        } else {
+            self.run_kswapd_until(target);
+        }
+        if let Some(io) = self.io.as_ref() {
+            if io.clock < target {
+                self.io_advance(target);
+            }
+        }
+        self.now = target;
+        while self.now >= self.next_sample {
+            self.sample(self.next_sample);
+            self.next_sample += TIMELINE_INTERVAL_NS;
+        }
     }
 
     // ---- reclaim -------------------------------------------------------------------------
 
+    /// kswapd reclaims, page by page on its own clock, until `until` or the high watermark.
+    fn run_kswapd_until(&mut self, until: u64) {
+        while self.kswapd_running && self.kswapd_at < until {
+            if self.free_frames() >= self.marks.high {
+                self.kswapd_running = false;
+                break;
+            }
+            let t = self.kswapd_at;
+            let kswapd = self.kswapd();
+            match self.reclaim_one(t, kswapd) {
+                Some(spent) => {
+                    self.kswapd_at += spent.total().max(1);
+                    self.c.cpu_kernel += spent.cpu;
+                    self.c.kswapd_pages += 1;
+                }
+                None => self.kswapd_running = false,
+            }
+        }
+    }
+
     /// Takes one free frame for the foreground, reclaiming as the kernel would. Returns the
     /// foreground's extra latency (direct reclaim), or None when nothing can be reclaimed.
     fn allocate_frame(&mut self) -> Option<u64> {
-        let mut stall = 0;
-        if self.free_frames() <= self.marks.low && self.kswapd_busy_until <= self.now {
-            // Wake kswapd: it reclaims to the high watermark on its own CPU and timeline.
-            let start = self.now.max(self.kswapd_busy_until);
-            let mut t = start;
-            while self.free_frames() < self.marks.high {
-                match self.reclaim_one(t) {
-                    Some(cost) => {
-                        t += cost;
-                        self.c.kswapd_pages += 1;
-                    }
-                    None => break,
-                }
-            }
-            self.c.cpu_kernel += t - start;
-            self.kswapd_busy_until = t;
+        if self.free_frames() <= self.marks.low && !self.kswapd_running {
+            self.kswapd_running = true;
+            self.kswapd_at = self.kswapd_at.max(self.now);
+            self.c.kswapd_wakeups += 1;
         }
+        let mut stall = 0;
         if self.free_frames() <= self.marks.min {
-            // kswapd is behind: reclaim a batch in the foreground.
-            for _ in 0..RECLAIM_BATCH {
-                match self.reclaim_one(self.now + stall) {
-                    Some(cost) => {
-                        stall += cost;
+            // kswapd is behind: the allocating task reclaims a batch itself.
+            self.c.direct_reclaim_stalls += 1;
+            for _ in 0..SWAP_CLUSTER_MAX {
+                let t = self.now + stall;
+                let me = self.foreground();
+                match self.reclaim_one(t, me) {
+                    Some(spent) => {
+                        stall += spent.total();
+                        self.c.cpu_kernel += spent.cpu;
                         self.c.direct_reclaim_pages += 1;
                     }
                     None => break,
                 }
             }
-            self.c.cpu_kernel += stall;
         }
         if self.free_frames() == 0 {
             return None;
@@ -345,96 +456,99 @@ impl<'a> Sim<'a> {
         Some(stall)
     }
 
-    /// Evicts one page chosen by CLOCK at time `t`; returns the CPU time it took.
-    fn reclaim_one(&mut self, t: u64) -> Option<u64> {
-        let mut scanned = 0usize;
-        while let Some(p) = self.clock.pop_front() {
-            let pi = p as usize;
-            if self.loc[pi] != Loc::Resident {
-                continue; // stale entry: swapped out or discarded since
+    /// Evicts the LRU's next victim at time `t`.
+    fn reclaim_one(&mut self, t: u64, by: Actor) -> Option<Spent> {
+        let p = self.lru.pick_victim()?;
+        debug_assert_eq!(self.loc[p as usize], Loc::Resident);
+        match self.swap_out(p, t, by) {
+            Some(mut spent) => {
+                self.lru.evicted(p);
+                spent.cpu += RECLAIM_PAGE_NS;
+                Some(spent)
             }
-            if self.referenced[pi] && scanned < 2 * self.clock.len() + 2 {
-                self.referenced[pi] = false;
-                self.clock.push_back(p);
-                scanned += 1;
-                continue;
-            }
-            match self.swap_out(p, t) {
-                Some(cost) => return Some(cost + RECLAIM_PAGE_NS),
-                None => {
-                    self.clock.push_back(p);
-                    return None;
-                }
+            None => {
+                self.lru.put_back(p);
+                None
             }
         }
-        None
     }
 
-    /// Moves a resident page to the swap back-end; returns the CPU time, or None if it is full.
-    fn swap_out(&mut self, p: u32, t: u64) -> Option<u64> {
+    fn compress_cost(&mut self, size: u64) -> u64 {
+        if size == 0 {
+            SAME_FILLED_NS
+        } else {
+            self.costs.compress.sample(&mut self.rng)
+        }
+    }
+
+    fn decompress_cost(&mut self, size: u64) -> u64 {
+        if size == 0 {
+            SAME_FILLED_NS
+        } else {
+            self.costs.decompress.sample(&mut self.rng)
+        }
+    }
+
+    /// Moves a resident page to the swap back-end at `t`, or None if the back-end is full.
+    fn swap_out(&mut self, p: u32, t: u64, by: Actor) -> Option<Spent> {
         let pi = p as usize;
         let size = self.comp[pi] as u64;
-        let compress_cost = |s: &mut Self| {
-            if size == 0 {
-                SAME_FILLED_NS
-            } else {
-                s.compress.sample(&mut s.rng)
-            }
-        };
-        let cost = match self.cfg.backend {
+        let mut spent = Spent::default();
+        match self.cfg.backend {
             Backend::Zram => {
-                if self.used_slots >= self.swap_slots || self.pool_bytes + size > self.pool_limit {
+                if self.used_slots >= self.swap_slots || self.zram_bytes + size > self.zram_limit {
                     return None;
                 }
-                let cost = compress_cost(self);
-                self.pool_bytes += size;
+                spent.cpu = self.compress_cost(size);
+                self.zram_bytes += size;
                 self.used_slots += 1;
                 self.loc[pi] = Loc::Pool;
-                self.aux[pi] = size as u32;
                 self.c.dram_accesses += 2;
-                cost
             }
             Backend::Block => {
                 let slot = self.slots.as_mut().expect("block has slots").allocate(0)?;
                 self.used_slots += 1;
-                let mut cost = 0;
-                if self.has_zswap() {
-                    if self.zswap_limit_hit
-                        && self.pool_bytes * 100
-                            <= self.pool_limit * self.cfg.zswap_accept_threshold_percent as u64
-                    {
-                        self.zswap_limit_hit = false;
-                    }
-                    cost += compress_cost(self);
-                    if !self.zswap_limit_hit && self.pool_bytes + size <= self.pool_limit {
-                        self.pool_bytes += size;
-                        self.loc[pi] = Loc::Pool;
-                        self.aux[pi] = slot.slot;
-                        self.pool_lru.push_back(p);
-                        self.c.dram_accesses += 2;
-                        self.c.swap_out_pages += 1;
-                        self.resident -= 1;
-                        return Some(cost);
-                    }
-                    // Pool full: reject this page to the device and write back the oldest
-                    // entries until the pool is under the accept threshold (mm/zswap.c).
-                    self.c.zswap_rejects += 1;
-                    self.zswap_limit_hit = true;
-                    cost += self.zswap_shrink(t + cost);
-                }
-                cost += BLOCK_SUBMIT_NS;
-                cost += self.device_write(t + cost);
-                self.loc[pi] = Loc::Swapped;
+                self.slot_owner[slot.slot as usize] = p;
                 self.aux[pi] = slot.slot;
-                cost
+                if self.zswap.is_some() {
+                    spent.cpu += self.compress_cost(size);
+                    let outcome = self.zswap.as_mut().expect("zswap").store(p, size);
+                    match outcome {
+                        StoreOutcome::Stored => {
+                            self.loc[pi] = Loc::Pool;
+                            self.c.dram_accesses += 2;
+                            self.c.swap_out_pages += 1;
+                            self.resident -= 1;
+                            return Some(spent);
+                        }
+                        StoreOutcome::Rejected { written_back } => {
+                            // The pool is full: this page goes to the device, and the oldest
+                            // entries are decompressed and written back (mm/zswap.c).
+                            self.c.zswap_rejects += 1;
+                            for (victim, _) in written_back {
+                                spent.cpu += self
+                                    .decompress_cost(self.comp[victim as usize] as u64)
+                                    + BLOCK_SUBMIT_NS;
+                                let slot = self.aux[victim as usize];
+                                spent.wait += self.device_write(slot, t + spent.total(), by);
+                                self.loc[victim as usize] = Loc::Swapped;
+                                self.c.zswap_writebacks += 1;
+                            }
+                        }
+                    }
+                }
+                spent.cpu += BLOCK_SUBMIT_NS;
+                spent.wait += self.device_write(slot.slot, t + spent.total(), by);
+                self.loc[pi] = Loc::Swapped;
             }
             Backend::NvmSwap => {
                 let placement = self.slots.as_mut().expect("nvm has slots").allocate(0)?;
                 self.used_slots += 1;
                 let nvm = self.nvm.as_ref().expect("nvm profile");
-                let mut cost = nvm.write_4k.sample(&mut self.rng);
+                spent.cpu = nvm.write_4k.sample(&mut self.rng);
                 for _ in &placement.migrations {
-                    cost += nvm.read_4k.sample(&mut self.rng) + nvm.write_4k.sample(&mut self.rng);
+                    spent.cpu +=
+                        nvm.read_4k.sample(&mut self.rng) + nvm.write_4k.sample(&mut self.rng);
                 }
                 self.wear.as_mut().expect("nvm wear").record(&placement);
                 self.c.device_writes += 1 + placement.migrations.len() as u64;
@@ -442,50 +556,130 @@ impl<'a> Sim<'a> {
                 self.c.nvm_copies += 1;
                 self.loc[pi] = Loc::Swapped;
                 self.aux[pi] = placement.slot;
-                cost
             }
-        };
+        }
         self.resident -= 1;
         self.c.swap_out_pages += 1;
-        Some(cost)
-    }
-
-    /// zswap write-back of the least recently stored entries; returns the CPU time.
-    fn zswap_shrink(&mut self, t: u64) -> u64 {
-        let target = self.pool_limit * self.cfg.zswap_accept_threshold_percent as u64 / 100;
-        let mut cost = 0;
-        while self.pool_bytes > target {
-            let Some(p) = self.pool_lru.pop_front() else {
-                break;
-            };
-            let pi = p as usize;
-            if self.loc[pi] != Loc::Pool {
-                continue;
-            }
-            self.pool_bytes -= self.comp[pi] as u64;
-            cost += self.decompress.sample(&mut self.rng) + BLOCK_SUBMIT_NS;
-            cost += self.device_write(t + cost);
-            self.loc[pi] = Loc::Swapped;
-            self.c.zswap_writebacks += 1;
-        }
-        cost
-    }
-
-    /// Submits an asynchronous swap-out write at `t`; returns how long the submitter waited for
-    /// room in the queue.
-    fn device_write(&mut self, t: u64) -> u64 {
-        let dev = self.device.as_mut().expect("block device");
-        let service = dev.write.sample(&mut self.rng);
-        let (queued, _) = dev.serve(t, service);
-        self.c.device_writes += 1;
-        queued - t
+        Some(spent)
     }
 
     fn free_slot(&mut self, slot: u32) {
         if let Some(s) = self.slots.as_mut() {
             s.free(slot);
         }
+        if let Some(owner) = self.slot_owner.get_mut(slot as usize) {
+            *owner = NO_OWNER;
+        }
         self.used_slots -= 1;
+    }
+
+    // ---- block I/O -----------------------------------------------------------------------
+
+    fn foreground(&self) -> Actor {
+        Actor {
+            cpu: 0,
+            pid: self.foreground_pid,
+        }
+    }
+
+    fn kswapd(&self) -> Actor {
+        Actor {
+            cpu: self.cfg.cpus - 1,
+            pid: KSWAPD_PID,
+        }
+    }
+
+    /// Moves the block layer to `t`, accounting what completes.
+    fn io_advance(&mut self, t: u64) {
+        let io = self.io.as_mut().expect("block device");
+        let t = t.max(io.clock);
+        io.clock = t;
+        for done in io.layer.advance_to(t) {
+            let dir = (done.op == Op::Write) as usize;
+            let tag_wait = io.issued_at.remove(&done.id).map_or(0, |i| done.q - i);
+            let stages = [done.q2d() + tag_wait, done.d2c(), done.q2c() + tag_wait];
+            for (i, ns) in stages.into_iter().enumerate() {
+                io.trace[dir][i].record_ns(ns);
+            }
+            if done.sync {
+                io.finished_sync.insert(done.id, done);
+            } else {
+                self.c.cpu_kernel += done.kernel_ns;
+            }
+        }
+    }
+
+    /// Queues a 4 KiB request for `slot` at `t` (or when a request tag frees up); returns its id
+    /// and when it was queued.
+    fn io_submit(&mut self, op: Op, sync: bool, slot: u32, t: u64, by: Actor) -> (u64, u64) {
+        let mut t = t.max(self.io.as_ref().expect("block device").clock);
+        let issued = t;
+        self.io_advance(t);
+        loop {
+            let io = self.io.as_ref().expect("block device");
+            if io.layer.in_flight() < io.max_requests {
+                break;
+            }
+            let next = io
+                .layer
+                .next_event_time()
+                .expect("a full queue has a pending event");
+            t = t.max(next);
+            self.io_advance(t);
+        }
+        let io = self.io.as_mut().expect("block device");
+        let id = io.next_id;
+        io.next_id += 1;
+        if t > issued {
+            io.issued_at.insert(id, issued);
+        }
+        let req = Request {
+            id,
+            op,
+            sync,
+            sector: u64::from(slot) * (PAGE_SIZE / nvmswap_core::block::SECTOR_BYTES),
+            bytes: PAGE_SIZE,
+            cpu: by.cpu,
+            pid: by.pid,
+            merged_ids: Vec::new(),
+        };
+        io.layer.submit(req, t);
+        match op {
+            Op::Read => self.c.device_reads += 1,
+            Op::Write => self.c.device_writes += 1,
+        }
+        (id, t)
+    }
+
+    /// Submits an asynchronous swap-out write of `slot` at `t`; returns how long the submitter
+    /// waited for a request tag.
+    fn device_write(&mut self, slot: u32, t: u64, by: Actor) -> u64 {
+        let (_, queued) = self.io_submit(Op::Write, false, slot, t, by);
+        queued - t
+    }
+
+    /// Waits for synchronous request `id`; kswapd and the device go on meanwhile.
+    fn wait_sync(&mut self, id: u64) -> Completed {
+        loop {
+            if let Some(done) = self
+                .io
+                .as_mut()
+                .expect("block device")
+                .finished_sync
+                .remove(&id)
+            {
+                return done;
+            }
+            let io = self.io.as_ref().expect("block device");
+            let next = io
+                .layer
+                .next_event_time()
+                .expect("the awaited request is in flight");
+            if self.cfg.cpus > 1 || !io.poll_while_waiting {
+                self.run_kswapd_until(next);
+            }
+            self.io_advance(next);
+        }
     }
 
     // ---- faults --------------------------------------------------------------------------
@@ -493,31 +687,29 @@ impl<'a> Sim<'a> {
     /// The foreground touches page `p` (a write if `write`); returns the latency it costs.
     fn touch(&mut self, p: u32, write: bool) -> Result<u64, SimError> {
         let pi = p as usize;
-        self.referenced[pi] = true;
         let latency = match self.loc[pi] {
-            Loc::Resident => return Ok(0),
+            Loc::Resident => {
+                self.lru.mark_accessed(p);
+                return Ok(0);
+            }
             Loc::Absent => {
                 let stall = self.frame_or_discard()?;
                 self.place(p);
-                let lat = MINOR_FAULT_NS + stall;
-                self.c.cpu_kernel += MINOR_FAULT_NS;
+                let lat = self.costs.minor_fault + stall;
+                self.c.cpu_kernel += self.costs.minor_fault;
                 // Seed 000 Fig. 5 counts every page fault, demand-zero ones included.
                 self.faults.record_ns(lat);
                 return Ok(lat);
             }
             Loc::Pool => {
-                let size = self.comp[pi] as u64;
                 let stall = self.frame_or_discard()?;
-                let cost = POOL_SWAP_IN_SOFTWARE_NS
-                    + if size == 0 {
-                        SAME_FILLED_NS
-                    } else {
-                        self.decompress.sample(&mut self.rng)
-                    };
-                self.pool_bytes -= size;
+                let size = self.comp[pi] as u64;
+                let cost = POOL_SWAP_IN_SOFTWARE_NS + self.decompress_cost(size);
                 if self.cfg.backend == Backend::Zram {
+                    self.zram_bytes -= size;
                     self.used_slots -= 1;
                 } else {
+                    self.zswap.as_mut().expect("zswap").load(p);
                     self.c.zswap_hits += 1;
                     let slot = self.aux[pi];
                     self.free_slot(slot);
@@ -529,7 +721,7 @@ impl<'a> Sim<'a> {
                 stall + cost
             }
             Loc::Swapped if self.cfg.backend == Backend::Block => {
-                if self.has_zswap() {
+                if self.zswap.is_some() {
                     self.c.zswap_misses += 1;
                 }
                 self.block_swap_in(p)?
@@ -553,9 +745,10 @@ impl<'a> Sim<'a> {
         Ok(latency)
     }
 
+    /// The page is now resident and mapped (its fault sets the accessed bit).
     fn place(&mut self, p: u32) {
         self.loc[p as usize] = Loc::Resident;
-        self.clock.push_back(p);
+        self.lru.add_faulted(p);
     }
 
     /// A frame, or discard tabs until one is free (the OOM path; Chrome normally discards first).
@@ -571,61 +764,66 @@ impl<'a> Sim<'a> {
         }
     }
 
+    /// A swap-in through the block layer. Read-ahead (mm/swap_state.c
+    /// `swap_cluster_readahead`): every allocated slot of the aligned window of 2^page_cluster
+    /// slots is read too, each as its own request that the block layer merges with its
+    /// neighbours; slots whose page is in the zswap pool are decompressed instead. Neighbours
+    /// come in unmapped (no accessed bit), at the head of the inactive list.
     fn block_swap_in(&mut self, p: u32) -> Result<u64, SimError> {
         let pi = p as usize;
         let slot = self.aux[pi];
-        // Read-ahead: the aligned window of 2^page_cluster slots; neighbours still swapped out
-        // came out together (linux-cluster fills slots sequentially) and come back together.
+        let mut stall = self.frame_or_discard()?;
+        let start = self.now + stall;
+        let issued = start + BLOCK_SWAP_IN_SOFTWARE_NS / 2;
         let window = 1u32 << self.cfg.page_cluster;
         let first = slot & !(window - 1);
+        let last = (first + window).min(self.swap_slots as u32);
         let mut neighbours = Vec::new();
-        if window > 1 {
-            for s in first..(first + window).min(self.swap_slots as u32) {
-                if s != slot {
-                    neighbours.push(s);
+        let mut submitted = None;
+        let me = self.foreground();
+        for s in first..last {
+            if s == slot {
+                submitted = Some(self.io_submit(Op::Read, true, s, issued, me));
+                continue;
+            }
+            let owner = self.slot_owner[s as usize];
+            if owner != NO_OWNER && matches!(self.loc[owner as usize], Loc::Swapped | Loc::Pool) {
+                if self.loc[owner as usize] == Loc::Swapped {
+                    self.io_submit(Op::Read, false, s, issued, me);
                 }
+                neighbours.push(owner);
             }
         }
-        let mut stall = self.frame_or_discard()?;
-        let dev = self.device.as_mut().expect("block device");
-        let base = dev.read.sample(&mut self.rng);
-        // Neighbour pages are found through a reverse map we do not keep; the model reads the
-        // window's pages that belong to the same tab near this page (pages swapped out together).
-        let mut extra = Vec::new();
-        for d in 1..window {
-            for q in [p.wrapping_sub(d), p + d] {
-                if (q as usize) < self.loc.len()
-                    && self.loc[q as usize] == Loc::Swapped
-                    && neighbours.contains(&self.aux[q as usize])
-                {
-                    extra.push(q);
-                }
-            }
-        }
-        extra.sort_unstable();
-        extra.dedup();
-        let service = base + (base as f64 * READAHEAD_EXTRA_PAGE_SHARE * extra.len() as f64) as u64;
-        let issued = self.now + BLOCK_SWAP_IN_SOFTWARE_NS / 2;
-        let (_, done) = dev.serve(issued, service);
-        self.c.device_reads += 1;
-        let wait = done - issued;
-        self.c.cpu_iowait += wait;
-        self.c.cpu_kernel += BLOCK_SWAP_IN_SOFTWARE_NS;
+        let (id, _) = submitted.expect("the faulting slot is in its window");
+        let done = self.wait_sync(id);
+        let waited = done.ready_at.saturating_sub(issued);
+        self.c.cpu_iowait += done.iowait_ns;
+        self.c.cpu_kernel += BLOCK_SWAP_IN_SOFTWARE_NS + done.kernel_ns;
         self.free_slot(slot);
         self.place(p);
         self.c.swap_in_pages += 1;
-        for q in extra {
+        for q in neighbours {
+            let qi = q as usize;
+            if !matches!(self.loc[qi], Loc::Swapped | Loc::Pool) {
+                continue; // its tab was discarded while we waited
+            }
             match self.allocate_frame() {
                 Some(s) => stall += s,
                 None => break,
             }
-            let s = self.aux[q as usize];
+            if self.loc[qi] == Loc::Pool {
+                self.zswap.as_mut().expect("zswap").load(q);
+                stall += self.decompress_cost(self.comp[qi] as u64);
+            }
+            let s = self.aux[qi];
             self.free_slot(s);
-            self.place(q);
-            self.referenced[q as usize] = false;
+            self.loc[qi] = Loc::Resident;
+            self.lru.add_faulted(q);
+            self.lru.clear_accessed(q);
             self.c.swap_in_pages += 1;
+            self.c.readahead_pages += 1;
         }
-        Ok(stall + BLOCK_SWAP_IN_SOFTWARE_NS + wait)
+        Ok(stall + BLOCK_SWAP_IN_SOFTWARE_NS + waited)
     }
 
     fn nvm_fault(&mut self, p: u32, write: bool) -> Result<u64, SimError> {
@@ -689,9 +887,9 @@ impl<'a> Sim<'a> {
             self.loc.push(Loc::Absent);
             self.aux.push(0);
             self.comp.push(size);
-            self.referenced.push(false);
             self.lazy_read_at.push(0);
         }
+        self.lru.grow(self.loc.len());
         self.tabs.push(Tab {
             base,
             pages,
@@ -701,17 +899,18 @@ impl<'a> Sim<'a> {
             alive: true,
         });
         self.use_tab(tab);
+        self.foreground_pid = TAB_PID_BASE + tab;
         let load_cpu = self.sites[site].load_cpu_ns;
         self.c.cpu_user += load_cpu;
         for i in 0..pages {
             let t = self.touch(base + i, true)?;
-            self.advance(t);
+            self.advance(t, true);
             self.maybe_discard_during_alloc();
             if !self.tabs[tab as usize].alive {
                 break;
             }
         }
-        self.advance(load_cpu);
+        self.advance(load_cpu, true);
         Ok(())
     }
 
@@ -721,14 +920,15 @@ impl<'a> Sim<'a> {
             (t.base, t.ws_pages, t.write_pages, t.site)
         };
         self.use_tab(tab);
+        self.foreground_pid = TAB_PID_BASE + tab;
         let render = self.sites[site].render_cpu_ns;
         let start = self.now;
         for i in 0..ws {
             let t = self.touch(base + i, i < wr)?;
-            self.advance(t);
+            self.advance(t, true);
         }
         self.c.cpu_user += render;
-        self.advance(render);
+        self.advance(render, true);
         let latency = self.now - start;
         self.switches.record_ns(latency);
         self.series.switches.push(SwitchSample {
@@ -748,14 +948,6 @@ impl<'a> Sim<'a> {
         self.tabs.iter().filter(|t| t.alive).count() as u32
     }
 
-    fn advance(&mut self, ns: u64) {
-        self.now += ns;
-        while self.now >= self.next_sample {
-            self.sample(self.next_sample);
-            self.next_sample += TIMELINE_INTERVAL_NS;
-        }
-    }
-
     fn sample(&mut self, t: u64) {
         let busy = self.c.cpu_user + self.c.cpu_kernel;
         let total = t * self.cfg.cpus as u64;
@@ -767,7 +959,7 @@ impl<'a> Sim<'a> {
             cpu_iowait_s: self.c.cpu_iowait as f64 / 1e9,
             cpu_idle_s: total.saturating_sub(busy + self.c.cpu_iowait) as f64 / 1e9,
             resident_bytes: self.resident * PAGE_SIZE,
-            pool_bytes: self.pool_bytes,
+            pool_bytes: self.pool_bytes(),
             swap_in_bytes: self.c.swap_in_pages * PAGE_SIZE,
             swap_out_bytes: self.c.swap_out_pages * PAGE_SIZE,
             zswap_hits: self.c.zswap_hits,
@@ -819,10 +1011,11 @@ impl<'a> Sim<'a> {
                 Loc::Absent => {}
                 Loc::Resident => self.resident -= 1,
                 Loc::Pool => {
-                    self.pool_bytes -= self.comp[pi] as u64;
                     if self.cfg.backend == Backend::Zram {
+                        self.zram_bytes -= self.comp[pi] as u64;
                         self.used_slots -= 1;
                     } else {
+                        self.zswap.as_mut().expect("zswap").invalidate(p);
                         let s = self.aux[pi];
                         self.free_slot(s);
                     }
@@ -832,6 +1025,7 @@ impl<'a> Sim<'a> {
                     self.free_slot(s);
                 }
             }
+            self.lru.forget(p);
             self.loc[pi] = Loc::Absent;
         }
         self.tabs[victim as usize].alive = false;
@@ -868,7 +1062,7 @@ impl Sim<'_> {
                     self.progress.message(&format!("{} tabs", self.tabs.len()));
                 }
                 Action::Switch { tab } => self.switch(tab, workload.phase_name())?,
-                Action::Sleep { ns } => self.advance(ns),
+                Action::Sleep { ns } => self.advance(ns, false),
                 Action::Done => break,
             }
             while self.should_discard() && self.discard_lru() {}
@@ -942,7 +1136,7 @@ impl Sim<'_> {
         self.series.fault_latency_us_hist = fault_hist;
         let sw = self.switches.summary(NS_PER_MS);
         let over = 1.0 - self.switches.share_at_most_ns(250 * NS_PER_MS);
-        let zswap = self.has_zswap();
+        let zswap = self.zswap.is_some();
         let hit_rate = zswap.then(|| {
             let total = self.c.zswap_hits + self.c.zswap_misses;
             if total == 0 {
@@ -975,7 +1169,18 @@ impl Sim<'_> {
             ("zswap_writebacks", c.zswap_writebacks),
             ("zswap_rejects", c.zswap_rejects),
             ("kswapd_pages", c.kswapd_pages),
+            ("kswapd_wakeups", c.kswapd_wakeups),
             ("direct_reclaim_pages", c.direct_reclaim_pages),
+            ("direct_reclaim_stalls", c.direct_reclaim_stalls),
+            ("readahead_pages", c.readahead_pages),
+            ("lru_scanned", self.lru.stats.scanned),
+            ("lru_activated", self.lru.stats.activated),
+            ("lru_deactivated", self.lru.stats.deactivated),
+            ("lru_refaults", self.lru.stats.refaults),
+            (
+                "lru_refault_activations",
+                self.lru.stats.refault_activations,
+            ),
             ("nvm_copies", c.nvm_copies),
             ("lazy_maps", c.lazy_maps),
             ("lazy_direct_reads", c.lazy_direct_reads),
@@ -984,6 +1189,23 @@ impl Sim<'_> {
             extra.insert(k.into(), v.into());
         }
         extra.insert("energy_j_by_term".into(), energy.into());
+        if let Some(io) = &self.io {
+            // blktrace's view of the swap device: Q2D, D2C, Q2C per direction, in µs.
+            let mut trace = serde_json::Map::new();
+            trace.insert("scheduler".into(), self.cfg.io_scheduler.clone().into());
+            trace.insert("completion".into(), self.cfg.completion.clone().into());
+            for (dir, name) in [(0, "read"), (1, "write")] {
+                for (i, stage) in ["q2d_us", "d2c_us", "q2c_us"].into_iter().enumerate() {
+                    let rec = &io.trace[dir][i];
+                    if rec.count() > 0 {
+                        let v =
+                            serde_json::to_value(rec.summary(1_000)).expect("summary serialises");
+                        trace.insert(format!("{name}_{stage}"), v);
+                    }
+                }
+            }
+            extra.insert("blktrace".into(), trace.into());
+        }
         extra.insert("energy_unknown_terms".into(), unknown.into());
         let (nvm_writes, wear) = match &self.wear {
             Some(w) => (w.device_writes(), Some(w.max_over_mean())),

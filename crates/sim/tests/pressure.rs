@@ -78,3 +78,48 @@ fn a_bigger_swap_device_opens_more_tabs() {
     let large = run("optane", &[], 1, 0.05).result.tabs_opened;
     assert!(large > small, "16 GiB swap: {large} tabs, 4 GiB: {small}");
 }
+
+#[test]
+fn the_block_layer_reports_blktrace_stages_and_polling_spends_cpu_instead_of_iowait() {
+    let irq = run("optane", &["completion=interrupt"], 1, 0.05).result;
+    let poll = run("optane", &["completion=poll"], 1, 0.05).result;
+    let trace = &irq.extra["blktrace"];
+    for key in ["read_q2d_us", "read_d2c_us", "read_q2c_us", "write_q2c_us"] {
+        assert!(trace[key]["p99"].as_f64().unwrap() > 0.0, "{key}: {trace}");
+    }
+    let f = |r: &nvmswap_core::results::RunResult, k: &str| r.extra[k].as_f64().unwrap();
+    assert!(f(&irq, "cpu_iowait_s") > 0.0);
+    assert_eq!(f(&poll, "cpu_iowait_s"), 0.0, "a polling task never sleeps");
+    assert!(f(&poll, "cpu_kernel_s") > f(&irq, "cpu_kernel_s"));
+}
+
+#[test]
+fn every_io_scheduler_runs_and_queues_form_only_where_the_device_is_narrow() {
+    // Seed 000's devices are NVMe with 1023 slots: at this load every request is dispatched at
+    // once (Q2D about 0) whatever the scheduler. An eMMC (one command at a time) makes requests wait
+    // in the scheduler or for a request tag.
+    let read_q2d_p99 = |sched: &str, device: &str| {
+        let sched_arg = format!("io_scheduler={sched}");
+        let device_arg = format!("swap_profile={device}");
+        let r = run("nand", &[&sched_arg, &device_arg], 1, 0.05).result;
+        assert_eq!(r.extra["blktrace"]["scheduler"], sched);
+        r.extra["blktrace"]["read_q2d_us"]["p99"].as_f64().unwrap()
+    };
+    for sched in ["none", "kyber", "mq-deadline", "bfq"] {
+        // The recorder's floor is 1 ns: "at once" reads as under a microsecond.
+        assert!(read_q2d_p99(sched, "nvme-nand") < 1.0, "{sched}");
+        assert!(read_q2d_p99(sched, "emmc") > 100.0, "{sched}");
+    }
+}
+
+#[test]
+fn with_one_cpu_kswapd_falls_behind_and_the_foreground_reclaims_more() {
+    let direct = |cpus: &str| {
+        run("optane", &[&format!("cpus={cpus}")], 1, 0.05)
+            .result
+            .extra["direct_reclaim_pages"]
+            .as_u64()
+            .unwrap()
+    };
+    assert!(direct("1") > direct("2"));
+}

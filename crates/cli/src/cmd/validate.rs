@@ -101,8 +101,13 @@ pub fn sim_equivalent(linux: &LinuxConfig, disk_profile: &str) -> SystemConfig {
         nvm_threshold: 16,
         lazy_swap_in: false,
         lazy_interval_s: 10.0,
+        // The scheduler this machine's disk runs (state0: vda mq-deadline); the kernel
+        // completes its virtio requests by interrupt.
+        io_scheduler: "mq-deadline".into(),
+        completion: "interrupt".into(),
         discard: linux.discard.clone(),
         cpus: 2,
+        costs: Default::default(),
     }
 }
 

@@ -1,0 +1,358 @@
+//! The anonymous-page LRU of Linux without MGLRU (mm/vmscan.c, mm/workingset.c), as reclaim sees
+//! it: an active and an inactive list, the accessed ("young") bit of the page table and the
+//! page's referenced flag, and refault detection through the age at eviction.
+//!
+//! The rules this file follows, each as the kernel has them (6.x, `lru_gen` off, which is what
+//! this machine runs: /sys/kernel/mm/lru_gen is absent):
+//! - A page faulted in for the first time joins the head of the **inactive** list
+//!   (`folio_add_lru` via `lru_cache_add_inactive_or_unevictable`).
+//! - Reclaim scans the inactive list from its tail (`shrink_inactive_list`). A page whose
+//!   accessed bit is set (`folio_referenced` > 0) is activated if it was referenced before
+//!   (its referenced flag is set), else it gets the flag and another trip round the inactive list
+//!   (`folio_check_references`: "All mapped pages start out with page table references from the
+//!   instantiating fault, so we need to look twice"). A page not accessed since the last scan is
+//!   evicted, whatever its flag.
+//! - The active list is aged into the inactive list when the inactive list is too small
+//!   (`inactive_is_low`: inactive x ratio < active, ratio = int_sqrt(10 x GiB of memory), 1 below
+//!   1 GiB). `shrink_active_list` moves anonymous pages to the inactive list whether or not they
+//!   were accessed (only executable file pages stay active), clearing their accessed bit.
+//! - Every eviction and every activation advances the non-resident age (`workingset_age_nonresident`).
+//!   A page faulted back in (a refault) whose distance — the age now minus the age at its
+//!   eviction — is at most the size of the active list was evicted too early: it joins the
+//!   **active** list at once (`workingset_refault`, anon only, no file pages here).
+//!
+//! Lists are queues with lazy deletion: removing a page only bumps its sequence number, and stale
+//! queue entries are skipped when they reach the front. Every operation is O(1) amortised.
+
+use std::collections::VecDeque;
+
+use crate::GIB;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum List {
+    None,
+    Active,
+    Inactive,
+}
+
+/// What the scan decided for the page at the inactive tail.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct LruStats {
+    /// Pages looked at on the inactive list.
+    pub scanned: u64,
+    /// Pages moved to the active list by the scan (second reference).
+    pub activated: u64,
+    /// Pages given another trip round the inactive list (first reference).
+    pub rotated: u64,
+    /// Pages moved from the active to the inactive list.
+    pub deactivated: u64,
+    /// Refaults that joined the active list (refault distance within the active list's size).
+    pub refault_activations: u64,
+    /// Refaults in total (pages that come back after an eviction).
+    pub refaults: u64,
+}
+
+#[derive(Debug, Clone)]
+pub struct AnonLru {
+    active: VecDeque<(u32, u32)>,
+    inactive: VecDeque<(u32, u32)>,
+    list: Vec<List>,
+    seq: Vec<u32>,
+    accessed: Vec<bool>,
+    referenced: Vec<bool>,
+    /// Non-resident age when the page was last evicted (its shadow entry); None if it never was.
+    evicted_at: Vec<Option<u64>>,
+    active_len: u64,
+    inactive_len: u64,
+    nonresident_age: u64,
+    inactive_ratio: u64,
+    pub stats: LruStats,
+}
+
+impl AnonLru {
+    /// An empty LRU for a machine with `memory_bytes` of memory (the inactive ratio depends on it).
+    pub fn new(memory_bytes: u64) -> Self {
+        let gib = memory_bytes / GIB;
+        let inactive_ratio = if gib > 0 { (10 * gib).isqrt() } else { 1 };
+        AnonLru {
+            active: VecDeque::new(),
+            inactive: VecDeque::new(),
+            list: Vec::new(),
+            seq: Vec::new(),
+            accessed: Vec::new(),
+            referenced: Vec::new(),
+            evicted_at: Vec::new(),
+            active_len: 0,
+            inactive_len: 0,
+            nonresident_age: 0,
+            inactive_ratio,
+            stats: LruStats::default(),
+        }
+    }
+
+    /// Makes room for pages `0..pages`.
+    pub fn grow(&mut self, pages: usize) {
+        if pages > self.list.len() {
+            self.list.resize(pages, List::None);
+            self.seq.resize(pages, 0);
+            self.accessed.resize(pages, false);
+            self.referenced.resize(pages, false);
+            self.evicted_at.resize(pages, None);
+        }
+    }
+
+    pub fn active_len(&self) -> u64 {
+        self.active_len
+    }
+
+    pub fn inactive_len(&self) -> u64 {
+        self.inactive_len
+    }
+
+    pub fn is_on_lru(&self, page: u32) -> bool {
+        self.list[page as usize] != List::None
+    }
+
+    /// The page was touched: the MMU sets its accessed bit.
+    pub fn mark_accessed(&mut self, page: u32) {
+        self.accessed[page as usize] = true;
+    }
+
+    /// Clears the accessed bit: a page brought in by read-ahead was not touched by anyone.
+    pub fn clear_accessed(&mut self, page: u32) {
+        self.accessed[page as usize] = false;
+    }
+
+    /// A page faulted in: new pages join the inactive list; a refaulting page joins the active
+    /// list when its refault distance is within the active list's size. Returns whether it was
+    /// activated. The fault itself sets the accessed bit.
+    pub fn add_faulted(&mut self, page: u32) -> bool {
+        let pi = page as usize;
+        assert_eq!(
+            self.list[pi],
+            List::None,
+            "page {page} is already on a list"
+        );
+        self.accessed[pi] = true;
+        self.referenced[pi] = false;
+        let activate = match self.evicted_at[pi].take() {
+            Some(age) => {
+                self.stats.refaults += 1;
+                self.nonresident_age - age <= self.active_len
+            }
+            None => false,
+        };
+        if activate {
+            self.stats.refault_activations += 1;
+            self.nonresident_age += 1;
+            self.push(page, List::Active);
+        } else {
+            self.push(page, List::Inactive);
+        }
+        activate
+    }
+
+    /// The page left memory for good (freed or its tab discarded): no list, no shadow.
+    pub fn forget(&mut self, page: u32) {
+        self.unlink(page);
+        self.evicted_at[page as usize] = None;
+    }
+
+    /// The caller could not evict the victim `pick_victim` returned (swap full): it goes back to
+    /// the head of the inactive list.
+    pub fn put_back(&mut self, page: u32) {
+        self.push(page, List::Inactive);
+    }
+
+    /// The victim `pick_victim` returned was evicted: record its shadow entry.
+    pub fn evicted(&mut self, page: u32) {
+        debug_assert_eq!(self.list[page as usize], List::None);
+        self.evicted_at[page as usize] = Some(self.nonresident_age);
+        self.nonresident_age += 1;
+    }
+
+    /// Scans for the next page to evict and takes it off the lists, or None when no page is on
+    /// any list. The caller then calls `evicted` or `put_back`.
+    pub fn pick_victim(&mut self) -> Option<u32> {
+        // Bounds the scan: every page is looked at most a few times before one is chosen,
+        // because a look clears its accessed bit.
+        let mut budget = 4 * (self.active_len + self.inactive_len) + 8;
+        while budget > 0 {
+            budget -= 1;
+            if self.inactive_is_low() || self.inactive_len == 0 {
+                self.age_active(crate::SWAP_CLUSTER_MAX);
+            }
+            let (page, seq) = self.inactive.pop_front()?;
+            let pi = page as usize;
+            if self.list[pi] != List::Inactive || self.seq[pi] != seq {
+                continue; // stale entry
+            }
+            self.inactive_len -= 1;
+            self.list[pi] = List::None;
+            self.stats.scanned += 1;
+            if std::mem::take(&mut self.accessed[pi]) {
+                if self.referenced[pi] {
+                    self.stats.activated += 1;
+                    self.nonresident_age += 1;
+                    self.push(page, List::Active);
+                } else {
+                    self.referenced[pi] = true;
+                    self.stats.rotated += 1;
+                    self.push(page, List::Inactive);
+                }
+                continue;
+            }
+            return Some(page);
+        }
+        None
+    }
+
+    fn inactive_is_low(&self) -> bool {
+        self.inactive_len * self.inactive_ratio < self.active_len
+    }
+
+    /// Moves up to `n` pages from the tail of the active list to the inactive list.
+    fn age_active(&mut self, n: u64) {
+        let mut moved = 0;
+        while moved < n {
+            let Some((page, seq)) = self.active.pop_front() else {
+                return;
+            };
+            let pi = page as usize;
+            if self.list[pi] != List::Active || self.seq[pi] != seq {
+                continue;
+            }
+            self.active_len -= 1;
+            self.list[pi] = List::None;
+            self.accessed[pi] = false;
+            self.referenced[pi] = false;
+            self.stats.deactivated += 1;
+            self.push(page, List::Inactive);
+            moved += 1;
+        }
+    }
+
+    fn push(&mut self, page: u32, list: List) {
+        let pi = page as usize;
+        debug_assert_eq!(self.list[pi], List::None);
+        self.seq[pi] = self.seq[pi].wrapping_add(1);
+        self.list[pi] = list;
+        match list {
+            List::Active => {
+                self.active.push_back((page, self.seq[pi]));
+                self.active_len += 1;
+            }
+            List::Inactive => {
+                self.inactive.push_back((page, self.seq[pi]));
+                self.inactive_len += 1;
+            }
+            List::None => unreachable!("push onto no list"),
+        }
+    }
+
+    fn unlink(&mut self, page: u32) {
+        let pi = page as usize;
+        match self.list[pi] {
+            List::Active => self.active_len -= 1,
+            List::Inactive => self.inactive_len -= 1,
+            List::None => return,
+        }
+        self.list[pi] = List::None;
+        // The queue entry goes stale: its sequence number no longer matches.
+        self.seq[pi] = self.seq[pi].wrapping_add(1);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn lru(pages: u32) -> AnonLru {
+        let mut l = AnonLru::new(4 * GIB);
+        l.grow(pages as usize);
+        for p in 0..pages {
+            l.add_faulted(p);
+        }
+        l
+    }
+
+    #[test]
+    fn untouched_pages_go_in_fault_order_after_one_trip() {
+        // Every new page carries the accessed bit of its fault: the first scan rotates all of
+        // them, the second evicts the oldest first.
+        let mut l = lru(4);
+        let victims: Vec<u32> = (0..4).map(|_| l.pick_victim().unwrap()).collect();
+        assert_eq!(victims, vec![0, 1, 2, 3]);
+        assert_eq!(l.stats.rotated, 4);
+    }
+
+    #[test]
+    fn a_page_used_twice_is_activated_and_outlives_the_others() {
+        let mut l = lru(4);
+        // First scan: every page rotated (fault reference), then page 0 is the victim.
+        assert_eq!(l.pick_victim(), Some(0));
+        l.evicted(0);
+        // Page 1 is touched after its rotation: its second look activates it.
+        l.mark_accessed(1);
+        assert_eq!(l.pick_victim(), Some(2));
+        assert_eq!(l.stats.activated, 1);
+        assert_eq!(l.active_len(), 1);
+    }
+
+    #[test]
+    fn ageing_refills_the_inactive_list_and_distant_refaults_stay_inactive() {
+        let mut l = AnonLru::new(4 * GIB);
+        l.grow(10);
+        for p in 0..10 {
+            l.add_faulted(p);
+        }
+        // Pages 0..5 evicted at ages 0..5; 5..10 rotated with their referenced flag set.
+        for _ in 0..5 {
+            let v = l.pick_victim().unwrap();
+            l.evicted(v);
+        }
+        for p in 5..10 {
+            l.mark_accessed(p);
+        }
+        // 5..10 are activated (second reference, age 6..10); the inactive list runs dry, ageing
+        // moves them back and the oldest of them is the victim.
+        assert_eq!(l.pick_victim(), Some(5));
+        l.evicted(5); // at age 10
+        assert_eq!(l.active_len(), 0);
+        // Page 0: distance 11 - 0 > 0 pages active; page 5: distance 1 > 0 as well.
+        assert!(!l.add_faulted(0));
+        assert!(!l.add_faulted(5));
+        assert_eq!((l.stats.refaults, l.stats.refault_activations), (2, 0));
+    }
+
+    #[test]
+    fn refault_within_the_active_size_activates() {
+        let mut l = AnonLru::new(4 * GIB); // inactive ratio int_sqrt(40) = 6
+        l.grow(3);
+        for p in 0..3 {
+            l.add_faulted(p);
+        }
+        assert_eq!(l.pick_victim(), Some(0));
+        l.put_back(0);
+        // Pages 1 and 2 touched after their rotation: activated on their next look.
+        l.mark_accessed(1);
+        l.mark_accessed(2);
+        assert_eq!(l.pick_victim(), Some(0));
+        l.evicted(0); // at age 2 (two activations)
+        assert_eq!(l.active_len(), 2);
+        // Distance 3 - 2 = 1 <= 2 active pages: the refault joins the active list.
+        assert!(l.add_faulted(0));
+        assert_eq!(l.stats.refault_activations, 1);
+        assert_eq!(l.active_len(), 3);
+    }
+
+    #[test]
+    fn forgotten_pages_are_never_victims() {
+        let mut l = lru(3);
+        l.forget(0);
+        l.forget(2);
+        assert_eq!(l.pick_victim(), Some(1));
+        assert_eq!(l.pick_victim(), None);
+        assert_eq!((l.active_len(), l.inactive_len()), (0, 0));
+    }
+}
