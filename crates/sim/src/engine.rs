@@ -118,6 +118,8 @@ struct Counters {
     device_reads: u64,
     device_writes: u64,
     readahead_pages: u64,
+    /// Clean swap-cache pages evicted without a write.
+    clean_evictions: u64,
     zswap_hits: u64,
     zswap_misses: u64,
     zswap_writebacks: u64,
@@ -167,6 +169,11 @@ pub struct Sim<'a> {
     lru: AnonLru,
     /// Block swap: the page in each slot (u32::MAX: free), for read-ahead of neighbours.
     slot_owner: Vec<u32>,
+    /// Block swap: the slot a resident page still holds in the swap cache (NO_OWNER: none).
+    /// A page read back keeps its slot and its data there until it is written to or swap is
+    /// more than half full; evicting it while clean needs no write (mm/memory.c
+    /// `do_swap_page`, `should_try_to_free_swap`; mm/vmscan.c skips pageout of a clean folio).
+    swap_cache: Vec<u32>,
     tabs: Vec<Tab>,
     /// Tabs by last use, least recent first.
     lru_order: Vec<u32>,
@@ -326,6 +333,7 @@ impl<'a> Sim<'a> {
             lazy_read_at: Vec::new(),
             lru: AnonLru::new(cfg.dram_bytes),
             slot_owner,
+            swap_cache: Vec::new(),
             tabs: Vec::new(),
             lru_order: Vec::new(),
             slots,
@@ -342,6 +350,7 @@ impl<'a> Sim<'a> {
                 device_reads: 0,
                 device_writes: 0,
                 readahead_pages: 0,
+                clean_evictions: 0,
                 zswap_hits: 0,
                 zswap_misses: 0,
                 zswap_writebacks: 0,
@@ -504,6 +513,15 @@ impl<'a> Sim<'a> {
                 self.used_slots += 1;
                 self.loc[pi] = Loc::Pool;
                 self.c.dram_accesses += 2;
+            }
+            Backend::Block if self.swap_cache[pi] != NO_OWNER => {
+                // Clean, and its data is still in its slot: unmap and drop it, no I/O.
+                self.aux[pi] = self.swap_cache[pi];
+                self.swap_cache[pi] = NO_OWNER;
+                self.loc[pi] = Loc::Swapped;
+                self.c.clean_evictions += 1;
+                self.resident -= 1;
+                return Some(spent);
             }
             Backend::Block => {
                 let slot = self.slots.as_mut().expect("block has slots").allocate(0)?;
@@ -690,6 +708,9 @@ impl<'a> Sim<'a> {
         let latency = match self.loc[pi] {
             Loc::Resident => {
                 self.lru.mark_accessed(p);
+                if write {
+                    self.drop_swap_cache(p);
+                }
                 return Ok(0);
             }
             Loc::Absent => {
@@ -724,7 +745,7 @@ impl<'a> Sim<'a> {
                 if self.zswap.is_some() {
                     self.c.zswap_misses += 1;
                 }
-                self.block_swap_in(p)?
+                self.block_swap_in(p, write)?
             }
             Loc::Swapped => self.nvm_fault(p, write)?,
             Loc::NvmMapped => {
@@ -769,7 +790,7 @@ impl<'a> Sim<'a> {
     /// slots is read too, each as its own request that the block layer merges with its
     /// neighbours; slots whose page is in the zswap pool are decompressed instead. Neighbours
     /// come in unmapped (no accessed bit), at the head of the inactive list.
-    fn block_swap_in(&mut self, p: u32) -> Result<u64, SimError> {
+    fn block_swap_in(&mut self, p: u32, write: bool) -> Result<u64, SimError> {
         let pi = p as usize;
         let slot = self.aux[pi];
         let mut stall = self.frame_or_discard()?;
@@ -799,7 +820,7 @@ impl<'a> Sim<'a> {
         let waited = done.ready_at.saturating_sub(issued);
         self.c.cpu_iowait += done.iowait_ns;
         self.c.cpu_kernel += BLOCK_SWAP_IN_SOFTWARE_NS + done.kernel_ns;
-        self.free_slot(slot);
+        self.keep_or_free_slot(p, slot, write);
         self.place(p);
         self.c.swap_in_pages += 1;
         for q in neighbours {
@@ -816,7 +837,9 @@ impl<'a> Sim<'a> {
                 stall += self.decompress_cost(self.comp[qi] as u64);
             }
             let s = self.aux[qi];
-            self.free_slot(s);
+            // A page from the zswap pool comes back dirty (exclusive load): its slot goes.
+            let from_pool = self.loc[qi] == Loc::Pool;
+            self.keep_or_free_slot(q, s, from_pool);
             self.loc[qi] = Loc::Resident;
             self.lru.add_faulted(q);
             self.lru.clear_accessed(q);
@@ -824,6 +847,27 @@ impl<'a> Sim<'a> {
             self.c.readahead_pages += 1;
         }
         Ok(stall + BLOCK_SWAP_IN_SOFTWARE_NS + waited)
+    }
+
+    /// After a block swap-in of `p` from `slot`: a page about to be written (or one whose copy
+    /// will be stale) frees its slot; a page read while swap is at most half full keeps it in
+    /// the swap cache (`vm_swap_full`: more than half of swap in use).
+    fn keep_or_free_slot(&mut self, p: u32, slot: u32, dirty: bool) {
+        if dirty || self.used_slots * 2 > self.swap_slots {
+            self.free_slot(slot);
+        } else {
+            self.swap_cache[p as usize] = slot;
+        }
+    }
+
+    /// The page is written: its swap-cache copy is stale, free the slot.
+    fn drop_swap_cache(&mut self, p: u32) {
+        if let Some(&slot) = self.swap_cache.get(p as usize) {
+            if slot != NO_OWNER {
+                self.swap_cache[p as usize] = NO_OWNER;
+                self.free_slot(slot);
+            }
+        }
     }
 
     fn nvm_fault(&mut self, p: u32, write: bool) -> Result<u64, SimError> {
@@ -888,6 +932,9 @@ impl<'a> Sim<'a> {
             self.aux.push(0);
             self.comp.push(size);
             self.lazy_read_at.push(0);
+        }
+        if self.cfg.backend == Backend::Block {
+            self.swap_cache.resize(self.loc.len(), NO_OWNER);
         }
         self.lru.grow(self.loc.len());
         self.tabs.push(Tab {
@@ -1009,7 +1056,10 @@ impl<'a> Sim<'a> {
             let pi = p as usize;
             match self.loc[pi] {
                 Loc::Absent => {}
-                Loc::Resident => self.resident -= 1,
+                Loc::Resident => {
+                    self.drop_swap_cache(p);
+                    self.resident -= 1;
+                }
                 Loc::Pool => {
                     if self.cfg.backend == Backend::Zram {
                         self.zram_bytes -= self.comp[pi] as u64;
@@ -1173,6 +1223,7 @@ impl Sim<'_> {
             ("direct_reclaim_pages", c.direct_reclaim_pages),
             ("direct_reclaim_stalls", c.direct_reclaim_stalls),
             ("readahead_pages", c.readahead_pages),
+            ("clean_evictions", c.clean_evictions),
             ("lru_scanned", self.lru.stats.scanned),
             ("lru_activated", self.lru.stats.activated),
             ("lru_deactivated", self.lru.stats.deactivated),

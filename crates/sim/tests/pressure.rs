@@ -123,3 +123,14 @@ fn with_one_cpu_kswapd_falls_behind_and_the_foreground_reclaims_more() {
     };
     assert!(direct("1") > direct("2"));
 }
+
+#[test]
+fn pages_read_back_keep_their_slot_and_leave_again_without_a_write() {
+    // With swap far from half full, a page faulted back by a read stays in the swap cache; if it
+    // is evicted again before anyone writes it, no write is needed.
+    let r = run("optane", &["swap_bytes=68719476736"], 1, 0.1).result;
+    assert!(r.extra["clean_evictions"].as_u64().unwrap() > 0);
+    // zram bypasses the swap cache (SWP_SYNCHRONOUS_IO): never a clean eviction.
+    let z = run("baseline-zram", &[], 1, 0.05).result;
+    assert_eq!(z.extra["clean_evictions"].as_u64().unwrap(), 0);
+}
