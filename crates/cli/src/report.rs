@@ -219,6 +219,51 @@ fn sorted_switches(outputs: &[RunOutput]) -> Svg {
     })
 }
 
+/// Seed 000 Fig. 9 over time: within each timeline interval, the share of all CPUs' time spent
+/// in the kernel (faults, compression, reclaim, block layer) and waiting for I/O.
+fn cpu_over_time(outputs: &[RunOutput]) -> Svg {
+    svg(|root| {
+        let t_max = outputs
+            .iter()
+            .filter_map(|o| o.series.timeline.last().map(|s| s.t_s))
+            .fold(1.0, f64::max);
+        let mut chart = ChartBuilder::on(&root)
+            .caption(
+                "Kernel + iowait share of CPU time over time (seed 000 Fig. 9)",
+                ("sans-serif", 18),
+            )
+            .margin(10)
+            .x_label_area_size(35)
+            .y_label_area_size(60)
+            .build_cartesian_2d(0f64..t_max, 0f64..100f64)?;
+        chart
+            .configure_mesh()
+            .x_desc("time (s)")
+            .y_desc("kernel + iowait (% of all CPUs)")
+            .draw()?;
+        for (i, o) in outputs.iter().enumerate() {
+            let points: Vec<(f64, f64)> = o
+                .series
+                .timeline
+                .windows(2)
+                .filter_map(|w| {
+                    let d =
+                        |f: fn(&nvmswap_core::results::TimelineSample) -> f64| f(&w[1]) - f(&w[0]);
+                    let kernel = d(|s| s.cpu_kernel_s) + d(|s| s.cpu_iowait_s);
+                    let all = kernel + d(|s| s.cpu_user_s) + d(|s| s.cpu_idle_s);
+                    (all > 0.0).then(|| (w[1].t_s, (100.0 * kernel / all).clamp(0.0, 100.0)))
+                })
+                .collect();
+            chart
+                .draw_series(LineSeries::new(points, color(i).stroke_width(2)))?
+                .label(format!("{}:{}", o.result.substrate, o.result.config))
+                .legend(line_legend(i));
+        }
+        draw_legend(&mut chart, SeriesLabelPosition::UpperLeft)?;
+        Ok(())
+    })
+}
+
 /// Seed 000's zswap analysis over time: the hit rate of swap-ins within each timeline interval,
 /// for the runs that have a zswap pool.
 fn zswap_hits_over_time(outputs: &[RunOutput]) -> Svg {
@@ -488,6 +533,7 @@ fn html(report: &RunsReport, outputs: &[RunOutput]) -> anyhow::Result<String> {
         (over_250_by_tabs(outputs), "How often a switch takes longer than 250 ms (the tolerable limit, seed 000 §2.2) as more tabs are open."),
         (fault_cdf(outputs), "Every page fault, demand-zero ones included. The further left a curve rises, the cheaper faults are; the 10 µs mark is seed 000's yardstick."),
         (cpu_split(outputs), "Where CPU time went: rendering (user), faults, compression and reclaim (kernel), waiting for the swap device (iowait)."),
+        (cpu_over_time(outputs), "The same split over time: per 5 s interval, the share of all CPUs' time the kernel took (faults, compression, reclaim, block layer) or spent waiting for the swap device. It rises as memory fills."),
         (zswap_hits_over_time(outputs), "Per timeline interval, the share of swap-ins the zswap pool served (configurations with zswap only; seed 000 §4.2 reports about 97 %)."),
         (bars("Energy of memory and swap device", "joules", outputs, |o| o.result.energy_j), "DRAM standby, refresh and accesses plus the swap device's standby and accesses; terms a profile does not know are listed per run in results.json (energy_unknown_terms)."),
         (bars("Swap traffic: pages swapped out", "MiB", outputs, |o| o.result.swap_out_bytes as f64 / 1048576.0), "Bytes moved out of DRAM to the pool or the swap device."),
