@@ -38,7 +38,7 @@ fn json_report_files_and_determinism() {
     let html = std::fs::read_to_string(format!("{out}/report.html")).unwrap();
     assert_eq!(
         html.matches("<svg").count(),
-        7,
+        9,
         "every plot is in the report"
     );
     assert!(html.trim_end().ends_with("</html>"));
