@@ -214,20 +214,23 @@ pub fn run(args: Args) -> Result<()> {
     }
     bar.finish_and_clear();
     if args.json {
+        // Latency summaries as everywhere in RESULTS.md: objects named by their statistic.
+        let summary = |a: [f64; 3]| serde_json::json!({"mean": a[0], "p50": a[1], "p99": a[2]});
         let combos: Vec<_> = rows
             .iter()
             .map(|r| {
                 serde_json::json!({
                     "scheduler": r.scheduler, "completion": r.completion, "sync_reads": r.sync_reads,
-                    "q2d_us": r.q2d, "d2c_us": r.d2c, "q2c_us": r.q2c, "waiter_us": r.waiter,
-                    "kernel_cpu_ms": r.kernel_cpu_ms,
+                    "q2d_us": summary(r.q2d), "d2c_us": summary(r.d2c), "q2c_us": summary(r.q2c),
+                    "waiter_us": summary(r.waiter), "kernel_cpu_ms": r.kernel_cpu_ms,
                 })
             })
             .collect();
         let obj = serde_json::json!({
-            "command": "iosched", "substrate": "sim", "seed": args.seed, "device": args.device,
-            "pattern": args.pattern, "requests": args.requests, "page_cluster": args.page_cluster,
-            "stats_of": "sync swap-in reads; [mean, p50, p99] in µs", "combinations": combos,
+            "schema": "nvmswap.iosched/1", "command": "iosched", "substrate": "sim",
+            "seed": args.seed, "device": args.device, "pattern": args.pattern,
+            "requests": args.requests, "page_cluster": args.page_cluster,
+            "stats_of": "sync swap-in reads, µs", "combinations": combos,
         });
         println!("{obj}");
     } else {
