@@ -17,9 +17,11 @@ use rand_chacha::ChaCha8Rng;
 #[derive(clap::Args, Debug)]
 pub struct Args {
     /// Swap device: `optane` (4 KiB read mean 22.4 µs, seed 000 §4 Zswap latency paragraph) or
-    /// `scm` (10 µs, seed 002 swap-in breakdown "SCM read"). Their p99 and write latency are not
-    /// published there: p99 defaults to the mean (constant service) unless --read-p99-us is given,
-    /// and writes take the read latency (assumption).
+    /// `scm` (10 µs, seed 002 swap-in breakdown "SCM read"): their p99 and write latency are not
+    /// published there, so p99 defaults to the mean (constant service) unless --read-p99-us is
+    /// given, and writes take the read latency (assumption). Or any block device profile of
+    /// `nvmswap devices` (e.g. `nvme-nand`, `emmc`, `optane-ssd`) or a profile TOML file, with
+    /// its own latencies, queue depth and parallelism.
     #[arg(long, default_value = "optane")]
     device: String,
     /// 99th percentile of the 4 KiB read latency in µs (overrides the device's unknown p99).
@@ -52,7 +54,27 @@ fn device_profile(args: &Args) -> Result<DeviceProfile> {
     let mean_ns = match args.device.as_str() {
         "optane" => 22_400.0,
         "scm" => 10_000.0,
-        other => bail!("unknown --device {other:?}: expected optane or scm"),
+        other => {
+            let mut p = DeviceProfile::resolve(other).with_context(|| {
+                format!("--device {other:?}: expected optane, scm or a block device profile")
+            })?;
+            if p.kind != DeviceKind::Block {
+                bail!(
+                    "--device {other:?} is a {:?} device, not a block device",
+                    p.kind
+                );
+            }
+            if let Some(p99) = args.read_p99_us {
+                if p99 * 1_000.0 < p.read_4k.mean_ns {
+                    bail!(
+                        "--read-p99-us {p99} is below the mean {} µs",
+                        p.read_4k.mean_ns / 1e3
+                    );
+                }
+                p.read_4k.p99_ns = p99 * 1_000.0;
+            }
+            return Ok(p);
+        }
     };
     let p99_ns = args.read_p99_us.map_or(mean_ns, |p| p * 1_000.0);
     if p99_ns < mean_ns {
@@ -193,6 +215,8 @@ fn run_one(args: &Args, sched: &str, mode: &str, reqs: &[(Nanos, Request)]) -> R
 }
 
 pub fn run(args: Args) -> Result<()> {
+    // Check the device once, before any combination runs.
+    device_profile(&args)?;
     let scheds: Vec<&str> = match &args.scheduler {
         Some(s) => vec![s.as_str()],
         None => SCHEDULERS.to_vec(),
