@@ -7,7 +7,7 @@
 use std::fmt::Write as _;
 use std::path::Path;
 
-use nvmswap_core::results::{RunOutput, RunsReport};
+use nvmswap_core::results::{RunOutput, RunsReport, TimelineSample};
 use plotters::prelude::*;
 
 /// Prints the comparison table (one row per run).
@@ -219,19 +219,23 @@ fn sorted_switches(outputs: &[RunOutput]) -> Svg {
     })
 }
 
-/// Seed 000 Fig. 9 over time: within each timeline interval, the share of all CPUs' time spent
-/// in the kernel (faults, compression, reclaim, block layer) and waiting for I/O.
-fn cpu_over_time(outputs: &[RunOutput]) -> Svg {
+/// A line per run of a percentage over virtual time, from consecutive timeline samples: `share`
+/// turns the samples at the start and end of an interval into a percentage, or None to skip it.
+/// Runs for which `include` is false are left out (their colours stay those of the table).
+fn percent_over_time(
+    outputs: &[RunOutput],
+    caption: &str,
+    y_desc: &str,
+    include: impl Fn(&RunOutput) -> bool,
+    share: impl Fn(&TimelineSample, &TimelineSample) -> Option<f64>,
+) -> Svg {
     svg(|root| {
         let t_max = outputs
             .iter()
             .filter_map(|o| o.series.timeline.last().map(|s| s.t_s))
             .fold(1.0, f64::max);
         let mut chart = ChartBuilder::on(&root)
-            .caption(
-                "Kernel + iowait share of CPU time over time (seed 000 Fig. 9)",
-                ("sans-serif", 18),
-            )
+            .caption(caption, ("sans-serif", 18))
             .margin(10)
             .x_label_area_size(35)
             .y_label_area_size(60)
@@ -239,20 +243,14 @@ fn cpu_over_time(outputs: &[RunOutput]) -> Svg {
         chart
             .configure_mesh()
             .x_desc("time (s)")
-            .y_desc("kernel + iowait (% of all CPUs)")
+            .y_desc(y_desc)
             .draw()?;
-        for (i, o) in outputs.iter().enumerate() {
+        for (i, o) in outputs.iter().enumerate().filter(|(_, o)| include(o)) {
             let points: Vec<(f64, f64)> = o
                 .series
                 .timeline
                 .windows(2)
-                .filter_map(|w| {
-                    let d =
-                        |f: fn(&nvmswap_core::results::TimelineSample) -> f64| f(&w[1]) - f(&w[0]);
-                    let kernel = d(|s| s.cpu_kernel_s) + d(|s| s.cpu_iowait_s);
-                    let all = kernel + d(|s| s.cpu_user_s) + d(|s| s.cpu_idle_s);
-                    (all > 0.0).then(|| (w[1].t_s, (100.0 * kernel / all).clamp(0.0, 100.0)))
-                })
+                .filter_map(|w| share(&w[0], &w[1]).map(|v| (w[1].t_s, v.clamp(0.0, 100.0))))
                 .collect();
             chart
                 .draw_series(LineSeries::new(points, color(i).stroke_width(2)))?
@@ -264,50 +262,36 @@ fn cpu_over_time(outputs: &[RunOutput]) -> Svg {
     })
 }
 
+/// Seed 000 Fig. 9 over time: within each timeline interval, the share of all CPUs' time spent
+/// in the kernel (faults, compression, reclaim, block layer) and waiting for I/O.
+fn cpu_over_time(outputs: &[RunOutput]) -> Svg {
+    percent_over_time(
+        outputs,
+        "Kernel + iowait share of CPU time over time (seed 000 Fig. 9)",
+        "kernel + iowait (% of all CPUs)",
+        |_| true,
+        |a, b| {
+            let kernel = (b.cpu_kernel_s - a.cpu_kernel_s) + (b.cpu_iowait_s - a.cpu_iowait_s);
+            let all = kernel + (b.cpu_user_s - a.cpu_user_s) + (b.cpu_idle_s - a.cpu_idle_s);
+            (all > 0.0).then(|| 100.0 * kernel / all)
+        },
+    )
+}
+
 /// Seed 000's zswap analysis over time: the hit rate of swap-ins within each timeline interval,
 /// for the runs that have a zswap pool.
 fn zswap_hits_over_time(outputs: &[RunOutput]) -> Svg {
-    svg(|root| {
-        let with_pool: Vec<(usize, &RunOutput)> = outputs
-            .iter()
-            .enumerate()
-            .filter(|(_, o)| o.result.zswap_hit_rate.is_some())
-            .collect();
-        let t_max = with_pool
-            .iter()
-            .filter_map(|(_, o)| o.series.timeline.last().map(|s| s.t_s))
-            .fold(1.0, f64::max);
-        let mut chart = ChartBuilder::on(&root)
-            .caption("zswap hit rate over time", ("sans-serif", 18))
-            .margin(10)
-            .x_label_area_size(35)
-            .y_label_area_size(60)
-            .build_cartesian_2d(0f64..t_max, 0f64..100f64)?;
-        chart
-            .configure_mesh()
-            .x_desc("time (s)")
-            .y_desc("swap-ins served by the pool (%)")
-            .draw()?;
-        for (i, o) in with_pool {
-            let points: Vec<(f64, f64)> = o
-                .series
-                .timeline
-                .windows(2)
-                .filter_map(|w| {
-                    let hits = w[1].zswap_hits.saturating_sub(w[0].zswap_hits);
-                    let misses = w[1].zswap_misses.saturating_sub(w[0].zswap_misses);
-                    (hits + misses > 0)
-                        .then(|| (w[1].t_s, 100.0 * hits as f64 / (hits + misses) as f64))
-                })
-                .collect();
-            chart
-                .draw_series(LineSeries::new(points, color(i).stroke_width(2)))?
-                .label(format!("{}:{}", o.result.substrate, o.result.config))
-                .legend(line_legend(i));
-        }
-        draw_legend(&mut chart, SeriesLabelPosition::LowerLeft)?;
-        Ok(())
-    })
+    percent_over_time(
+        outputs,
+        "zswap hit rate over time",
+        "swap-ins served by the pool (%)",
+        |o| o.result.zswap_hit_rate.is_some(),
+        |a, b| {
+            let hits = b.zswap_hits.saturating_sub(a.zswap_hits);
+            let misses = b.zswap_misses.saturating_sub(a.zswap_misses);
+            (hits + misses > 0).then(|| 100.0 * hits as f64 / (hits + misses) as f64)
+        },
+    )
 }
 
 /// Seed 000 Fig. 4: share of switches over 250 ms per bucket of open tabs.
