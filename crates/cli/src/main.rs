@@ -30,6 +30,8 @@ struct Cli {
 enum Command {
     /// The Chromium memory-capacity pressure test: tabs until the first discard, tab-switch latency.
     Pressure(cmd::pressure::Args),
+    /// Seed 001's app relaunch: categories of apps take turns on a phone under memory pressure.
+    Relaunch(cmd::relaunch::Args),
     /// Seed 001's wear-levelling experiment: writers and readers on an NVM swap area.
     Wear(cmd::wear::Args),
     /// The device profiles (latency, energy, price, endurance) and the source of every value.
@@ -49,6 +51,7 @@ fn main() -> std::process::ExitCode {
     let result = match cli.command {
         None => cmd::pressure::run(cmd::pressure::Args::default_main_job()),
         Some(Command::Pressure(args)) => cmd::pressure::run(args),
+        Some(Command::Relaunch(args)) => cmd::relaunch::run(args),
         Some(Command::Wear(args)) => cmd::wear::run(args),
         Some(Command::Devices(args)) => cmd::devices::run(args),
         Some(Command::Linux(args)) => cmd::linux::run(args),

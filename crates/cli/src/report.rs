@@ -42,11 +42,31 @@ pub fn print_table(report: &RunsReport) {
     }
 }
 
-/// Writes results.json, the CSVs and report.html into `dir`, replacing it.
+/// Writes results.json, the CSVs and report.html of a pressure run into `dir`, replacing it.
 pub fn write_pressure(
     dir: &Path,
     report: &RunsReport,
     outputs: &[RunOutput],
+) -> anyhow::Result<()> {
+    write_dir(dir, report, outputs, &html(report, outputs)?)
+}
+
+/// Writes results.json, the CSVs and report.html of a relaunch run into `dir`, replacing it.
+pub fn write_relaunch(
+    dir: &Path,
+    report: &RunsReport,
+    outputs: &[RunOutput],
+) -> anyhow::Result<()> {
+    write_dir(dir, report, outputs, &relaunch_html(report, outputs)?)
+}
+
+/// Fills a fresh directory next to `dir` and renames it into place, so that a failed run leaves
+/// the previous report untouched.
+fn write_dir(
+    dir: &Path,
+    report: &RunsReport,
+    outputs: &[RunOutput],
+    html_page: &str,
 ) -> anyhow::Result<()> {
     let parent = match dir.parent() {
         Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
@@ -68,7 +88,7 @@ pub fn write_pressure(
         for o in outputs {
             write_csvs(&tmp, o)?;
         }
-        std::fs::write(tmp.join("report.html"), html(report, outputs)?)?;
+        std::fs::write(tmp.join("report.html"), html_page)?;
         Ok(())
     })();
     if let Err(e) = result {
@@ -83,7 +103,138 @@ pub fn write_pressure(
 }
 
 fn stem(o: &RunOutput) -> String {
-    format!("{}-{}", o.result.substrate, o.result.config)
+    // Relaunch runs are named config/category: keep file names flat.
+    format!("{}-{}", o.result.substrate, o.result.config).replace('/', "-")
+}
+
+/// One relaunch run's headline figures, from its `extra.relaunch`.
+struct RelaunchRow {
+    name: String,
+    category: String,
+    relaunches: u64,
+    kills: u64,
+    relaunch_ms: f64,
+    relaunch_p99_ms: f64,
+    execute_ms: f64,
+}
+
+fn relaunch_row(o: &RunOutput) -> RelaunchRow {
+    let r = &o.result.extra["relaunch"];
+    let kind = |k: &str| &r["by_kind"][k];
+    let count = |k: &str| kind(k)["count"].as_u64().unwrap_or(0);
+    let mean = |k: &str| kind(k)["ms"]["mean"].as_f64().unwrap_or(0.0);
+    let (warm, cold) = (count("relaunch"), count("relaunch-cold"));
+    let relaunches = warm + cold;
+    // Seed 001 averages every relaunch, whatever state the app was found in.
+    let relaunch_ms = if relaunches == 0 {
+        0.0
+    } else {
+        (warm as f64 * mean("relaunch") + cold as f64 * mean("relaunch-cold")) / relaunches as f64
+    };
+    let p99 = |k: &str| kind(k)["ms"]["p99"].as_f64().unwrap_or(0.0);
+    RelaunchRow {
+        name: o
+            .result
+            .config
+            .split('/')
+            .next()
+            .unwrap_or_default()
+            .to_string(),
+        category: r["category"].as_str().unwrap_or_default().to_string(),
+        relaunches,
+        kills: r["kills"].as_u64().unwrap_or(0),
+        relaunch_ms,
+        relaunch_p99_ms: if cold > 0 {
+            p99("relaunch-cold")
+        } else {
+            p99("relaunch")
+        },
+        execute_ms: mean("execute"),
+    }
+}
+
+/// `value / base` to two decimals, or "-" without a baseline.
+fn ratio_text(value: f64, base: Option<f64>) -> String {
+    match base {
+        Some(b) if b > 0.0 => format!("{:.2}", value / b),
+        _ => "-".into(),
+    }
+}
+
+/// The baseline (first configuration) row of the same category, for normalising.
+fn relaunch_base<'a>(rows: &'a [RelaunchRow], row: &RelaunchRow) -> Option<&'a RelaunchRow> {
+    rows.iter().find(|b| b.category == row.category)
+}
+
+/// The relaunch table: per configuration and category, relaunch delay and execution time, also
+/// normalised to the first configuration (seed 001 Fig. 13/14 normalise to NAND flash swap).
+pub fn print_relaunch_table(outputs: &[RunOutput]) {
+    let rows: Vec<RelaunchRow> = outputs.iter().map(relaunch_row).collect();
+    println!(
+        "{:<22} {:<11} {:>6} {:>6} {:>12} {:>8} {:>12} {:>8} {:>12}",
+        "config",
+        "category",
+        "relnch",
+        "killed",
+        "relaunch ms",
+        "vs base",
+        "execute ms",
+        "vs base",
+        "p99 ms"
+    );
+    for row in &rows {
+        let base = relaunch_base(&rows, row);
+        println!(
+            "{:<22} {:<11} {:>6} {:>6} {:>12.1} {:>8} {:>12.1} {:>8} {:>12.1}",
+            row.name,
+            row.category,
+            row.relaunches,
+            row.kills,
+            row.relaunch_ms,
+            ratio_text(row.relaunch_ms, base.map(|b| b.relaunch_ms)),
+            row.execute_ms,
+            ratio_text(row.execute_ms, base.map(|b| b.execute_ms)),
+            row.relaunch_p99_ms,
+        );
+    }
+}
+
+fn relaunch_html(report: &RunsReport, outputs: &[RunOutput]) -> anyhow::Result<String> {
+    let rows: Vec<RelaunchRow> = outputs.iter().map(relaunch_row).collect();
+    let mut h = String::new();
+    writeln!(
+        h,
+        "<!doctype html><html><head><meta charset=\"utf-8\"><title>nvmswap relaunch report</title>"
+    )?;
+    writeln!(h, "<style>body{{font-family:sans-serif;max-width:1000px;margin:auto}}table{{border-collapse:collapse;font-size:13px}}td,th{{border:1px solid #ccc;padding:3px 6px;text-align:right}}td:first-child,th:first-child,td:nth-child(2){{text-align:left}}figure{{margin:24px 0}}figcaption{{color:#444}}</style></head><body>")?;
+    writeln!(h, "<h1>App relaunch (seed 001 §4.5, §4.6)</h1><p>seed {}, {} run(s). Every number below comes from this run; results.json holds them all. Ratios are to the first configuration of the same category.</p>", report.seed, report.runs.len())?;
+    writeln!(h, "<table><tr><th>config</th><th>category</th><th>relaunches</th><th>killed</th><th>relaunch ms</th><th>vs base</th><th>execute ms</th><th>vs base</th><th>NVM copies</th></tr>")?;
+    for (row, o) in rows.iter().zip(outputs) {
+        let base = relaunch_base(&rows, row);
+        writeln!(
+            h,
+            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{:.1}</td><td>{}</td><td>{:.1}</td><td>{}</td><td>{}</td></tr>",
+            row.name, row.category, row.relaunches, row.kills, row.relaunch_ms,
+            ratio_text(row.relaunch_ms, base.map(|b| b.relaunch_ms)), row.execute_ms,
+            ratio_text(row.execute_ms, base.map(|b| b.execute_ms)),
+            o.result.extra.get("nvm_copies").and_then(|v| v.as_u64()).unwrap_or(0),
+        )?;
+    }
+    writeln!(h, "</table>")?;
+    let figures: Vec<(Svg, &str)> = vec![
+        (bars("Relaunch delay (mean over all relaunches)", "ms", outputs, |o| relaunch_row(o).relaunch_ms), "Seed 001 Fig. 13: the time from bringing an app to the foreground until its memory is back and its relaunch work done; a killed app starts from nothing."),
+        (bars("Execution time of the foreground operation", "ms", outputs, |o| relaunch_row(o).execute_ms), "Seed 001 Fig. 14: an operation that allocates and writes memory while the phone is under pressure, so its allocations reclaim."),
+        (bars("Apps found killed", "relaunches", outputs, |o| relaunch_row(o).kills as f64), "Relaunches that found the app discarded (seed 001 Fig. 1's terminations)."),
+    ];
+    for (svg, caption) in figures {
+        writeln!(
+            h,
+            "<figure>{}<figcaption>{caption}</figcaption></figure>",
+            svg?
+        )?;
+    }
+    writeln!(h, "</body></html>")?;
+    Ok(h)
 }
 
 fn write_csvs(dir: &Path, o: &RunOutput) -> anyhow::Result<()> {

@@ -196,6 +196,8 @@ fn drive(
         let phase = test.phase();
         match action {
             Action::Done => break,
+            // The pressure test never closes a tab (only app relaunch does, in sim).
+            Action::Close { .. } => unreachable!("the pressure test does not close tabs"),
             Action::Sleep { ns } => std::thread::sleep(std::time::Duration::from_nanos(
                 (ns as f64 * opts.scale) as u64,
             )),

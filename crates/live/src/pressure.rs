@@ -105,6 +105,8 @@ pub fn run_pressure(
         let action = test.next_action(discards > 0, &|t| alive.get(t as usize) == Some(&true));
         match action {
             Action::Done => break,
+            // The pressure test never closes a tab (only app relaunch does, in sim).
+            Action::Close { .. } => unreachable!("the pressure test does not close tabs"),
             Action::Sleep { ns } => std::thread::sleep(Duration::from_nanos(ns).min(MAX_SLEEP)),
             Action::Open { tab, site } => {
                 let s = &sites[site];

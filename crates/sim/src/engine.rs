@@ -1048,6 +1048,16 @@ impl<'a> Sim<'a> {
         else {
             return false;
         };
+        self.release_tab(victim);
+        self.c.discards += 1;
+        true
+    }
+
+    /// Frees every page of tab `victim` (discarded, or its process exited).
+    fn release_tab(&mut self, victim: u32) {
+        if !self.tabs.get(victim as usize).is_some_and(|t| t.alive) {
+            return;
+        }
         let (base, pages) = (
             self.tabs[victim as usize].base,
             self.tabs[victim as usize].pages,
@@ -1079,8 +1089,6 @@ impl<'a> Sim<'a> {
             self.loc[pi] = Loc::Absent;
         }
         self.tabs[victim as usize].alive = false;
-        self.c.discards += 1;
-        true
     }
 }
 
@@ -1106,13 +1114,19 @@ impl Sim<'_> {
                     tabs.get(t as usize).is_some_and(|t| t.alive)
                 })
             };
+            let started_at = self.now;
             match action {
                 Action::Open { tab, site } => {
                     self.open(tab, site)?;
+                    workload.observe(self.now - started_at);
                     self.progress.message(&format!("{} tabs", self.tabs.len()));
                 }
-                Action::Switch { tab } => self.switch(tab, workload.phase_name())?,
+                Action::Switch { tab } => {
+                    self.switch(tab, workload.phase_name())?;
+                    workload.observe(self.now - started_at);
+                }
                 Action::Sleep { ns } => self.advance(ns, false),
+                Action::Close { tab } => self.release_tab(tab),
                 Action::Done => break,
             }
             while self.should_discard() && self.discard_lru() {}

@@ -3,10 +3,12 @@
 //! A whole consumer device (DRAM, reclaim, compressed pools, swap devices, NVM on the memory bus)
 //! composed from `nvmswap-core` mechanisms and driven in virtual time. The same seed and
 //! configuration give byte-identical results (except `wall_s`, the real time the run took).
-//! See `engine.rs` for the model and `costs.rs` for the software costs and their sources.
+//! See `engine.rs` for the model and `costs.rs` for the software costs and their sources;
+//! `relaunch.rs` runs seed 001's app-relaunch workload.
 
 mod costs;
 mod engine;
+pub mod relaunch;
 
 use nvmswap_core::config::{ConfigError, SystemConfig};
 use nvmswap_core::progress::Progress;

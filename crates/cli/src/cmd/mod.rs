@@ -5,5 +5,6 @@ pub mod iosched;
 pub mod linux;
 pub mod microbench;
 pub mod pressure;
+pub mod relaunch;
 pub mod validate;
 pub mod wear;

@@ -3,6 +3,7 @@
 
 pub mod content;
 pub mod microbench;
+pub mod relaunch;
 pub mod tabs;
 
 use tabs::{Action, TabId};
@@ -19,4 +20,9 @@ pub trait Workload {
     /// The headline count the result reports as `tabs_opened` (tabs before the first discard
     /// for the pressure test).
     fn tabs_opened(&self) -> u64;
+    /// The substrate reports how long the last `Open` or `Switch` took (from the action's start
+    /// until its memory was resident and its CPU work done). Workloads that measure per-app
+    /// figures (relaunch) record it; the pressure test gets its switch latencies from the
+    /// substrate's own series.
+    fn observe(&mut self, _latency_ns: u64) {}
 }

@@ -109,6 +109,9 @@ pub enum Action {
     Switch { tab: TabId },
     /// Let `ns` of time pass (background reclaim keeps running).
     Sleep { ns: u64 },
+    /// The tab's process exits by itself (not a discard): its memory is freed. The pressure test
+    /// never closes; app relaunch closes each operation's memory.
+    Close { tab: TabId },
     /// The test is over.
     Done,
 }
