@@ -282,3 +282,75 @@ pub fn device_profile_toml(cal: &Calibration) -> String {
     out.push_str("write_4k = \"measured: nvmswap linux calibrate, 2000 random 4 KiB O_DIRECT writes (p99 capped at 14x mean)\"\n");
     out
 }
+
+/// This machine's software costs for sim's `costs` overrides (`SystemConfig::costs`), as TOML:
+/// the minor fault and, per compression algorithm probed, compression and decompression through
+/// zram. `load_costs` reads it back for one algorithm.
+pub fn costs_toml(cal: &Calibration) -> String {
+    let ns = |us: f64| (us * NS_PER_US as f64).round();
+    let mut out = String::from(
+        "# Software costs of this machine, measured by `nvmswap linux calibrate` (per 4 KiB page of\n\
+         # the tab model, through zram). `nvmswap validate` hands them to sim as `costs.*`.\n",
+    );
+    out.push_str(&format!(
+        "minor_fault_ns = {}\n",
+        ns(cal.minor_fault_us.mean)
+    ));
+    for c in &cal.compression {
+        out.push_str(&format!("\n[compressor.{}]\n", c.algorithm));
+        out.push_str(&format!("compress_mean_ns = {}\n", ns(c.compress_us.mean)));
+        // The log-normal sampler needs p99 >= mean; a probe whose p99 fell below its mean (a few
+        // slow outliers) is given a constant cost.
+        out.push_str(&format!(
+            "compress_p99_ns = {}\n",
+            ns(c.compress_us.p99.max(c.compress_us.mean))
+        ));
+        out.push_str(&format!(
+            "decompress_mean_ns = {}\n",
+            ns(c.decompress_us.mean)
+        ));
+        out.push_str(&format!(
+            "decompress_p99_ns = {}\n",
+            ns(c.decompress_us.p99.max(c.decompress_us.mean))
+        ));
+    }
+    out
+}
+
+#[derive(Debug, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct CostsFile {
+    minor_fault_ns: f64,
+    #[serde(default)]
+    compressor: std::collections::BTreeMap<String, CompressorCosts>,
+}
+
+#[derive(Debug, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct CompressorCosts {
+    compress_mean_ns: f64,
+    compress_p99_ns: f64,
+    decompress_mean_ns: f64,
+    decompress_p99_ns: f64,
+}
+
+/// Reads a file written by `costs_toml` and returns the overrides for `algorithm` (the minor
+/// fault alone when that algorithm was not probed).
+pub fn load_costs(
+    path: &Path,
+    algorithm: &str,
+) -> Result<nvmswap_core::config::CostOverrides, LinuxError> {
+    let text = std::fs::read_to_string(path).map_err(|e| LinuxError::io("read", path, e))?;
+    let file: CostsFile = toml::from_str(&text).map_err(|e| LinuxError::Config {
+        name: path.display().to_string(),
+        detail: e.to_string(),
+    })?;
+    let c = file.compressor.get(algorithm);
+    Ok(nvmswap_core::config::CostOverrides {
+        minor_fault_ns: Some(file.minor_fault_ns),
+        compress_mean_ns: c.map(|c| c.compress_mean_ns),
+        compress_p99_ns: c.map(|c| c.compress_p99_ns),
+        decompress_mean_ns: c.map(|c| c.decompress_mean_ns),
+        decompress_p99_ns: c.map(|c| c.decompress_p99_ns),
+    })
+}

@@ -167,6 +167,17 @@ fn drive(
     let procs = CString::new(setup.cgroup.join("cgroup.procs").display().to_string())
         .map_err(|_| LinuxError::Worker("cgroup path has a NUL byte".into()))?;
     let swap = swap_path(setup);
+    // blktrace of the swap file's disk, for Q2D/D2C/Q2C (seed 000 §5-§6). A trace that cannot be
+    // taken is reported, not fatal; the tracer stops and cleans up when dropped, also on error.
+    let tracer = match &setup.config.swap {
+        SwapSetup::Swapfile { path, .. } | SwapSetup::Zswap { path, .. } => {
+            crate::blktrace::Tracer::start(std::path::Path::new(path))
+        }
+        SwapSetup::Zram { .. } => Err("zram is bio-based: requests have no queue or device \
+             stage to trace"
+            .to_string()),
+        SwapSetup::None => Err("no swap device".to_string()),
+    };
     let vm0 = sysfs::vmstat()?;
     let rule = setup.config.discard.clone();
 
@@ -269,6 +280,12 @@ fn drive(
         progress.advance(actions);
     }
     drop(tabs);
+    let blktrace = match tracer {
+        Ok(t) => t
+            .finish()
+            .unwrap_or_else(|why| serde_json::json!({ "unavailable": why })),
+        Err(why) => serde_json::json!({ "unavailable": why }),
+    };
     let vm1 = sysfs::vmstat()?;
     let d = |k: &str| {
         vm1.get(k)
@@ -293,10 +310,7 @@ fn drive(
          of every page at load (demand-zero) and every working-set touch at a switch"
             .into(),
     );
-    extra.insert(
-        "blktrace".into(),
-        "not collected (not implemented on this branch)".into(),
-    );
+    extra.insert("blktrace".into(), blktrace);
     extra.insert(
         "energy".into(),
         "not measured on linux (0 is not a measurement)".into(),

@@ -29,6 +29,24 @@ pub struct MachineSnapshot {
     pub zram_devices: Vec<String>,
     /// Child cgroups of the memory controller's root (v1) or of the unified root (v2).
     pub memory_cgroups: Vec<String>,
+    /// Mount points of tracefs and debugfs (the swap-device trace mounts them when it must).
+    #[serde(default)]
+    pub trace_mounts: Vec<String>,
+}
+
+/// Where tracefs and debugfs are mounted, from /proc/mounts.
+fn trace_mounts() -> Vec<String> {
+    let mut v: Vec<String> = std::fs::read_to_string("/proc/mounts")
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            (f.len() > 2 && (f[2] == "tracefs" || f[2] == "debugfs"))
+                .then(|| format!("{} {}", f[2], f[1]))
+        })
+        .collect();
+    v.sort();
+    v
 }
 
 fn dir_names(dir: &Path, keep: impl Fn(&str, &Path) -> bool) -> Vec<String> {
@@ -78,6 +96,7 @@ impl MachineSnapshot {
             schedulers,
             zram_devices,
             memory_cgroups,
+            trace_mounts: trace_mounts(),
         })
     }
 
@@ -106,6 +125,12 @@ impl MachineSnapshot {
             out.push(format!(
                 "cgroups {:?} -> {:?}",
                 self.memory_cgroups, other.memory_cgroups
+            ));
+        }
+        if self.trace_mounts != other.trace_mounts {
+            out.push(format!(
+                "trace mounts {:?} -> {:?}",
+                self.trace_mounts, other.trace_mounts
             ));
         }
         out

@@ -179,3 +179,34 @@ fn pressure_run_failing_mid_run_restores_exactly() {
     );
     assert!(!path.exists());
 }
+
+#[test]
+fn swap_file_run_traces_the_swap_device_and_unmounts_what_it_mounted() {
+    let _m = MACHINE.lock().unwrap_or_else(|e| e.into_inner());
+    if !root_or_skip("swap_file_trace") {
+        return;
+    }
+    let before = MachineSnapshot::capture().unwrap();
+    let opts = nvmswap_linux::PressureOptions {
+        scale: 0.05,
+        state_file: Some(state_path("trace")),
+        ..Default::default()
+    };
+    let out = nvmswap_linux::run_pressure("linux-swapfile", &opts, &NoProgress).unwrap();
+    let trace = &out.result.extra["blktrace"];
+    // Either a trace with the swap file's requests, or the reason there is none; never silence.
+    if let Some(why) = trace.get("unavailable") {
+        eprintln!("no swap-device trace on this machine: {why}");
+    } else {
+        assert!(trace["write_requests"].as_u64().unwrap() > 0, "{trace}");
+        assert!(
+            trace["write_q2c_us"]["p99"].as_f64().unwrap() > 0.0,
+            "{trace}"
+        );
+    }
+    assert_eq!(
+        before.differences(&MachineSnapshot::capture().unwrap()),
+        Vec::<String>::new(),
+        "tracefs/debugfs mounts and swap state are as before"
+    );
+}

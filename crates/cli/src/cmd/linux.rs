@@ -61,6 +61,10 @@ enum Action {
         /// Where the device profile (TOML, profiles/devices format) is written.
         #[arg(long, default_value = "profiles/linux/calibrated-disk.toml")]
         out: PathBuf,
+        /// Where this machine's software costs (minor fault, compression and decompression per
+        /// algorithm) are written, for sim's `costs.*` (`nvmswap validate --costs`).
+        #[arg(long, default_value = "profiles/linux/calibrated-costs.toml")]
+        costs_out: PathBuf,
         #[arg(long, default_value_t = 1)]
         seed: u64,
         /// Print the measurements as JSON on stdout.
@@ -147,6 +151,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         Action::Calibrate {
             swap_dir,
             out,
+            costs_out,
             seed,
             json,
         } => {
@@ -156,6 +161,10 @@ pub fn run(args: Args) -> anyhow::Result<()> {
                 .context("the calibrated profile does not validate")?;
             std::fs::write(&out, &profile).with_context(|| format!("writing {}", out.display()))?;
             eprintln!("wrote {}", out.display());
+            let costs = nvmswap_linux::calibrate::costs_toml(&cal);
+            std::fs::write(&costs_out, &costs)
+                .with_context(|| format!("writing {}", costs_out.display()))?;
+            eprintln!("wrote {}", costs_out.display());
             if json {
                 let v =
                     serde_json::json!({ "schema": "nvmswap.calibration/1", "calibration": cal });

@@ -27,6 +27,15 @@ pub struct Args {
     /// Device profile of the swap disk for `sim` (written by `nvmswap linux calibrate`).
     #[arg(long, default_value = "profiles/linux/calibrated-vda.toml")]
     disk_profile: PathBuf,
+    /// This machine's software costs for sim (written by `nvmswap linux calibrate`): minor fault,
+    /// compression and decompression of the configuration's algorithm. `none` keeps sim's
+    /// sourced defaults (crates/sim/src/costs.rs).
+    #[arg(long, default_value = "profiles/linux/calibrated-costs.toml")]
+    costs: String,
+    /// Runs of each linux configuration; the table gives their mean and range, and the relative
+    /// error is against the mean (sim is deterministic: one run).
+    #[arg(long, default_value_t = 1)]
+    repeat: u32,
     /// Print one nvmswap.results/1 object (sim and linux runs; relative errors in the sim runs'
     /// `extra.validation`) on stdout.
     #[arg(long)]
@@ -41,7 +50,11 @@ pub struct Args {
 /// - zswap's max_pool_percent is a share of the *machine's* RAM (24 GiB) on linux, larger than the
 ///   cgroup, so the sim pool may take all of DRAM (100 %);
 /// - no OS reserve inside a cgroup (sim's minimum is one page).
-pub fn sim_equivalent(linux: &LinuxConfig, disk_profile: &str) -> SystemConfig {
+pub fn sim_equivalent(
+    linux: &LinuxConfig,
+    disk_profile: &str,
+    costs: nvmswap_core::config::CostOverrides,
+) -> SystemConfig {
     let dram = linux.cgroup_limit_bytes;
     let (backend, zram_size, swap_profile, swap_bytes, zswap_pct, compressor) = match &linux.swap {
         SwapSetup::Zram {
@@ -107,7 +120,7 @@ pub fn sim_equivalent(linux: &LinuxConfig, disk_profile: &str) -> SystemConfig {
         completion: "interrupt".into(),
         discard: linux.discard.clone(),
         cpus: 2,
-        costs: Default::default(),
+        costs,
     }
 }
 
@@ -138,24 +151,73 @@ fn figures(r: &RunResult) -> Vec<(&'static str, f64)> {
     ]
 }
 
+/// The compression algorithm a linux configuration runs, if any.
+fn algorithm(linux: &LinuxConfig) -> Option<&str> {
+    match &linux.swap {
+        SwapSetup::Zram { algorithm, .. } => Some(algorithm),
+        SwapSetup::Zswap { compressor, .. } => Some(compressor),
+        SwapSetup::Swapfile { .. } | SwapSetup::None => None,
+    }
+}
+
+/// Mean of the linux runs' figures, and each figure's (min, max) over the runs.
+fn mean_and_range(runs: &[RunResult]) -> Vec<(&'static str, f64, f64, f64)> {
+    let all: Vec<Vec<(&'static str, f64)>> = runs.iter().map(figures).collect();
+    (0..all[0].len())
+        .map(|i| {
+            let values: Vec<f64> = all.iter().map(|f| f[i].1).collect();
+            let mean = values.iter().sum::<f64>() / values.len() as f64;
+            let min = values.iter().copied().fold(f64::INFINITY, f64::min);
+            let max = values.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+            (all[0][i].0, mean, min, max)
+        })
+        .collect()
+}
+
 pub fn run(args: Args) -> anyhow::Result<()> {
+    if args.repeat == 0 {
+        anyhow::bail!("--repeat must be at least 1");
+    }
     let disk = args.disk_profile.display().to_string();
     nvmswap_core::device::DeviceProfile::resolve(&disk)
         .with_context(|| format!("disk profile {disk}: run `nvmswap linux calibrate` first"))?;
+    let costs_path = (args.costs != "none").then(|| PathBuf::from(&args.costs));
+    if let Some(p) = &costs_path {
+        if !p.exists() {
+            anyhow::bail!(
+                "--costs {}: not found; run `nvmswap linux calibrate` first, or pass --costs none",
+                p.display()
+            );
+        }
+    }
     let mut runs = Vec::new();
     for name in &args.configs {
         let linux_cfg = LinuxConfig::load(name)?;
-        let sim_cfg = sim_equivalent(&linux_cfg, &disk);
-        eprintln!("validate {name}: linux run (scale {})", args.scale);
-        let linux_opts = nvmswap_linux::PressureOptions {
-            seed: args.seed,
-            scale: args.scale,
-            ..Default::default()
+        let costs = match (&costs_path, algorithm(&linux_cfg)) {
+            (Some(p), alg) => nvmswap_linux::calibrate::load_costs(p, alg.unwrap_or(""))
+                .with_context(|| format!("--costs {}", p.display()))?,
+            (None, _) => Default::default(),
         };
-        let linux =
-            nvmswap_linux::run_pressure(name, &linux_opts, &nvmswap_core::progress::NoProgress)
-                .with_context(|| format!("linux run of {name}"))?
-                .result;
+        let sim_cfg = sim_equivalent(&linux_cfg, &disk, costs);
+        let mut linux_runs = Vec::new();
+        for i in 0..args.repeat {
+            eprintln!(
+                "validate {name}: linux run {}/{} (scale {})",
+                i + 1,
+                args.repeat,
+                args.scale
+            );
+            let linux_opts = nvmswap_linux::PressureOptions {
+                seed: args.seed,
+                scale: args.scale,
+                ..Default::default()
+            };
+            let linux =
+                nvmswap_linux::run_pressure(name, &linux_opts, &nvmswap_core::progress::NoProgress)
+                    .with_context(|| format!("linux run of {name}"))?
+                    .result;
+            linux_runs.push(linux);
+        }
         eprintln!("validate {name}: sim run");
         let sim_opts = nvmswap_sim::RunOptions {
             seed: args.seed,
@@ -167,24 +229,38 @@ pub fn run(args: Args) -> anyhow::Result<()> {
                 .result;
         let mut errors = serde_json::Map::new();
         if !args.json {
-            println!("\n{name} (scale {}, seed {})", args.scale, args.seed);
             println!(
-                "{:22} {:>10} {:>10} {:>9}",
-                "figure", "linux", "sim", "rel.err"
+                "\n{name} (scale {}, seed {}, {} linux run(s){})",
+                args.scale,
+                args.seed,
+                args.repeat,
+                if costs_path.is_some() {
+                    ", sim with calibrated costs"
+                } else {
+                    ""
+                }
+            );
+            println!(
+                "{:22} {:>10} {:>21} {:>10} {:>9}",
+                "figure", "linux", "linux min..max", "sim", "rel.err"
             );
         }
-        for ((key, l), (_, s)) in figures(&linux).into_iter().zip(figures(&sim)) {
+        for ((key, l, lo, hi), (_, s)) in mean_and_range(&linux_runs).into_iter().zip(figures(&sim))
+        {
             let e = rel(s, l);
             errors.insert(key.into(), e.map_or(serde_json::Value::Null, Into::into));
             if !args.json {
                 let e = e.map_or("n/a".to_string(), |e| format!("{:+.0}%", e * 100.0));
-                println!("{key:22} {l:>10.2} {s:>10.2} {e:>9}");
+                let range = format!("{lo:.2}..{hi:.2}");
+                println!("{key:22} {l:>10.2} {range:>21} {s:>10.2} {e:>9}");
             }
         }
         sim.extra
             .insert("validation".into(), serde_json::Value::Object(errors));
         sim.extra.insert("validates".into(), name.clone().into());
-        runs.push(linux);
+        sim.extra
+            .insert("linux_runs".into(), (linux_runs.len() as u64).into());
+        runs.extend(linux_runs);
         runs.push(sim);
     }
     if args.json {

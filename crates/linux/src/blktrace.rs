@@ -1,0 +1,515 @@
+//! blktrace of the swap file's disk during a linux run: Q2D (queued to issued to the driver),
+//! D2C (issued to completed) and Q2C per request, as seed 000 §5-§6 reads them.
+//!
+//! `blktrace` records every request of the whole disk into per-CPU files; afterwards `blkparse`
+//! prints them as text and we keep the requests whose sectors fall inside the swap file (its
+//! physical extents from `filefrag`), so other processes' I/O on the same disk is left out.
+//! A request is matched by its start sector: its Q, D and C events share it. A bio back-merged
+//! into another has a Q of its own but no D or C at its sector; it is counted as merged and has
+//! no stages of its own (its wait is the request's).
+//!
+//! Two ways to the same events. `blktrace` (its BLKTRACESETUP ioctl needs debugfs at
+//! /sys/kernel/debug) is tried first; where the kernel refuses it (this machine answers EPERM),
+//! the block tracepoints blktrace itself is built on are read through tracefs:
+//! `block_bio_queue` (Q), `block_rq_issue` (D), `block_rq_complete` (C), filtered to the disk.
+//!
+//! Machine state: a debugfs or tracefs we mount is unmounted when the trace ends; the tracepoints'
+//! enable and filter files, `tracing_on` and `buffer_size_kb` are put back as they were and the
+//! trace buffer is cleared — on success, on error and on Ctrl-C (`Drop`). blktrace runs with `-w`
+//! as a time limit, so even a tracer orphaned by a killed nvmswap stops by itself; a SIGKILL
+//! during a tracefs trace leaves the three events enabled until `nvmswap linux restore`-style
+//! clean-up by hand (`echo 0 > /sys/kernel/tracing/events/block/enable`).
+
+use std::collections::BTreeMap;
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+
+use nvmswap_core::metrics::LatencyRecorder;
+
+const DEBUGFS: &str = "/sys/kernel/debug";
+
+/// Longest a trace may run before blktrace stops by itself (seconds).
+const TIME_LIMIT_S: u32 = 3600;
+
+/// A running trace of one disk, restricted to one file's sectors.
+pub struct Tracer {
+    child: Option<Child>,
+    dir: PathBuf,
+    device: String,
+    extents: Vec<(u64, u64)>,
+    mounted_debugfs: bool,
+    tracefs: Option<Tracefs>,
+}
+
+const TRACEFS: &str = "/sys/kernel/tracing";
+const EVENTS: [&str; 3] = ["block_bio_queue", "block_rq_issue", "block_rq_complete"];
+
+/// A tracefs session: what we changed, to put back.
+struct Tracefs {
+    mounted: bool,
+    /// (file, its value before we wrote it).
+    saved: Vec<(PathBuf, String)>,
+}
+
+impl Tracefs {
+    fn start(major: u64, minor: u64) -> Result<Tracefs, Unavailable> {
+        let root = Path::new(TRACEFS);
+        let mounted = if root.join("events/block").exists() {
+            false
+        } else {
+            let ok = Command::new("mount")
+                .args(["-t", "tracefs", "nodev", TRACEFS])
+                .status()
+                .map_err(|e| format!("mount tracefs: {e}"))?
+                .success();
+            if !ok || !root.join("events/block").exists() {
+                return Err("tracefs with block events is not available".into());
+            }
+            true
+        };
+        let mut t = Tracefs {
+            mounted,
+            saved: Vec::new(),
+        };
+        // The kernel's internal dev_t: major << 20 | minor.
+        let filter = format!("dev == {}", (major << 20) | minor);
+        t.set("tracing_on", "0")?;
+        t.set("buffer_size_kb", "65536")?;
+        std::fs::write(root.join("trace"), "").map_err(|e| format!("clear trace: {e}"))?;
+        for ev in EVENTS {
+            t.set(&format!("events/block/{ev}/filter"), &filter)?;
+            t.set(&format!("events/block/{ev}/enable"), "1")?;
+        }
+        t.set("tracing_on", "1")?;
+        Ok(t)
+    }
+
+    /// Writes `value` to a tracefs file, remembering the first value it had.
+    fn set(&mut self, file: &str, value: &str) -> Result<(), Unavailable> {
+        let path = Path::new(TRACEFS).join(file);
+        if !self.saved.iter().any(|(p, _)| *p == path) {
+            let before =
+                std::fs::read_to_string(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+            self.saved.push((path.clone(), before.trim().to_string()));
+        }
+        std::fs::write(&path, value).map_err(|e| format!("{}: {e}", path.display()))
+    }
+
+    /// Stops tracing and returns the buffer's lines in blkparse's format of `summarise`.
+    fn collect(&mut self) -> Result<String, Unavailable> {
+        self.set("tracing_on", "0")?;
+        let text = std::fs::read_to_string(Path::new(TRACEFS).join("trace"))
+            .map_err(|e| format!("read trace: {e}"))?;
+        Ok(tracefs_to_blkparse(&text))
+    }
+
+    fn restore(&mut self) {
+        // Put back in reverse order: tracing off first, filters after their events.
+        for (path, before) in self.saved.drain(..).rev() {
+            // A filter reads back as "none" when there is none; writing 0 clears it.
+            let value = if path.ends_with("filter") && before == "none" {
+                "0".to_string()
+            } else {
+                before
+            };
+            let _ = std::fs::write(&path, value);
+        }
+        let _ = std::fs::write(Path::new(TRACEFS).join("trace"), "");
+        if self.mounted {
+            let _ = Command::new("umount").arg(TRACEFS).status();
+            self.mounted = false;
+        }
+    }
+}
+
+/// `task-pid [cpu] flags 15409.562140: block_rq_issue: 254,0 WS 4096 () 357051424 + 8 ...` ->
+/// `D WS 357051424 4096 15409.562140` (action, RWBS, sector, bytes, time), one per event.
+fn tracefs_to_blkparse(text: &str) -> String {
+    let mut out = String::new();
+    for line in text.lines().filter(|l| !l.starts_with('#')) {
+        let Some((head, tail)) = line.split_once(": block_") else {
+            continue;
+        };
+        let Some(time) = head.split_whitespace().last() else {
+            continue;
+        };
+        let Some((event, rest)) = tail.split_once(": ") else {
+            continue;
+        };
+        let action = match event {
+            "bio_queue" => "Q",
+            "rq_issue" => "D",
+            "rq_complete" => "C",
+            _ => continue,
+        };
+        let f: Vec<&str> = rest.split_whitespace().collect();
+        let Some(plus) = f.iter().position(|&t| t == "+") else {
+            continue;
+        };
+        if plus == 0 || f.len() < plus + 2 || f.len() < 2 {
+            continue;
+        }
+        let (rwbs, sector) = (f[1], f[plus - 1]);
+        let sectors: u64 = f[plus + 1].parse().unwrap_or(0);
+        out.push_str(&format!(
+            "{action} {rwbs} {sector} {} {time}\n",
+            sectors * 512
+        ));
+    }
+    out
+}
+
+/// Why a trace could not be taken; the run goes on without it.
+pub type Unavailable = String;
+
+impl Tracer {
+    /// Starts tracing the disk that holds `file`: blktrace if the kernel lets it, else the same
+    /// block tracepoints through tracefs.
+    pub fn start(file: &Path) -> Result<Tracer, Unavailable> {
+        if !in_path("filefrag") {
+            return Err("filefrag is not installed (e2fsprogs)".into());
+        }
+        let (device, major, minor) = disk_of(file)?;
+        let extents = extents_of(file)?;
+        let blktrace_refused = match Self::start_blktrace(&device, &extents) {
+            Ok(t) => return Ok(t),
+            Err(why) => why,
+        };
+        let tracefs = Tracefs::start(major, minor)
+            .map_err(|why| format!("blktrace: {blktrace_refused}; tracefs: {why}"))?;
+        Ok(Tracer {
+            child: None,
+            dir: PathBuf::new(),
+            device,
+            extents,
+            mounted_debugfs: false,
+            tracefs: Some(tracefs),
+        })
+    }
+
+    fn start_blktrace(device: &str, extents: &[(u64, u64)]) -> Result<Tracer, Unavailable> {
+        for tool in ["blktrace", "blkparse"] {
+            if !in_path(tool) {
+                return Err(format!(
+                    "{tool} is not installed (scripts/install-deps installs blktrace)"
+                ));
+            }
+        }
+        let mounted_debugfs = if Path::new(DEBUGFS).join("block").exists() {
+            false
+        } else {
+            let ok = Command::new("mount")
+                .args(["-t", "debugfs", "none", DEBUGFS])
+                .status()
+                .map_err(|e| format!("mount debugfs: {e}"))?
+                .success();
+            if !ok {
+                return Err("cannot mount debugfs at /sys/kernel/debug".into());
+            }
+            true
+        };
+        let dir = std::env::temp_dir().join(format!("nvmswap-blktrace-{}", std::process::id()));
+        // From here on `Drop` undoes what was done, whatever fails.
+        let mut tracer = Tracer {
+            child: None,
+            dir,
+            device: device.to_string(),
+            extents: extents.to_vec(),
+            mounted_debugfs,
+            tracefs: None,
+        };
+        let _ = std::fs::remove_dir_all(&tracer.dir);
+        std::fs::create_dir_all(&tracer.dir)
+            .map_err(|e| format!("{}: {e}", tracer.dir.display()))?;
+        let child = Command::new("blktrace")
+            .arg("-d")
+            .arg(format!("/dev/{}", tracer.device))
+            .args(["-a", "queue", "-a", "issue", "-a", "complete"])
+            .arg("-w")
+            .arg(TIME_LIMIT_S.to_string())
+            .arg("-D")
+            .arg(&tracer.dir)
+            .args(["-o", "swap"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .map_err(|e| format!("blktrace: {e}"))?;
+        tracer.child = Some(child);
+        // blktrace needs a moment to set up its per-CPU buffers; a request before then is lost,
+        // which only shortens the trace.
+        std::thread::sleep(std::time::Duration::from_millis(300));
+        if let Some(status) = tracer
+            .child
+            .as_mut()
+            .and_then(|c| c.try_wait().ok().flatten())
+        {
+            let mut err = String::new();
+            if let Some(mut e) = tracer.child.take().and_then(|mut c| c.stderr.take()) {
+                use std::io::Read;
+                let _ = e.read_to_string(&mut err);
+            }
+            return Err(format!("exited at once ({status}): {}", err.trim()));
+        }
+        Ok(tracer)
+    }
+
+    /// Stops the trace and summarises the swap file's requests.
+    pub fn finish(mut self) -> Result<serde_json::Value, Unavailable> {
+        let (text, method) = if let Some(t) = self.tracefs.as_mut() {
+            (
+                t.collect()?,
+                "tracefs block tracepoints (blktrace refused by the kernel)",
+            )
+        } else {
+            self.stop_child();
+            let out = Command::new("blkparse")
+                .args(["-i", "swap", "-D"])
+                .arg(&self.dir)
+                .args(["-q", "-f", "%a %d %S %N %T.%9t\n"])
+                .output()
+                .map_err(|e| format!("blkparse: {e}"))?;
+            if !out.status.success() {
+                return Err(format!(
+                    "blkparse failed: {}",
+                    String::from_utf8_lossy(&out.stderr).trim()
+                ));
+            }
+            (String::from_utf8_lossy(&out.stdout).to_string(), "blktrace")
+        };
+        let mut v = summarise(&text, &self.extents, &self.device);
+        v["method"] = method.into();
+        Ok(v)
+    }
+
+    fn stop_child(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            // SIGINT makes blktrace flush its buffers and exit.
+            // SAFETY: kill(2) on the pid of a child we spawned and have not reaped.
+            unsafe {
+                libc::kill(child.id() as libc::pid_t, libc::SIGINT);
+            }
+            let _ = child.wait();
+        }
+    }
+}
+
+impl Drop for Tracer {
+    fn drop(&mut self) {
+        self.stop_child();
+        if let Some(t) = self.tracefs.as_mut() {
+            t.restore();
+        }
+        if !self.dir.as_os_str().is_empty() {
+            let _ = std::fs::remove_dir_all(&self.dir);
+        }
+        if self.mounted_debugfs {
+            let _ = Command::new("umount").arg(DEBUGFS).status();
+        }
+    }
+}
+
+fn in_path(tool: &str) -> bool {
+    std::env::var_os("PATH")
+        .is_some_and(|p| std::env::split_paths(&p).any(|d| d.join(tool).exists()))
+        || Path::new("/usr/sbin").join(tool).exists()
+}
+
+/// The whole disk (not a partition) that holds `file`, e.g. `vda`, with its major and minor.
+fn disk_of(file: &Path) -> Result<(String, u64, u64), Unavailable> {
+    let dev = std::fs::metadata(file)
+        .map_err(|e| format!("{}: {e}", file.display()))?
+        .dev();
+    // glibc's major()/minor() encoding of dev_t.
+    let major = ((dev >> 32) & 0xffff_f000) | ((dev >> 8) & 0xfff);
+    let minor = ((dev >> 12) & 0xffff_ff00) | (dev & 0xff);
+    let sys = PathBuf::from(format!("/sys/dev/block/{major}:{minor}"));
+    let real = std::fs::canonicalize(&sys).map_err(|e| format!("{}: {e}", sys.display()))?;
+    if sys.join("partition").exists() {
+        return Err(format!(
+            "{} is on a partition: its sectors would need the partition's offset (not supported)",
+            file.display()
+        ));
+    }
+    let name = real
+        .file_name()
+        .map(|n| n.to_string_lossy().to_string())
+        .ok_or_else(|| format!("no device name for {}", sys.display()))?;
+    Ok((name, major, minor))
+}
+
+/// The file's physical extents in 512-byte sectors, [start, end).
+fn extents_of(file: &Path) -> Result<Vec<(u64, u64)>, Unavailable> {
+    let out = Command::new("filefrag")
+        .args(["-v", "-b512"])
+        .arg(file)
+        .output()
+        .map_err(|e| format!("filefrag: {e}"))?;
+    if !out.status.success() {
+        return Err(format!(
+            "filefrag {}: {}",
+            file.display(),
+            String::from_utf8_lossy(&out.stderr).trim()
+        ));
+    }
+    let extents = parse_filefrag(&String::from_utf8_lossy(&out.stdout));
+    if extents.is_empty() {
+        return Err(format!("filefrag found no extents for {}", file.display()));
+    }
+    Ok(extents)
+}
+
+/// Lines like `   0:        0..  262143:   34816..  296959: 262144: ...`: the physical range.
+fn parse_filefrag(text: &str) -> Vec<(u64, u64)> {
+    text.lines()
+        .filter_map(|l| {
+            let fields: Vec<&str> = l.split(':').map(str::trim).collect();
+            if fields.len() < 4 || fields[0].parse::<u64>().is_err() {
+                return None;
+            }
+            let (a, b) = fields[2].split_once("..")?;
+            let start: u64 = a.trim().parse().ok()?;
+            let end: u64 = b.trim().parse().ok()?;
+            Some((start, end + 1))
+        })
+        .collect()
+}
+
+/// Q2D, D2C, Q2C in µs per direction for the requests inside `extents`.
+fn summarise(blkparse: &str, extents: &[(u64, u64)], device: &str) -> serde_json::Value {
+    let inside = |s: u64| extents.iter().any(|&(a, b)| s >= a && s < b);
+    // (direction, sector) -> (Q time, D time)
+    let mut open: BTreeMap<(usize, u64), (Option<u64>, Option<u64>)> = BTreeMap::new();
+    let mut stages: [[LatencyRecorder; 3]; 2] = Default::default();
+    let mut merged = [0u64; 2];
+    for line in blkparse.lines() {
+        let f: Vec<&str> = line.split_whitespace().collect();
+        if f.len() != 5 {
+            continue;
+        }
+        let (Ok(sector), Some(t)) = (f[2].parse::<u64>(), parse_time_ns(f[4])) else {
+            continue;
+        };
+        if !inside(sector) {
+            continue;
+        }
+        let dir = if f[1].contains('W') {
+            1
+        } else if f[1].contains('R') {
+            0
+        } else {
+            continue;
+        };
+        let e = open.entry((dir, sector)).or_default();
+        match f[0] {
+            "Q" => {
+                if e.0.is_some() && e.1.is_none() {
+                    merged[dir] += 1; // an earlier Q here never issued: it was merged
+                }
+                *e = (Some(t), None);
+            }
+            "D" => e.1 = Some(t),
+            "C" => {
+                if let (Some(q), Some(d)) = *e {
+                    if q <= d && d <= t {
+                        stages[dir][0].record_ns(d - q);
+                        stages[dir][1].record_ns(t - d);
+                        stages[dir][2].record_ns(t - q);
+                    }
+                }
+                open.remove(&(dir, sector));
+            }
+            _ => {}
+        }
+    }
+    merged[0] += open
+        .iter()
+        .filter(|((d, _), (q, dd))| *d == 0 && q.is_some() && dd.is_none())
+        .count() as u64;
+    merged[1] += open
+        .iter()
+        .filter(|((d, _), (q, dd))| *d == 1 && q.is_some() && dd.is_none())
+        .count() as u64;
+    let mut out = serde_json::Map::new();
+    out.insert("device".into(), device.into());
+    for (dir, name) in [(0, "read"), (1, "write")] {
+        out.insert(format!("{name}_requests"), stages[dir][0].count().into());
+        out.insert(format!("{name}_merged_or_unmatched"), merged[dir].into());
+        for (i, stage) in ["q2d_us", "d2c_us", "q2c_us"].into_iter().enumerate() {
+            if stages[dir][i].count() > 0 {
+                let v = serde_json::to_value(stages[dir][i].summary(1_000))
+                    .expect("a summary serialises");
+                out.insert(format!("{name}_{stage}"), v);
+            }
+        }
+    }
+    serde_json::Value::Object(out)
+}
+
+/// `12.345678901` seconds -> nanoseconds.
+fn parse_time_ns(s: &str) -> Option<u64> {
+    let (secs, frac) = s.split_once('.')?;
+    let secs: u64 = secs.parse().ok()?;
+    let frac = format!("{frac:0<9}");
+    let ns: u64 = frac.get(..9)?.parse().ok()?;
+    Some(secs * 1_000_000_000 + ns)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn filefrag_extents_become_sector_ranges() {
+        let text = "Filesystem type is: ef53\nFile size of /var/tmp/x is 1048576 (2048 blocks of 512 bytes)\n ext:     logical_offset:        physical_offset: length:   expected: flags:\n   0:        0..    1023:     34816..     35839:   1024:            \n   1:     1024..    2047:     40960..     41983:   1024:      35840: last,eof\n/var/tmp/x: 2 extents found\n";
+        assert_eq!(parse_filefrag(text), vec![(34816, 35840), (40960, 41984)]);
+    }
+
+    #[test]
+    fn stages_come_from_matching_q_d_c_inside_the_file() {
+        let text = "\
+Q WS 100 4096 1.000000000
+D WS 100 4096 1.000010000
+C WS 100 4096 1.000060000
+Q R 200 4096 2.000000000
+Q R 208 4096 2.000001000
+D R 200 8192 2.000005000
+C R 200 8192 2.000105000
+Q R 999999 4096 3.0
+D R 999999 4096 3.1
+C R 999999 4096 3.2
+";
+        let v = summarise(text, &[(0, 1000)], "vda");
+        assert_eq!(v["write_requests"], 1);
+        assert_eq!(v["write_q2d_us"]["mean"].as_f64().unwrap().round(), 10.0);
+        assert_eq!(v["write_d2c_us"]["mean"].as_f64().unwrap().round(), 50.0);
+        assert_eq!(v["read_requests"], 1, "sector 999999 is outside the file");
+        assert_eq!(
+            v["read_merged_or_unmatched"], 1,
+            "sector 208 merged into 200"
+        );
+        assert_eq!(v["read_q2c_us"]["mean"].as_f64().unwrap().round(), 105.0);
+    }
+
+    #[test]
+    fn tracefs_lines_become_q_d_c_events() {
+        let text = "# tracer: nop\n\
+              dd-10920   [001] ..... 15409.562140: block_bio_queue: 254,0 WS 357051424 + 8 [dd]\n\
+              dd-10920   [001] ..... 15409.562142: block_rq_issue: 254,0 WS 4096 () 357051424 + 8 be,0,4 [dd]\n\
+   nvmswap-evict-28393   [001] ..s.. 15409.562191: block_rq_complete: 254,0 WS () 357051424 + 8 be,0,4 [0]\n";
+        assert_eq!(
+            tracefs_to_blkparse(text),
+            "Q WS 357051424 4096 15409.562140\nD WS 357051424 4096 15409.562142\nC WS 357051424 4096 15409.562191\n"
+        );
+        let v = summarise(&tracefs_to_blkparse(text), &[(357051424, 357051432)], "vda");
+        assert_eq!(v["write_requests"], 1);
+        assert_eq!(v["write_q2c_us"]["mean"].as_f64().unwrap().round(), 51.0);
+    }
+
+    #[test]
+    fn times_parse_to_nanoseconds() {
+        assert_eq!(parse_time_ns("1.5"), Some(1_500_000_000));
+        assert_eq!(parse_time_ns("0.000000123"), Some(123));
+        assert_eq!(parse_time_ns("x"), None);
+    }
+}
