@@ -73,6 +73,12 @@ pub struct SystemConfig {
     #[serde(default = "default_completion")]
     pub completion: String,
     pub discard: DiscardRule,
+    /// The memory is a memory cgroup's limit rather than a machine's RAM: no kswapd and no
+    /// watermarks; a charge that finds the limit reached reclaims `SWAP_CLUSTER_MAX` pages in
+    /// the charging task (mm/memcontrol.c `try_charge_memcg` -> `try_to_free_mem_cgroup_pages`).
+    /// How the linux substrate's runs are held, so `nvmswap validate` sets it.
+    #[serde(default)]
+    pub memcg_limit: bool,
     /// CPUs of the device. The foreground (the test) and kswapd run on their own CPUs when there
     /// are two or more; with one, kswapd only runs while the foreground sleeps or waits for I/O.
     #[serde(default = "default_cpus")]

@@ -435,28 +435,55 @@ impl<'a> Sim<'a> {
     /// Takes one free frame for the foreground, reclaiming as the kernel would. Returns the
     /// foreground's extra latency (direct reclaim), or None when nothing can be reclaimed.
     fn allocate_frame(&mut self) -> Option<u64> {
+        if self.cfg.memcg_limit {
+            return self.charge_frame();
+        }
         if self.free_frames() <= self.marks.low && !self.kswapd_running {
             self.kswapd_running = true;
             self.kswapd_at = self.kswapd_at.max(self.now);
             self.c.kswapd_wakeups += 1;
         }
+        // kswapd is behind: the allocating task reclaims a batch itself.
+        let stall = if self.free_frames() <= self.marks.min {
+            self.direct_reclaim()
+        } else {
+            0
+        };
+        self.take_frame(stall)
+    }
+
+    /// A frame under a memory cgroup's limit: nobody reclaims in the background, so a charge
+    /// that finds the limit reached reclaims a batch itself first.
+    fn charge_frame(&mut self) -> Option<u64> {
+        let stall = if self.free_frames() == 0 {
+            self.direct_reclaim()
+        } else {
+            0
+        };
+        self.take_frame(stall)
+    }
+
+    /// The foreground reclaims up to `SWAP_CLUSTER_MAX` pages; returns how long it took.
+    fn direct_reclaim(&mut self) -> u64 {
         let mut stall = 0;
-        if self.free_frames() <= self.marks.min {
-            // kswapd is behind: the allocating task reclaims a batch itself.
-            self.c.direct_reclaim_stalls += 1;
-            for _ in 0..SWAP_CLUSTER_MAX {
-                let t = self.now + stall;
-                let me = self.foreground();
-                match self.reclaim_one(t, me) {
-                    Some(spent) => {
-                        stall += spent.total();
-                        self.c.cpu_kernel += spent.cpu;
-                        self.c.direct_reclaim_pages += 1;
-                    }
-                    None => break,
+        self.c.direct_reclaim_stalls += 1;
+        for _ in 0..SWAP_CLUSTER_MAX {
+            let t = self.now + stall;
+            let me = self.foreground();
+            match self.reclaim_one(t, me) {
+                Some(spent) => {
+                    stall += spent.total();
+                    self.c.cpu_kernel += spent.cpu;
+                    self.c.direct_reclaim_pages += 1;
                 }
+                None => break,
             }
         }
+        stall
+    }
+
+    /// Hands out a free frame after `stall` of reclaim, or None when there is none.
+    fn take_frame(&mut self, stall: u64) -> Option<u64> {
         if self.free_frames() == 0 {
             return None;
         }
@@ -1020,7 +1047,12 @@ impl<'a> Sim<'a> {
         MemorySnapshot {
             total_ram: self.cfg.dram_bytes,
             free: self.free_frames() * PAGE_SIZE,
-            reserved: self.marks.high * PAGE_SIZE,
+            // A cgroup has no watermarks: the linux substrate reads reserved as 0 there too.
+            reserved: if self.cfg.memcg_limit {
+                0
+            } else {
+                self.marks.high * PAGE_SIZE
+            },
             clean_file: 0,
             anon: self.resident * PAGE_SIZE,
             swap_free: (self.swap_slots - self.used_slots) * PAGE_SIZE,

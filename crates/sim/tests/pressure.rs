@@ -157,3 +157,10 @@ fn relaunch_finds_killed_apps_and_nvm_swap_relaunches_faster_than_flash() {
     // Seed 001 Fig. 13: NVM-Swap relaunches faster than NAND flash-backed swap.
     assert!(relaunch_ms("nvm-swap") < relaunch_ms("nand"));
 }
+
+#[test]
+fn under_a_cgroup_limit_all_reclaim_is_done_by_the_charging_task() {
+    let r = run("optane", &["memcg_limit=true"], 1, 0.05).result;
+    assert_eq!(r.extra["kswapd_pages"].as_u64().unwrap(), 0);
+    assert!(r.extra["direct_reclaim_pages"].as_u64().unwrap() > 0);
+}

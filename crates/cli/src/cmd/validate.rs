@@ -119,6 +119,8 @@ pub fn sim_equivalent(
         io_scheduler: "mq-deadline".into(),
         completion: "interrupt".into(),
         discard: linux.discard.clone(),
+        // The linux runs are held by a memory cgroup's limit: no kswapd, reclaim on charge.
+        memcg_limit: true,
         cpus: 2,
         costs,
     }
