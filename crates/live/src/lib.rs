@@ -12,7 +12,7 @@ pub mod torture;
 mod uffd_ops;
 
 pub use error::LiveError;
-pub use pager::{Pager, PagerConfig, PagerStats, Region, Tier};
+pub use pager::{FaultWait, Pager, PagerConfig, PagerStats, Region, Tier};
 pub use pressure::{run_pressure, PressureOptions};
 pub use tiers::Compressor;
 

@@ -51,9 +51,21 @@ impl BenchTier {
 /// compressibility, then replay the touch sequence, timing each touch; touches during which the
 /// pager handled a fault give the fault-latency distribution.
 pub fn run(spec: &MicrobenchSpec, tier: &BenchTier) -> Result<MicrobenchReport, LiveError> {
+    run_with(spec, tier, crate::FaultWait::Block)
+}
+
+/// `run` with the fault handler waiting as `fault_wait` says.
+pub fn run_with(
+    spec: &MicrobenchSpec,
+    tier: &BenchTier,
+    fault_wait: crate::FaultWait,
+) -> Result<MicrobenchReport, LiveError> {
     spec.validate()
         .map_err(|e| LiveError::Spec(e.to_string()))?;
-    let pager = Pager::new(tier.config(spec))?;
+    let pager = Pager::new(PagerConfig {
+        fault_wait,
+        ..tier.config(spec)
+    })?;
     let region = pager.region(spec.pages() * PAGE as u64)?;
     let base = region.as_ptr() as usize;
     let mut page = [0u8; PAGE];

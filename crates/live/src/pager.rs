@@ -50,6 +50,34 @@ pub struct PagerConfig {
     /// Neighbours (either side, same region, swapped out in the same batch) brought in with a
     /// page loaded from NVM (seed 002: pages swapped out together come back together).
     pub read_ahead: usize,
+    /// How the fault-handling thread waits for the next fault.
+    pub fault_wait: FaultWait,
+}
+
+/// How the fault-handling thread waits for faults. Blocking sleeps in poll(2): no CPU while
+/// idle, but every fault pays the handler's wake-up. Spinning keeps reading the (non-blocking)
+/// userfaultfd for a while after each fault before it sleeps: a fault that comes within that
+/// window is picked up without a wake-up, at the price of one busy CPU meanwhile.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FaultWait {
+    Block,
+    /// Spin this many microseconds after the last fault, then block.
+    Spin {
+        micros: u64,
+    },
+}
+
+impl std::str::FromStr for FaultWait {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        if s == "block" {
+            return Ok(FaultWait::Block);
+        }
+        s.strip_prefix("spin:")
+            .and_then(|m| m.parse().ok())
+            .map(|micros| FaultWait::Spin { micros })
+            .ok_or_else(|| format!("fault wait '{s}': expected block or spin:<microseconds>"))
+    }
 }
 
 impl Default for PagerConfig {
@@ -64,6 +92,7 @@ impl Default for PagerConfig {
             nvm_bytes: 256 << 20,
             allocator: "heap-wear".into(),
             read_ahead: 4,
+            fault_wait: FaultWait::Block,
         }
     }
 }
@@ -178,6 +207,7 @@ struct Shared {
     high_pages: u64,
     low_pages: u64,
     read_ahead: usize,
+    fault_wait: FaultWait,
 }
 
 /// A user-space pager. Regions borrow it, so it outlives every region.
@@ -266,6 +296,7 @@ impl Pager {
             high_pages: high,
             low_pages: low,
             read_ahead: cfg.read_ahead,
+            fault_wait: cfg.fault_wait,
         });
         let s1 = shared.clone();
         let s2 = shared.clone();
@@ -470,6 +501,21 @@ fn handler_loop(shared: &Shared) {
         },
     ];
     loop {
+        if let FaultWait::Spin { micros } = shared.fault_wait {
+            // Read the non-blocking uffd in a loop until `micros` pass without a fault.
+            let window = std::time::Duration::from_micros(micros);
+            let mut last = Instant::now();
+            while last.elapsed() < window {
+                if shared.shutdown.load(Ordering::Relaxed) {
+                    return;
+                }
+                if serve_pending(shared) > 0 {
+                    last = Instant::now();
+                } else {
+                    std::hint::spin_loop();
+                }
+            }
+        }
         // SAFETY: `fds` is a live array of two pollfd.
         let rc = unsafe { libc::poll(fds.as_mut_ptr(), 2, -1) };
         if rc < 0 {
@@ -478,31 +524,37 @@ fn handler_loop(shared: &Shared) {
         if fds[1].revents != 0 || shared.shutdown.load(Ordering::SeqCst) {
             return;
         }
-        loop {
-            match shared.uffd.read_event() {
-                Ok(Some(Event::Pagefault { kind, addr, .. })) => {
-                    let t0 = Instant::now();
-                    let page = addr as usize & !(PAGE - 1);
-                    let mut inner = shared.lock();
-                    shared.fault_count.fetch_add(1, Ordering::Relaxed);
-                    if let Some(tier) = handle_fault(shared, &mut inner, page, kind) {
-                        let ns = t0.elapsed().as_nanos() as u64;
-                        inner.stats.faults += 1;
-                        inner
-                            .stats
-                            .service_ns
-                            .entry(tier)
-                            .or_default()
-                            .record_ns(ns);
-                        if inner.resident > shared.high_pages {
-                            shared.evict_wanted.notify_one();
-                        }
+        serve_pending(shared);
+    }
+}
+
+/// Serves every fault event waiting on the userfaultfd; returns how many it read.
+fn serve_pending(shared: &Shared) -> usize {
+    let mut served = 0;
+    loop {
+        match shared.uffd.read_event() {
+            Ok(Some(Event::Pagefault { kind, addr, .. })) => {
+                served += 1;
+                let t0 = Instant::now();
+                let page = addr as usize & !(PAGE - 1);
+                let mut inner = shared.lock();
+                shared.fault_count.fetch_add(1, Ordering::Relaxed);
+                if let Some(tier) = handle_fault(shared, &mut inner, page, kind) {
+                    let ns = t0.elapsed().as_nanos() as u64;
+                    inner.stats.faults += 1;
+                    inner
+                        .stats
+                        .service_ns
+                        .entry(tier)
+                        .or_default()
+                        .record_ns(ns);
+                    if inner.resident > shared.high_pages {
+                        shared.evict_wanted.notify_one();
                     }
                 }
-                Ok(Some(_)) => {}
-                Ok(None) => break,
-                Err(_) => break,
             }
+            Ok(Some(_)) => served += 1,
+            Ok(None) | Err(_) => return served,
         }
     }
 }

@@ -56,6 +56,10 @@ pub struct Args {
     /// Threads of the --verify torture.
     #[arg(long, default_value_t = 4)]
     threads: usize,
+    /// live: how the fault handler waits: `block` (poll) or `spin:<µs>` (keep reading the
+    /// userfaultfd for that long after each fault before sleeping).
+    #[arg(long, default_value = "block")]
+    fault_wait: String,
     /// Print one JSON object (nvmswap.microbench/1; several runs: nvmswap.microbench-set/1).
     #[arg(long)]
     json: bool,
@@ -88,8 +92,17 @@ pub fn run(args: Args) -> anyhow::Result<()> {
                     "nvm" => BenchTier::Nvm(args.nvm.clone()),
                     other => bail!("unknown --tier '{other}' (expected zpool or nvm)"),
                 };
-                eprintln!("microbench: live, tier {}", tier.name());
-                nvmswap_live::microbench::run(&spec, &tier).context("live microbench")?
+                let wait: nvmswap_live::FaultWait =
+                    args.fault_wait.parse().map_err(anyhow::Error::msg)?;
+                eprintln!(
+                    "microbench: live, tier {}, fault wait {wait:?}",
+                    tier.name()
+                );
+                let mut r = nvmswap_live::microbench::run_with(&spec, &tier, wait)
+                    .context("live microbench")?;
+                r.extra
+                    .insert("fault_wait".into(), args.fault_wait.clone().into());
+                r
             }
             "linux" => {
                 let swap = match args.swap.as_str() {
