@@ -31,3 +31,45 @@ fn bad_sizes_and_missing_backend_file_are_clear_errors() {
         Err(LiveError::RegionSize(4097))
     ));
 }
+
+#[test]
+fn fault_wait_parses_block_and_spin_and_rejects_the_rest() {
+    use nvmswap_live::FaultWait;
+    assert_eq!("block".parse::<FaultWait>(), Ok(FaultWait::Block));
+    assert_eq!(
+        "spin:50".parse::<FaultWait>(),
+        Ok(FaultWait::Spin { micros: 50 })
+    );
+    for bad in ["spin", "spin:x", "poll", ""] {
+        let e = bad.parse::<FaultWait>().unwrap_err();
+        assert!(e.contains("block or spin"), "{bad}: {e}");
+    }
+}
+
+#[test]
+fn a_spinning_handler_serves_faults_correctly() {
+    use nvmswap_live::{FaultWait, Pager, PagerConfig};
+    let pager = Pager::new(PagerConfig {
+        budget_bytes: 1 << 20,
+        pool_share: 1.0,
+        nvm_backend: None,
+        fault_wait: FaultWait::Spin { micros: 50 },
+        ..PagerConfig::default()
+    })
+    .unwrap();
+    let region = pager.region(4 << 20).unwrap();
+    let p = region.as_ptr();
+    let pages = region.pages();
+    for i in 0..pages {
+        // SAFETY: `p` is the start of a live region of `pages` pages.
+        unsafe { p.add(i * 4096).write(i as u8 ^ 0x5a) };
+    }
+    for i in 0..pages {
+        // SAFETY: as above.
+        assert_eq!(
+            unsafe { p.add(i * 4096).read() },
+            i as u8 ^ 0x5a,
+            "page {i}"
+        );
+    }
+}
