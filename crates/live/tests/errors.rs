@@ -1,4 +1,5 @@
-//! Bad sizes and a missing back-end file get clear errors.
+//! Bad sizes and a missing back-end file get clear errors; the fault-wait option parses and a
+//! spinning handler serves faults correctly.
 
 use nvmswap_live::{LiveError, Pager, PagerConfig, PAGE};
 
