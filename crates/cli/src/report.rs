@@ -153,6 +153,28 @@ fn relaunch_row(o: &RunOutput) -> RelaunchRow {
     }
 }
 
+/// The head of a self-contained report page.
+fn page_start(h: &mut String, title: &str) -> std::fmt::Result {
+    writeln!(
+        h,
+        "<!doctype html><html><head><meta charset=\"utf-8\"><title>{title}</title>"
+    )?;
+    writeln!(h, "<style>body{{font-family:sans-serif;max-width:1000px;margin:auto}}table{{border-collapse:collapse;font-size:13px}}td,th{{border:1px solid #ccc;padding:3px 6px;text-align:right}}td:first-child,th:first-child,td:nth-child(2){{text-align:left}}figure{{margin:24px 0}}figcaption{{color:#444}}</style></head><body>")
+}
+
+/// The figures, each with its caption, and the end of the page.
+fn page_end(mut h: String, figures: Vec<(Svg, &str)>) -> anyhow::Result<String> {
+    for (svg, caption) in figures {
+        writeln!(
+            h,
+            "<figure>{}<figcaption>{caption}</figcaption></figure>",
+            svg?
+        )?;
+    }
+    writeln!(h, "</body></html>")?;
+    Ok(h)
+}
+
 /// `value / base` to two decimals, or "-" without a baseline.
 fn ratio_text(value: f64, base: Option<f64>) -> String {
     match base {
@@ -202,11 +224,7 @@ pub fn print_relaunch_table(outputs: &[RunOutput]) {
 fn relaunch_html(report: &RunsReport, outputs: &[RunOutput]) -> anyhow::Result<String> {
     let rows: Vec<RelaunchRow> = outputs.iter().map(relaunch_row).collect();
     let mut h = String::new();
-    writeln!(
-        h,
-        "<!doctype html><html><head><meta charset=\"utf-8\"><title>nvmswap relaunch report</title>"
-    )?;
-    writeln!(h, "<style>body{{font-family:sans-serif;max-width:1000px;margin:auto}}table{{border-collapse:collapse;font-size:13px}}td,th{{border:1px solid #ccc;padding:3px 6px;text-align:right}}td:first-child,th:first-child,td:nth-child(2){{text-align:left}}figure{{margin:24px 0}}figcaption{{color:#444}}</style></head><body>")?;
+    page_start(&mut h, "nvmswap relaunch report")?;
     writeln!(h, "<h1>App relaunch (seed 001 §4.5, §4.6)</h1><p>seed {}, {} run(s). Every number below comes from this run; results.json holds them all. Ratios are to the first configuration of the same category.</p>", report.seed, report.runs.len())?;
     writeln!(h, "<table><tr><th>config</th><th>category</th><th>relaunches</th><th>killed</th><th>relaunch ms</th><th>vs base</th><th>execute ms</th><th>vs base</th><th>NVM copies</th></tr>")?;
     for (row, o) in rows.iter().zip(outputs) {
@@ -226,15 +244,7 @@ fn relaunch_html(report: &RunsReport, outputs: &[RunOutput]) -> anyhow::Result<S
         (bars("Execution time of the foreground operation", "ms", outputs, |o| relaunch_row(o).execute_ms), "Seed 001 Fig. 14: an operation that allocates and writes memory while the phone is under pressure, so its allocations reclaim."),
         (bars("Apps found killed", "relaunches", outputs, |o| relaunch_row(o).kills as f64), "Relaunches that found the app discarded (seed 001 Fig. 1's terminations)."),
     ];
-    for (svg, caption) in figures {
-        writeln!(
-            h,
-            "<figure>{}<figcaption>{caption}</figcaption></figure>",
-            svg?
-        )?;
-    }
-    writeln!(h, "</body></html>")?;
-    Ok(h)
+    page_end(h, figures)
 }
 
 fn write_csvs(dir: &Path, o: &RunOutput) -> anyhow::Result<()> {
@@ -643,11 +653,7 @@ fn cpu_split(outputs: &[RunOutput]) -> Svg {
 
 fn html(report: &RunsReport, outputs: &[RunOutput]) -> anyhow::Result<String> {
     let mut h = String::new();
-    writeln!(
-        h,
-        "<!doctype html><html><head><meta charset=\"utf-8\"><title>nvmswap pressure report</title>"
-    )?;
-    writeln!(h, "<style>body{{font-family:sans-serif;max-width:1000px;margin:auto}}table{{border-collapse:collapse;font-size:13px}}td,th{{border:1px solid #ccc;padding:3px 6px;text-align:right}}td:first-child,th:first-child,td:nth-child(2){{text-align:left}}figure{{margin:24px 0}}figcaption{{color:#444}}</style></head><body>")?;
+    page_start(&mut h, "nvmswap pressure report")?;
     writeln!(h, "<h1>Memory-capacity pressure test</h1><p>seed {}, {} run(s). Every number below comes from this run; results.json holds them all.</p>", report.seed, report.runs.len())?;
     writeln!(h, "<table><tr><th>substrate</th><th>config</th><th>tabs before first discard</th><th>switch mean ms</th><th>p50</th><th>p95</th><th>p99</th><th>&gt;250 ms</th><th>faults</th><th>&lt;10 µs</th><th>swap in MiB</th><th>swap out MiB</th><th>zswap hit</th><th>energy J</th><th>NVM writes</th><th>wear max/mean</th></tr>")?;
     for r in &report.runs {
@@ -674,13 +680,5 @@ fn html(report: &RunsReport, outputs: &[RunOutput]) -> anyhow::Result<String> {
         (bars("Swap traffic: pages swapped out", "MiB", outputs, |o| o.result.swap_out_bytes as f64 / 1048576.0), "Bytes moved out of DRAM to the pool or the swap device."),
         (bars("Swap traffic: pages swapped in", "MiB", outputs, |o| o.result.swap_in_bytes as f64 / 1048576.0), "Bytes brought back, read-ahead included."),
     ];
-    for (svg, caption) in figures {
-        writeln!(
-            h,
-            "<figure>{}<figcaption>{caption}</figcaption></figure>",
-            svg?
-        )?;
-    }
-    writeln!(h, "</body></html>")?;
-    Ok(h)
+    page_end(h, figures)
 }
