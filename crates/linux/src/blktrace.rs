@@ -15,10 +15,10 @@
 //!
 //! Machine state: a debugfs or tracefs we mount is unmounted when the trace ends; the tracepoints'
 //! enable and filter files, `tracing_on` and `buffer_size_kb` are put back as they were and the
-//! trace buffer is cleared — on success, on error and on Ctrl-C (`Drop`). blktrace runs with `-w`
-//! as a time limit, so even a tracer orphaned by a killed nvmswap stops by itself; a SIGKILL
-//! during a tracefs trace leaves the three events enabled until `nvmswap linux restore`-style
-//! clean-up by hand (`echo 0 > /sys/kernel/tracing/events/block/enable`).
+//! trace buffer is cleared — on success, on error and on Ctrl-C (`Drop`). The same changes go into
+//! the run's state file (`journal`), so `nvmswap linux restore` undoes them after a crash.
+//! blktrace runs with `-w` as a time limit, so even a tracer orphaned by a killed nvmswap stops
+//! by itself.
 
 use std::collections::BTreeMap;
 use std::os::unix::fs::MetadataExt;
@@ -107,19 +107,23 @@ impl Tracefs {
     fn restore(&mut self) {
         // Put back in reverse order: tracing off first, filters after their events.
         for (path, before) in self.saved.drain(..).rev() {
-            // A filter reads back as "none" when there is none; writing 0 clears it.
-            let value = if path.ends_with("filter") && before == "none" {
-                "0".to_string()
-            } else {
-                before
-            };
-            let _ = std::fs::write(&path, value);
+            let _ = std::fs::write(&path, restore_value(&path, &before));
         }
         let _ = std::fs::write(Path::new(TRACEFS).join("trace"), "");
         if self.mounted {
             let _ = Command::new("umount").arg(TRACEFS).status();
             self.mounted = false;
         }
+    }
+}
+
+/// What to write to a tracefs file to put back the value it read as `before`: a filter reads
+/// back as "none" when there is none, and writing 0 clears it.
+fn restore_value(path: &Path, before: &str) -> String {
+    if path.ends_with("filter") && before == "none" {
+        "0".to_string()
+    } else {
+        before.to_string()
     }
 }
 
@@ -252,6 +256,33 @@ impl Tracer {
             return Err(format!("exited at once ({status}): {}", err.trim()));
         }
         Ok(tracer)
+    }
+
+    /// What starting the trace changed on the machine, for the set-up's journal (crash
+    /// recovery by `nvmswap linux restore`): mounts first, then tracepoint settings, so that
+    /// undoing the journal newest first puts the settings back before unmounting.
+    pub fn journal(&self) -> Vec<crate::state::Change> {
+        use crate::state::Change;
+        let mut out = Vec::new();
+        if self.mounted_debugfs {
+            out.push(Change::Mount {
+                path: DEBUGFS.into(),
+            });
+        }
+        if let Some(t) = &self.tracefs {
+            if t.mounted {
+                out.push(Change::Mount {
+                    path: TRACEFS.into(),
+                });
+            }
+            for (path, before) in &t.saved {
+                out.push(Change::Attribute {
+                    path: path.display().to_string(),
+                    prior: restore_value(path, before),
+                });
+            }
+        }
+        out
     }
 
     /// Stops the trace and summarises the swap file's requests.

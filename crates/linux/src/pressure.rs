@@ -96,8 +96,8 @@ pub fn run_pressure(
         .state_file
         .clone()
         .unwrap_or_else(state::default_state_path);
-    let setup = Setup::apply(&scaled_config, &state_path)?;
-    let result = drive(&setup, opts, progress);
+    let mut setup = Setup::apply(&scaled_config, &state_path)?;
+    let result = drive(&mut setup, opts, progress);
     let diffs = setup.restore()?;
     if !diffs.is_empty() {
         return Err(LinuxError::Restore(diffs.join("; ")));
@@ -157,7 +157,7 @@ fn phase_name(p: Phase) -> &'static str {
 }
 
 fn drive(
-    setup: &Setup,
+    setup: &mut Setup,
     opts: &PressureOptions,
     progress: &dyn Progress,
 ) -> Result<RunOutput, LinuxError> {
@@ -178,6 +178,12 @@ fn drive(
             .to_string()),
         SwapSetup::None => Err("no swap device".to_string()),
     };
+    if let Ok(t) = &tracer {
+        for change in t.journal() {
+            setup.journal(change)?;
+        }
+    }
+    let setup: &Setup = setup;
     let vm0 = sysfs::vmstat()?;
     let rule = setup.config.discard.clone();
 

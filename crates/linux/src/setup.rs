@@ -131,6 +131,12 @@ impl Setup {
         Ok(setup)
     }
 
+    /// Adds a change made outside the set-up (the swap-device trace's mounts and tracepoint
+    /// settings) to the journal, so `nvmswap linux restore` undoes it after a crash too.
+    pub fn journal(&mut self, change: Change) -> Result<(), LinuxError> {
+        self.record(change)
+    }
+
     fn record(&mut self, change: Change) -> Result<(), LinuxError> {
         self.state.changes.push(change);
         self.state.save(&self.state_path)

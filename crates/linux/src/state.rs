@@ -151,6 +151,8 @@ pub enum Change {
     SwapFile { path: String },
     /// A cgroup directory we created (its tasks are killed before removal).
     Cgroup { path: String },
+    /// A pseudo file system we mounted (tracefs or debugfs, for the swap-device trace).
+    Mount { path: String },
 }
 
 /// The state file: the snapshot before the run and the journal of changes since.
@@ -231,8 +233,17 @@ fn c_path(path: &str) -> std::ffi::CString {
 pub fn undo(change: &Change) -> Result<(), LinuxError> {
     match change {
         Change::Attribute { path, prior } => {
-            // zswap's `enabled` reads back Y/N and accepts the same.
-            sysfs::write_value(path, prior)
+            // zswap's `enabled` reads back Y/N and accepts the same. An attribute that no longer
+            // exists (a tracefs file after the trace unmounted it, having put it back) has
+            // nothing left to restore.
+            match sysfs::write_value(path, prior) {
+                Err(LinuxError::Io { source, .. })
+                    if source.kind() == std::io::ErrorKind::NotFound =>
+                {
+                    Ok(())
+                }
+                other => other,
+            }
         }
         Change::Swapon { path } => {
             if !sysfs::active_swaps()?.iter().any(|s| s == path) {
@@ -265,6 +276,25 @@ pub fn undo(change: &Change) -> Result<(), LinuxError> {
             _ => Ok(()),
         },
         Change::Cgroup { path } => crate::cgroup::remove(Path::new(path)),
+        Change::Mount { path } => {
+            let mounted = std::fs::read_to_string("/proc/mounts")
+                .unwrap_or_default()
+                .lines()
+                .any(|l| l.split_whitespace().nth(1) == Some(path.as_str()));
+            if !mounted {
+                return Ok(());
+            }
+            let ok = std::process::Command::new("umount")
+                .arg(path)
+                .status()
+                .map_err(|e| LinuxError::io("umount", path, e))?
+                .success();
+            if ok {
+                Ok(())
+            } else {
+                Err(LinuxError::Restore(format!("umount {path} failed")))
+            }
+        }
     }
 }
 

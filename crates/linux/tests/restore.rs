@@ -210,3 +210,49 @@ fn swap_file_run_traces_the_swap_device_and_unmounts_what_it_mounted() {
         "tracefs/debugfs mounts and swap state are as before"
     );
 }
+
+#[test]
+fn a_trace_left_running_by_a_crash_is_undone_from_the_state_file() {
+    let _m = MACHINE.lock().unwrap_or_else(|e| e.into_inner());
+    if !root_or_skip("trace_crash") {
+        return;
+    }
+    let before = MachineSnapshot::capture().unwrap();
+    let mut cfg = LinuxConfig::load("linux-swapfile").unwrap();
+    cfg.swap = nvmswap_linux::SwapSetup::Swapfile {
+        path: format!("/var/tmp/nvmswap-test-{}-trace.swap", std::process::id()),
+        size_bytes: 64 * MIB,
+    };
+    let path = state_path("trace-crash");
+    let mut setup = Setup::apply(&cfg, &path).unwrap();
+    let swap_file = match &cfg.swap {
+        nvmswap_linux::SwapSetup::Swapfile { path, .. } => PathBuf::from(path),
+        _ => unreachable!("configured above"),
+    };
+    let tracer = match nvmswap_linux::blktrace::Tracer::start(&swap_file) {
+        Ok(t) => t,
+        Err(why) => {
+            eprintln!("skipping the trace half: {why}");
+            drop(setup);
+            return;
+        }
+    };
+    for change in tracer.journal() {
+        setup.journal(change).unwrap();
+    }
+    // A crash: neither the tracer nor the set-up gets to clean up.
+    std::mem::forget(tracer);
+    setup.keep();
+    let enabled = "/sys/kernel/tracing/events/block/block_rq_issue/enable";
+    assert_eq!(std::fs::read_to_string(enabled).unwrap().trim(), "1");
+    let diffs = nvmswap_linux::state::restore_from_file(&path).unwrap();
+    assert_eq!(diffs, Vec::<String>::new());
+    assert_eq!(
+        before.differences(&MachineSnapshot::capture().unwrap()),
+        Vec::<String>::new()
+    );
+    // Still mounted only if it was before; if so, the event is off again.
+    if let Ok(v) = std::fs::read_to_string(enabled) {
+        assert_eq!(v.trim(), "0");
+    }
+}
