@@ -132,6 +132,9 @@ pub fn run_pressure(
                 while tabs.len() <= tab as usize {
                     tabs.push(None);
                 }
+                // Loading the page is CPU work, as in sim and on linux: the pager's background
+                // eviction runs meanwhile.
+                spin_for(s.load_cpu_ns);
                 tabs[tab as usize] = Some(Tab { region, site });
                 lru.push(tab);
                 progress.advance(1);
@@ -158,6 +161,9 @@ pub fn run_pressure(
                         }
                     }
                 }
+                // A switch ends when the tab is rendered (issue #3's definition, as sim and
+                // linux time it): its render CPU is part of the latency.
+                spin_for(s.render_cpu_ns);
                 switch_lat.record_ns(t0.elapsed().as_nanos() as u64);
                 lru.retain(|&x| x != tab);
                 lru.push(tab);
@@ -241,4 +247,12 @@ pub fn run_pressure(
             ..Default::default()
         },
     })
+}
+
+/// Keeps this CPU busy for `ns` (a tab's load or render work).
+fn spin_for(ns: u64) {
+    let end = Instant::now() + Duration::from_nanos(ns);
+    while Instant::now() < end {
+        std::hint::spin_loop();
+    }
 }

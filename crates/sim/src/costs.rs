@@ -57,6 +57,7 @@ pub const SAME_FILLED_NS: u64 = 1_000;
 /// How often the timeline is sampled, in virtual time.
 pub const TIMELINE_INTERVAL_NS: u64 = 5_000_000_000;
 
-/// Requests a block queue holds before a submitter must wait: BLKDEV_DEFAULT_RQ (128) in
-/// include/linux/blkdev.h, or the device's queue depth if smaller.
+/// BLKDEV_DEFAULT_RQ (128, include/linux/blkdev.h): with an I/O scheduler, blk-mq allows twice
+/// the smaller of this and the device's queue depth in requests before a submitter must wait for
+/// a tag (engine.rs builds the limit).
 pub const BLOCK_MAX_REQUESTS: usize = 128;
