@@ -292,3 +292,31 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn trace_figures_come_from_extra_blktrace_and_are_nan_without_a_trace() {
+        let mut traced = RunResult::default();
+        traced.extra.insert(
+            "blktrace".into(),
+            serde_json::json!({"write_q2c_us": {"p50": 210.0, "p99": 1800.0}}),
+        );
+        let f: std::collections::BTreeMap<_, _> = figures(&traced).into_iter().collect();
+        assert_eq!(f["write_q2c_us_p50"], 210.0);
+        assert_eq!(f["write_q2c_us_p99"], 1800.0);
+        assert!(f["read_q2c_us_p50"].is_nan(), "no read stage traced");
+        let untraced: std::collections::BTreeMap<_, _> =
+            figures(&RunResult::default()).into_iter().collect();
+        assert!(untraced["write_q2c_us_p99"].is_nan());
+        // One run with a trace and one without: the mean of the figure is not a number.
+        let range = mean_and_range(&[traced, RunResult::default()]);
+        let (_, mean, _, _) = range
+            .iter()
+            .find(|(k, ..)| *k == "write_q2c_us_p50")
+            .unwrap();
+        assert!(mean.is_nan());
+    }
+}
