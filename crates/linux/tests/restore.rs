@@ -163,21 +163,29 @@ fn pressure_run_failing_mid_run_restores_exactly() {
     if !root_or_skip("pressure_failing_mid_run") {
         return;
     }
-    let before = MachineSnapshot::capture().unwrap();
-    let path = state_path("pressure-fail");
-    let opts = nvmswap_linux::PressureOptions {
-        scale: 0.05,
-        state_file: Some(path.clone()),
-        fail_after_actions: Some(6),
-        ..Default::default()
-    };
-    let err = nvmswap_linux::run_pressure("linux-zswap", &opts, &NoProgress).unwrap_err();
-    assert!(err.to_string().contains("failure injected"), "{err}");
-    assert_eq!(
-        before.differences(&MachineSnapshot::capture().unwrap()),
-        Vec::<String>::new()
-    );
-    assert!(!path.exists());
+    // Every bundled configuration's set-up: zram device, swap file (with the swap-device trace
+    // running when the failure hits) and zswap in front of a swap file.
+    for config in ["linux-zram", "linux-swapfile", "linux-zswap"] {
+        let before = MachineSnapshot::capture().unwrap();
+        let path = state_path(&format!("pressure-fail-{config}"));
+        let opts = nvmswap_linux::PressureOptions {
+            scale: 0.05,
+            state_file: Some(path.clone()),
+            fail_after_actions: Some(6),
+            ..Default::default()
+        };
+        let err = nvmswap_linux::run_pressure(config, &opts, &NoProgress).unwrap_err();
+        assert!(
+            err.to_string().contains("failure injected"),
+            "{config}: {err}"
+        );
+        assert_eq!(
+            before.differences(&MachineSnapshot::capture().unwrap()),
+            Vec::<String>::new(),
+            "{config}: machine as found after a failure mid-run"
+        );
+        assert!(!path.exists(), "{config}: state file removed");
+    }
 }
 
 #[test]
