@@ -118,10 +118,18 @@ impl Tracefs {
 }
 
 /// What to write to a tracefs file to put back the value it read as `before`: a filter reads
-/// back as "none" when there is none, and writing 0 clears it.
+/// back as "none" when there is none, and writing 0 clears it. A trace buffer never used since
+/// boot reads as `7 (expanded: 1408)` (allocated minimum, size it grows to on first use), which
+/// cannot be written back; its expanded size is what the next tracing user would have got, so
+/// that is written (the buffer itself cannot be shrunk back to unexpanded from user space).
 fn restore_value(path: &Path, before: &str) -> String {
     if path.ends_with("filter") && before == "none" {
         "0".to_string()
+    } else if let Some(expanded) = before
+        .split_once("(expanded: ")
+        .and_then(|(_, rest)| rest.strip_suffix(')'))
+    {
+        expanded.trim().to_string()
     } else {
         before.to_string()
     }
@@ -488,6 +496,17 @@ fn parse_time_ns(s: &str) -> Option<u64> {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn an_unexpanded_trace_buffer_is_restored_to_its_expanded_size() {
+        use super::restore_value;
+        use std::path::Path;
+        let p = Path::new("/sys/kernel/tracing/buffer_size_kb");
+        assert_eq!(restore_value(p, "7 (expanded: 1408)"), "1408");
+        assert_eq!(restore_value(p, "1410"), "1410");
+        let f = Path::new("/sys/kernel/tracing/events/block/block_rq_issue/filter");
+        assert_eq!(restore_value(f, "none"), "0");
+    }
+
     use super::*;
 
     #[test]

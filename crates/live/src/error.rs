@@ -32,6 +32,10 @@ pub enum LiveError {
         what: &'static str,
         source: std::io::Error,
     },
+    #[error("at most {0} pagers on the SIGBUS fault path can live in one process")]
+    TooManyPagers(usize),
+    #[error("compressor context: {0}")]
+    CompressorContext(std::io::Error),
     #[error("workload: {0}")]
     Spec(String),
 }

@@ -7,12 +7,13 @@ pub mod error;
 pub mod microbench;
 pub mod pager;
 pub mod pressure;
+pub mod sigbus;
 pub mod tiers;
 pub mod torture;
 mod uffd_ops;
 
 pub use error::LiveError;
-pub use pager::{FaultWait, Pager, PagerConfig, PagerStats, Region, Tier};
+pub use pager::{FaultPath, FaultWait, Pager, PagerConfig, PagerStats, Region, Tier};
 pub use pressure::{run_pressure, PressureOptions};
 pub use tiers::Compressor;
 

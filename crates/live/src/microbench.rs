@@ -51,18 +51,22 @@ impl BenchTier {
 /// compressibility, then replay the touch sequence, timing each touch; touches during which the
 /// pager handled a fault give the fault-latency distribution.
 pub fn run(spec: &MicrobenchSpec, tier: &BenchTier) -> Result<MicrobenchReport, LiveError> {
-    run_with(spec, tier, crate::FaultWait::Block)
+    let d = PagerConfig::default();
+    run_with(spec, tier, d.fault_path, d.fault_wait)
 }
 
-/// `run` with the fault handler waiting as `fault_wait` says.
+/// `run` with faults resolved on `fault_path`, the handler thread (if any) waiting as
+/// `fault_wait` says.
 pub fn run_with(
     spec: &MicrobenchSpec,
     tier: &BenchTier,
+    fault_path: crate::FaultPath,
     fault_wait: crate::FaultWait,
 ) -> Result<MicrobenchReport, LiveError> {
     spec.validate()
         .map_err(|e| LiveError::Spec(e.to_string()))?;
     let pager = Pager::new(PagerConfig {
+        fault_path,
         fault_wait,
         ..tier.config(spec)
     })?;
@@ -124,12 +128,24 @@ pub fn run_with(
     extra.insert("read_ahead_pages".into(), json!(stats.read_ahead_pages));
     extra.insert("wp_faults".into(), json!(stats.wp_faults));
     extra.insert("direct_reclaims".into(), json!(stats.direct_reclaims));
+    extra.insert("reclaim_waits".into(), json!(stats.reclaim_waits));
+    extra.insert("evictions_moved".into(), json!(stats.evictions_moved));
+    extra.insert("move_batches".into(), json!(stats.move_batches));
+    extra.insert("move_failures".into(), json!(stats.move_failures));
+    extra.insert(
+        "fault_path".into(),
+        json!(match fault_path {
+            crate::FaultPath::Handler => "handler",
+            crate::FaultPath::Sigbus => "sigbus",
+        }),
+    );
     extra.insert("nvm_full".into(), json!(stats.nvm_full));
     extra.insert(
         "handler_service_us".into(),
         json!(stats
             .service_ns
             .iter()
+            .filter(|(_, r)| r.count() > 0)
             .map(|(t, r)| (t.name().to_string(), json!(r.summary(1_000))))
             .collect::<serde_json::Map<_, _>>()),
     );

@@ -48,11 +48,61 @@ pub fn fill_same(page: &mut [u8], word: u64) {
     }
 }
 
+/// zstd level for the pool: the fastest (zswap's zstd also runs at a low level).
+const ZSTD_LEVEL: i32 = 1;
+
+/// A compressor with its contexts made in advance, so that decompressing allocates nothing
+/// (the SIGBUS fault path decompresses). One per thread that compresses or decompresses.
+pub struct Codec {
+    kind: Compressor,
+    zstd_in: zstd::bulk::Compressor<'static>,
+    zstd_out: zstd::bulk::Decompressor<'static>,
+}
+
+impl Codec {
+    pub fn new(kind: Compressor) -> Result<Codec, LiveError> {
+        Ok(Codec {
+            kind,
+            zstd_in: zstd::bulk::Compressor::new(ZSTD_LEVEL)
+                .map_err(LiveError::CompressorContext)?,
+            zstd_out: zstd::bulk::Decompressor::new().map_err(LiveError::CompressorContext)?,
+        })
+    }
+
+    pub fn compress(&mut self, page: &[u8]) -> Vec<u8> {
+        match self.kind {
+            Compressor::Lz4 => lz4_flex::block::compress(page),
+            Compressor::Zstd => self
+                .zstd_in
+                .compress(page)
+                .expect("zstd compresses a 4 KiB buffer"),
+        }
+    }
+
+    /// Decompress one page into `out`; allocates nothing.
+    pub fn decompress(&mut self, data: &[u8], out: &mut [u8]) {
+        let n = match self.kind {
+            Compressor::Lz4 => {
+                lz4_flex::block::decompress_into(data, out).expect("pool data is lz4")
+            }
+            Compressor::Zstd => self
+                .zstd_out
+                .decompress_to_buffer(data, out)
+                .expect("pool data is zstd"),
+        };
+        assert_eq!(n, PAGE, "pool entries decompress to one page");
+    }
+}
+
 /// The compressed pool: entries keyed by page key, oldest-stored first for write-back when the
 /// pool is over its limit (zswap's LRU; we cannot see accesses to pool entries other than loads,
 /// which remove the entry, so insertion order is the LRU order).
+///
+/// `load` runs on the SIGBUS fault path, so it decompresses into the caller's buffer without
+/// allocating. Removing an entry frees its buffer, so that is a separate step (`discard`), which
+/// the pager leaves to its evictor thread.
 pub struct Pool {
-    compressor: Compressor,
+    codec: Codec,
     limit_bytes: u64,
     stored_bytes: u64,
     entries: BTreeMap<u64, (u64, Vec<u8>)>,
@@ -63,9 +113,9 @@ pub struct Pool {
 }
 
 impl Pool {
-    pub fn new(compressor: Compressor, limit_bytes: u64) -> Pool {
-        Pool {
-            compressor,
+    pub fn new(compressor: Compressor, limit_bytes: u64) -> Result<Pool, LiveError> {
+        Ok(Pool {
+            codec: Codec::new(compressor)?,
             limit_bytes,
             stored_bytes: 0,
             entries: BTreeMap::new(),
@@ -73,7 +123,7 @@ impl Pool {
             next_seq: 0,
             bytes_in: 0,
             bytes_compressed_in: 0,
-        }
+        })
     }
 
     pub fn limit_bytes(&self) -> u64 {
@@ -92,11 +142,9 @@ impl Pool {
         self.entries.is_empty()
     }
 
-    pub fn compress(&self, page: &[u8]) -> Vec<u8> {
-        match self.compressor {
-            Compressor::Lz4 => lz4_flex::block::compress(page),
-            Compressor::Zstd => zstd::bulk::compress(page, 1).expect("zstd on a 4 KiB buffer"),
-        }
+    /// The pool's own codec (for compressing under the pager lock).
+    pub fn codec(&mut self) -> &mut Codec {
+        &mut self.codec
     }
 
     /// Store an already compressed page. The caller makes room first (`oldest`).
@@ -122,26 +170,17 @@ impl Pool {
         self.lru.first_key_value().map(|(_, &k)| k)
     }
 
-    /// Remove an entry and decompress it into `out`.
-    pub fn take(&mut self, key: u64, out: &mut [u8]) -> bool {
-        let Some((seq, data)) = self.entries.remove(&key) else {
+    /// Decompress an entry into `out` (one page), leaving it in the pool; false if absent.
+    /// Allocates nothing.
+    pub fn load(&mut self, key: u64, out: &mut [u8]) -> bool {
+        let Some((_, data)) = self.entries.get(&key) else {
             return false;
         };
-        self.lru.remove(&seq);
-        self.stored_bytes -= data.len() as u64;
-        match self.compressor {
-            Compressor::Lz4 => {
-                let n = lz4_flex::block::decompress_into(&data, out).expect("pool data is lz4");
-                assert_eq!(n, PAGE, "pool entries decompress to one page");
-            }
-            Compressor::Zstd => {
-                let n = zstd::bulk::decompress_to_buffer(&data, out).expect("pool data is zstd");
-                assert_eq!(n, PAGE, "pool entries decompress to one page");
-            }
-        }
+        self.codec.decompress(data, out);
         true
     }
 
+    /// Remove an entry, freeing its buffer.
     pub fn discard(&mut self, key: u64) {
         if let Some((seq, data)) = self.entries.remove(&key) {
             self.lru.remove(&seq);

@@ -1,6 +1,6 @@
 //! The few raw operations on pages that the `userfaultfd` crate does not offer: UFFDIO_COPY with
-//! the write-protect mode (a page comes in clean and its first write tells us), and
-//! MADV_DONTNEED. Every `unsafe` of the pager's page handling is here.
+//! the write-protect mode (a page comes in clean and its first write tells us), UFFDIO_MOVE
+//! (Linux >= 6.8) and MADV_DONTNEED. Every `unsafe` of the pager's page handling is here.
 
 use std::os::fd::AsRawFd;
 
@@ -8,13 +8,15 @@ use userfaultfd::Uffd;
 
 use crate::PAGE;
 
+/// `struct uffdio_copy` and `struct uffdio_move` of include/uapi/linux/userfaultfd.h: the two
+/// share this layout (the last field is the bytes copied or moved, or an error).
 #[repr(C)]
-struct UffdioCopy {
+struct UffdioTransfer {
     dst: u64,
     src: u64,
     len: u64,
     mode: u64,
-    copy: i64,
+    done: i64,
 }
 
 /// _IOWR(0xAA, 0x03, struct uffdio_copy) from include/uapi/linux/userfaultfd.h.
@@ -38,7 +40,7 @@ pub fn copy_in(
     write_protect: bool,
 ) -> std::io::Result<Placed> {
     assert_eq!(dst % PAGE, 0, "pages are placed at page boundaries");
-    let mut arg = UffdioCopy {
+    let mut arg = UffdioTransfer {
         dst: dst as u64,
         src: src.as_ptr() as u64,
         len: PAGE as u64,
@@ -47,12 +49,12 @@ pub fn copy_in(
         } else {
             0
         },
-        copy: 0,
+        done: 0,
     };
     // SAFETY: `arg` is a valid uffdio_copy that lives across the call; the kernel reads PAGE bytes
     // from `src` (a live buffer of that size) and only installs a page at `dst` if none is present
     // in a range registered on this uffd, so no memory we hold a reference to changes under us.
-    let rc = unsafe { libc::ioctl(uffd.as_raw_fd(), UFFDIO_COPY, &mut arg as *mut UffdioCopy) };
+    let rc = unsafe { libc::ioctl(uffd.as_raw_fd(), UFFDIO_COPY, &mut arg as *mut UffdioTransfer) };
     if rc == 0 {
         return Ok(Placed::Done);
     }
@@ -65,12 +67,56 @@ pub fn copy_in(
     Err(err)
 }
 
+/// _IOWR(0xAA, 0x05, struct uffdio_move).
+const UFFDIO_MOVE: libc::c_ulong = 0xC028_AA05;
+const UFFDIO_MOVE_MODE_DONTWAKE: u64 = 1 << 0;
+/// UFFD_FEATURE_MOVE: the kernel offers UFFDIO_MOVE.
+pub const FEATURE_MOVE: u64 = 1 << 16;
+
+/// Atomically move the page at `src` to `dst` (both page-aligned, anonymous, in ranges
+/// registered on `uffd`; `dst` must be empty). Afterwards `src` is empty, so its next touch
+/// raises a missing fault. Wakes threads waiting on `dst` if `wake`. One TLB flush (for `src`)
+/// instead of the two of write-protect then MADV_DONTNEED.
+pub fn move_page(uffd: &Uffd, dst: usize, src: usize, wake: bool) -> std::io::Result<()> {
+    assert!(
+        dst.is_multiple_of(PAGE) && src.is_multiple_of(PAGE),
+        "pages move at page boundaries"
+    );
+    let mut arg = UffdioTransfer {
+        dst: dst as u64,
+        src: src as u64,
+        len: PAGE as u64,
+        mode: if wake { 0 } else { UFFDIO_MOVE_MODE_DONTWAKE },
+        done: 0,
+    };
+    // SAFETY: `arg` is a valid uffdio_move that lives across the call. The kernel moves the page
+    // only between ranges registered on this uffd, which the pager owns; the caller holds the
+    // pager lock, under which every page's state says where its bytes are, and updates it.
+    let rc = unsafe { libc::ioctl(uffd.as_raw_fd(), UFFDIO_MOVE, &mut arg as *mut UffdioTransfer) };
+    if rc == 0 && arg.done == PAGE as i64 {
+        Ok(())
+    } else if rc == 0 {
+        Err(std::io::Error::other(format!(
+            "UFFDIO_MOVE moved {} bytes",
+            arg.done
+        )))
+    } else {
+        Err(std::io::Error::last_os_error())
+    }
+}
+
 /// Drop the page at `addr` so that its next touch raises a missing fault.
 pub fn zap(addr: usize) -> std::io::Result<()> {
-    // SAFETY: `addr` is a page of a region the pager mapped and owns; the caller has saved its
-    // contents (or knows a valid copy exists) and holds the pager lock, so nobody relies on the
-    // bytes staying; user threads that touch it next fault and get the saved copy.
-    let rc = unsafe { libc::madvise(addr as *mut _, PAGE, libc::MADV_DONTNEED) };
+    zap_range(addr, PAGE)
+}
+
+/// Drop `len` bytes of pages from `addr` (one TLB flush for the range).
+pub fn zap_range(addr: usize, len: usize) -> std::io::Result<()> {
+    // SAFETY: the range is pages of a mapping the pager made and owns (a region or its staging
+    // area); the caller has saved their contents (or knows a valid copy exists) and holds the
+    // pager lock, so nobody relies on the bytes staying; user threads that touch a region page
+    // next fault and get the saved copy.
+    let rc = unsafe { libc::madvise(addr as *mut _, len, libc::MADV_DONTNEED) };
     if rc == 0 {
         Ok(())
     } else {

@@ -1,6 +1,6 @@
 //! Clean behaviour: dropping a region unmaps it and frees its slots; no leaked fds or threads.
 
-use nvmswap_live::{Pager, PagerConfig, PAGE};
+use nvmswap_live::{FaultPath, Pager, PagerConfig, PAGE};
 
 // This file holds one test only: it counts the process's descriptors and threads, which other
 // tests running in parallel in the same process would change.
@@ -11,18 +11,26 @@ fn count(dir: &str) -> usize {
 
 #[test]
 fn no_leaked_fds_or_threads_and_region_drop_frees_slots() {
+    for (fault_path, threads) in [(FaultPath::Sigbus, 1), (FaultPath::Handler, 2)] {
+        check(fault_path, threads);
+    }
+}
+
+fn check(fault_path: FaultPath, threads: usize) {
     let fds = count("/proc/self/fd");
     let tasks = count("/proc/self/task");
     {
         let pager = Pager::new(PagerConfig {
             budget_bytes: 32 * PAGE as u64,
             pool_share: 0.0,
+            fault_path,
             ..PagerConfig::default()
         })
         .unwrap();
-        assert!(
-            count("/proc/self/task") >= tasks + 2,
-            "handler and evictor run"
+        assert_eq!(
+            count("/proc/self/task"),
+            tasks + threads,
+            "{fault_path:?}: the evictor (and the handler thread) run"
         );
         let region = pager.region(256 * PAGE as u64).unwrap();
         for p in 0..256 {
@@ -41,6 +49,10 @@ fn no_leaked_fds_or_threads_and_region_drop_frees_slots() {
             "region unmapped"
         );
     }
-    assert_eq!(count("/proc/self/fd"), fds, "file descriptors");
-    assert_eq!(count("/proc/self/task"), tasks, "threads");
+    assert_eq!(
+        count("/proc/self/fd"),
+        fds,
+        "{fault_path:?}: file descriptors"
+    );
+    assert_eq!(count("/proc/self/task"), tasks, "{fault_path:?}: threads");
 }

@@ -56,7 +56,11 @@ pub struct Args {
     /// Threads of the --verify torture.
     #[arg(long, default_value_t = 4)]
     threads: usize,
-    /// live: how the fault handler waits: `block` (poll) or `spin:<µs>` (keep reading the
+    /// live: who resolves a fault: `sigbus` (the faulting thread, in a SIGBUS handler;
+    /// UFFD_FEATURE_SIGBUS) or `handler` (a handler thread reading the userfaultfd).
+    #[arg(long, default_value = "sigbus")]
+    fault_path: String,
+    /// live, handler path: how the fault handler waits: `block` (poll) or `spin:<µs>` (keep reading the
     /// userfaultfd for that long after each fault before sleeping).
     #[arg(long, default_value = "block")]
     fault_wait: String,
@@ -92,13 +96,21 @@ pub fn run(args: Args) -> anyhow::Result<()> {
                     "nvm" => BenchTier::Nvm(args.nvm.clone()),
                     other => bail!("unknown --tier '{other}' (expected zpool or nvm)"),
                 };
-                let wait: nvmswap_live::FaultWait =
-                    args.fault_wait.parse().map_err(anyhow::Error::msg)?;
+                let path: nvmswap_live::FaultPath = args
+                    .fault_path
+                    .parse()
+                    .map_err(anyhow::Error::msg)
+                    .context("--fault-path")?;
+                let wait: nvmswap_live::FaultWait = args
+                    .fault_wait
+                    .parse()
+                    .map_err(anyhow::Error::msg)
+                    .context("--fault-wait")?;
                 eprintln!(
-                    "microbench: live, tier {}, fault wait {wait:?}",
+                    "microbench: live, tier {}, fault path {path:?}, fault wait {wait:?}",
                     tier.name()
                 );
-                let mut r = nvmswap_live::microbench::run_with(&spec, &tier, wait)
+                let mut r = nvmswap_live::microbench::run_with(&spec, &tier, path, wait)
                     .context("live microbench")?;
                 r.extra
                     .insert("fault_wait".into(), args.fault_wait.clone().into());
