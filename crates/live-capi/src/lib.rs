@@ -8,15 +8,21 @@
 //!   `nvmswap_last_error` (per thread). No Rust panic crosses into C: one is caught and reported
 //!   as an error.
 //! - A region must be freed before its pager: `nvmswap_pager_free` refuses (returns -1) while
-//!   regions are alive, so no region can outlive the pager's fault-handling thread.
+//!   regions are alive, so no region can outlive its pager.
 //! - Pointers passed in must come from this library and not have been freed.
+//! - By default a fault is resolved by the faulting thread itself, in the library's SIGBUS
+//!   handler (the faster path on the machines we measured, docs/performance.md). The library
+//!   installs that handler and passes any SIGBUS that is not its own to the handler installed
+//!   before it. On this path a system call that reads or writes a region page that is not in
+//!   DRAM (read(2) into a region, say) fails with EFAULT instead of waiting: create the pager
+//!   with `nvmswap_pager_new_with(..., NVMSWAP_FAULT_HANDLER_THREAD)` if the program does that.
 
 use std::cell::RefCell;
 use std::ffi::{c_char, c_void, CStr, CString};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use nvmswap_live::{Pager, PagerConfig, Region};
+use nvmswap_live::{FaultPath, Pager, PagerConfig, Region};
 
 /// A pager: a DRAM budget shared by its regions, a compressed pool and an NVM tier.
 pub struct NvmswapPager {
@@ -76,7 +82,47 @@ pub unsafe extern "C" fn nvmswap_pager_new(
     nvm_backend: *const c_char,
     nvm_bytes: u64,
 ) -> *mut NvmswapPager {
+    // SAFETY: the caller's guarantee for `nvm_backend` is passed on unchanged.
+    unsafe {
+        nvmswap_pager_new_with(
+            budget_bytes,
+            pool_percent,
+            nvm_backend,
+            nvm_bytes,
+            NVMSWAP_FAULT_SIGBUS,
+        )
+    }
+}
+
+/// Faults are resolved by the faulting thread in the library's SIGBUS handler (the default).
+pub const NVMSWAP_FAULT_SIGBUS: u32 = 0;
+/// Faults are resolved by a handler thread reading the userfaultfd; system calls on region
+/// memory then wait for their page instead of failing with EFAULT.
+pub const NVMSWAP_FAULT_HANDLER_THREAD: u32 = 1;
+
+/// `nvmswap_pager_new` with the fault path chosen: `NVMSWAP_FAULT_SIGBUS` or
+/// `NVMSWAP_FAULT_HANDLER_THREAD`. NULL on error (also for any other `fault_path`).
+///
+/// # Safety
+/// `nvm_backend` is NULL or a NUL-terminated string.
+#[no_mangle]
+pub unsafe extern "C" fn nvmswap_pager_new_with(
+    budget_bytes: u64,
+    pool_percent: u32,
+    nvm_backend: *const c_char,
+    nvm_bytes: u64,
+    fault_path: u32,
+) -> *mut NvmswapPager {
     guarded(std::ptr::null_mut(), || {
+        let fault_path = match fault_path {
+            NVMSWAP_FAULT_SIGBUS => FaultPath::Sigbus,
+            NVMSWAP_FAULT_HANDLER_THREAD => FaultPath::Handler,
+            other => {
+                return Err(format!(
+                    "fault_path must be NVMSWAP_FAULT_SIGBUS (0) or NVMSWAP_FAULT_HANDLER_THREAD (1), got {other}"
+                ))
+            }
+        };
         if pool_percent > 100 {
             return Err(format!("pool_percent must be 0..=100, got {pool_percent}"));
         }
@@ -96,6 +142,7 @@ pub unsafe extern "C" fn nvmswap_pager_new(
             pool_share: f64::from(pool_percent) / 100.0,
             nvm_bytes: if backend.is_some() { nvm_bytes } else { 0 },
             nvm_backend: backend,
+            fault_path,
             ..PagerConfig::default()
         };
         let pager = Pager::new(cfg).map_err(|e| e.to_string())?;

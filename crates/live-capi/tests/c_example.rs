@@ -85,5 +85,10 @@ fn the_c_example_builds_runs_and_finds_every_page_intact() {
         "demo failed: {stdout} {}",
         String::from_utf8_lossy(&run.stderr)
     );
-    assert!(stdout.contains("pages 16384 mismatches 0"), "{stdout}");
+    for path in ["sigbus", "handler"] {
+        assert!(
+            stdout.contains(&format!("{path}: pages 16384 mismatches 0")),
+            "{stdout}"
+        );
+    }
 }

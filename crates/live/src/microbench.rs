@@ -51,23 +51,45 @@ impl BenchTier {
 /// compressibility, then replay the touch sequence, timing each touch; touches during which the
 /// pager handled a fault give the fault-latency distribution.
 pub fn run(spec: &MicrobenchSpec, tier: &BenchTier) -> Result<MicrobenchReport, LiveError> {
-    let d = PagerConfig::default();
-    run_with(spec, tier, d.fault_path, d.fault_wait)
+    run_with(spec, tier, LiveOptions::default())
 }
 
-/// `run` with faults resolved on `fault_path`, the handler thread (if any) waiting as
-/// `fault_wait` says.
+/// The pager's fault-path and eviction settings a microbenchmark run compares.
+#[derive(Debug, Clone, Copy)]
+pub struct LiveOptions {
+    pub fault_path: crate::FaultPath,
+    pub fault_wait: crate::FaultWait,
+    pub evict_by_move: bool,
+}
+
+impl Default for LiveOptions {
+    fn default() -> Self {
+        let d = PagerConfig::default();
+        LiveOptions {
+            fault_path: d.fault_path,
+            fault_wait: d.fault_wait,
+            evict_by_move: d.evict_by_move,
+        }
+    }
+}
+
+/// `run` with the given fault path, handler wait and eviction method.
 pub fn run_with(
     spec: &MicrobenchSpec,
     tier: &BenchTier,
-    fault_path: crate::FaultPath,
-    fault_wait: crate::FaultWait,
+    options: LiveOptions,
 ) -> Result<MicrobenchReport, LiveError> {
     spec.validate()
         .map_err(|e| LiveError::Spec(e.to_string()))?;
+    let LiveOptions {
+        fault_path,
+        fault_wait,
+        evict_by_move,
+    } = options;
     let pager = Pager::new(PagerConfig {
         fault_path,
         fault_wait,
+        evict_by_move,
         ..tier.config(spec)
     })?;
     let region = pager.region(spec.pages() * PAGE as u64)?;
@@ -153,6 +175,7 @@ pub fn run_with(
         extra.insert("nvm_backend".into(), json!(b));
         let max_writes = stats.nvm_writes_per_slot.iter().max().copied().unwrap_or(0);
         extra.insert("nvm_max_writes_per_slot".into(), json!(max_writes));
+        extra.insert("nvm_migrations".into(), json!(stats.nvm_migrations));
     }
     Ok(MicrobenchReport {
         schema: MICROBENCH_SCHEMA.into(),

@@ -180,18 +180,28 @@ pub enum Tier {
     Zero,
     /// Still in the evictor's staging area (as a hit in the kernel's swap cache).
     Staged,
+    /// In the read-ahead cache (read from NVM with a neighbour's fault).
+    ReadAhead,
     Same,
     Pool,
     Nvm,
 }
 
 impl Tier {
-    pub const ALL: [Tier; 5] = [Tier::Zero, Tier::Staged, Tier::Same, Tier::Pool, Tier::Nvm];
+    pub const ALL: [Tier; 6] = [
+        Tier::Zero,
+        Tier::Staged,
+        Tier::ReadAhead,
+        Tier::Same,
+        Tier::Pool,
+        Tier::Nvm,
+    ];
 
     pub fn name(self) -> &'static str {
         match self {
             Tier::Zero => "zero",
             Tier::Staged => "staged",
+            Tier::ReadAhead => "readahead",
             Tier::Same => "same",
             Tier::Pool => "zpool",
             Tier::Nvm => "nvm",
@@ -243,11 +253,11 @@ impl PagerStats {
         }
     }
 
-    /// Tiers below DRAM that served at least one fault (zero-fill and staging hits left out).
+    /// Tiers that served at least one fault (staging and read-ahead cache hits left out).
     pub fn tiers_used(&self) -> usize {
         self.service_ns
             .iter()
-            .filter(|(t, r)| !matches!(t, Tier::Staged) && r.count() > 0)
+            .filter(|(t, r)| !matches!(t, Tier::Staged | Tier::ReadAhead) && r.count() > 0)
             .count()
     }
 
@@ -277,6 +287,7 @@ struct Inner {
     /// would pay it on every fault.
     room_waiters: u32,
     evictor_sleeping: bool,
+    ra: ReadAheadCache,
     next_seq: u64,
     next_batch: u64,
     pool: Option<Pool>,
@@ -530,6 +541,7 @@ impl Pager {
                     tiers_full: false,
                     room_waiters: 0,
                     evictor_sleeping: false,
+                    ra: ReadAheadCache::new(2 * cfg.read_ahead),
                     next_seq: 0,
                     next_batch: 0,
                     pool,
@@ -1114,8 +1126,12 @@ fn resolve(
             (Tier::Pool, Loc::None)
         }
         (_, Loc::Nvm(slot)) => {
-            inner.nvm.as_mut().expect("nvm").load(slot, &mut buf);
-            (Tier::Nvm, Loc::Nvm(slot))
+            if inner.ra.take(rid, idx, slot, &mut buf) {
+                (Tier::ReadAhead, Loc::Nvm(slot))
+            } else {
+                inner.nvm.as_mut().expect("nvm").load(slot, &mut buf);
+                (Tier::Nvm, Loc::Nvm(slot))
+            }
         }
         (_, Loc::Staged(_)) => unreachable!("handled above"),
     };
@@ -1165,38 +1181,108 @@ fn compact_fifo(inner: &mut Inner) {
     assert!(fifo.len() < fifo.capacity(), "compaction made room");
 }
 
+/// The read-ahead cache (the kernel's swap cache for read-ahead pages): neighbours read from NVM
+/// on a fault wait here, unmapped, until a fault takes one (a hit, copied in without an NVM
+/// read) or a newer read-ahead reuses the slot. Unused read-ahead thus costs no eviction, and the
+/// hits size the next window, as the kernel's swap read-ahead does. Buffers are made once: the
+/// SIGBUS path reads ahead.
+struct ReadAheadCache {
+    pages: Vec<[u8; PAGE]>,
+    /// (region, index, NVM slot) whose copy each buffer holds; valid while that page is still
+    /// evicted with that slot.
+    owner: Vec<Option<(u32, u32, u32)>>,
+    next: usize,
+    /// Faults served from the cache since the last read-ahead.
+    hits: u32,
+    /// The last NVM fault (region, index), for the sequential case.
+    last_fault: Option<(u32, u32)>,
+}
+
+impl ReadAheadCache {
+    fn new(slots: usize) -> ReadAheadCache {
+        ReadAheadCache {
+            pages: vec![[0u8; PAGE]; slots],
+            owner: vec![None; slots],
+            next: 0,
+            hits: 0,
+            last_fault: None,
+        }
+    }
+
+    /// Take the cached copy of page `idx` of region `rid` held for NVM slot `slot`, if any.
+    fn take(&mut self, rid: u32, idx: u32, slot: u32, out: &mut [u8; PAGE]) -> bool {
+        let Some(i) = self.owner.iter().position(|o| *o == Some((rid, idx, slot))) else {
+            return false;
+        };
+        out.copy_from_slice(&self.pages[i]);
+        self.owner[i] = None;
+        self.hits += 1;
+        debug_assert!(
+            !self.owner.contains(&Some((rid, idx, slot))),
+            "a page is cached once"
+        );
+        true
+    }
+
+    fn holds(&self, rid: u32, idx: u32, slot: u32) -> bool {
+        self.owner.contains(&Some((rid, idx, slot)))
+    }
+
+    /// Pages to read on this fault, the faulting one included (after the kernel's
+    /// __swapin_nr_pages in mm/swap_state.c: hits since the last read-ahead plus two, rounded up
+    /// to a power of two; with no hits, two if this fault follows the previous one, else one).
+    fn window(&mut self, rid: u32, idx: u32, max: usize) -> usize {
+        let hits = std::mem::take(&mut self.hits) as usize;
+        let sequential = self
+            .last_fault
+            .is_some_and(|(r, i)| r == rid && i.abs_diff(idx) == 1);
+        self.last_fault = Some((rid, idx));
+        let pages = if hits == 0 {
+            if sequential {
+                2
+            } else {
+                1
+            }
+        } else {
+            (hits + 2).next_power_of_two()
+        };
+        pages.min(max)
+    }
+}
+
+/// Read up to `window - 1` neighbours of page `idx` that were swapped out in the same batch
+/// (seed 002: pages swapped out together come back together) into the read-ahead cache.
 fn read_ahead(shared: &Shared, inner: &mut Locked<'_>, rid: u32, idx: u32, batch: u64) {
+    let max = 2 * shared.read_ahead + 1;
+    let window = inner.ra.window(rid, idx, max);
     let n = inner.regions[&rid].metas.len() as i64;
     let ra = shared.read_ahead as i64;
-    for d in (-ra..=ra).filter(|&d| d != 0) {
+    let mut read = 1;
+    // Nearest neighbours first, after then before.
+    for d in (1..=ra).flat_map(|d| [d, -d]) {
+        if read >= window {
+            break;
+        }
         let j = idx as i64 + d;
         if j < 0 || j >= n {
             continue;
         }
         let m = inner.regions[&rid].metas[j as usize];
-        if let (State::Evicted, Loc::Nvm(slot)) = (m.state, m.loc) {
-            if m.batch != batch {
-                continue;
-            }
-            if inner.resident >= shared.budget_pages {
-                // The handler path makes room by evicting the oldest page (as the kernel's
-                // read-ahead allocates, and may reclaim, on the fault path); the SIGBUS path
-                // does not reclaim, so read-ahead stops at a full budget.
-                if !shared.direct_reclaim() {
-                    return;
-                }
-                let b = inner.next_batch;
-                inner.next_batch += 1;
-                if !evict_oldest(shared, inner, b) {
-                    return;
-                }
-                inner.stats.direct_reclaims += 1;
-            }
-            let mut buf = [0u8; PAGE];
-            inner.nvm.as_mut().expect("nvm").load(slot, &mut buf);
-            place(shared, inner, rid, j as u32, &buf, Loc::Nvm(slot));
-            inner.stats.read_ahead_pages += 1;
+        let (State::Evicted, Loc::Nvm(slot)) = (m.state, m.loc) else {
+            continue;
+        };
+        // Cached once only: a second copy could outlive the first's use and, once the slot is
+        // reused for the same page, be taken for it with old bytes.
+        if m.batch != batch || inner.ra.holds(rid, j as u32, slot) {
+            continue;
         }
+        let Inner { ra, nvm, stats, .. } = &mut **inner;
+        let i = ra.next;
+        ra.next = (ra.next + 1) % ra.pages.len();
+        nvm.as_mut().expect("nvm").load(slot, &mut ra.pages[i]);
+        ra.owner[i] = Some((rid, j as u32, slot));
+        stats.read_ahead_pages += 1;
+        read += 1;
     }
 }
 
@@ -1223,10 +1309,14 @@ fn evictor_loop(shared: &Shared, mut codec: Option<Codec>) {
         }
         drain_releases(&mut inner);
         shared.wake_room(&inner);
-        let batch = inner.next_batch;
-        inner.next_batch += 1;
         let mut stuck = false;
         while inner.resident > shared.low_pages && !stuck {
+            // A swap-out batch is at most STAGE_SLOTS pages, as one swap-out I/O of the kernel
+            // is at most SWAP_CLUSTER_MAX (32) pages: read-ahead brings back neighbours of the
+            // same batch only (seed 002). Measured: with one batch per evictor wake-up (hundreds
+            // of pages), random touches read ahead 7 useless neighbours per NVM fault.
+            let batch = inner.next_batch;
+            inner.next_batch += 1;
             if let Some(staging) = &shared.staging {
                 stuck = !evict_batch_by_move(
                     shared,
@@ -1238,7 +1328,7 @@ fn evictor_loop(shared: &Shared, mut codec: Option<Codec>) {
                 );
             } else {
                 let mut handled = 0;
-                while inner.resident > shared.low_pages {
+                while inner.resident > shared.low_pages && handled < STAGE_SLOTS {
                     if !evict_oldest(shared, &mut inner, batch) {
                         stuck = true;
                         break;

@@ -1,6 +1,6 @@
-//! Integrity torture: several threads read and write random pages of a region larger than the
-//! budget; every page's bytes are a function of (page, version) (`content::fill_page`, a quarter
-//! of versions same-filled), checked on every read. Used by the test suite (short) and by
+//! Integrity torture: several threads read and write random pages (and runs of neighbours) of a
+//! region larger than the budget; every page's bytes are a function of (page, version)
+//! (`content::fill_page`, a quarter of versions same-filled), checked on every read. Used by the test suite (short) and by
 //! `nvmswap microbench --substrate live --verify` (long).
 
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -51,8 +51,15 @@ pub fn run(
                 let mut rng = ChaCha8Rng::seed_from_u64(seed ^ t as u64);
                 let mut want = [0u8; PAGE];
                 let mut got = [0u8; PAGE];
+                let mut p = 0;
                 for _ in 0..ops_per_thread {
-                    let p = rng.random_range(0..pages);
+                    // Half the time the next page, so runs of neighbours come back and the
+                    // read-ahead cache is exercised too; else anywhere.
+                    p = if rng.random_bool(0.5) {
+                        (p + 1) % pages
+                    } else {
+                        rng.random_range(0..pages)
+                    };
                     let mut v = versions[p].lock().unwrap_or_else(|e| e.into_inner());
                     let addr = base + p * PAGE;
                     // SAFETY: the page lies in the live region and this thread holds its lock.

@@ -54,7 +54,13 @@ pub fn copy_in(
     // SAFETY: `arg` is a valid uffdio_copy that lives across the call; the kernel reads PAGE bytes
     // from `src` (a live buffer of that size) and only installs a page at `dst` if none is present
     // in a range registered on this uffd, so no memory we hold a reference to changes under us.
-    let rc = unsafe { libc::ioctl(uffd.as_raw_fd(), UFFDIO_COPY, &mut arg as *mut UffdioTransfer) };
+    let rc = unsafe {
+        libc::ioctl(
+            uffd.as_raw_fd(),
+            UFFDIO_COPY,
+            &mut arg as *mut UffdioTransfer,
+        )
+    };
     if rc == 0 {
         return Ok(Placed::Done);
     }
@@ -92,7 +98,13 @@ pub fn move_page(uffd: &Uffd, dst: usize, src: usize, wake: bool) -> std::io::Re
     // SAFETY: `arg` is a valid uffdio_move that lives across the call. The kernel moves the page
     // only between ranges registered on this uffd, which the pager owns; the caller holds the
     // pager lock, under which every page's state says where its bytes are, and updates it.
-    let rc = unsafe { libc::ioctl(uffd.as_raw_fd(), UFFDIO_MOVE, &mut arg as *mut UffdioTransfer) };
+    let rc = unsafe {
+        libc::ioctl(
+            uffd.as_raw_fd(),
+            UFFDIO_MOVE,
+            &mut arg as *mut UffdioTransfer,
+        )
+    };
     if rc == 0 && arg.done == PAGE as i64 {
         Ok(())
     } else if rc == 0 {

@@ -1,6 +1,6 @@
 //! Integrity under concurrency (see `nvmswap_live::torture`): zero mismatches through all tiers.
 
-use nvmswap_live::{torture, Compressor, FaultPath, PagerConfig, PAGE};
+use nvmswap_live::{torture, Compressor, FaultPath, PagerConfig, Tier, PAGE};
 
 #[test]
 fn torture_through_pool_and_nvm_sigbus_path() {
@@ -91,4 +91,8 @@ fn torture_nvm_only_on_file(fault_path: FaultPath) {
         "clean pages evicted without a rewrite"
     );
     assert!(r.stats.read_ahead_pages > 0);
+    assert!(
+        r.stats.service_ns[&Tier::ReadAhead].count() > 0,
+        "faults served from the read-ahead cache"
+    );
 }

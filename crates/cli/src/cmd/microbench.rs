@@ -60,6 +60,10 @@ pub struct Args {
     /// UFFD_FEATURE_SIGBUS) or `handler` (a handler thread reading the userfaultfd).
     #[arg(long, default_value = "sigbus")]
     fault_path: String,
+    /// live: how the evictor takes dirty pages out: `move` (UFFDIO_MOVE into a staging area,
+    /// compressed outside the pager lock) or `wp` (write-protect, copy, store, zap under it).
+    #[arg(long, default_value = "move")]
+    evict: String,
     /// live, handler path: how the fault handler waits: `block` (poll) or `spin:<µs>` (keep reading the
     /// userfaultfd for that long after each fault before sleeping).
     #[arg(long, default_value = "block")]
@@ -106,14 +110,26 @@ pub fn run(args: Args) -> anyhow::Result<()> {
                     .parse()
                     .map_err(anyhow::Error::msg)
                     .context("--fault-wait")?;
+                let evict_by_move = match args.evict.as_str() {
+                    "move" => true,
+                    "wp" => false,
+                    other => bail!("unknown --evict '{other}' (expected move or wp)"),
+                };
                 eprintln!(
-                    "microbench: live, tier {}, fault path {path:?}, fault wait {wait:?}",
-                    tier.name()
+                    "microbench: live, tier {}, fault path {path:?}, fault wait {wait:?}, evict {}",
+                    tier.name(),
+                    args.evict
                 );
-                let mut r = nvmswap_live::microbench::run_with(&spec, &tier, path, wait)
+                let options = nvmswap_live::microbench::LiveOptions {
+                    fault_path: path,
+                    fault_wait: wait,
+                    evict_by_move,
+                };
+                let mut r = nvmswap_live::microbench::run_with(&spec, &tier, options)
                     .context("live microbench")?;
                 r.extra
                     .insert("fault_wait".into(), args.fault_wait.clone().into());
+                r.extra.insert("evict".into(), args.evict.clone().into());
                 r
             }
             "linux" => {

@@ -1,7 +1,9 @@
 /*
  * A region four times the DRAM budget: write every page, read every page back and check it.
  * Pages that do not fit in the budget go to the compressed pool and the emulated PCM tier and
- * come back on access. Build: see crates/live-capi/tests/c_example.rs (or docs/live.md).
+ * come back on access. Done twice: faults resolved in the library's SIGBUS handler (the
+ * default), then by its handler thread. Build: see crates/live-capi/tests/c_example.rs (or
+ * docs/live.md).
  */
 #include <inttypes.h>
 #include <stdio.h>
@@ -13,9 +15,9 @@
 #define MIB ((uint64_t)1024 * 1024)
 #define PAGE ((uint64_t)4096)
 
-int main(void) {
+static int run(uint32_t fault_path, const char *name) {
     const uint64_t budget = 16 * MIB;
-    NvmswapPager *pager = nvmswap_pager_new(budget, 25, "emulated:pcm", 64 * MIB);
+    NvmswapPager *pager = nvmswap_pager_new_with(budget, 25, "emulated:pcm", 64 * MIB, fault_path);
     if (pager == NULL) {
         fprintf(stderr, "pager: %s\n", nvmswap_last_error());
         return 1;
@@ -53,7 +55,21 @@ int main(void) {
         fprintf(stderr, "pager free: %s\n", nvmswap_last_error());
         return 1;
     }
-    printf("pages %" PRIu64 " mismatches %" PRIu64 " faults %" PRIu64 " evictions %" PRIu64 "\n",
-           len / PAGE, bad, stats.faults, stats.evictions);
+    printf("%s: pages %" PRIu64 " mismatches %" PRIu64 " faults %" PRIu64 " evictions %" PRIu64
+           "\n",
+           name, len / PAGE, bad, stats.faults, stats.evictions);
     return bad == 0 ? 0 : 2;
+}
+
+int main(void) {
+    int rc = run(NVMSWAP_FAULT_SIGBUS, "sigbus");
+    if (rc != 0) {
+        return rc;
+    }
+    /* An unknown fault path is refused with a message. */
+    if (nvmswap_pager_new_with(16 * MIB, 25, NULL, 0, 7) != NULL) {
+        fprintf(stderr, "fault path 7 was accepted\n");
+        return 1;
+    }
+    return run(NVMSWAP_FAULT_HANDLER_THREAD, "handler");
 }
