@@ -15,6 +15,17 @@
 #include <stdlib.h>
 
 /**
+ * Faults are resolved by the faulting thread in the library's SIGBUS handler (the default).
+ */
+#define NVMSWAP_FAULT_SIGBUS 0
+
+/**
+ * Faults are resolved by a handler thread reading the userfaultfd; system calls on region
+ * memory then wait for their page instead of failing with EFAULT.
+ */
+#define NVMSWAP_FAULT_HANDLER_THREAD 1
+
+/**
  * A pager: a DRAM budget shared by its regions, a compressed pool and an NVM tier.
  */
 typedef struct NvmswapPager NvmswapPager;
@@ -77,6 +88,19 @@ struct NvmswapPager *nvmswap_pager_new(uint64_t budget_bytes,
                                        uint32_t pool_percent,
                                        const char *nvm_backend,
                                        uint64_t nvm_bytes);
+
+/**
+ * `nvmswap_pager_new` with the fault path chosen: `NVMSWAP_FAULT_SIGBUS` or
+ * `NVMSWAP_FAULT_HANDLER_THREAD`. NULL on error (also for any other `fault_path`).
+ *
+ * # Safety
+ * `nvm_backend` is NULL or a NUL-terminated string.
+ */
+struct NvmswapPager *nvmswap_pager_new_with(uint64_t budget_bytes,
+                                            uint32_t pool_percent,
+                                            const char *nvm_backend,
+                                            uint64_t nvm_bytes,
+                                            uint32_t fault_path);
 
 /**
  * Frees a pager and stops its threads. Returns 0, or -1 (and frees nothing) while regions of it

@@ -21,6 +21,11 @@ pub enum LiveError {
         path: PathBuf,
         source: std::io::Error,
     },
+    #[error("NVM age file {path}: {source}")]
+    Ages {
+        path: PathBuf,
+        source: nvmswap_core::persist::PersistError,
+    },
     #[error("device profile: {0}")]
     Device(String),
     #[error("slot allocator: {0}")]

@@ -84,6 +84,8 @@ fn torture_nvm_only_on_file(fault_path: FaultPath) {
     };
     let r = torture::run(cfg, 512, 3, 3_000, 9).unwrap();
     std::fs::remove_file(&path).unwrap();
+    // Heap-Wear's ages live next to the back-end file.
+    std::fs::remove_file(format!("{}.ages", path.display())).unwrap();
     assert_eq!(r.mismatches, 0);
     assert_eq!(r.left_after_drop, (0, 0));
     assert!(

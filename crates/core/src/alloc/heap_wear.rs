@@ -70,6 +70,24 @@ impl HeapWear {
         Ok(hw)
     }
 
+    /// A Heap-Wear whose slots start with the given ages (recovered from an age file after a
+    /// restart, so wear levelling goes on where it stopped); all slots free.
+    pub fn with_ages(threshold: u32, ages: &[u32]) -> Result<Self, AllocError> {
+        let mut hw = HeapWear::new(ages.len() as u32, threshold)?;
+        hw.age.copy_from_slice(ages);
+        // Slots in ascending age order form a valid min-heap.
+        hw.heap.sort_by_key(|&s| (ages[s as usize], s));
+        for (pos, &s) in hw.heap.iter().enumerate() {
+            hw.heap_pos[s as usize] = pos as u32;
+        }
+        Ok(hw)
+    }
+
+    /// Every physical slot's age, by slot.
+    pub fn ages(&self) -> &[u32] {
+        &self.age
+    }
+
     /// Writes the slot has taken so far.
     pub fn age(&self, phys: PhysSlot) -> u32 {
         self.age[phys as usize]
@@ -215,11 +233,25 @@ impl SlotAllocator for HeapWear {
         assert!(phys != NONE, "heap-wear: logical slot {slot} is not in use");
         phys
     }
+
+    fn ages(&self) -> Option<&[u32]> {
+        Some(&self.age)
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn restored_ages_order_the_heap() {
+        let hw = HeapWear::with_ages(8, &[5, 0, 9, 2]).unwrap();
+        assert_eq!(hw.ages(), &[5, 0, 9, 2]);
+        assert_eq!(hw.heap[0], 1, "the youngest slot is on top");
+        for (pos, &s) in hw.heap.iter().enumerate() {
+            assert_eq!(hw.heap_pos[s as usize] as usize, pos);
+        }
+    }
 
     #[test]
     fn takes_the_free_list_head_while_ages_are_close() {

@@ -56,6 +56,11 @@ pub trait SlotAllocator: Send {
     fn free(&mut self, slot: Slot);
     /// Where the page recorded as `slot` lives now.
     fn physical(&self, slot: Slot) -> PhysSlot;
+    /// Per-slot ages an allocator levels wear by, if it keeps them (Heap-Wear); these are what
+    /// must survive a restart.
+    fn ages(&self) -> Option<&[u32]> {
+        None
+    }
 }
 
 /// Names accepted by [`by_name`].
