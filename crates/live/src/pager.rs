@@ -751,8 +751,9 @@ impl Drop for Pager {
         // SAFETY: the fd is ours and no thread uses it any more (all joined).
         unsafe { libc::close(self.shared.wake_fd) };
         if let Some(st) = &self.shared.staging {
-            // SAFETY: the staging area was mapped in Pager::new; the evictor (its only user) is
-            // joined and no region is left to move a page back.
+            // SAFETY: the staging area was mapped in Pager::new; the evictor (the only thread
+            // that moves pages into it) is joined, and no region is left whose fault could copy
+            // from it (regions borrow the pager).
             unsafe { libc::munmap(st.base as *mut _, STAGE_SLOTS * PAGE) };
         }
     }
