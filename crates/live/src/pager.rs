@@ -27,7 +27,7 @@
 use std::cell::Cell;
 use std::collections::{BTreeMap, VecDeque};
 use std::os::fd::AsRawFd;
-use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -398,6 +398,10 @@ pub(crate) struct Shared {
     fault_count: AtomicU64,
     /// Faults waiting for the pager lock; the evictor hands the lock over when it sees one.
     faults_waiting: AtomicU32,
+    /// Lowest start and highest end of any region this pager ever made: the SIGBUS handler
+    /// skips a pager without taking its lock when an address lies outside.
+    span_start: AtomicUsize,
+    span_end: AtomicUsize,
     wake_fd: libc::c_int,
     budget_pages: u64,
     high_pages: u64,
@@ -559,6 +563,8 @@ impl Pager {
             shutdown: AtomicBool::new(false),
             fault_count: AtomicU64::new(0),
             faults_waiting: AtomicU32::new(0),
+            span_start: AtomicUsize::new(usize::MAX),
+            span_end: AtomicUsize::new(0),
             wake_fd,
             budget_pages,
             high_pages: high,
@@ -624,6 +630,8 @@ impl Pager {
         let len = len as usize;
         let mut inner = self.shared.inner.lock();
         let base = map_registered(&self.shared.uffd, len)?;
+        self.shared.span_start.fetch_min(base, Ordering::SeqCst);
+        self.shared.span_end.fetch_max(base + len, Ordering::SeqCst);
         let id = inner.next_region;
         inner.next_region += 1;
         inner.regions.insert(
@@ -850,6 +858,12 @@ pub(crate) enum Signalled {
 /// everything here and below is async-signal-safe (no allocation, no free; futex waits and
 /// ioctls only).
 pub(crate) fn resolve_signalled(shared: &Shared, addr: usize) -> Signalled {
+    // Set before the region is handed out, so a fault in any live region lies inside.
+    if addr < shared.span_start.load(Ordering::SeqCst)
+        || addr >= shared.span_end.load(Ordering::SeqCst)
+    {
+        return Signalled::NotOurs;
+    }
     if shared.inner.held_by_this_thread() {
         return Signalled::LockHeld;
     }
