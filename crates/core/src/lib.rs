@@ -13,6 +13,7 @@ pub mod lru;
 pub mod metrics;
 pub mod persist;
 pub mod progress;
+pub mod readahead;
 pub mod results;
 pub mod wear;
 pub mod workload;

@@ -33,6 +33,8 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use nvmswap_core::metrics::LatencyRecorder;
+use nvmswap_core::readahead::ReadAheadWindow;
+use nvmswap_core::SWAP_CLUSTER_MAX;
 use userfaultfd::{Event, FaultKind, FeatureFlags, RegisterMode, Uffd, UffdBuilder};
 
 use crate::error::LiveError;
@@ -414,8 +416,9 @@ pub(crate) struct Shared {
     staging: Option<Staging>,
 }
 
-/// Pages the evictor moves out per batch; also the staging area's size in pages.
-const STAGE_SLOTS: usize = 32;
+/// Pages the evictor moves out per batch; also the staging area's size in pages. As the kernel
+/// swaps out at most SWAP_CLUSTER_MAX pages per reclaim batch.
+const STAGE_SLOTS: usize = SWAP_CLUSTER_MAX as usize;
 
 /// An anonymous mapping of STAGE_SLOTS pages registered on the pager's userfaultfd (UFFDIO_MOVE
 /// moves only into registered ranges, and both sides must have the same protections).
@@ -1199,18 +1202,15 @@ fn compact_fifo(inner: &mut Inner) {
 /// The read-ahead cache (the kernel's swap cache for read-ahead pages): neighbours read from NVM
 /// on a fault wait here, unmapped, until a fault takes one (a hit, copied in without an NVM
 /// read) or a newer read-ahead reuses the slot. Unused read-ahead thus costs no eviction, and the
-/// hits size the next window, as the kernel's swap read-ahead does. Buffers are made once: the
-/// SIGBUS path reads ahead.
+/// hits size the next window (`nvmswap_core::readahead`). Buffers are made once: the SIGBUS path
+/// reads ahead.
 struct ReadAheadCache {
     pages: Vec<[u8; PAGE]>,
     /// (region, index, NVM slot) whose copy each buffer holds; valid while that page is still
     /// evicted with that slot.
     owner: Vec<Option<(u32, u32, u32)>>,
     next: usize,
-    /// Faults served from the cache since the last read-ahead.
-    hits: u32,
-    /// The last NVM fault (region, index), for the sequential case.
-    last_fault: Option<(u32, u32)>,
+    window: ReadAheadWindow,
 }
 
 impl ReadAheadCache {
@@ -1219,8 +1219,7 @@ impl ReadAheadCache {
             pages: vec![[0u8; PAGE]; slots],
             owner: vec![None; slots],
             next: 0,
-            hits: 0,
-            last_fault: None,
+            window: ReadAheadWindow::default(),
         }
     }
 
@@ -1231,7 +1230,7 @@ impl ReadAheadCache {
         };
         out.copy_from_slice(&self.pages[i]);
         self.owner[i] = None;
-        self.hits += 1;
+        self.window.hit();
         debug_assert!(
             !self.owner.contains(&Some((rid, idx, slot))),
             "a page is cached once"
@@ -1242,34 +1241,13 @@ impl ReadAheadCache {
     fn holds(&self, rid: u32, idx: u32, slot: u32) -> bool {
         self.owner.contains(&Some((rid, idx, slot)))
     }
-
-    /// Pages to read on this fault, the faulting one included (after the kernel's
-    /// __swapin_nr_pages in mm/swap_state.c: hits since the last read-ahead plus two, rounded up
-    /// to a power of two; with no hits, two if this fault follows the previous one, else one).
-    fn window(&mut self, rid: u32, idx: u32, max: usize) -> usize {
-        let hits = std::mem::take(&mut self.hits) as usize;
-        let sequential = self
-            .last_fault
-            .is_some_and(|(r, i)| r == rid && i.abs_diff(idx) == 1);
-        self.last_fault = Some((rid, idx));
-        let pages = if hits == 0 {
-            if sequential {
-                2
-            } else {
-                1
-            }
-        } else {
-            (hits + 2).next_power_of_two()
-        };
-        pages.min(max)
-    }
 }
 
 /// Read up to `window - 1` neighbours of page `idx` that were swapped out in the same batch
 /// (seed 002: pages swapped out together come back together) into the read-ahead cache.
 fn read_ahead(shared: &Shared, inner: &mut Locked<'_>, rid: u32, idx: u32, batch: u64) {
     let max = 2 * shared.read_ahead + 1;
-    let window = inner.ra.window(rid, idx, max);
+    let window = inner.ra.window.next(rid, idx, max);
     let n = inner.regions[&rid].metas.len() as i64;
     let ra = shared.read_ahead as i64;
     let mut read = 1;
@@ -1326,7 +1304,7 @@ fn evictor_loop(shared: &Shared, mut codec: Option<Codec>) {
         shared.wake_room(&inner);
         let mut stuck = false;
         while inner.resident > shared.low_pages && !stuck {
-            // A swap-out batch is at most STAGE_SLOTS pages, as one swap-out I/O of the kernel
+            // A swap-out batch is at most STAGE_SLOTS pages, as one reclaim batch of the kernel
             // is at most SWAP_CLUSTER_MAX (32) pages: read-ahead brings back neighbours of the
             // same batch only (seed 002). Measured: with one batch per evictor wake-up (hundreds
             // of pages), random touches read ahead 7 useless neighbours per NVM fault.
