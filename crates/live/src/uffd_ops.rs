@@ -23,6 +23,35 @@ struct UffdioTransfer {
 const UFFDIO_COPY: libc::c_ulong = 0xC028_AA03;
 const UFFDIO_COPY_MODE_WP: u64 = 1 << 1;
 
+/// UFFDIO_COPY or UFFDIO_MOVE of one page from `src` to `dst`; the bytes the kernel reports done.
+///
+/// # Safety
+/// `request` is UFFDIO_COPY or UFFDIO_MOVE, and the caller has made sure that what the kernel
+/// does to `src` and `dst` for it cannot change memory Rust code holds a reference to.
+unsafe fn transfer(
+    uffd: &Uffd,
+    request: libc::c_ulong,
+    dst: usize,
+    src: usize,
+    mode: u64,
+) -> std::io::Result<i64> {
+    let mut arg = UffdioTransfer {
+        dst: dst as u64,
+        src: src as u64,
+        len: PAGE as u64,
+        mode,
+        done: 0,
+    };
+    // SAFETY: `arg` is a valid uffdio_copy/uffdio_move that lives across the call; the effect on
+    // the two addresses is the caller's obligation (above).
+    let rc = unsafe { libc::ioctl(uffd.as_raw_fd(), request, &mut arg as *mut UffdioTransfer) };
+    if rc == 0 {
+        Ok(arg.done)
+    } else {
+        Err(std::io::Error::last_os_error())
+    }
+}
+
 /// Outcome of placing a page.
 #[derive(Debug, PartialEq, Eq)]
 pub enum Placed {
@@ -40,31 +69,19 @@ pub fn copy_in(
     write_protect: bool,
 ) -> std::io::Result<Placed> {
     assert_eq!(dst % PAGE, 0, "pages are placed at page boundaries");
-    let mut arg = UffdioTransfer {
-        dst: dst as u64,
-        src: src.as_ptr() as u64,
-        len: PAGE as u64,
-        mode: if write_protect {
-            UFFDIO_COPY_MODE_WP
-        } else {
-            0
-        },
-        done: 0,
+    let mode = if write_protect {
+        UFFDIO_COPY_MODE_WP
+    } else {
+        0
     };
-    // SAFETY: `arg` is a valid uffdio_copy that lives across the call; the kernel reads PAGE bytes
-    // from `src` (a live buffer of that size) and only installs a page at `dst` if none is present
-    // in a range registered on this uffd, so no memory we hold a reference to changes under us.
-    let rc = unsafe {
-        libc::ioctl(
-            uffd.as_raw_fd(),
-            UFFDIO_COPY,
-            &mut arg as *mut UffdioTransfer,
-        )
+    // SAFETY: the kernel reads PAGE bytes from `src` (a live buffer of that size) and only
+    // installs a page at `dst` if none is present in a range registered on this uffd, so no memory
+    // we hold a reference to changes under us.
+    let rc = unsafe { transfer(uffd, UFFDIO_COPY, dst, src.as_ptr() as usize, mode) };
+    let err = match rc {
+        Ok(_) => return Ok(Placed::Done),
+        Err(err) => err,
     };
-    if rc == 0 {
-        return Ok(Placed::Done);
-    }
-    let err = std::io::Error::last_os_error();
     if err.raw_os_error() == Some(libc::EEXIST) {
         uffd.wake(dst as *mut _, PAGE)
             .map_err(|e| std::io::Error::other(e.to_string()))?;
@@ -88,32 +105,15 @@ pub fn move_page(uffd: &Uffd, dst: usize, src: usize, wake: bool) -> std::io::Re
         dst.is_multiple_of(PAGE) && src.is_multiple_of(PAGE),
         "pages move at page boundaries"
     );
-    let mut arg = UffdioTransfer {
-        dst: dst as u64,
-        src: src as u64,
-        len: PAGE as u64,
-        mode: if wake { 0 } else { UFFDIO_MOVE_MODE_DONTWAKE },
-        done: 0,
-    };
-    // SAFETY: `arg` is a valid uffdio_move that lives across the call. The kernel moves the page
-    // only between ranges registered on this uffd, which the pager owns; the caller holds the
-    // pager lock, under which every page's state says where its bytes are, and updates it.
-    let rc = unsafe {
-        libc::ioctl(
-            uffd.as_raw_fd(),
-            UFFDIO_MOVE,
-            &mut arg as *mut UffdioTransfer,
-        )
-    };
-    if rc == 0 && arg.done == PAGE as i64 {
-        Ok(())
-    } else if rc == 0 {
-        Err(std::io::Error::other(format!(
-            "UFFDIO_MOVE moved {} bytes",
-            arg.done
-        )))
-    } else {
-        Err(std::io::Error::last_os_error())
+    let mode = if wake { 0 } else { UFFDIO_MOVE_MODE_DONTWAKE };
+    // SAFETY: the kernel moves the page only between ranges registered on this uffd, which the
+    // pager owns; the caller holds the pager lock, under which every page's state says where its
+    // bytes are, and updates it.
+    match unsafe { transfer(uffd, UFFDIO_MOVE, dst, src, mode) }? {
+        moved if moved == PAGE as i64 => Ok(()),
+        moved => Err(std::io::Error::other(format!(
+            "UFFDIO_MOVE moved {moved} bytes"
+        ))),
     }
 }
 
