@@ -12,6 +12,8 @@ pub enum LiveError {
     NvmSize(u64),
     #[error("pool limit share must be within [0, 1] (got {0})")]
     PoolShare(f64),
+    #[error("read-ahead must be at most {max} pages either side (got {got})")]
+    ReadAhead { got: usize, max: usize },
     #[error("unknown NVM back-end '{0}' (expected emulated:<profile> or file:<path>)")]
     Backend(String),
     #[error("unknown compressor '{0}' (expected lz4 or zstd)")]

@@ -458,6 +458,9 @@ pub struct Region<'p> {
 }
 
 const MIN_BUDGET_PAGES: u64 = 16;
+/// Read-ahead neighbours either side at most (the kernel caps swap read-ahead at 2^10 pages,
+/// vm.page-cluster <= 10; either side of 512 is the same span).
+const MAX_READ_AHEAD: usize = 512;
 
 impl Pager {
     pub fn new(cfg: PagerConfig) -> Result<Pager, LiveError> {
@@ -470,6 +473,12 @@ impl Pager {
         }
         if !(0.0..=1.0).contains(&cfg.pool_share) {
             return Err(LiveError::PoolShare(cfg.pool_share));
+        }
+        if cfg.read_ahead > MAX_READ_AHEAD {
+            return Err(LiveError::ReadAhead {
+                got: cfg.read_ahead,
+                max: MAX_READ_AHEAD,
+            });
         }
         let pool = if cfg.pool_share > 0.0 {
             Some(Pool::new(

@@ -1,4 +1,4 @@
-//! Bad sizes and a missing back-end file get clear errors; the fault-wait option parses and a
+//! Bad sizes, a read-ahead too large and a missing back-end file get clear errors; the fault-wait option parses and a
 //! spinning handler serves faults correctly.
 
 use nvmswap_live::{LiveError, Pager, PagerConfig, PAGE};
@@ -25,6 +25,14 @@ fn bad_sizes_and_missing_backend_file_are_clear_errors() {
         ..PagerConfig::default()
     });
     assert!(matches!(unknown, Err(LiveError::Backend(s)) if s == "tape:/dev/st0"));
+    let huge_read_ahead = Pager::new(PagerConfig {
+        read_ahead: 1 << 30,
+        ..PagerConfig::default()
+    });
+    assert!(matches!(
+        huge_read_ahead,
+        Err(LiveError::ReadAhead { got, .. }) if got == 1 << 30
+    ));
     let pager = Pager::new(PagerConfig::default()).unwrap();
     assert!(matches!(pager.region(0), Err(LiveError::RegionSize(0))));
     assert!(matches!(
