@@ -15,6 +15,10 @@ pub struct PagerConfig {
     pub low_watermark: f64,
     /// Compressed pool limit as a share of the budget; 0 disables the pool (pages go to NVM).
     pub pool_share: f64,
+    /// With an NVM tier behind the pool: once the pool was full it takes pages again only when
+    /// it is at or below this share of its limit, in percent (mm/zswap.c
+    /// `accept_threshold_percent`, default 90); `nvmswap_core::zswap` decides.
+    pub zswap_accept_threshold_percent: u32,
     pub compressor: Compressor,
     /// `emulated:<profile>` or `file:<path>`; None for no NVM tier.
     pub nvm_backend: Option<String>,
@@ -92,6 +96,7 @@ impl Default for PagerConfig {
             high_watermark: 0.95,
             low_watermark: 0.90,
             pool_share: 0.25,
+            zswap_accept_threshold_percent: 90,
             compressor: Compressor::Lz4,
             nvm_backend: Some("emulated:pcm".into()),
             nvm_bytes: 256 << 20,

@@ -5,7 +5,6 @@
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
-use crate::fault::mark_resident;
 use crate::staging::{prepare, MoveBatch, Staging, STAGE_SLOTS};
 use crate::state::{Inner, Loc, Locked, Shared, State, RELEASE_CAPACITY};
 use crate::store::{drain_releases, store, store_prepared};
@@ -90,6 +89,9 @@ pub(crate) fn evictor_loop(shared: &Shared, mut codec: Option<Codec>) {
                     let_faults_in(shared, &mut inner, handled);
                 }
             }
+            // Every victim of the batch is stored or back: the state is whole again.
+            #[cfg(debug_assertions)]
+            inner.check_invariants(shared.budget_pages);
             shared.wake_room(&inner);
             inner.unlocked(std::thread::yield_now);
         }
@@ -122,7 +124,7 @@ pub(crate) fn evict_batch_by_move(
     let mut progress = false;
     let mut handled = 0;
     while mb.staged.len() < STAGE_SLOTS && inner.resident > shared.low_pages {
-        let Some((seq, rid, idx)) = next_victim(inner) else {
+        let Some((rid, idx, id)) = inner.order.pick() else {
             break;
         };
         let m = inner.regions[&rid].metas[idx as usize];
@@ -148,8 +150,7 @@ pub(crate) fn evict_batch_by_move(
                 Err(_) => {
                     // E.g. a page the kernel will not move (pinned): evict it the other way.
                     inner.stats.move_failures += 1;
-                    inner.fifo.push_front((seq, rid, idx));
-                    if !evict_oldest(shared, inner, batch) {
+                    if !evict_by_copy(shared, inner, rid, idx, id, batch) {
                         break;
                     }
                     progress = true;
@@ -181,17 +182,25 @@ pub(crate) fn evict_batch_by_move(
         match store_prepared(inner, rid, idx, staging.page(slot), prep) {
             Some(loc) => {
                 inner.regions.get_mut(&rid).expect("region").metas[idx as usize].loc = loc;
+                let id = inner.id(rid, idx);
+                inner.order.evicted(id);
                 inner.stats.evictions += 1;
                 inner.tiers_full = false;
             }
             None => {
-                // No tier has room: the page goes back where it was.
+                // No tier has room: the page goes back where it was, and back on the LRU's
+                // inactive list (not a fault: no reference).
                 inner.stats.nvm_full += 1;
                 inner.tiers_full = true;
                 let addr = inner.regions[&rid].base + idx as usize * PAGE;
                 copy_in(&shared.uffd, addr, staging.page(slot), false)
                     .expect("UFFDIO_COPY from the staging area into the region");
-                mark_resident(shared, inner, rid, idx, Loc::None);
+                let mm = &mut inner.regions.get_mut(&rid).expect("region").metas[idx as usize];
+                mm.state = State::Resident;
+                mm.loc = Loc::None;
+                inner.resident += 1;
+                let id = inner.id(rid, idx);
+                inner.order.put_back(id);
             }
         }
         let_faults_in(shared, inner, i + 1);
@@ -200,20 +209,6 @@ pub(crate) fn evict_batch_by_move(
     zap_range(staging.base, STAGE_SLOTS * PAGE).expect("MADV_DONTNEED on the staging area");
     inner.stats.move_batches += 1;
     progress
-}
-
-/// Pop the oldest FIFO entry that is still a resident page.
-pub(crate) fn next_victim(inner: &mut Inner) -> Option<(u64, u32, u32)> {
-    while let Some((seq, rid, idx)) = inner.fifo.pop_front() {
-        let Some(info) = inner.regions.get(&rid) else {
-            continue;
-        };
-        let m = info.metas[idx as usize];
-        if m.state == State::Resident && m.seq == seq {
-            return Some((seq, rid, idx));
-        }
-    }
-    None
 }
 
 /// Evict a clean page: its tier copy is valid and the page is still write-protected, so it is
@@ -227,19 +222,34 @@ pub(crate) fn evict_clean(inner: &mut Inner, rid: u32, idx: u32, addr: usize, ba
     }
     mm.state = State::Evicted;
     mm.batch = batch;
+    let id = inner.id(rid, idx);
+    inner.order.evicted(id);
     inner.stats.evictions_clean += 1;
     inner.stats.evictions += 1;
     inner.resident -= 1;
 }
 
-/// Evict the oldest resident page: write-protect, copy, store and zap it under the lock; false
+/// Evict the LRU's next victim: write-protect, copy, store and zap it under the lock; false
 /// if nothing could be evicted. Not on the SIGBUS path: storing a page compresses into a fresh
 /// buffer.
 pub(crate) fn evict_oldest(shared: &Shared, inner: &mut Inner, batch: u64) -> bool {
     drain_releases(inner);
-    let Some((seq, rid, idx)) = next_victim(inner) else {
+    let Some((rid, idx, id)) = inner.order.pick() else {
         return false;
     };
+    evict_by_copy(shared, inner, rid, idx, id, batch)
+}
+
+/// Evict victim `id` (page `idx` of region `rid`, taken off the LRU's lists) by write-protect,
+/// copy, store and zap; false, and the page back on the lists, if no tier has room.
+fn evict_by_copy(
+    shared: &Shared,
+    inner: &mut Inner,
+    rid: u32,
+    idx: u32,
+    id: u32,
+    batch: u64,
+) -> bool {
     let m = inner.regions[&rid].metas[idx as usize];
     let addr = inner.regions[&rid].base + idx as usize * PAGE;
     if m.loc != Loc::None {
@@ -257,7 +267,7 @@ pub(crate) fn evict_oldest(shared: &Shared, inner: &mut Inner, batch: u64) -> bo
             .uffd
             .remove_write_protection(addr as *mut _, PAGE, true)
             .expect("unprotect a registered page");
-        inner.fifo.push_front((seq, rid, idx));
+        inner.order.put_back(id);
         inner.stats.nvm_full += 1;
         inner.tiers_full = true;
         return false;
@@ -267,6 +277,7 @@ pub(crate) fn evict_oldest(shared: &Shared, inner: &mut Inner, batch: u64) -> bo
     mm.loc = loc;
     mm.state = State::Evicted;
     mm.batch = batch;
+    inner.order.evicted(id);
     inner.tiers_full = false;
     inner.resident -= 1;
     inner.stats.evictions += 1;

@@ -11,7 +11,7 @@ use userfaultfd::{Event, FaultKind};
 use crate::config::FaultWait;
 use crate::evictor::evict_oldest;
 use crate::readahead::read_ahead;
-use crate::state::{find, key, Inner, Loc, Locked, Shared, State};
+use crate::state::{find, Inner, Loc, Locked, Shared, State};
 use crate::stats::Tier;
 use crate::store::{defer_release, drain_releases};
 use crate::tiers::fill_same;
@@ -192,7 +192,10 @@ pub(crate) fn resolve(
                     continue; // the wait may have changed the page
                 }
                 inner.stats.wp_faults += 1;
-                defer_release(inner, key(rid, idx), meta.loc);
+                let id = inner.id(rid, idx);
+                // The one access to a resident page the pager sees: the LRU's accessed bit.
+                inner.order.written(id);
+                defer_release(inner, id, meta.loc);
                 inner.regions.get_mut(&rid).expect("region").metas[idx as usize].loc = Loc::None;
                 shared
                     .uffd
@@ -236,7 +239,7 @@ pub(crate) fn resolve(
             (Tier::Same, Loc::Same(w))
         }
         (_, Loc::Pool) => {
-            let k = key(rid, idx);
+            let k = inner.id(rid, idx);
             let found = inner
                 .pool
                 .as_mut()
@@ -281,32 +284,15 @@ pub(crate) fn place(
 
 /// Record that page `idx` of region `rid` is mapped again, with a valid tier copy `keep`.
 pub(crate) fn mark_resident(shared: &Shared, inner: &mut Inner, rid: u32, idx: u32, keep: Loc) {
-    if inner.fifo.len() == inner.fifo.capacity() {
-        compact_fifo(inner);
-    }
-    let seq = inner.next_seq;
-    inner.next_seq += 1;
+    let id = inner.id(rid, idx);
     let m = &mut inner.regions.get_mut(&rid).expect("region").metas[idx as usize];
     m.state = State::Resident;
     m.loc = keep;
-    m.seq = seq;
     inner.resident += 1;
     assert!(
         inner.resident <= shared.budget_pages || inner.tiers_full,
         "the budget is a hard limit while the tiers take pages"
     );
-    inner.fifo.push_back((seq, rid, idx));
-}
-
-/// Drop the FIFO's stale entries in place (no allocation). Afterwards it holds at most one entry
-/// per resident page, at most the budget, which is half its capacity.
-pub(crate) fn compact_fifo(inner: &mut Inner) {
-    let Inner { fifo, regions, .. } = inner;
-    fifo.retain(|&(seq, rid, idx)| {
-        regions.get(&rid).is_some_and(|r| {
-            let m = &r.metas[idx as usize];
-            m.state == State::Resident && m.seq == seq
-        })
-    });
-    assert!(fifo.len() < fifo.capacity(), "compaction made room");
+    // A first touch or a refault (core's LRU tells them apart by the page's shadow).
+    inner.order.faulted(id);
 }

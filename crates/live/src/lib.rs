@@ -8,6 +8,7 @@ pub mod error;
 mod evictor;
 mod fault;
 pub mod microbench;
+mod order;
 pub mod pager;
 pub mod pressure;
 mod readahead;

@@ -35,15 +35,17 @@ use std::sync::{Arc, Condvar};
 use std::thread::JoinHandle;
 
 use nvmswap_core::metrics::LatencyRecorder;
+use nvmswap_core::zswap::ZswapPool;
 use userfaultfd::{FeatureFlags, RegisterMode, Uffd, UffdBuilder};
 
 pub use crate::config::{FaultPath, FaultWait, PagerConfig};
 use crate::error::LiveError;
 use crate::evictor::evictor_loop;
 use crate::fault::handler_loop;
+use crate::order::EvictOrder;
 use crate::readahead::ReadAheadCache;
 use crate::staging::{Staging, STAGE_SLOTS};
-use crate::state::{key, Inner, Loc, Meta, PagerLock, RegionInfo, Shared, State, RELEASE_CAPACITY};
+use crate::state::{Inner, Loc, Meta, PagerLock, RegionInfo, Shared, State, RELEASE_CAPACITY};
 pub use crate::stats::{PagerStats, Tier};
 use crate::store::{drain_releases, release_copy};
 use crate::tiers::{Codec, Nvm, Pool};
@@ -83,6 +85,12 @@ impl Pager {
         if !(0.0..=1.0).contains(&cfg.pool_share) {
             return Err(LiveError::PoolShare(cfg.pool_share));
         }
+        if cfg.zswap_accept_threshold_percent > 100 {
+            return Err(LiveError::Spec(format!(
+                "zswap accept threshold {} % is not within 0..=100",
+                cfg.zswap_accept_threshold_percent
+            )));
+        }
         if cfg.read_ahead > MAX_READ_AHEAD {
             return Err(LiveError::ReadAhead {
                 got: cfg.read_ahead,
@@ -90,10 +98,7 @@ impl Pager {
             });
         }
         let pool = if cfg.pool_share > 0.0 {
-            Some(Pool::new(
-                cfg.compressor,
-                (cfg.budget_bytes as f64 * cfg.pool_share) as u64,
-            )?)
+            Some(Pool::new(cfg.compressor)?)
         } else {
             None
         };
@@ -160,14 +165,19 @@ impl Pager {
                 by_addr: BTreeMap::new(),
                 next_region: 0,
                 resident: 0,
-                fifo: VecDeque::with_capacity(2 * budget_pages as usize + 64),
+                order: EvictOrder::new(cfg.budget_bytes, budget_pages),
                 releases: VecDeque::with_capacity(RELEASE_CAPACITY),
                 tiers_full: false,
                 room_waiters: 0,
                 evictor_sleeping: false,
                 ra: ReadAheadCache::new(2 * cfg.read_ahead),
-                next_seq: 0,
                 next_batch: 0,
+                zswap: (pool.is_some() && nvm.is_some()).then(|| {
+                    ZswapPool::new(
+                        (cfg.budget_bytes as f64 * cfg.pool_share) as u64,
+                        cfg.zswap_accept_threshold_percent,
+                    )
+                }),
                 pool,
                 nvm,
                 stats: PagerStats {
@@ -246,21 +256,32 @@ impl Pager {
             return Err(LiveError::RegionSize(len));
         }
         let len = len as usize;
+        let pages = u32::try_from(len / PAGE).map_err(|_| LiveError::RegionSize(len as u64))?;
         let mut inner = self.shared.inner.lock();
-        let base = map_registered(&self.shared.uffd, len)?;
+        let id = inner.next_region;
+        let first_id = inner
+            .order
+            .add_region(id, pages)
+            .ok_or(LiveError::RegionSize(len as u64))?;
+        let base = match map_registered(&self.shared.uffd, len) {
+            Ok(b) => b,
+            Err(e) => {
+                inner.order.remove_region(first_id);
+                return Err(e);
+            }
+        };
         self.shared.span_start.fetch_min(base, Ordering::SeqCst);
         self.shared.span_end.fetch_max(base + len, Ordering::SeqCst);
-        let id = inner.next_region;
         inner.next_region += 1;
         inner.regions.insert(
             id,
             RegionInfo {
                 base,
+                first_id,
                 metas: vec![
                     Meta {
                         state: State::Untouched,
                         loc: Loc::None,
-                        seq: 0,
                         batch: 0,
                     };
                     len / PAGE
@@ -280,6 +301,10 @@ impl Pager {
         let inner = self.shared.inner.lock();
         let mut s = inner.stats.clone();
         s.resident_pages = inner.resident;
+        s.lru = inner.order.stats();
+        if let Some(z) = &inner.zswap {
+            s.pool_rejected_incompressible = z.rejected_incompressible;
+        }
         if let Some(p) = &inner.pool {
             s.pool_bytes_in = p.bytes_in;
             s.pool_bytes_compressed_in = p.bytes_compressed_in;
@@ -418,8 +443,9 @@ impl Drop for Region<'_> {
                 if m.state == State::Resident {
                     inner.resident -= 1;
                 }
-                release_copy(&mut inner, key(self.id, i as u32), m.loc);
+                release_copy(&mut inner, info.first_id + i as u32, m.loc);
             }
+            inner.order.remove_region(info.first_id);
         }
         inner.tiers_full = false;
         shared.wake_room(&inner);

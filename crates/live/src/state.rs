@@ -13,7 +13,10 @@ use std::time::Duration;
 
 use userfaultfd::Uffd;
 
+use nvmswap_core::zswap::ZswapPool;
+
 use crate::config::{FaultPath, FaultWait};
+use crate::order::EvictOrder;
 use crate::readahead::ReadAheadCache;
 use crate::staging::Staging;
 use crate::stats::PagerStats;
@@ -43,12 +46,13 @@ pub(crate) enum State {
 pub(crate) struct Meta {
     pub(crate) state: State,
     pub(crate) loc: Loc,
-    pub(crate) seq: u64,
     pub(crate) batch: u64,
 }
 
 pub(crate) struct RegionInfo {
     pub(crate) base: usize,
+    /// Id of the region's first page in the eviction order (`order.rs`); page i is first + i.
+    pub(crate) first_id: u32,
     pub(crate) metas: Vec<Meta>,
 }
 
@@ -61,10 +65,10 @@ pub(crate) struct Inner {
     pub(crate) by_addr: BTreeMap<usize, u32>,
     pub(crate) next_region: u32,
     pub(crate) resident: u64,
-    /// Resident pages in the order they came in (seq, region, index); stale entries are skipped
-    /// and compacted away in place, so the capacity made at creation is never exceeded.
-    pub(crate) fifo: VecDeque<(u64, u32, u32)>,
-    pub(crate) releases: VecDeque<(u64, Loc)>,
+    /// The resident pages' eviction order (core's LRU).
+    pub(crate) order: EvictOrder,
+    /// Stale tier copies to free, by page id.
+    pub(crate) releases: VecDeque<(u32, Loc)>,
     /// The last eviction failed because no tier had room: faults may exceed the budget.
     pub(crate) tiers_full: bool,
     /// Threads waiting on `Shared::room`, and whether the evictor sleeps on `evict_wanted`: a
@@ -73,9 +77,11 @@ pub(crate) struct Inner {
     pub(crate) room_waiters: u32,
     pub(crate) evictor_sleeping: bool,
     pub(crate) ra: ReadAheadCache,
-    pub(crate) next_seq: u64,
     pub(crate) next_batch: u64,
     pub(crate) pool: Option<Pool>,
+    /// zswap's admission and write-back policy (`nvmswap_core::zswap`) over the pool, when the
+    /// pool sits in front of the NVM tier; without an NVM tier the pool keeps every page (zram).
+    pub(crate) zswap: Option<ZswapPool>,
     pub(crate) nvm: Option<Nvm>,
     pub(crate) stats: PagerStats,
 }
@@ -206,8 +212,70 @@ pub(crate) struct Shared {
     pub(crate) staging: Option<Staging>,
 }
 
-pub(crate) fn key(region: u32, idx: u32) -> u64 {
-    (region as u64) << 32 | idx as u64
+impl Inner {
+    /// The id of page `idx` of region `rid` (eviction order, pool entries, releases).
+    pub(crate) fn id(&self, rid: u32, idx: u32) -> u32 {
+        self.regions[&rid].first_id + idx
+    }
+
+    /// Checks the pager's invariants (debug builds; the torture tests run them after every
+    /// eviction batch): resident pages are counted right and are exactly the pages on the LRU's
+    /// lists, pool pages are exactly the zswap policy's entries, every NVM copy has its own slot.
+    #[cfg(debug_assertions)]
+    pub(crate) fn check_invariants(&self, budget_pages: u64) {
+        let mut resident = 0;
+        let mut pooled = 0;
+        let mut slots = std::collections::BTreeSet::new();
+        let mut staged = std::collections::BTreeSet::new();
+        for info in self.regions.values() {
+            for (i, m) in info.metas.iter().enumerate() {
+                let id = info.first_id + i as u32;
+                let on = self.order.on_lists(id);
+                match m.state {
+                    State::Resident => {
+                        resident += 1;
+                        // A resident page is on the lists, except the victim the evictor holds
+                        // between `pick` and its store (a move that failed is re-evicted).
+                        assert!(on, "resident page {id} is on the LRU's lists");
+                        assert!(
+                            !matches!(m.loc, Loc::Pool | Loc::Staged(_)),
+                            "a resident page has no pool or staged copy"
+                        );
+                    }
+                    State::Evicted | State::Untouched => {
+                        assert!(!on, "non-resident page {id} is not on the LRU's lists");
+                    }
+                }
+                if m.state == State::Untouched {
+                    assert_eq!(m.loc, Loc::None, "an untouched page has no copy");
+                }
+                match m.loc {
+                    Loc::Pool => {
+                        pooled += 1;
+                        if let Some(z) = &self.zswap {
+                            assert!(z.contains(id), "pool page {id} is the zswap policy's");
+                        }
+                    }
+                    Loc::Nvm(slot) => assert!(slots.insert(slot), "NVM slot {slot} held once"),
+                    Loc::Staged(s) => assert!(staged.insert(s), "staging slot {s} held once"),
+                    Loc::None | Loc::Same(_) => {}
+                }
+            }
+        }
+        assert_eq!(resident, self.resident, "resident count");
+        assert_eq!(
+            self.order.len(),
+            self.resident,
+            "LRU lists hold the resident pages"
+        );
+        assert!(
+            self.resident <= budget_pages || self.tiers_full,
+            "the budget holds while the tiers take pages"
+        );
+        if let (Some(z), Some(_)) = (&self.zswap, &self.pool) {
+            assert!(z.len() >= pooled, "the policy knows every pool page");
+        }
+    }
 }
 
 impl Shared {

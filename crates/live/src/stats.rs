@@ -2,6 +2,7 @@
 
 use std::collections::BTreeMap;
 
+use nvmswap_core::lru::LruStats;
 use nvmswap_core::metrics::LatencyRecorder;
 
 /// Tier a fault was served from.
@@ -51,6 +52,12 @@ pub struct PagerStats {
     pub evictions_clean: u64,
     pub nvm_writes_saved: u64,
     pub pool_writebacks: u64,
+    /// Pages the zswap policy turned away because they compressed to a page or more.
+    pub pool_rejected_incompressible: u64,
+    /// Pages the zswap policy turned away (pool full or incompressible); they went to NVM.
+    pub pool_rejects: u64,
+    /// The eviction order's decisions (core's LRU: scans, activations, refaults).
+    pub lru: LruStats,
     pub read_ahead_pages: u64,
     pub nvm_full: u64,
     /// Faults that had to evict a page themselves because the budget was full (handler path).
