@@ -108,6 +108,14 @@ pub fn run_ours(
         ..Default::default()
     };
     let pool = Pool::create(path, pool_size(cfg.elements), LAYOUT, alloc, logging, opts)?;
+    let run = run_on(cfg, pool);
+    let _ = std::fs::remove_file(path);
+    run
+}
+
+/// One run of ours on a freshly created pool.
+pub fn run_on(cfg: &BenchConfig, pool: Pool) -> Result<BenchRun> {
+    let (alloc, logging) = (pool.hdr.alloc, pool.hdr.logging);
     let insn = pool.flush_insn();
     let mut heap = Heap::create(pool)?;
     let pht = Pht::create(&mut heap, cfg.elements)?;
@@ -153,8 +161,6 @@ pub fn run_ours(
         flush_insn: Some(format!("{insn:?}").to_lowercase()),
         emulated_write_ns: cfg.line_write_ns,
     };
-    drop(heap);
-    let _ = std::fs::remove_file(path);
     Ok(run)
 }
 

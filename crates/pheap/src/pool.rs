@@ -421,6 +421,61 @@ impl Pool {
         Ok(pool)
     }
 
+    /// Create a pool inside an existing NVM region file at byte `offset` (page aligned), for a
+    /// region shared with other users (the NVM-Swap tier). Refuses a range that already holds a
+    /// pool, and a range beyond the file's end.
+    pub fn create_in_region(
+        path: &Path,
+        offset: u64,
+        size: u64,
+        layout: &str,
+        alloc: AllocKind,
+        logging: LogKind,
+        opts: PoolOptions,
+    ) -> Result<Pool> {
+        let hdr = Header::plan(size, layout, alloc, logging)?;
+        let io = |source| PheapError::Io {
+            path: path.to_path_buf(),
+            source,
+        };
+        if offset % PAGE != 0 {
+            return Err(PheapError::Corrupt {
+                path: path.to_path_buf(),
+                what: format!("region offset {offset} is not page aligned"),
+            });
+        }
+        let file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .open(path)
+            .map_err(io)?;
+        let len = file.metadata().map_err(io)?.len();
+        if len < offset + hdr.size {
+            return Err(PheapError::Truncated {
+                path: path.to_path_buf(),
+                expected: offset + hdr.size,
+                actual: len,
+            });
+        }
+        // SAFETY: the range lies inside the file (checked above); the file stays open with the
+        // pool; other users of the region map other ranges of it.
+        let map = unsafe {
+            memmap2::MmapOptions::new()
+                .offset(offset)
+                .len(hdr.size as usize)
+                .map_mut(&file)
+        }
+        .map_err(io)?;
+        if map[0..8] == MAGIC {
+            return Err(PheapError::Exists {
+                path: path.to_path_buf(),
+            });
+        }
+        let mut pool = Pool::with_mem(Mem::Map { map, _file: file }, hdr, path, opts);
+        pool.format();
+        Ok(pool)
+    }
+
     /// A pool in a buffer (the crash checker, tests).
     pub fn create_in_memory(
         size: u64,
