@@ -6,6 +6,9 @@ fn main() {
     println!("cargo::rustc-check-cfg=cfg(pmdk)");
     println!("cargo:rerun-if-changed=c/pmdk_pht.c");
     println!("cargo:rerun-if-changed=build.rs");
+    if std::env::var_os("CARGO_FEATURE_PMDK").is_none() {
+        return;
+    }
     let found = [
         "/usr/include/libpmemobj.h",
         "/usr/local/include/libpmemobj.h",

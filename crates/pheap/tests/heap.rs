@@ -154,3 +154,55 @@ fn crash_checker_finds_an_omitted_flush() {
         assert!(r.failures > 0, "{omit:?} {l:?}: {r:?}");
     }
 }
+
+#[test]
+fn bench_runs_ours_and_libpmemobj_side_by_side() {
+    use nvmswap_pheap::bench::{run_all, BenchConfig};
+    let dir = std::env::temp_dir().join(format!("pheap-bench-{}", std::process::id()));
+    let cfg = BenchConfig {
+        elements: 3000,
+        dir: dir.clone(),
+        allocators: AllocKind::ALL.to_vec(),
+        loggings: vec![LogKind::UndoWord, LogKind::Hybrid],
+        pmdk: nvmswap_pheap::pmdk::available(),
+        line_write_ns: 0,
+        seed: 3,
+    };
+    if !cfg.pmdk {
+        eprintln!(
+            "skipping the libpmemobj run: built without libpmemobj-dev (scripts/install-deps)"
+        );
+    }
+    let runs = run_all(&cfg, |_| {}).unwrap();
+    let _ = std::fs::remove_dir_all(&dir);
+    assert_eq!(runs.len(), 4 + cfg.pmdk as usize);
+    for r in &runs {
+        assert_eq!(
+            r.gets_found, 3000,
+            "{} {} {}",
+            r.system, r.allocator, r.logging
+        );
+        assert!(r.ops_per_s > 0.0);
+    }
+    let get = |a: &str, l: &str| {
+        runs.iter()
+            .find(|r| r.allocator == a && r.logging == l)
+            .unwrap()
+            .clone()
+    };
+    let nvwa = get("nvwa", "hybrid").flushes_per_put.unwrap();
+    let naive = get("naive", "hybrid").flushes_per_put.unwrap();
+    // Seed 004 §4.2: at most two flushes per allocation (a put allocates three objects).
+    assert!(nvwa.allocator <= 6.0, "{nvwa:?}");
+    assert!(
+        naive.allocator > 2.0 * nvwa.allocator,
+        "{naive:?} vs {nvwa:?}"
+    );
+    // Five word records (120 B) per insert under word logging, plus three allocation records.
+    let word = get("nvwa", "undo-word");
+    assert!(word.word_records_per_put.unwrap() >= 5.0);
+    assert!(get("nvwa", "hybrid").log_bytes_per_put.unwrap() < word.log_bytes_per_put.unwrap());
+    if cfg.pmdk {
+        assert_eq!(runs.last().unwrap().system, "pmdk");
+    }
+}
