@@ -12,6 +12,7 @@ pub mod discard;
 pub mod lru;
 pub mod metrics;
 pub mod persist;
+pub mod policy_check;
 pub mod progress;
 pub mod readahead;
 pub mod results;

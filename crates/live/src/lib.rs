@@ -10,6 +10,8 @@ mod fault;
 pub mod microbench;
 mod order;
 pub mod pager;
+#[cfg(test)]
+mod policy_use;
 pub mod pressure;
 mod readahead;
 pub mod sigbus;
