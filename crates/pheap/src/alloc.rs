@@ -290,7 +290,7 @@ impl Allocator {
         }
         let size = CLASSES[pi.class as usize];
         let within = rel % PAGE;
-        if within % size != 0 || within / size >= PAGE / size {
+        if !within.is_multiple_of(size) || within / size >= PAGE / size {
             return None;
         }
         Some((page, (within / size) as u32))
@@ -319,7 +319,7 @@ impl Allocator {
                 let (_, slot) = self.slot_of(off)?;
                 (pi.bits & (1 << slot) != 0).then_some(CLASSES[pi.class as usize])
             }
-            PageKind::LargeHead if (off - self.heap_off) % PAGE == 0 => {
+            PageKind::LargeHead if (off - self.heap_off).is_multiple_of(PAGE) => {
                 Some(pi.npages as u64 * PAGE)
             }
             _ => None,
@@ -384,6 +384,7 @@ impl Allocator {
     }
 
     /// Reserve the object at `off` of `size` bytes (recovery replaying a logged allocation).
+    #[allow(clippy::result_unit_err)]
     pub fn reserve_at(&mut self, off: u64, size: u64) -> std::result::Result<(), ()> {
         if off < self.heap_off || off >= self.heap_off + self.heap_pages * PAGE {
             return Err(());
@@ -405,7 +406,7 @@ impl Allocator {
                 Ok(())
             }
             None => {
-                if (off - self.heap_off) % PAGE != 0 {
+                if !(off - self.heap_off).is_multiple_of(PAGE) {
                     return Err(());
                 }
                 self.claim_large(page, size.div_ceil(PAGE) as u32)
@@ -455,7 +456,7 @@ impl Allocator {
                         self.l1_next - 1
                     }
                 };
-                let w = L1_VALID | (size / 16) << 40 | (off - self.heap_off) / 16;
+                let w = L1_VALID | (size / 16) << 40 | ((off - self.heap_off) / 16);
                 self.mark(pool, self.l1_base() + slot * 8, w);
                 self.l1_slot.insert(off, slot);
             }

@@ -123,7 +123,7 @@ pub fn run_on(cfg: &BenchConfig, pool: Pool) -> Result<BenchRun> {
     let pht = Pht::create(&mut heap, cfg.elements)?;
     let before = heap.pool.stats.clone();
     let counts0 = heap.counts;
-    let mut rng = cfg.seed ^ 0x6765_7473_21;
+    let mut rng = cfg.seed ^ 0x0067_6574_7321;
     let mut found = 0;
     let t0 = Instant::now();
     for i in 0..cfg.elements {

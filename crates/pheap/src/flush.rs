@@ -49,7 +49,7 @@ impl FlushInsn {
 
     /// Write back the line holding `p`.
     #[inline]
-    pub fn flush(self, p: *const u8) {
+    pub(crate) fn flush(self, p: *const u8) {
         #[cfg(target_arch = "x86_64")]
         match self {
             // SAFETY: `p` points into the pool's live mapping (callers pass addresses inside it);
@@ -73,7 +73,7 @@ impl FlushInsn {
 
     /// Order the write-backs before later stores.
     #[inline]
-    pub fn fence(self) {
+    pub(crate) fn fence(self) {
         #[cfg(target_arch = "x86_64")]
         if matches!(self, FlushInsn::Clwb | FlushInsn::Clflushopt) {
             // SAFETY: SFENCE has no operands and no memory effects beyond ordering; SSE is part

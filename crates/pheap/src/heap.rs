@@ -299,7 +299,7 @@ impl Heap {
         assert!(self.in_tx, "write outside a transaction");
         let size = self.object_size(obj)?;
         let len = words.len() as u64 * 8;
-        if at % 8 != 0 || at + len > size {
+        if !at.is_multiple_of(8) || at + len > size {
             return Err(PheapError::OutOfBounds { off: obj + at, len });
         }
         let addr = obj + at;

@@ -438,7 +438,7 @@ impl Pool {
             path: path.to_path_buf(),
             source,
         };
-        if offset % PAGE != 0 {
+        if !offset.is_multiple_of(PAGE) {
             return Err(PheapError::Corrupt {
                 path: path.to_path_buf(),
                 what: format!("region offset {offset} is not page aligned"),
