@@ -4,6 +4,8 @@ pub mod devices;
 pub mod iosched;
 pub mod linux;
 pub mod microbench;
+pub mod pheap;
+pub mod pheap_dual;
 pub mod pressure;
 pub mod relaunch;
 pub mod validate;
