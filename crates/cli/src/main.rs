@@ -3,6 +3,7 @@
 use clap::{Parser, Subcommand};
 
 mod cmd;
+mod perfcost;
 mod progress;
 mod report;
 mod units;
