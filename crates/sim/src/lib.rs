@@ -3,11 +3,22 @@
 //! A whole consumer device (DRAM, reclaim, compressed pools, swap devices, NVM on the memory bus)
 //! composed from `nvmswap-core` mechanisms and driven in virtual time. The same seed and
 //! configuration give byte-identical results (except `wall_s`, the real time the run took).
-//! See `engine.rs` for the model and `costs.rs` for the software costs and their sources;
-//! `relaunch.rs` runs seed 001's app-relaunch workload.
+//! Components (docs/adr/0004-sim-components.md): `engine.rs` the machine and its fault path,
+//! `memory.rs` frames and watermarks, `reclaim.rs` kswapd, direct and memcg reclaim,
+//! `backend/` the swap back-ends (one file each, chosen through `backend::REGISTRY`), `io.rs`
+//! the block layer's submission path, `driver.rs` the workload driver, `observe.rs` the events
+//! and their observers, `metrics.rs` the results built from them, `costs.rs` the software costs
+//! and their sources; `relaunch.rs` runs seed 001's app-relaunch workload.
 
+mod backend;
 mod costs;
+mod driver;
 mod engine;
+mod io;
+mod memory;
+mod metrics;
+pub mod observe;
+mod reclaim;
 pub mod relaunch;
 
 use nvmswap_core::config::{ConfigError, SystemConfig};
@@ -54,9 +65,24 @@ pub fn run_pressure(
     opts: &RunOptions,
     progress: &dyn Progress,
 ) -> Result<RunOutput, SimError> {
+    run_pressure_observed(cfg, opts, progress, Vec::new())
+}
+
+/// Runs the memory-capacity pressure test on `cfg` with `observers` watching every event of the
+/// machine (observe.rs), after the metrics that make the results.
+pub fn run_pressure_observed(
+    cfg: &SystemConfig,
+    opts: &RunOptions,
+    progress: &dyn Progress,
+    observers: Vec<Box<dyn observe::Observer>>,
+) -> Result<RunOutput, SimError> {
     if !(opts.scale > 0.0 && opts.scale <= 1.0) {
         return Err(SimError::Scale(opts.scale));
     }
     let started = std::time::Instant::now();
-    engine::Sim::new(cfg, default_sites(), opts, progress)?.run_pressure(started)
+    let mut driver = driver::Driver::new(cfg, default_sites(), opts, progress)?;
+    for o in observers {
+        driver.machine.observe(o);
+    }
+    driver.run_pressure(started)
 }

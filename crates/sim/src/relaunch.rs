@@ -68,7 +68,7 @@ pub fn run_relaunch(
     let started = std::time::Instant::now();
     let mut test = RelaunchTest::new(params, &sites);
     let mut out =
-        crate::engine::Sim::new(cfg, sites, opts, progress)?.run_workload(&mut test, started)?;
+        crate::driver::Driver::new(cfg, sites, opts, progress)?.run_workload(&mut test, started)?;
     out.result.config = format!("{}/{category}", out.result.config);
     out.result
         .extra
