@@ -6,6 +6,7 @@ mod cmd;
 mod perfcost;
 mod progress;
 mod report;
+mod sweep_report;
 mod units;
 
 #[derive(Parser)]
@@ -45,6 +46,9 @@ enum Command {
     Validate(cmd::validate::Args),
     /// Swap-like I/O through every I/O scheduler x completion mode: Q2D, D2C, Q2C, CPU time.
     Iosched(cmd::iosched::Args),
+    /// A grid of configuration fields and workload parameters, several seeds per point, in
+    /// parallel; resumable; long-format table and plots with 95 % intervals.
+    Sweep(cmd::sweep::Args),
 }
 
 fn main() -> std::process::ExitCode {
@@ -59,6 +63,7 @@ fn main() -> std::process::ExitCode {
         Some(Command::Microbench(args)) => cmd::microbench::run(args),
         Some(Command::Validate(args)) => cmd::validate::run(args),
         Some(Command::Iosched(args)) => cmd::iosched::run(args),
+        Some(Command::Sweep(args)) => cmd::sweep::run(args),
     };
     match result {
         Ok(()) => std::process::ExitCode::SUCCESS,

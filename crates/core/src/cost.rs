@@ -210,7 +210,7 @@ pub fn energy_j(m: &SwapMedium, reads: u64, writes: u64, seconds: f64) -> f64 {
 pub fn swap_medium_of(cfg: &crate::config::SystemConfig) -> Result<Option<SwapMedium>, CostError> {
     use crate::config::Backend;
     match cfg.backend {
-        Backend::Zram => Ok(None),
+        Backend::Zram | Backend::None => Ok(None),
         Backend::Block | Backend::NvmSwap => {
             let profile = DeviceProfile::resolve(&cfg.swap_profile).map_err(|e| {
                 CostError::Performance(format!("swap profile '{}': {e}", cfg.swap_profile))

@@ -6,5 +6,6 @@ pub mod linux;
 pub mod microbench;
 pub mod pressure;
 pub mod relaunch;
+pub mod sweep;
 pub mod validate;
 pub mod wear;
