@@ -7,6 +7,7 @@
 pub mod alloc;
 pub mod block;
 pub mod config;
+pub mod cost;
 pub mod device;
 pub mod discard;
 pub mod lru;

@@ -55,7 +55,16 @@ impl<'a> Driver<'a> {
 
     /// Runs the pressure test to the end and summarises it.
     pub fn run_pressure(self, started: std::time::Instant) -> Result<RunOutput, SimError> {
-        let mut test = PressureTest::new(PressureParams::default(), self.sites.len());
+        self.run_pressure_with(PressureParams::default(), started)
+    }
+
+    /// Runs the pressure test with `params` (e.g. seed 000 §5's 50-tab limit) to the end.
+    pub fn run_pressure_with(
+        self,
+        params: PressureParams,
+        started: std::time::Instant,
+    ) -> Result<RunOutput, SimError> {
+        let mut test = PressureTest::new(params, self.sites.len());
         self.run_workload(&mut test, started)
     }
 

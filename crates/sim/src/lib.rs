@@ -20,6 +20,7 @@ mod metrics;
 pub mod observe;
 mod reclaim;
 pub mod relaunch;
+pub mod sweep;
 
 use nvmswap_core::config::{ConfigError, SystemConfig};
 use nvmswap_core::progress::Progress;
@@ -66,6 +67,22 @@ pub fn run_pressure(
     progress: &dyn Progress,
 ) -> Result<RunOutput, SimError> {
     run_pressure_observed(cfg, opts, progress, Vec::new())
+}
+
+/// Runs the pressure test on `cfg` with the test's parameters `params` instead of the ChromeOS
+/// defaults (the sweeps set `max_tabs`, seed 000 §5's 50-tab limit, this way).
+pub fn run_pressure_with(
+    cfg: &SystemConfig,
+    opts: &RunOptions,
+    params: &nvmswap_core::workload::tabs::PressureParams,
+    progress: &dyn Progress,
+) -> Result<RunOutput, SimError> {
+    if !(opts.scale > 0.0 && opts.scale <= 1.0) {
+        return Err(SimError::Scale(opts.scale));
+    }
+    let started = std::time::Instant::now();
+    driver::Driver::new(cfg, default_sites(), opts, progress)?
+        .run_pressure_with(params.clone(), started)
 }
 
 /// Runs the memory-capacity pressure test on `cfg` with `observers` watching every event of the

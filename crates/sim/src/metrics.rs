@@ -230,7 +230,7 @@ impl Metrics {
                 .map(|nj| nj * 1e-9 * c.dram_accesses as f64),
             &mut energy,
         );
-        if cfg.backend != Backend::Zram {
+        if !matches!(cfg.backend, Backend::Zram | Backend::None) {
             let swap = DeviceProfile::resolve(&cfg.swap_profile).expect("validated");
             term(
                 "swap_standby_j",

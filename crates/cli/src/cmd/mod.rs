@@ -8,5 +8,6 @@ pub mod pheap;
 pub mod pheap_dual;
 pub mod pressure;
 pub mod relaunch;
+pub mod sweep;
 pub mod validate;
 pub mod wear;

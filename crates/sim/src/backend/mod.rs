@@ -9,6 +9,7 @@
 //! configuration (docs/adr/0004-sim-components.md: how to add one).
 
 mod block;
+mod none;
 mod nvm_swap;
 mod zram;
 mod zswap;
@@ -186,6 +187,11 @@ pub const REGISTRY: &[Registration] = &[
         name: "block",
         selects: |c| c.backend == Backend::Block,
         build: block::BlockSwap::build,
+    },
+    Registration {
+        name: "none",
+        selects: |c| c.backend == Backend::None,
+        build: none::SwapOff::build,
     },
     Registration {
         name: "nvm-swap",
