@@ -106,6 +106,66 @@ pub struct RunResult {
     pub extra: serde_json::Map<String, serde_json::Value>,
 }
 
+/// What every substrate measures of a run. `RunResult::build` derives the result from it, so the
+/// summaries, shares and hit rate are computed one way on `sim`, `live` and `linux`.
+pub struct RunFigures<'a> {
+    pub substrate: &'static str,
+    pub config: String,
+    /// The workload's headline count (`Workload::tabs_opened`).
+    pub tabs_opened: u64,
+    pub discards: u64,
+    pub switches: &'a crate::metrics::LatencyRecorder,
+    pub faults: &'a crate::metrics::LatencyRecorder,
+    pub swap_in_bytes: u64,
+    pub swap_out_bytes: u64,
+    /// zswap's (hits, misses) where the configuration has a zswap pool, else None.
+    pub zswap: Option<(u64, u64)>,
+    pub energy_j: f64,
+    pub nvm_writes: u64,
+    pub wear_max_over_mean: Option<f64>,
+    pub wall_s: f64,
+    pub extra: serde_json::Map<String, serde_json::Value>,
+}
+
+impl RunResult {
+    /// The one builder of a run's result: latencies summarised in ms (switches) and µs
+    /// (faults), the share of switches over 250 ms (0 when there were none), the share of
+    /// faults within 10 µs, and the zswap hit rate (0 when nothing was swapped in).
+    pub fn build(f: RunFigures<'_>) -> RunResult {
+        let switches = f.switches.count();
+        RunResult {
+            substrate: f.substrate.into(),
+            config: f.config,
+            tabs_opened: f.tabs_opened,
+            discards: f.discards,
+            switches,
+            switch_latency_ms: f.switches.summary(crate::NS_PER_MS),
+            switch_over_250ms_share: if switches == 0 {
+                0.0
+            } else {
+                1.0 - f.switches.share_at_most_ns(250 * crate::NS_PER_MS)
+            },
+            faults: f.faults.count(),
+            fault_latency_us: f.faults.summary(crate::NS_PER_US),
+            fault_under_10us_share: f.faults.share_at_most_ns(10 * crate::NS_PER_US),
+            swap_in_bytes: f.swap_in_bytes,
+            swap_out_bytes: f.swap_out_bytes,
+            zswap_hit_rate: f.zswap.map(|(hits, misses)| {
+                if hits + misses == 0 {
+                    0.0
+                } else {
+                    hits as f64 / (hits + misses) as f64
+                }
+            }),
+            energy_j: f.energy_j,
+            nvm_writes: f.nvm_writes,
+            wear_max_over_mean: f.wear_max_over_mean,
+            wall_s: f.wall_s,
+            extra: f.extra,
+        }
+    }
+}
+
 /// `nvmswap pressure --json` / `nvmswap relaunch --json`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct RunsReport {

@@ -66,9 +66,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         }
         return Ok(());
     }
-    if !(args.scale > 0.0 && args.scale <= 1.0) {
-        bail!("--scale must be within (0, 1], got {}", args.scale);
-    }
+    nvmswap_core::discard::check_scale(args.scale).map_err(|e| anyhow::anyhow!("--{e}"))?;
     let substrates = args
         .substrate
         .iter()
