@@ -168,7 +168,9 @@ pub(crate) fn evict_batch_by_move(
     let mut codec = codec;
     inner.unlocked(|| {
         for &(slot, _, _) in staged.iter() {
-            prepared.push(prepare(codec.as_deref_mut(), staging.page(slot)));
+            // SAFETY: `slot` was filled by UFFDIO_MOVE in this batch, which has not ended.
+            let page = unsafe { staging.page(slot) };
+            prepared.push(prepare(codec.as_deref_mut(), page));
         }
     });
     for (i, (&(slot, rid, idx), prep)) in staged.iter().zip(prepared.drain(..)).enumerate() {
@@ -179,7 +181,9 @@ pub(crate) fn evict_batch_by_move(
         if !still_staged {
             continue; // moved back by a fault, or its region is gone
         }
-        match store_prepared(inner, rid, idx, staging.page(slot), prep) {
+        // SAFETY: `slot` was filled by UFFDIO_MOVE in this batch, which has not ended.
+        let page = unsafe { staging.page(slot) };
+        match store_prepared(inner, rid, idx, page, prep) {
             Some(loc) => {
                 inner.regions.get_mut(&rid).expect("region").metas[idx as usize].loc = loc;
                 let id = inner.id(rid, idx);
@@ -193,7 +197,7 @@ pub(crate) fn evict_batch_by_move(
                 inner.stats.nvm_full += 1;
                 inner.tiers_full = true;
                 let addr = inner.regions[&rid].base + idx as usize * PAGE;
-                copy_in(&shared.uffd, addr, staging.page(slot), false)
+                copy_in(&shared.uffd, addr, page, false)
                     .expect("UFFDIO_COPY from the staging area into the region");
                 let mm = &mut inner.regions.get_mut(&rid).expect("region").metas[idx as usize];
                 mm.state = State::Resident;
@@ -206,7 +210,10 @@ pub(crate) fn evict_batch_by_move(
         let_faults_in(shared, inner, i + 1);
     }
     // Every staged page is stored or back in its region: one flush frees the staging area.
-    zap_range(staging.base, STAGE_SLOTS * PAGE).expect("MADV_DONTNEED on the staging area");
+    // SAFETY: the staging area is the pager's; every page in it is stored or copied back, and
+    // no reference from Staging::page outlives this point (the batch ends here).
+    unsafe { zap_range(staging.base, STAGE_SLOTS * PAGE) }
+        .expect("MADV_DONTNEED on the staging area");
     inner.stats.move_batches += 1;
     progress
 }
@@ -216,7 +223,8 @@ pub(crate) fn evict_batch_by_move(
 pub(crate) fn evict_clean(inner: &mut Inner, rid: u32, idx: u32, addr: usize, batch: u64) {
     let mm = &mut inner.regions.get_mut(&rid).expect("region").metas[idx as usize];
     assert_ne!(mm.loc, Loc::None, "a clean page has a tier copy");
-    zap(addr).expect("MADV_DONTNEED on a region page");
+    // SAFETY: a page of a region under the pager lock whose valid copy is in a tier.
+    unsafe { zap(addr) }.expect("MADV_DONTNEED on a region page");
     if matches!(mm.loc, Loc::Nvm(_)) {
         inner.stats.nvm_writes_saved += 1;
     }
@@ -261,7 +269,8 @@ fn evict_by_copy(
         .write_protect(addr as *mut _, PAGE)
         .expect("write-protect a registered page");
     let mut buf = [0u8; PAGE];
-    read_page(addr, &mut buf);
+    // SAFETY: the page is resident and write-protected just above, under the pager lock.
+    unsafe { read_page(addr, &mut buf) };
     let Some(loc) = store(inner, rid, idx, &buf) else {
         shared
             .uffd
@@ -272,7 +281,8 @@ fn evict_by_copy(
         inner.tiers_full = true;
         return false;
     };
-    zap(addr).expect("MADV_DONTNEED on a region page");
+    // SAFETY: a page of a region under the pager lock whose valid copy is in a tier.
+    unsafe { zap(addr) }.expect("MADV_DONTNEED on a region page");
     let mm = &mut inner.regions.get_mut(&rid).expect("region").metas[idx as usize];
     mm.loc = loc;
     mm.state = State::Evicted;

@@ -226,7 +226,10 @@ pub(crate) fn resolve(
             .staging
             .as_ref()
             .expect("staged pages need a staging area");
-        copy_in(&shared.uffd, page, staging.page(slot), false)
+        // SAFETY: a page staged and not yet stored: its batch has not ended (the evictor zaps
+        // the staging area only after storing every page of the batch, under the lock we hold).
+        let staged = unsafe { staging.page(slot) };
+        copy_in(&shared.uffd, page, staged, false)
             .expect("UFFDIO_COPY from the staging area into the region");
         mark_resident(shared, inner, rid, idx, Loc::None);
         return Some(Tier::Staged);

@@ -217,7 +217,7 @@ pub fn run_pressure(
         nvm_writes,
         wear_max_over_mean: wear,
         wall_s: started.elapsed().as_secs_f64(),
-        extra: Default::default(),
+        extra: pager_extra(&st),
     });
     drop(tabs);
     Ok(RunOutput {
@@ -264,6 +264,32 @@ impl DiscardTarget for LiveTabs<'_, '_> {
         self.tabs[tab as usize] = None;
         Ok(())
     }
+}
+
+/// The pager's own counts, beside sim's `extra` (faults per tier, eviction order, write faults).
+fn pager_extra(st: &crate::PagerStats) -> serde_json::Map<String, serde_json::Value> {
+    let mut extra = serde_json::Map::new();
+    for (tier, r) in &st.service_ns {
+        extra.insert(format!("faults_{}", tier.name()), r.count().into());
+    }
+    let counts = [
+        ("wp_faults", st.wp_faults),
+        ("evictions", st.evictions),
+        ("evictions_clean", st.evictions_clean),
+        ("nvm_writes_saved", st.nvm_writes_saved),
+        ("read_ahead_pages", st.read_ahead_pages),
+        ("pool_writebacks", st.pool_writebacks),
+        ("pool_rejects", st.pool_rejects),
+        ("lru_scanned", st.lru.scanned),
+        ("lru_activated", st.lru.activated),
+        ("lru_deactivated", st.lru.deactivated),
+        ("lru_refaults", st.lru.refaults),
+        ("lru_refault_activations", st.lru.refault_activations),
+    ];
+    for (k, v) in counts {
+        extra.insert(k.into(), v.into());
+    }
+    extra
 }
 
 /// Keeps this CPU busy for `ns` (a tab's load or render work).

@@ -61,6 +61,7 @@ fn install() -> Result<(), LiveError> {
     // alternate signal stack is sized for. Every other signal is blocked while it runs, so no
     // other handler can run on this thread while it holds a pager lock.
     ours.sa_flags = libc::SA_SIGINFO;
+    // SAFETY: as above, all-zero is a valid sigaction.
     let mut previous: libc::sigaction = unsafe { std::mem::zeroed() };
     // SAFETY: both pointers are to live sigaction structs; on_sigbus has the SA_SIGINFO
     // signature and is async-signal-safe (module comment).

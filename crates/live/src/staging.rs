@@ -22,11 +22,16 @@ impl Staging {
     }
 
     /// The bytes of a slot that holds a page (moved in this batch, not yet zapped).
-    pub(crate) fn page(&self, s: u16) -> &[u8; PAGE] {
-        // SAFETY: callers pass only slots the evictor filled by UFFDIO_MOVE in the current
-        // batch. Such a page stays mapped until the evictor's own zap at the end of the batch
-        // (faults copy from it, never move it back), and nothing writes to it, so reading it
-        // without the pager lock sees stable bytes. The mapping lives as long as the pager.
+    ///
+    /// # Safety
+    ///
+    /// `s` must be a slot the evictor filled by UFFDIO_MOVE in the current batch, and the
+    /// reference must not outlive the batch (the evictor's zap at its end).
+    pub(crate) unsafe fn page(&self, s: u16) -> &[u8; PAGE] {
+        // SAFETY: by the caller's contract the slot holds a page moved in this batch. Such a
+        // page stays mapped until the evictor's own zap at the end of the batch (faults copy
+        // from it, never move it back), and nothing writes to it, so reading it without the
+        // pager lock sees stable bytes. The mapping lives as long as the pager.
         unsafe { &*(self.slot(s) as *const [u8; PAGE]) }
     }
 }
