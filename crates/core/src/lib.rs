@@ -6,6 +6,7 @@
 
 pub mod alloc;
 pub mod block;
+pub mod caa;
 pub mod config;
 pub mod cost;
 pub mod device;

@@ -109,9 +109,12 @@ impl Heap {
                 pool.fence(Cause::Data);
             }
             republish(&mut pool, &mut alloc, &records)?;
-        } else if st == EMPTY && !logging.is_redo() {
+        } else if st == EMPTY {
             let records = recs(&pool, tid + 1);
-            if !records.is_empty() {
+            // Records of t+1 with no commit mark: an undo log rolls them back; a redo log just
+            // drops them. Either way t+1 is burnt, so a later transaction's scan can never run
+            // on into these stale records carrying its own id.
+            if !records.is_empty() && !logging.is_redo() {
                 for r in records.iter().rev() {
                     match r.kind {
                         K_WORD => pool.write_u64(r.addr, r.value),
@@ -126,10 +129,12 @@ impl Heap {
                     pool.flush(r.addr, len, Cause::Data);
                 }
                 pool.fence(Cause::Data);
-                // Reserved allocations of the rolled-back transaction were never published.
+            }
+            // Reserved allocations of the dropped transaction were never published.
+            if !records.is_empty() {
                 next_tid = tid + 1;
             }
-        } else if st != EMPTY {
+        } else {
             return Err(PheapError::Corrupt {
                 path: pool.path().to_path_buf(),
                 what: format!("log state word {state:#x}"),

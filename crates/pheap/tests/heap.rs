@@ -206,3 +206,73 @@ fn bench_runs_ours_and_libpmemobj_side_by_side() {
         assert_eq!(runs.last().unwrap().system, "pmdk");
     }
 }
+
+/// Apply a recorded trace up to (not including) the `n`-th fence onto `image`, as if every
+/// store before it had reached NVM and the machine then stopped.
+fn image_at_fence(mut image: Vec<u8>, trace: &[nvmswap_pheap::pool::Event], n: usize) -> Vec<u8> {
+    use nvmswap_pheap::pool::Event;
+    let mut fences = 0;
+    for ev in trace {
+        match ev {
+            Event::Store { off, data } => {
+                image[*off as usize..*off as usize + data.len()].copy_from_slice(data)
+            }
+            Event::Fence => {
+                fences += 1;
+                if fences == n {
+                    break;
+                }
+            }
+            _ => {}
+        }
+    }
+    image
+}
+
+#[test]
+fn a_dropped_redo_transaction_never_leaks_into_a_later_one() {
+    use nvmswap_pheap::heap::Heap;
+    let rec = PoolOptions {
+        record: true,
+        ..Default::default()
+    };
+    let pool = Pool::create_in_memory(
+        1 << 20,
+        "t",
+        AllocKind::Nvwa,
+        LogKind::RedoWord,
+        rec.clone(),
+    )
+    .unwrap();
+    let mut heap = Heap::create(pool).unwrap();
+    let base = heap.pool.image();
+    heap.pool.take_trace();
+    let root = heap.root();
+    heap.begin();
+    heap.write(root, 0, &[1, 2, 3, 4, 5, 6, 7, 8]).unwrap();
+    heap.commit().unwrap();
+    // Crash after the records were flushed and fenced, before the commit mark.
+    let image = image_at_fence(base, &heap.pool.take_trace(), 1);
+    let mut heap = Heap::open(Pool::from_image(image, "t", rec).unwrap()).unwrap();
+    assert_eq!(
+        heap.read_u64(root + 8),
+        0,
+        "an uncommitted redo transaction was applied"
+    );
+    let base = heap.pool.image();
+    heap.pool.take_trace();
+    heap.begin();
+    heap.write(root, 0, &[99]).unwrap();
+    heap.commit().unwrap();
+    // Crash right after the commit mark (records fenced, mark fenced, stores not applied).
+    let image = image_at_fence(base, &heap.pool.take_trace(), 3);
+    let heap = Heap::open(Pool::from_image(image, "t", PoolOptions::default()).unwrap()).unwrap();
+    assert_eq!(heap.read_u64(root), 99);
+    for w in 1..8 {
+        assert_eq!(
+            heap.read_u64(root + w * 8),
+            0,
+            "word {w}: a stale record was replayed"
+        );
+    }
+}

@@ -17,8 +17,8 @@ use crate::units::parse_size;
 
 #[derive(clap::Args, Debug)]
 pub struct DualArgs {
-    /// PHT elements put by the heap side.
-    #[arg(long, default_value_t = 200_000)]
+    /// PHT elements put by the heap side (enough that it runs as long as the swap side).
+    #[arg(long, default_value_t = 1_000_000)]
     elements: u64,
     /// Heap allocator and logging.
     #[arg(long, default_value = "nvwa")]
@@ -125,11 +125,22 @@ pub fn run(a: DualArgs) -> anyhow::Result<()> {
     let heap_both = heap_both.map_err(|_| anyhow::anyhow!("heap thread panicked"))??;
     let swap_both = swap_both.map_err(|_| anyhow::anyhow!("swap thread panicked"))??;
     let _ = std::fs::remove_file(&a.region);
+    // The live tier's Heap-Wear ages file beside the region.
+    let _ = std::fs::remove_file(format!("{}.ages", a.region.display()));
 
     let out = json!({
         "region_bytes": swap_bytes + heap_bytes,
         "swap_bytes": swap_bytes,
         "heap_bytes": heap_bytes,
+        // Wear of the shared device from each user in the run together: the swap tier's most
+        // written 4 KiB slot (page writes) and the heap's most written 4 KiB page (line
+        // write-backs; the log's state line is the hottest).
+        "wear_together": {
+            "swap_max_page_writes_per_slot": swap_both.extra.get("nvm_max_writes_per_slot"),
+            "swap_bytes_written": swap_both.extra.get("nvm_bytes_in"),
+            "heap_max_line_writes_per_page": heap_both.max_page_writes,
+            "heap_line_writes": heap_both.nvm_writes,
+        },
         "heap": {"alone": heap_alone, "together": heap_both,
                  "slowdown": heap_alone.ops_per_s / heap_both.ops_per_s},
         "swap": {"alone": swap_alone, "together": swap_both,
