@@ -44,6 +44,8 @@ enum Command {
     Validate(cmd::validate::Args),
     /// Swap-like I/O through every I/O scheduler x completion mode: Q2D, D2C, Q2C, CPU time.
     Iosched(cmd::iosched::Args),
+    /// The tab model measured on real Chromium: `nvmswap workload measure` (root).
+    Workload(cmd::workload::Args),
 }
 
 fn main() -> std::process::ExitCode {
@@ -58,6 +60,7 @@ fn main() -> std::process::ExitCode {
         Some(Command::Microbench(args)) => cmd::microbench::run(args),
         Some(Command::Validate(args)) => cmd::validate::run(args),
         Some(Command::Iosched(args)) => cmd::iosched::run(args),
+        Some(Command::Workload(args)) => cmd::workload::run(args),
     };
     match result {
         Ok(()) => std::process::ExitCode::SUCCESS,

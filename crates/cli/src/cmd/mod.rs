@@ -8,3 +8,4 @@ pub mod pressure;
 pub mod relaunch;
 pub mod validate;
 pub mod wear;
+pub mod workload;
