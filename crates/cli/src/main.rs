@@ -51,6 +51,8 @@ enum Command {
     /// A grid of configuration fields and workload parameters, several seeds per point, in
     /// parallel; resumable; long-format table and plots with 95 % intervals.
     Sweep(cmd::sweep::Args),
+    /// The tab model measured on real Chromium: `nvmswap workload measure` (root).
+    Workload(cmd::workload::Args),
 }
 
 fn main() -> std::process::ExitCode {
@@ -67,6 +69,7 @@ fn main() -> std::process::ExitCode {
         Some(Command::Iosched(args)) => cmd::iosched::run(args),
         Some(Command::Pheap(args)) => cmd::pheap::run(args),
         Some(Command::Sweep(args)) => cmd::sweep::run(args),
+        Some(Command::Workload(args)) => cmd::workload::run(args),
     };
     match result {
         Ok(()) => std::process::ExitCode::SUCCESS,

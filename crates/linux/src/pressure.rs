@@ -122,7 +122,16 @@ fn swap_area_free(path: &str) -> u64 {
 }
 
 fn snapshot(setup: &Setup, swap_path: &str) -> Result<MemorySnapshot, LinuxError> {
-    let limit = setup.config.cgroup_limit_bytes;
+    snapshot_with_limit(setup, swap_path, setup.config.cgroup_limit_bytes)
+}
+
+/// The discard rule's view of the cgroup when its limit is `limit` (the chromium workload adds
+/// the browser's baseline to the configuration's limit).
+pub(crate) fn snapshot_with_limit(
+    setup: &Setup,
+    swap_path: &str,
+    limit: u64,
+) -> Result<MemorySnapshot, LinuxError> {
     let usage = cgroup::usage_bytes(&setup.cgroup)?;
     let st = cgroup::stat(&setup.cgroup)?;
     let get = |k: &str| st.get(k).copied().unwrap_or(0);
@@ -141,7 +150,7 @@ fn snapshot(setup: &Setup, swap_path: &str) -> Result<MemorySnapshot, LinuxError
     })
 }
 
-fn swap_path(setup: &Setup) -> String {
+pub(crate) fn swap_path(setup: &Setup) -> String {
     match (&setup.config.swap, &setup.swap_device) {
         (SwapSetup::Zram { .. }, Some(dev)) => format!("/dev/{dev}"),
         (SwapSetup::Swapfile { path, .. } | SwapSetup::Zswap { path, .. }, _) => path.clone(),

@@ -11,3 +11,4 @@ pub mod relaunch;
 pub mod sweep;
 pub mod validate;
 pub mod wear;
+pub mod workload;
