@@ -14,6 +14,7 @@ pub mod metrics;
 pub mod persist;
 pub mod progress;
 pub mod readahead;
+pub mod reclaim;
 pub mod results;
 pub mod wear;
 pub mod workload;
