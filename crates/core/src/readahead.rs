@@ -215,6 +215,10 @@ mod tests {
         assert_eq!(vma_range(100, Some(7), 4, 0, 1 << 20), (99, 103));
         assert_eq!(vma_range(100, None, 8, 98, 101), (98, 101));
         assert_eq!(vma_range(513, None, 8, 0, 1 << 20), (512, 518));
-        assert_eq!(vma_range(1020, None, 8, 0, 1 << 20), (1017, 1024), "PMD end");
+        assert_eq!(
+            vma_range(1020, None, 8, 0, 1 << 20),
+            (1017, 1024),
+            "PMD end"
+        );
     }
 }
