@@ -17,6 +17,7 @@ pub mod persist;
 pub mod policy_check;
 pub mod progress;
 pub mod readahead;
+pub mod reclaim;
 pub mod results;
 pub mod wear;
 pub mod workload;
