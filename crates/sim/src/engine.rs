@@ -328,6 +328,7 @@ impl<'a> Machine<'a> {
     pub fn use_tab(&mut self, tab: u32) {
         self.recency.used(tab);
         self.foreground_pid = TAB_PID_BASE + tab;
+        self.obs.emit(Event::TabUsed { t: self.now, tab });
     }
 
     pub fn is_alive(&self, tab: u32) -> bool {

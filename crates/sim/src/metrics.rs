@@ -138,7 +138,7 @@ impl Observer for Metrics {
                     c.oom_discards += 1;
                 }
             }
-            Event::TabOpened { .. } | Event::TabClosed { .. } => {}
+            Event::TabUsed { .. } | Event::TabOpened { .. } | Event::TabClosed { .. } => {}
             Event::Switch {
                 t,
                 end,

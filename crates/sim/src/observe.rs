@@ -183,6 +183,11 @@ pub enum Event<'e> {
         tab: u32,
         oom: bool,
     },
+    /// `tab` comes to the foreground (it is being opened or switched to): the most recently used.
+    TabUsed {
+        t: u64,
+        tab: u32,
+    },
     /// A tab finished opening (from `t` to `end`).
     TabOpened {
         t: u64,
