@@ -52,16 +52,31 @@ pub struct LruStats {
     pub refaults: u64,
 }
 
+#[derive(Debug, Clone, Copy)]
+struct PageState {
+    /// Non-resident age when the page was last evicted (its shadow entry); None if it never was.
+    evicted_at: Option<u64>,
+    seq: u32,
+    list: List,
+    accessed: bool,
+    referenced: bool,
+}
+
+const NEW_PAGE: PageState = PageState {
+    evicted_at: None,
+    seq: 0,
+    list: List::None,
+    accessed: false,
+    referenced: false,
+};
+
 #[derive(Debug, Clone)]
 pub struct AnonLru {
     active: VecDeque<(u32, u32)>,
     inactive: VecDeque<(u32, u32)>,
-    list: Vec<List>,
-    seq: Vec<u32>,
-    accessed: Vec<bool>,
-    referenced: Vec<bool>,
-    /// Non-resident age when the page was last evicted (its shadow entry); None if it never was.
-    evicted_at: Vec<Option<u64>>,
+    /// Per page, all of its state in one place: a fault touches one cache line, not five (the
+    /// live pager's fault path pays for every miss; measured in docs/performance.md).
+    pages: Vec<PageState>,
     active_len: u64,
     inactive_len: u64,
     nonresident_age: u64,
@@ -77,11 +92,7 @@ impl AnonLru {
         AnonLru {
             active: VecDeque::new(),
             inactive: VecDeque::new(),
-            list: Vec::new(),
-            seq: Vec::new(),
-            accessed: Vec::new(),
-            referenced: Vec::new(),
-            evicted_at: Vec::new(),
+            pages: Vec::new(),
             active_len: 0,
             inactive_len: 0,
             nonresident_age: 0,
@@ -92,12 +103,8 @@ impl AnonLru {
 
     /// Makes room for pages `0..pages`.
     pub fn grow(&mut self, pages: usize) {
-        if pages > self.list.len() {
-            self.list.resize(pages, List::None);
-            self.seq.resize(pages, 0);
-            self.accessed.resize(pages, false);
-            self.referenced.resize(pages, false);
-            self.evicted_at.resize(pages, None);
+        if pages > self.pages.len() {
+            self.pages.resize(pages, NEW_PAGE);
         }
     }
 
@@ -121,16 +128,20 @@ impl AnonLru {
     /// allocating; afterwards each list holds exactly its pages. Order and decisions are
     /// unchanged: stale entries are skipped when they reach the front anyway.
     pub fn compact(&mut self) {
-        let (list, seq) = (&self.list, &self.seq);
-        self.active
-            .retain(|&(p, s)| list[p as usize] == List::Active && seq[p as usize] == s);
-        self.inactive
-            .retain(|&(p, s)| list[p as usize] == List::Inactive && seq[p as usize] == s);
+        let pages = &self.pages;
+        self.active.retain(|&(p, s)| {
+            let st = &pages[p as usize];
+            st.list == List::Active && st.seq == s
+        });
+        self.inactive.retain(|&(p, s)| {
+            let st = &pages[p as usize];
+            st.list == List::Inactive && st.seq == s
+        });
     }
 
     /// Pages `0..n` the LRU has room for (`grow`).
     pub fn capacity_pages(&self) -> usize {
-        self.list.len()
+        self.pages.len()
     }
 
     pub fn active_len(&self) -> u64 {
@@ -142,17 +153,17 @@ impl AnonLru {
     }
 
     pub fn is_on_lru(&self, page: u32) -> bool {
-        self.list[page as usize] != List::None
+        self.pages[page as usize].list != List::None
     }
 
     /// The page was touched: the MMU sets its accessed bit.
     pub fn mark_accessed(&mut self, page: u32) {
-        self.accessed[page as usize] = true;
+        self.pages[page as usize].accessed = true;
     }
 
     /// Clears the accessed bit: a page brought in by read-ahead was not touched by anyone.
     pub fn clear_accessed(&mut self, page: u32) {
-        self.accessed[page as usize] = false;
+        self.pages[page as usize].accessed = false;
     }
 
     /// A page faulted in: new pages join the inactive list; a refaulting page joins the active
@@ -161,13 +172,13 @@ impl AnonLru {
     pub fn add_faulted(&mut self, page: u32) -> bool {
         let pi = page as usize;
         assert_eq!(
-            self.list[pi],
+            self.pages[pi].list,
             List::None,
             "page {page} is already on a list"
         );
-        self.accessed[pi] = true;
-        self.referenced[pi] = false;
-        let activate = match self.evicted_at[pi].take() {
+        self.pages[pi].accessed = true;
+        self.pages[pi].referenced = false;
+        let activate = match self.pages[pi].evicted_at.take() {
             Some(age) => {
                 self.stats.refaults += 1;
                 self.nonresident_age - age <= self.active_len
@@ -187,7 +198,7 @@ impl AnonLru {
     /// The page left memory for good (freed or its tab discarded): no list, no shadow.
     pub fn forget(&mut self, page: u32) {
         self.unlink(page);
-        self.evicted_at[page as usize] = None;
+        self.pages[page as usize].evicted_at = None;
     }
 
     /// The caller could not evict the victim `pick_victim` returned (swap full): it goes back to
@@ -198,8 +209,8 @@ impl AnonLru {
 
     /// The victim `pick_victim` returned was evicted: record its shadow entry.
     pub fn evicted(&mut self, page: u32) {
-        debug_assert_eq!(self.list[page as usize], List::None);
-        self.evicted_at[page as usize] = Some(self.nonresident_age);
+        debug_assert_eq!(self.pages[page as usize].list, List::None);
+        self.pages[page as usize].evicted_at = Some(self.nonresident_age);
         self.nonresident_age += 1;
     }
 
@@ -216,19 +227,19 @@ impl AnonLru {
             }
             let (page, seq) = self.inactive.pop_front()?;
             let pi = page as usize;
-            if self.list[pi] != List::Inactive || self.seq[pi] != seq {
+            if self.pages[pi].list != List::Inactive || self.pages[pi].seq != seq {
                 continue; // stale entry
             }
             self.inactive_len -= 1;
-            self.list[pi] = List::None;
+            self.pages[pi].list = List::None;
             self.stats.scanned += 1;
-            if std::mem::take(&mut self.accessed[pi]) {
-                if self.referenced[pi] {
+            if std::mem::take(&mut self.pages[pi].accessed) {
+                if self.pages[pi].referenced {
                     self.stats.activated += 1;
                     self.nonresident_age += 1;
                     self.push(page, List::Active);
                 } else {
-                    self.referenced[pi] = true;
+                    self.pages[pi].referenced = true;
                     self.stats.rotated += 1;
                     self.push(page, List::Inactive);
                 }
@@ -251,13 +262,13 @@ impl AnonLru {
                 return;
             };
             let pi = page as usize;
-            if self.list[pi] != List::Active || self.seq[pi] != seq {
+            if self.pages[pi].list != List::Active || self.pages[pi].seq != seq {
                 continue;
             }
             self.active_len -= 1;
-            self.list[pi] = List::None;
-            self.accessed[pi] = false;
-            self.referenced[pi] = false;
+            self.pages[pi].list = List::None;
+            self.pages[pi].accessed = false;
+            self.pages[pi].referenced = false;
             self.stats.deactivated += 1;
             self.push(page, List::Inactive);
             moved += 1;
@@ -266,16 +277,16 @@ impl AnonLru {
 
     fn push(&mut self, page: u32, list: List) {
         let pi = page as usize;
-        debug_assert_eq!(self.list[pi], List::None);
-        self.seq[pi] = self.seq[pi].wrapping_add(1);
-        self.list[pi] = list;
+        debug_assert_eq!(self.pages[pi].list, List::None);
+        self.pages[pi].seq = self.pages[pi].seq.wrapping_add(1);
+        self.pages[pi].list = list;
         match list {
             List::Active => {
-                self.active.push_back((page, self.seq[pi]));
+                self.active.push_back((page, self.pages[pi].seq));
                 self.active_len += 1;
             }
             List::Inactive => {
-                self.inactive.push_back((page, self.seq[pi]));
+                self.inactive.push_back((page, self.pages[pi].seq));
                 self.inactive_len += 1;
             }
             List::None => unreachable!("push onto no list"),
@@ -284,14 +295,14 @@ impl AnonLru {
 
     fn unlink(&mut self, page: u32) {
         let pi = page as usize;
-        match self.list[pi] {
+        match self.pages[pi].list {
             List::Active => self.active_len -= 1,
             List::Inactive => self.inactive_len -= 1,
             List::None => return,
         }
-        self.list[pi] = List::None;
+        self.pages[pi].list = List::None;
         // The queue entry goes stale: its sequence number no longer matches.
-        self.seq[pi] = self.seq[pi].wrapping_add(1);
+        self.pages[pi].seq = self.pages[pi].seq.wrapping_add(1);
     }
 }
 
