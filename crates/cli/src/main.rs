@@ -2,6 +2,7 @@
 
 use clap::{Parser, Subcommand};
 
+mod args;
 mod cmd;
 mod perfcost;
 mod progress;
@@ -74,8 +75,25 @@ fn main() -> std::process::ExitCode {
     match result {
         Ok(()) => std::process::ExitCode::SUCCESS,
         Err(err) => {
-            eprintln!("nvmswap: error: {err:#}");
+            eprintln!("nvmswap: error: {}", error_text(&err));
             std::process::ExitCode::from(2)
         }
     }
+}
+
+/// The error and its causes on one line, each said once: an error whose message already quotes
+/// its cause (thiserror's `{source}`) does not have that cause printed again.
+fn error_text(err: &anyhow::Error) -> String {
+    let mut text = String::new();
+    for cause in err.chain() {
+        let c = cause.to_string();
+        if text.contains(&c) {
+            continue;
+        }
+        if !text.is_empty() {
+            text.push_str(": ");
+        }
+        text.push_str(&c);
+    }
+    text
 }

@@ -6,6 +6,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::device::{DeviceKind, DeviceProfile};
 use crate::discard::DiscardRule;
+use crate::kinds::{closest, Completion, Compressor, NvmAllocator, Scheduler};
 use crate::{GIB, PAGE_SIZE};
 
 /// The swap back-end.
@@ -30,20 +31,22 @@ pub struct SystemConfig {
     pub description: String,
     /// DRAM device profile and size.
     pub dram_profile: String,
+    #[serde(deserialize_with = "crate::size::bytes")]
     pub dram_bytes: u64,
     /// Memory the OS, the browser process and caches hold outside the tabs (our assumption; see
     /// the profile for the value and its reasoning).
+    #[serde(deserialize_with = "crate::size::bytes")]
     pub os_reserved_bytes: u64,
     pub backend: Backend,
     /// zram: uncompressed capacity (disksize) and the cap on DRAM its compressed data may use.
-    #[serde(default)]
+    #[serde(default, deserialize_with = "crate::size::bytes")]
     pub zram_disksize_bytes: u64,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "crate::size::bytes")]
     pub zram_mem_limit_bytes: u64,
     /// Block or NVM swap device: profile name (`nvmswap devices`) and size.
     #[serde(default)]
     pub swap_profile: String,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "crate::size::bytes")]
     pub swap_bytes: u64,
     /// zswap in front of the block device; 0 disables it.
     #[serde(default)]
@@ -52,15 +55,16 @@ pub struct SystemConfig {
     /// (mm/zswap.c `accept_threshold_percent`, default 90).
     #[serde(default = "default_accept_threshold")]
     pub zswap_accept_threshold_percent: u32,
-    /// `lzo` or `lz4`: compression cost per page (zram and zswap).
+    /// The page compressor of zram and zswap (one vocabulary for every substrate; each says which
+    /// it implements, see `kinds::Compressor`).
     #[serde(default = "default_compressor")]
-    pub compressor: String,
+    pub compressor: Compressor,
     /// Swap read-ahead: 2^page_cluster pages per block swap-in (vm.page-cluster, default 3).
     #[serde(default = "default_page_cluster")]
     pub page_cluster: u32,
     /// NVM-Swap: slot allocator and Heap-Wear threshold, Lazy Swap-in and its interval T.
     #[serde(default = "default_allocator")]
-    pub nvm_allocator: String,
+    pub nvm_allocator: NvmAllocator,
     #[serde(default = "default_threshold")]
     pub nvm_threshold: u32,
     #[serde(default)]
@@ -72,9 +76,9 @@ pub struct SystemConfig {
     /// task waiting for a swap-in learns it completed (`interrupt`, `poll`, `hybrid-0`,
     /// `hybrid-2`, `hybrid-4`; seed 000 §6: interrupt is the default).
     #[serde(default = "default_io_scheduler")]
-    pub io_scheduler: String,
+    pub io_scheduler: Scheduler,
     #[serde(default = "default_completion")]
-    pub completion: String,
+    pub completion: Completion,
     pub discard: DiscardRule,
     /// The memory is a memory cgroup's limit rather than a machine's RAM: no kswapd and no
     /// watermarks; a charge that finds the limit reached reclaims `SWAP_CLUSTER_MAX` pages in
@@ -118,14 +122,14 @@ pub struct CostOverrides {
 fn default_accept_threshold() -> u32 {
     90
 }
-fn default_compressor() -> String {
-    "lzo".into()
+fn default_compressor() -> Compressor {
+    Compressor::Lzo
 }
 fn default_page_cluster() -> u32 {
     3
 }
-fn default_allocator() -> String {
-    "heap-wear".into()
+fn default_allocator() -> NvmAllocator {
+    NvmAllocator::HeapWear
 }
 fn default_threshold() -> u32 {
     16
@@ -133,11 +137,11 @@ fn default_threshold() -> u32 {
 fn default_lazy_t() -> f64 {
     10.0
 }
-fn default_io_scheduler() -> String {
-    "bfq".into()
+fn default_io_scheduler() -> Scheduler {
+    Scheduler::Bfq
 }
-fn default_completion() -> String {
-    "interrupt".into()
+fn default_completion() -> Completion {
+    Completion::Interrupt
 }
 fn default_cpus() -> u32 {
     2
@@ -145,8 +149,12 @@ fn default_cpus() -> u32 {
 
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
-    #[error("no bundled configuration named '{name}' (bundled: {known})")]
-    Unknown { name: String, known: String },
+    #[error("no bundled configuration named '{name}' (bundled: {known}){}", suggestion.as_ref().map_or(String::new(), |s| format!("; did you mean '{s}'?")))]
+    Unknown {
+        name: String,
+        known: String,
+        suggestion: Option<String>,
+    },
     #[error("cannot read configuration {path}: {source}")]
     Read {
         path: String,
@@ -162,6 +170,10 @@ pub enum ConfigError {
     },
     #[error("--set '{0}': expected key=value")]
     Override(String),
+    #[error("--set '{set}': {message}")]
+    Set { set: String, message: String },
+    #[error("configuration '{0}' is named twice")]
+    Duplicate(String),
 }
 
 const BUNDLED: &[(&str, &str)] = &[
@@ -217,6 +229,7 @@ impl SystemConfig {
                 return Err(ConfigError::Unknown {
                     name: name_or_path.to_string(),
                     known: Self::bundled_names().join(", "),
+                    suggestion: closest(name_or_path, Self::bundled_names()),
                 })
             }
         };
@@ -224,13 +237,25 @@ impl SystemConfig {
             origin: origin.clone(),
             message: e.to_string(),
         })?;
+        // The file alone must be well-formed, so that an error after an override is the override's.
+        let parse = |table: &toml::Table| -> Result<SystemConfig, String> {
+            table
+                .clone()
+                .try_into()
+                .map_err(|e: toml::de::Error| with_suggestion(&e.to_string()))
+        };
+        let mut cfg = parse(&table).map_err(|message| ConfigError::Parse {
+            origin: origin.clone(),
+            message,
+        })?;
         for o in overrides {
             let (key, value) = o
                 .split_once('=')
                 .ok_or_else(|| ConfigError::Override(o.clone()))?;
             let parsed: toml::Value = toml::from_str::<toml::Table>(&format!("v = {value}"))
-                .map(|mut t| t.remove("v").expect("parsed key"))
-                .unwrap_or_else(|_| toml::Value::String(value.to_string()));
+                .ok()
+                .and_then(|mut t| t.remove("v"))
+                .unwrap_or_else(|| toml::Value::String(value.to_string()));
             let mut slot = &mut table;
             let parts: Vec<&str> = key.trim().split('.').collect();
             for part in &parts[..parts.len() - 1] {
@@ -241,14 +266,11 @@ impl SystemConfig {
                     .ok_or_else(|| ConfigError::Override(o.clone()))?;
             }
             slot.insert(parts[parts.len() - 1].to_string(), parsed);
+            cfg = parse(&table).map_err(|message| ConfigError::Set {
+                set: o.clone(),
+                message,
+            })?;
         }
-        let cfg: SystemConfig =
-            table
-                .try_into()
-                .map_err(|e: toml::de::Error| ConfigError::Parse {
-                    origin,
-                    message: e.to_string(),
-                })?;
         cfg.validate()?;
         Ok(cfg)
     }
@@ -327,22 +349,10 @@ impl SystemConfig {
                 "zswap needs a block swap device".into(),
             ));
         }
-        if !["lzo", "lz4"].contains(&self.compressor.as_str()) {
-            return Err(bad(
-                "compressor",
-                format!("'{}' (expected lzo or lz4)", self.compressor),
-            ));
-        }
         if self.page_cluster > 10 {
             return Err(bad(
                 "page_cluster",
                 "at most 10 (1024 pages of read-ahead)".into(),
-            ));
-        }
-        if !crate::alloc::ALLOCATORS.contains(&self.nvm_allocator.as_str()) {
-            return Err(bad(
-                "nvm_allocator",
-                format!("unknown '{}'", self.nvm_allocator),
             ));
         }
         if self.discard.ram_swap_weight <= 0.0 {
@@ -351,10 +361,6 @@ impl SystemConfig {
         if self.cpus == 0 {
             return Err(bad("cpus", "at least one".into()));
         }
-        crate::block::by_name(&self.io_scheduler)
-            .map_err(|e| bad("io_scheduler", e.to_string()))?;
-        crate::block::completion::CompletionMode::by_name(&self.completion)
-            .map_err(|e| bad("completion", e.to_string()))?;
         let c = &self.costs;
         for (field, value) in [
             ("costs.minor_fault_ns", c.minor_fault_ns),
@@ -411,6 +417,39 @@ pub struct Watermarks {
     pub high: u64,
 }
 
+/// A toml/serde error with a "did you mean" when it is an unknown field (serde lists the fields
+/// it expected).
+fn with_suggestion(message: &str) -> String {
+    let first_line = message.lines().next().unwrap_or(message);
+    let unknown = message
+        .split_once("unknown field `")
+        .and_then(|(_, rest)| rest.split_once('`'))
+        .map(|(name, _)| name);
+    let Some(name) = unknown else {
+        return message.trim_end().to_string();
+    };
+    let expected: Vec<&str> = message
+        .split_once("expected one of")
+        .map(|(_, rest)| rest.split('`').skip(1).step_by(2).collect())
+        .unwrap_or_default();
+    match closest(name, expected) {
+        Some(s) => format!("{first_line}; did you mean `{s}`?"),
+        None => first_line.to_string(),
+    }
+}
+
+/// Refuses a list of configuration names that holds one twice (their outputs would overwrite
+/// each other).
+pub fn refuse_duplicates<S: AsRef<str>>(names: &[S]) -> Result<(), ConfigError> {
+    let mut seen = std::collections::HashSet::new();
+    for n in names {
+        if !seen.insert(n.as_ref()) {
+            return Err(ConfigError::Duplicate(n.as_ref().to_string()));
+        }
+    }
+    Ok(())
+}
+
 /// 1 GiB in bytes, for profiles written in code.
 pub const ONE_GIB: u64 = GIB;
 
@@ -432,7 +471,16 @@ mod tests {
             &["page_cluster=0".into(), "compressor=lz4".into()],
         )
         .unwrap();
-        assert_eq!((c.page_cluster, c.compressor.as_str()), (0, "lz4"));
+        assert_eq!((c.page_cluster, c.compressor), (0, Compressor::Lz4));
+        let c = SystemConfig::load("optane", &["swap_bytes=8GiB".into()]).unwrap();
+        assert_eq!(c.swap_bytes, 8 << 30);
+        let e = SystemConfig::load("optane", &["swap_bytes=-1".into()])
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("--set 'swap_bytes=-1'") && e.contains("negative"),
+            "{e}"
+        );
         let c = SystemConfig::load("optane", &["discard.ram_swap_weight=1.0".into()]).unwrap();
         assert_eq!(c.discard.ram_swap_weight, 1.0);
         let e = SystemConfig::load("optane", &["swap_bytes=0".into()])

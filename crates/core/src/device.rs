@@ -126,8 +126,12 @@ pub struct DeviceProfile {
 /// Why a device profile could not be loaded.
 #[derive(Debug, thiserror::Error)]
 pub enum DeviceError {
-    #[error("no bundled device profile named '{name}' (bundled: {known})")]
-    Unknown { name: String, known: String },
+    #[error("no bundled device profile named '{name}' (bundled: {known}){}", suggestion.as_ref().map_or(String::new(), |s| format!("; did you mean '{s}'?")))]
+    Unknown {
+        name: String,
+        known: String,
+        suggestion: Option<String>,
+    },
     #[error("cannot read device profile file {path}: {source}")]
     Read {
         path: PathBuf,
@@ -200,6 +204,7 @@ impl DeviceProfile {
                 .ok_or_else(|| DeviceError::Unknown {
                     name: name.to_string(),
                     known: Self::bundled_names().join(", "),
+                    suggestion: crate::kinds::closest(name, Self::bundled_names()),
                 })?;
         Self::from_toml_str(text, &format!("bundled:{name}"))
     }

@@ -4,6 +4,7 @@
 use serde::{Deserialize, Serialize};
 
 use nvmswap_core::discard::DiscardRule;
+use nvmswap_core::kinds::{Compressor, Scheduler};
 
 use crate::error::LinuxError;
 
@@ -15,19 +16,26 @@ pub enum SwapSetup {
     None,
     /// A hot-added zram device used as swap.
     Zram {
-        /// Uncompressed capacity of the device.
+        /// Uncompressed capacity of the device (bytes, or with a unit: "1GiB").
+        #[serde(deserialize_with = "nvmswap_core::size::bytes")]
         size_bytes: u64,
-        /// zram `comp_algorithm` (lzo-rle, lzo, lz4, zstd: whatever the kernel lists).
-        algorithm: String,
+        /// zram `comp_algorithm`: one of core's compressors the running kernel offers
+        /// (/proc/crypto; checked before any change).
+        algorithm: Compressor,
     },
     /// A swap file on disk.
-    Swapfile { path: String, size_bytes: u64 },
+    Swapfile {
+        path: String,
+        #[serde(deserialize_with = "nvmswap_core::size::bytes")]
+        size_bytes: u64,
+    },
     /// zswap in front of a swap file.
     Zswap {
         path: String,
+        #[serde(deserialize_with = "nvmswap_core::size::bytes")]
         size_bytes: u64,
-        /// zswap `compressor`.
-        compressor: String,
+        /// zswap `compressor` (checked against /proc/crypto before any change).
+        compressor: Compressor,
         /// zswap `max_pool_percent` (share of RAM the compressed pool may take).
         max_pool_percent: u32,
     },
@@ -41,11 +49,13 @@ pub struct LinuxConfig {
     #[serde(default)]
     pub description: String,
     /// The memory cgroup's limit: the DRAM the workload may keep resident.
+    #[serde(deserialize_with = "nvmswap_core::size::bytes")]
     pub cgroup_limit_bytes: u64,
     pub swap: SwapSetup,
-    /// I/O scheduler of the swap file's disk (none, mq-deadline, kyber, bfq); unchanged if absent.
+    /// I/O scheduler of the swap file's disk (none, mq-deadline, kyber, bfq; checked against
+    /// the disk's sysfs list before any change); unchanged if absent.
     #[serde(default)]
-    pub scheduler: Option<String>,
+    pub scheduler: Option<Scheduler>,
     /// vm.page-cluster (log2 of pages read ahead on swap-in); unchanged if absent.
     #[serde(default)]
     pub page_cluster: Option<u32>,

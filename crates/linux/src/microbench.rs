@@ -71,7 +71,7 @@ fn config_for(spec: &MicrobenchSpec, swap: LinuxSwap) -> LinuxConfig {
     let swap_setup = match swap {
         LinuxSwap::Zram => SwapSetup::Zram {
             size_bytes,
-            algorithm: "lzo-rle".into(),
+            algorithm: nvmswap_core::kinds::Compressor::LzoRle,
         },
         LinuxSwap::Swapfile => SwapSetup::Swapfile {
             path: format!("/var/tmp/nvmswap-microbench-{}.swap", std::process::id()),

@@ -67,6 +67,78 @@ pub fn disk_of(path: &Path) -> Result<String, LinuxError> {
         .unwrap_or_default())
 }
 
+/// The compressors the running kernel offers: /proc/crypto's entries of a compression type.
+pub fn kernel_compressors() -> Result<Vec<String>, LinuxError> {
+    let text = std::fs::read_to_string("/proc/crypto")
+        .map_err(|e| LinuxError::io("read", "/proc/crypto", e))?;
+    let mut names = Vec::new();
+    for block in text.split("\n\n") {
+        let field = |key: &str| {
+            block.lines().find_map(|l| {
+                let (k, v) = l.split_once(':')?;
+                (k.trim() == key).then(|| v.trim().to_string())
+            })
+        };
+        if let (Some(name), Some(kind)) = (field("name"), field("type")) {
+            if ["scomp", "acomp", "compression"].contains(&kind.as_str()) && !names.contains(&name)
+            {
+                names.push(name);
+            }
+        }
+    }
+    Ok(names)
+}
+
+/// Checks that the running kernel has what `config` asks for (its compressor in /proc/crypto,
+/// its I/O scheduler in the swap disk's sysfs list) before anything is changed, with an error
+/// that lists what the kernel has.
+pub fn check_kernel(config: &LinuxConfig) -> Result<(), LinuxError> {
+    let compressor = match &config.swap {
+        SwapSetup::Zram { algorithm, .. } => Some(*algorithm),
+        SwapSetup::Zswap { compressor, .. } => Some(*compressor),
+        _ => None,
+    };
+    if let Some(c) = compressor {
+        let offered = kernel_compressors()?;
+        if !offered.iter().any(|o| o == c.name()) {
+            return Err(LinuxError::Kernel {
+                what: format!("configuration {}: compressor {c}", config.name),
+                detail: format!(
+                    "the running kernel does not offer it (/proc/crypto has: {}); nothing was changed",
+                    offered.join(", ")
+                ),
+            });
+        }
+    }
+    let swap_file = match &config.swap {
+        SwapSetup::Swapfile { path, .. } | SwapSetup::Zswap { path, .. } => Some(path),
+        _ => None,
+    };
+    if let (Some(sched), Some(path)) = (config.scheduler, swap_file) {
+        let dir = Path::new(path)
+            .parent()
+            .filter(|p| !p.as_os_str().is_empty())
+            .unwrap_or(Path::new("."));
+        let disk = disk_of(dir)?;
+        let file = format!("/sys/block/{disk}/queue/scheduler");
+        let list = sysfs::read_trimmed(&file).unwrap_or_default();
+        let offered: Vec<&str> = list
+            .split_whitespace()
+            .map(|s| s.trim_matches(['[', ']']))
+            .collect();
+        if !list.is_empty() && list != "none" && !offered.contains(&sched.name()) {
+            return Err(LinuxError::Kernel {
+                what: format!("configuration {}: I/O scheduler {sched}", config.name),
+                detail: format!(
+                    "{disk} does not offer it ({file} has: {}); nothing was changed",
+                    offered.join(", ")
+                ),
+            });
+        }
+    }
+    Ok(())
+}
+
 /// Take the machine-wide lock, waiting for another run to finish first.
 fn lock_machine() -> Result<std::fs::File, LinuxError> {
     use std::os::unix::io::AsRawFd;
@@ -97,6 +169,7 @@ impl Setup {
     /// undone before the error is returned.
     pub fn apply(config: &LinuxConfig, state_path: &Path) -> Result<Setup, LinuxError> {
         crate::require_root()?;
+        check_kernel(config)?;
         if state_path.exists() {
             return Err(LinuxError::StateFile {
                 path: state_path.display().to_string(),
@@ -234,7 +307,7 @@ impl Setup {
                 })?;
                 self.record(Change::ZramDevice { id })?;
                 let dev = format!("/sys/block/zram{id}");
-                sysfs::write_value(format!("{dev}/comp_algorithm"), algorithm)?;
+                sysfs::write_value(format!("{dev}/comp_algorithm"), algorithm.name())?;
                 sysfs::write_value(format!("{dev}/disksize"), &size_bytes.to_string())?;
                 self.swapon(&format!("/dev/zram{id}"))?;
                 self.swap_device = Some(format!("zram{id}"));
@@ -260,7 +333,7 @@ impl Setup {
                 self.create_swap_file(path, *size_bytes)?;
                 self.swapon(path)?;
                 self.swap_device = Some(disk_of(Path::new(path))?);
-                self.set_attribute(&format!("{p}/compressor"), compressor)?;
+                self.set_attribute(&format!("{p}/compressor"), compressor.name())?;
                 self.set_attribute(
                     &format!("{p}/max_pool_percent"),
                     &max_pool_percent.to_string(),
@@ -276,14 +349,14 @@ impl Setup {
             if !list.is_empty() && list != "none" {
                 if !list
                     .split_whitespace()
-                    .any(|s| s.trim_matches(['[', ']']) == sched)
+                    .any(|s| s.trim_matches(['[', ']']) == sched.name())
                 {
                     return Err(LinuxError::Kernel {
                         what: file,
                         detail: format!("scheduler {sched} not offered ({list})"),
                     });
                 }
-                self.set_attribute(&file, sched)?;
+                self.set_attribute(&file, sched.name())?;
             }
         }
         if let Some(pc) = config.page_cluster {

@@ -111,7 +111,7 @@ fn zswap_setup_left_applied_is_undone_from_the_state_file() {
     cfg.swap = nvmswap_linux::SwapSetup::Zswap {
         path: format!("/var/tmp/nvmswap-test-{}.swap", std::process::id()),
         size_bytes: 64 * MIB,
-        compressor: "lzo-rle".into(),
+        compressor: nvmswap_core::kinds::Compressor::LzoRle,
         max_pool_percent: 7,
     };
     let path = state_path("zswap-crash");
@@ -143,13 +143,14 @@ fn a_failing_step_undoes_the_steps_before_it() {
         path: format!("/var/tmp/nvmswap-test-fail-{}.swap", std::process::id()),
         size_bytes: 64 * MIB,
     };
-    // Swap file and swapon succeed, then the scheduler step fails.
-    cfg.scheduler = Some("no-such-scheduler".into());
+    // Swap file and swapon succeed, then the page-cluster step fails: the kernel refuses more
+    // than 31 (mm/swap.c page_cluster_max); nothing checks the value before, on purpose.
+    cfg.page_cluster = Some(99);
     let path = state_path("fail");
     let err = Setup::apply(&cfg, &path)
         .err()
-        .expect("bad scheduler must fail");
-    assert!(err.to_string().contains("no-such-scheduler"), "{err}");
+        .expect("bad page-cluster must fail");
+    assert!(err.to_string().contains("page-cluster"), "{err}");
     assert_eq!(
         before.differences(&MachineSnapshot::capture().unwrap()),
         Vec::<String>::new()

@@ -16,7 +16,7 @@ pub enum LiveError {
     ReadAhead { got: usize, max: usize },
     #[error("unknown NVM back-end '{0}' (expected emulated:<profile> or file:<path>)")]
     Backend(String),
-    #[error("unknown compressor '{0}' (expected lz4 or zstd)")]
+    #[error("compressor '{0}': the live pager implements lz4 and zstd")]
     Compressor(String),
     #[error("NVM back-end file {path}: {source}")]
     BackendFile {

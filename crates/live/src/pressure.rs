@@ -55,10 +55,19 @@ pub fn run_pressure(
     } else {
         &cfg.swap_profile
     };
-    let compressor = if cfg.compressor == "zstd" {
-        Compressor::Zstd
-    } else {
-        Compressor::Lz4
+    // The live pager implements lz4 and zstd; the bundled configurations name lzo (zram's
+    // default), which it runs as lz4, said on stderr and in the result's `extra.compressor`.
+    let compressor = match cfg.compressor {
+        Compressor::Lzo | Compressor::LzoRle => {
+            if cfg.backend != Backend::NvmSwap {
+                eprintln!(
+                    "live: configuration '{}': the live pager has no {}; it runs lz4 instead",
+                    cfg.name, cfg.compressor
+                );
+            }
+            Compressor::Lz4
+        }
+        other => other,
     };
     let pager_cfg = match cfg.backend {
         Backend::None => {
@@ -87,7 +96,7 @@ pub fn run_pressure(
             pool_share: 0.0,
             nvm_backend: Some(format!("emulated:{profile}")),
             nvm_bytes: swap_bytes,
-            allocator: cfg.nvm_allocator.clone(),
+            allocator: cfg.nvm_allocator.name().into(),
             ..PagerConfig::default()
         },
     };
@@ -217,7 +226,11 @@ pub fn run_pressure(
         nvm_writes,
         wear_max_over_mean: wear,
         wall_s: started.elapsed().as_secs_f64(),
-        extra: pager_extra(&st),
+        extra: {
+            let mut extra = pager_extra(&st);
+            extra.insert("compressor".into(), compressor.name().into());
+            extra
+        },
     });
     drop(tabs);
     Ok(RunOutput {

@@ -15,23 +15,15 @@ use rand_chacha::ChaCha8Rng;
 use crate::error::LiveError;
 use crate::PAGE;
 
-/// Which compressor the pool uses.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Compressor {
-    Lz4,
-    /// zstd at level 1 (the fastest; zswap's zstd uses a low level as well).
-    Zstd,
-}
+/// Which compressor the pool uses: core's vocabulary, of which the live pager implements lz4 and
+/// zstd (`Codec::new` refuses the others with a clear error).
+pub use nvmswap_core::kinds::Compressor;
 
-impl std::str::FromStr for Compressor {
-    type Err = LiveError;
-    fn from_str(s: &str) -> Result<Self, LiveError> {
-        match s {
-            "lz4" => Ok(Compressor::Lz4),
-            "zstd" => Ok(Compressor::Zstd),
-            other => Err(LiveError::Compressor(other.to_string())),
-        }
-    }
+/// The compressors the live pager implements.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    Lz4,
+    Zstd,
 }
 
 /// If every 8-byte word of the page is the same, that word (zram/zswap store such pages without
@@ -55,13 +47,18 @@ const ZSTD_LEVEL: i32 = 1;
 /// A compressor with its contexts made in advance, so that decompressing allocates nothing
 /// (the SIGBUS fault path decompresses). One per thread that compresses or decompresses.
 pub struct Codec {
-    kind: Compressor,
+    kind: Kind,
     zstd_in: zstd::bulk::Compressor<'static>,
     zstd_out: zstd::bulk::Decompressor<'static>,
 }
 
 impl Codec {
-    pub fn new(kind: Compressor) -> Result<Codec, LiveError> {
+    pub fn new(compressor: Compressor) -> Result<Codec, LiveError> {
+        let kind = match compressor {
+            Compressor::Lz4 => Kind::Lz4,
+            Compressor::Zstd => Kind::Zstd,
+            other => return Err(LiveError::Compressor(other.name().to_string())),
+        };
         Ok(Codec {
             kind,
             zstd_in: zstd::bulk::Compressor::new(ZSTD_LEVEL)
@@ -72,8 +69,8 @@ impl Codec {
 
     pub fn compress(&mut self, page: &[u8]) -> Vec<u8> {
         match self.kind {
-            Compressor::Lz4 => lz4_flex::block::compress(page),
-            Compressor::Zstd => self
+            Kind::Lz4 => lz4_flex::block::compress(page),
+            Kind::Zstd => self
                 .zstd_in
                 .compress(page)
                 .expect("zstd compresses a 4 KiB buffer"),
@@ -83,10 +80,8 @@ impl Codec {
     /// Decompress one page into `out`; allocates nothing.
     pub fn decompress(&mut self, data: &[u8], out: &mut [u8]) {
         let n = match self.kind {
-            Compressor::Lz4 => {
-                lz4_flex::block::decompress_into(data, out).expect("pool data is lz4")
-            }
-            Compressor::Zstd => self
+            Kind::Lz4 => lz4_flex::block::decompress_into(data, out).expect("pool data is lz4"),
+            Kind::Zstd => self
                 .zstd_out
                 .decompress_to_buffer(data, out)
                 .expect("pool data is zstd"),

@@ -2,6 +2,9 @@
 //! come from the device profiles; these are the software around them.
 
 use nvmswap_core::config::SystemConfig;
+use nvmswap_core::kinds::Compressor;
+
+use crate::SimError;
 use nvmswap_core::device::LatencyDist;
 use rand_chacha::ChaCha8Rng;
 
@@ -72,14 +75,20 @@ pub struct Costs {
 }
 
 impl Costs {
-    pub fn of(cfg: &SystemConfig) -> Self {
-        let (compress, decompress) = if cfg.compressor == "lz4" {
-            (LZ4_COMPRESS, LZ4_DECOMPRESS)
-        } else {
-            (LZO_COMPRESS, LZO_DECOMPRESS)
+    pub fn of(cfg: &SystemConfig) -> Result<Self, SimError> {
+        let (compress, decompress) = match cfg.compressor {
+            Compressor::Lz4 => (LZ4_COMPRESS, LZ4_DECOMPRESS),
+            Compressor::Lzo => (LZO_COMPRESS, LZO_DECOMPRESS),
+            other => {
+                return Err(SimError::Config(format!(
+                    "configuration '{}': compressor '{other}': sim knows the costs of lzo and lz4 \
+                     only (crates/sim/src/costs.rs); the live substrate runs lz4 and zstd",
+                    cfg.name
+                )))
+            }
         };
         let o = &cfg.costs;
-        Costs {
+        Ok(Costs {
             minor_fault: o.minor_fault_ns.map_or(MINOR_FAULT_NS, |v| v as u64),
             compress: LatencyDist {
                 mean_ns: o.compress_mean_ns.unwrap_or(compress.mean_ns),
@@ -89,7 +98,7 @@ impl Costs {
                 mean_ns: o.decompress_mean_ns.unwrap_or(decompress.mean_ns),
                 p99_ns: o.decompress_p99_ns.unwrap_or(decompress.p99_ns),
             },
-        }
+        })
     }
 
     /// Compressing a page of `size` compressed bytes (0: same-filled, only scanned).

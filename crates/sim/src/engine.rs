@@ -114,7 +114,7 @@ impl<'a> Machine<'a> {
             tabs: Vec::new(),
             recency: TabRecency::default(),
             discards: 0,
-            costs: Costs::of(&cfg),
+            costs: Costs::of(&cfg)?,
             obs: Observers {
                 metrics: Metrics::new(cfg.cpus),
                 others: Vec::new(),

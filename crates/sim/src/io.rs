@@ -46,14 +46,14 @@ impl Io {
         // Request tags: the device's depth without a scheduler; with one, twice the smaller of
         // the depth and BLKDEV_DEFAULT_RQ (block/blk-mq-sched.c `blk_mq_init_sched`).
         let depth = device.queue_depth as usize;
-        let max_requests = if cfg.io_scheduler == "none" {
+        let max_requests = if cfg.io_scheduler == nvmswap_core::kinds::Scheduler::None {
             depth
         } else {
             2 * depth.min(BLOCK_MAX_REQUESTS)
         };
-        let mode = CompletionMode::by_name(&cfg.completion).map_err(|e| config_error(&e))?;
+        let mode = CompletionMode::by_name(cfg.completion.name()).map_err(|e| config_error(&e))?;
         let scheduler =
-            nvmswap_core::block::by_name(&cfg.io_scheduler).map_err(|e| config_error(&e))?;
+            nvmswap_core::block::by_name(cfg.io_scheduler.name()).map_err(|e| config_error(&e))?;
         let layer = BlockLayer::new(
             scheduler,
             device,

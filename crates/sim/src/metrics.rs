@@ -303,8 +303,8 @@ impl Metrics {
         if end.backend.block_device {
             // blktrace's view of the swap device: Q2D, D2C, Q2C per direction, in µs.
             let mut trace = serde_json::Map::new();
-            trace.insert("scheduler".into(), cfg.io_scheduler.clone().into());
-            trace.insert("completion".into(), cfg.completion.clone().into());
+            trace.insert("scheduler".into(), cfg.io_scheduler.name().into());
+            trace.insert("completion".into(), cfg.completion.name().into());
             for (dir, name) in [(0, "read"), (1, "write")] {
                 for (i, stage) in ["q2d_us", "d2c_us", "q2c_us"].into_iter().enumerate() {
                     let rec = &self.trace[dir][i];

@@ -25,25 +25,27 @@ pub struct Args {
     #[arg(long, default_value = "optane")]
     device: String,
     /// 99th percentile of the 4 KiB read latency in µs (overrides the device's unknown p99).
-    #[arg(long)]
+    #[arg(long, allow_negative_numbers = true, value_parser = crate::args::positive)]
     read_p99_us: Option<f64>,
     /// swap-in (sync reads with read-ahead), swap-out (batched async writes) or mixed.
-    #[arg(long, default_value = "mixed")]
+    #[arg(long, default_value = "mixed", value_parser = clap::builder::PossibleValuesParser::new(["swap-in", "swap-out", "mixed"]))]
     pattern: String,
-    /// Number of swap-in faults / swap-out batches to generate.
-    #[arg(long, default_value_t = 2000)]
+    /// Number of swap-in faults / swap-out batches to generate (at least 1).
+    #[arg(long, default_value_t = 2000, value_parser = clap::value_parser!(u64).range(1..))]
     requests: u64,
     /// Seed of the arrival process and device service times.
     #[arg(long, default_value_t = 1)]
     seed: u64,
-    /// Read-ahead cluster = 2^page_cluster pages (kernel default 3).
-    #[arg(long, default_value_t = 3)]
+    /// Read-ahead cluster = 2^page_cluster pages (kernel default 3), 0 to 10 (as in a
+    /// configuration's `page_cluster`).
+    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(0..=10))]
     page_cluster: u32,
     /// Only this scheduler (default: all four).
-    #[arg(long)]
+    #[arg(long, value_parser = clap::builder::PossibleValuesParser::new(nvmswap_core::kinds::Scheduler::NAMES))]
     scheduler: Option<String>,
-    /// Only this completion mode: interrupt, poll, hybrid-0, hybrid-2, hybrid-4 (default: all).
-    #[arg(long)]
+    /// Only this completion mode (default: all); hybrid-N sleeps N µs before polling, hybrid-0
+    /// adaptively.
+    #[arg(long, value_parser = clap::builder::PossibleValuesParser::new(nvmswap_core::kinds::Completion::NAMES))]
     completion: Option<String>,
     /// Print one JSON object on stdout instead of the table.
     #[arg(long)]

@@ -14,38 +14,40 @@ use crate::units::parse_size;
 #[derive(clap::Args, Debug, Clone)]
 pub struct Args {
     /// Substrates to run, comma-separated, one after the other in this run: live, linux.
-    #[arg(long, default_value = "live", value_delimiter = ',')]
+    #[arg(long, default_value = "live", value_delimiter = ',', value_parser = clap::builder::PossibleValuesParser::new(["live", "linux"]))]
     substrate: Vec<String>,
     /// live: the tier evicted pages go to: zpool (compressed pool only, unbounded like zram) or
     /// nvm (NVM tier only, as NVM-Swap).
-    #[arg(long, default_value = "zpool")]
+    #[arg(long, default_value = "zpool", value_parser = clap::builder::PossibleValuesParser::new(["zpool", "nvm"]))]
     tier: String,
     /// live, --tier nvm: the NVM back-end, emulated:<device profile> or file:<path>.
     #[arg(long, default_value = "emulated:pcm")]
     nvm: String,
     /// linux: the kernel swap to measure: zram or swapfile (needs root).
-    #[arg(long, default_value = "zram")]
+    #[arg(long, default_value = "zram", value_parser = clap::builder::PossibleValuesParser::new(["zram", "swapfile"]))]
     swap: String,
-    /// Bytes touched at random (a multiple of the budget makes the faults).
+    /// Bytes touched at random, with a unit (e.g. 256MiB); larger than the budget, whose
+    /// multiple it is makes the faults.
     #[arg(long, default_value = "256MiB")]
     working_set: String,
-    /// DRAM budget: resident bytes allowed (live pager budget; linux cgroup memory.max).
+    /// DRAM budget: resident bytes allowed, with a unit (live pager budget; linux cgroup
+    /// memory.max); smaller than the working set.
     #[arg(long, default_value = "64MiB")]
     budget: String,
     /// Share of touches that write, in [0, 1].
-    #[arg(long, default_value_t = 0.3)]
+    #[arg(long, default_value_t = 0.3, allow_negative_numbers = true, value_parser = crate::args::share)]
     write_share: f64,
-    /// Number of touches.
-    #[arg(long, default_value_t = 200_000)]
+    /// Number of touches (at least 1).
+    #[arg(long, default_value_t = 200_000, value_parser = clap::value_parser!(u64).range(1..))]
     touches: u64,
     /// Seed of the touch sequence and page contents.
     #[arg(long, default_value_t = 1)]
     seed: u64,
     /// Compressed/original size of page contents (lz4), in (0, 1].
-    #[arg(long, default_value_t = 0.4)]
+    #[arg(long, default_value_t = 0.4, allow_negative_numbers = true, value_parser = crate::args::unit_fraction)]
     compress_ratio: f64,
     /// Share of pages that are same-filled.
-    #[arg(long, default_value_t = 0.0)]
+    #[arg(long, default_value_t = 0.0, allow_negative_numbers = true, value_parser = crate::args::share)]
     same_filled_share: f64,
     /// live only: instead of timing, run the integrity torture over the same working set and
     /// budget (pool with write-back to the NVM tier): `--threads` threads doing `--touches`
@@ -54,7 +56,7 @@ pub struct Args {
     #[arg(long)]
     verify: bool,
     /// Threads of the --verify torture.
-    #[arg(long, default_value_t = 4)]
+    #[arg(long, default_value_t = 4, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..=256))]
     threads: usize,
     /// live: who resolves a fault: `sigbus` (the faulting thread, in a SIGBUS handler;
     /// UFFD_FEATURE_SIGBUS) or `handler` (a handler thread reading the userfaultfd).
@@ -62,7 +64,7 @@ pub struct Args {
     fault_path: String,
     /// live: how the evictor takes dirty pages out: `move` (UFFDIO_MOVE into a staging area,
     /// compressed outside the pager lock) or `wp` (write-protect, copy, store, zap under it).
-    #[arg(long, default_value = "move")]
+    #[arg(long, default_value = "move", value_parser = clap::builder::PossibleValuesParser::new(["move", "wp"]))]
     evict: String,
     /// live, handler path: how the fault handler waits: `block` (poll) or `spin:<µs>` (keep reading the
     /// userfaultfd for that long after each fault before sleeping).

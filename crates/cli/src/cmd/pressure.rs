@@ -14,22 +14,23 @@ use crate::report;
 pub struct Args {
     /// Substrates to run on, comma-separated: `sim` (the model), `live` (the userfaultfd pager,
     /// real memory: use a small --scale) and `linux` (the kernel's own swap in a cgroup; root).
-    #[arg(long, default_value = "sim", value_delimiter = ',')]
+    #[arg(long, default_value = "sim", value_delimiter = ',', value_parser = clap::builder::PossibleValuesParser::new(["sim", "live", "linux"]))]
     substrate: Vec<String>,
     /// Configurations, comma-separated: bundled names (`--list`) or TOML files. Default: every
     /// bundled configuration of each substrate (sim and live share theirs; linux has its own,
     /// linux-zram, linux-swapfile, linux-zswap).
     #[arg(long, value_delimiter = ',')]
     config: Vec<String>,
-    /// Override a configuration field, e.g. `--set page_cluster=0` or
-    /// `--set discard.ram_swap_weight=1`. Repeatable; applies to every configuration.
+    /// Override a configuration field, e.g. `--set page_cluster=0`, `--set swap_bytes=8GiB` or
+    /// `--set discard.ram_swap_weight=1` (sizes in bytes or with a unit). Repeatable; applies to
+    /// every configuration.
     #[arg(long = "set", value_name = "KEY=VALUE")]
     set: Vec<String>,
     /// Seed of every random draw.
     #[arg(long, default_value_t = 1)]
     seed: u64,
     /// Shrink every size (DRAM, swap, tab footprints) by this factor, in (0, 1], for quick runs.
-    #[arg(long, default_value_t = 1.0)]
+    #[arg(long, default_value_t = 1.0, allow_negative_numbers = true, value_parser = crate::args::unit_fraction)]
     scale: f64,
     /// Directory for results.json, the CSV series and report.html (replaced as a whole).
     #[arg(long, default_value = "out/pressure")]
@@ -71,6 +72,8 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         }
         return Ok(());
     }
+    crate::args::refuse_duplicates("--config", &args.config)?;
+    crate::args::refuse_duplicates("--substrate", &args.substrate)?;
     nvmswap_core::discard::check_scale(args.scale).map_err(|e| anyhow::anyhow!("--{e}"))?;
     let chromium = match args.workload.as_str() {
         "tabs" => false,

@@ -26,7 +26,7 @@ const DEFAULT_CONFIGS: [&str; 5] = [
 #[derive(clap::Args, Debug, Clone)]
 pub struct Args {
     /// Substrate: only `sim` runs this workload (live and linux run the pressure test).
-    #[arg(long, default_value = "sim")]
+    #[arg(long, default_value = "sim", value_parser = clap::builder::PossibleValuesParser::new(["sim", "live", "linux"]))]
     substrate: String,
     /// Configurations, comma-separated: bundled names or TOML files; each is moved onto seed
     /// 001's phone (2 GiB LPDDR3, 256 MiB swap, NVMe NAND becomes eMMC) unless --no-phone.
@@ -39,10 +39,10 @@ pub struct Args {
     #[arg(long, value_delimiter = ',')]
     category: Vec<String>,
     /// Turns every app takes (seed 001: three).
-    #[arg(long, default_value_t = 3)]
+    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..))]
     rounds: u32,
     /// Seconds each app stays in the foreground per turn (seed 001: 60).
-    #[arg(long, default_value_t = (SEED_FOREGROUND_NS / NS_PER_S) as f64)]
+    #[arg(long, default_value_t = (SEED_FOREGROUND_NS / NS_PER_S) as f64, allow_negative_numbers = true)]
     foreground_s: f64,
     /// Override a configuration field (applied before the phone), e.g. `--set lazy_interval_s=5`.
     #[arg(long = "set", value_name = "KEY=VALUE")]
@@ -54,7 +54,7 @@ pub struct Args {
     #[arg(long, default_value_t = 1)]
     seed: u64,
     /// Shrink every size by this factor, in (0, 1].
-    #[arg(long, default_value_t = 1.0)]
+    #[arg(long, default_value_t = 1.0, allow_negative_numbers = true, value_parser = crate::args::unit_fraction)]
     scale: f64,
     /// Directory for results.json, CSV series and report.html (replaced as a whole).
     #[arg(long, default_value = "out/relaunch")]
@@ -73,6 +73,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         Substrate::Sim => {}
         other => bail!("--substrate {other}: app relaunch runs in sim only"),
     }
+    crate::args::refuse_duplicates("--config", &args.config)?;
     if args.rounds == 0 {
         bail!("--rounds must be at least 1");
     }

@@ -7,6 +7,7 @@ use std::path::PathBuf;
 use anyhow::Context;
 
 use nvmswap_core::config::{Backend, SystemConfig};
+use nvmswap_core::kinds::{Completion, Compressor, NvmAllocator, Scheduler};
 use nvmswap_core::results::{RunResult, RunsReport};
 use nvmswap_linux::{LinuxConfig, SwapSetup};
 
@@ -20,7 +21,7 @@ pub struct Args {
     )]
     configs: Vec<String>,
     /// Shrinks every size (tabs, cgroup limit, swap) the same way on both substrates.
-    #[arg(long, default_value_t = 0.25)]
+    #[arg(long, default_value_t = 0.25, allow_negative_numbers = true, value_parser = crate::args::unit_fraction)]
     scale: f64,
     #[arg(long, default_value_t = 1)]
     seed: u64,
@@ -34,7 +35,7 @@ pub struct Args {
     costs: String,
     /// Runs of each linux configuration; the table gives their mean and range, and the relative
     /// error is against the mean (sim is deterministic: one run).
-    #[arg(long, default_value_t = 1)]
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
     repeat: u32,
     /// Print one nvmswap.results/1 object (sim and linux runs; relative errors in the sim runs'
     /// `extra.validation`) on stdout.
@@ -60,21 +61,14 @@ pub fn sim_equivalent(
         SwapSetup::Zram {
             size_bytes,
             algorithm,
-        } => (
-            Backend::Zram,
-            *size_bytes,
-            String::new(),
-            0,
-            0,
-            algorithm.clone(),
-        ),
+        } => (Backend::Zram, *size_bytes, String::new(), 0, 0, *algorithm),
         SwapSetup::Swapfile { .. } | SwapSetup::None => (
             Backend::Block,
             0,
             disk_profile.to_string(),
             size_bytes_of(&linux.swap),
             0,
-            "lzo".to_string(),
+            Compressor::Lzo,
         ),
         SwapSetup::Zswap {
             size_bytes,
@@ -86,12 +80,12 @@ pub fn sim_equivalent(
             disk_profile.to_string(),
             *size_bytes,
             100,
-            compressor.clone(),
+            *compressor,
         ),
     };
     // sim knows lzo and lz4; lzo-rle is lzo with run-length encoding of zero runs.
-    let compressor = if compressor.starts_with("lzo") {
-        "lzo".to_string()
+    let compressor = if compressor == Compressor::LzoRle {
+        Compressor::Lzo
     } else {
         compressor
     };
@@ -110,14 +104,14 @@ pub fn sim_equivalent(
         zswap_accept_threshold_percent: 90,
         compressor,
         page_cluster: linux.page_cluster.unwrap_or(3),
-        nvm_allocator: "heap-wear".into(),
+        nvm_allocator: NvmAllocator::HeapWear,
         nvm_threshold: 16,
         lazy_swap_in: false,
         lazy_interval_s: 10.0,
         // The scheduler this machine's disk runs (state0: vda mq-deadline); the kernel
         // completes its virtio requests by interrupt.
-        io_scheduler: "mq-deadline".into(),
-        completion: "interrupt".into(),
+        io_scheduler: Scheduler::MqDeadline,
+        completion: Completion::Interrupt,
         discard: linux.discard.clone(),
         // The linux runs are held by a memory cgroup's limit: no kswapd, reclaim on charge.
         memcg_limit: true,
@@ -170,10 +164,10 @@ fn trace_figure(r: &RunResult, stage: &str, stat: &str) -> f64 {
 }
 
 /// The compression algorithm a linux configuration runs, if any.
-fn algorithm(linux: &LinuxConfig) -> Option<&str> {
+fn algorithm(linux: &LinuxConfig) -> Option<&'static str> {
     match &linux.swap {
-        SwapSetup::Zram { algorithm, .. } => Some(algorithm),
-        SwapSetup::Zswap { compressor, .. } => Some(compressor),
+        SwapSetup::Zram { algorithm, .. } => Some(algorithm.name()),
+        SwapSetup::Zswap { compressor, .. } => Some(compressor.name()),
         SwapSetup::Swapfile { .. } | SwapSetup::None => None,
     }
 }

@@ -19,7 +19,7 @@ use crate::units::{format_size, parse_size};
 #[derive(clap::Args, Debug, Clone)]
 pub struct Args {
     /// Slot allocators to compare, comma-separated: heap-wear, linux-cluster, start-gap.
-    #[arg(long, default_value = "heap-wear", value_delimiter = ',')]
+    #[arg(long, default_value = "heap-wear", value_delimiter = ',', value_parser = clap::builder::PossibleValuesParser::new(nvmswap_core::kinds::NvmAllocator::NAMES))]
     allocator: Vec<String>,
     /// Size of the NVM swap area, comma-separated for a sweep (e.g. 64MiB,128MiB,256MiB).
     #[arg(long, default_value = "64MiB", value_delimiter = ',')]
@@ -28,16 +28,16 @@ pub struct Args {
     #[arg(long, default_value = "16", value_delimiter = ',')]
     threshold: Vec<String>,
     /// Start-Gap: page writes between two gap moves.
-    #[arg(long, default_value_t = 100)]
+    #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(u32).range(1..))]
     psi: u32,
     /// Total bytes the writer writes (seed 001 §4.2: 128 GB).
     #[arg(long, default_value = "128GiB")]
     written: String,
     /// Share of slots holding zombie pages: written once at the start, never freed.
-    #[arg(long, default_value_t = 0.0)]
+    #[arg(long, default_value_t = 0.0, allow_negative_numbers = true, value_parser = crate::args::share)]
     zombie_fraction: f64,
     /// Share of the non-zombie slots in use in steady state (the seed does not say; half).
-    #[arg(long, default_value_t = 0.5)]
+    #[arg(long, default_value_t = 0.5, allow_negative_numbers = true, value_parser = crate::args::share)]
     fill: f64,
     /// Device whose endurance the lifetime projection uses (see `nvmswap devices`).
     #[arg(long, default_value = "pcm")]
@@ -46,7 +46,7 @@ pub struct Args {
     #[arg(long)]
     endurance: Option<f64>,
     /// Page writes per second for the lifetime projection (seed 001 Table 4: ~22.22 swap-outs/s).
-    #[arg(long, default_value_t = SEED001_SWAP_OUTS_PER_S)]
+    #[arg(long, default_value_t = SEED001_SWAP_OUTS_PER_S, allow_negative_numbers = true, value_parser = crate::args::positive)]
     write_rate: f64,
     /// Seed of the reader's random choices (and Start-Gap's randomisation).
     #[arg(long, default_value_t = 1)]

@@ -30,6 +30,10 @@ pub enum SpecError {
     WriteShare(f64),
     #[error("compress ratio must be within (0, 1] (got {0})")]
     CompressRatio(f64),
+    #[error("budget ({budget} bytes) must be smaller than the working set ({working_set} bytes), or nothing faults")]
+    BudgetCoversWorkingSet { budget: u64, working_set: u64 },
+    #[error("touches must be at least 1")]
+    NoTouches,
 }
 
 impl MicrobenchSpec {
@@ -45,6 +49,15 @@ impl MicrobenchSpec {
         }
         if !(self.compress_ratio > 0.0 && self.compress_ratio <= 1.0) {
             return Err(SpecError::CompressRatio(self.compress_ratio));
+        }
+        if self.budget_bytes >= self.working_set_bytes {
+            return Err(SpecError::BudgetCoversWorkingSet {
+                budget: self.budget_bytes,
+                working_set: self.working_set_bytes,
+            });
+        }
+        if self.touches == 0 {
+            return Err(SpecError::NoTouches);
         }
         Ok(())
     }

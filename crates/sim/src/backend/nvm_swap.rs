@@ -50,7 +50,7 @@ impl NvmSwap {
             seed: args.seed,
             ..AllocParams::default()
         };
-        let slots = by_name(&cfg.nvm_allocator, swap_slots as u32, &params)
+        let slots = by_name(cfg.nvm_allocator.name(), swap_slots as u32, &params)
             .map_err(|e| SimError::Config(e.to_string()))?;
         let wear = WearTable::new(slots.physical_slots());
         Ok(Box::new(NvmSwap {

@@ -1,0 +1,266 @@
+//! Every bad input the CLI has been seen to mishandle (issue 13's list and the ones found while
+//! fixing it), table-driven: each must exit non-zero, say what was wrong (the flag or the value),
+//! never panic, and write nothing.
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+/// (arguments, substrings the error must contain).
+const CASES: &[(&[&str], &[&str])] = &[
+    // The read-ahead shift overflowed and ran away (3.7 GB in 4 s).
+    (
+        &["iosched", "--page-cluster", "99"],
+        &["--page-cluster", "0..=10"],
+    ),
+    (&["iosched", "--requests", "0"], &["--requests"]),
+    (
+        &["iosched", "--scheduler", "cfq"],
+        &["--scheduler", "mq-deadline"],
+    ),
+    (
+        &["iosched", "--completion", "irq"],
+        &["--completion", "hybrid-2"],
+    ),
+    (
+        &["iosched", "--pattern", "random"],
+        &["--pattern", "swap-in"],
+    ),
+    (
+        &["iosched", "--device", "nvme-nadn"],
+        &["did you mean 'nvme-nand'"],
+    ),
+    (
+        &["iosched", "--read-p99-us", "-5"],
+        &["--read-p99-us", "positive"],
+    ),
+    // Zero tables instead of an error.
+    (
+        &["microbench", "--working-set", "64MiB", "--budget", "64MiB"],
+        &["budget", "smaller than the working set"],
+    ),
+    (&["microbench", "--touches", "0"], &["--touches"]),
+    (
+        &["microbench", "--write-share", "1.5"],
+        &["--write-share", "[0, 1]"],
+    ),
+    (&["microbench", "--tier", "disk"], &["--tier", "zpool"]),
+    (&["microbench", "--budget", "64 parsecs"], &["--budget"]),
+    // "unexpected argument '-0'".
+    (&["pressure", "--scale", "-0.5"], &["--scale", "(0, 1]"]),
+    (&["relaunch", "--scale", "-0.5"], &["--scale", "(0, 1]"]),
+    (&["validate", "--scale", "0"], &["--scale", "(0, 1]"]),
+    // A --set typo blamed "configuration bundled:nvm-swap is malformed".
+    (
+        &["pressure", "--config", "nvm-swap", "--set", "swap_byts=5"],
+        &["--set 'swap_byts=5'", "did you mean `swap_bytes`"],
+    ),
+    (
+        &[
+            "pressure",
+            "--config",
+            "nvm-swap",
+            "--set",
+            "compressor=lz5",
+        ],
+        &["--set 'compressor=lz5'", "lzo, lzo-rle, lz4, zstd"],
+    ),
+    (
+        &[
+            "pressure",
+            "--config",
+            "optane",
+            "--set",
+            "swap_bytes=4 parsecs",
+        ],
+        &["--set 'swap_bytes=4 parsecs'", "not a size"],
+    ),
+    (
+        &[
+            "pressure",
+            "--config",
+            "optane",
+            "--set",
+            "io_scheduler=mq-dedline",
+        ],
+        &[
+            "--set 'io_scheduler=mq-dedline'",
+            "did you mean 'mq-deadline'",
+        ],
+    ),
+    (
+        &["pressure", "--config", "optane", "--set", "page_cluster=99"],
+        &["page_cluster"],
+    ),
+    (
+        &["pressure", "--config", "optane", "--set", "novalue"],
+        &["--set 'novalue'"],
+    ),
+    // Overwrote its own CSVs.
+    (
+        &["pressure", "--config", "nvm-swap,nvm-swap"],
+        &["--config", "named twice"],
+    ),
+    (
+        &["pressure", "--config", "nvm-swpa"],
+        &["did you mean 'nvm-swap'"],
+    ),
+    (
+        &["pressure", "--substrate", "simm"],
+        &["--substrate", "sim"],
+    ),
+    // sim has no costs for zstd: said, not silently replaced.
+    (
+        &[
+            "pressure",
+            "--config",
+            "optane",
+            "--set",
+            "compressor=zstd",
+            "--scale",
+            "0.01",
+        ],
+        &["zstd", "lzo and lz4"],
+    ),
+    (
+        &["wear", "--allocator", "bogus"],
+        &["--allocator", "heap-wear"],
+    ),
+    (&["wear", "--fill", "2"], &["--fill"]),
+    (&["relaunch", "--rounds", "0"], &["--rounds"]),
+    (&["devices", "show", "pcn"], &["did you mean 'pcm'"]),
+];
+
+fn run_in(dir: &Path, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_nvmswap"))
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .expect("binary runs")
+}
+
+fn scratch(name: &str) -> std::path::PathBuf {
+    let d = std::env::temp_dir().join(format!("nvmswap-bad-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+fn assert_refused(dir: &Path, args: &[&str], wanted: &[&str]) {
+    let o = run_in(dir, args);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(!o.status.success(), "{args:?} succeeded:\n{err}");
+    assert!(!err.contains("panicked"), "{args:?} panicked:\n{err}");
+    for w in wanted {
+        assert!(
+            err.contains(w),
+            "{args:?}: error does not say {w:?}:\n{err}"
+        );
+    }
+    let written: Vec<_> = std::fs::read_dir(dir).unwrap().collect();
+    assert!(written.is_empty(), "{args:?} wrote {written:?}");
+}
+
+#[test]
+fn every_bad_input_is_refused_clearly_and_writes_nothing() {
+    let dir = scratch("table");
+    for (args, wanted) in CASES {
+        assert_refused(&dir, args, wanted);
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn os_errors_are_printed_once() {
+    let dir = scratch("os");
+    let args = ["pressure", "--config", "/nonexistent/nvmswap.toml"];
+    assert_refused(&dir, &args, &["/nonexistent/nvmswap.toml", "os error 2"]);
+    let err = String::from_utf8_lossy(&run_in(&dir, &args).stderr).to_string();
+    assert_eq!(err.matches("os error 2").count(), 1, "{err}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A zswap compressor the running kernel lacks is refused before anything changes, with the
+/// list of what the kernel has (it used to report "No such file or directory" for a file that
+/// exists). Needs root (the linux substrate refuses to start otherwise) and a compressor of
+/// core's vocabulary missing from /proc/crypto.
+#[test]
+fn a_compressor_the_kernel_lacks_is_refused_before_any_change() {
+    let crypto = std::fs::read_to_string("/proc/crypto").unwrap_or_default();
+    let missing = ["lz4", "zstd", "lzo-rle", "lzo"].into_iter().find(|c| {
+        !crypto
+            .lines()
+            .any(|l| l.split(':').nth(1).map(str::trim) == Some(*c))
+    });
+    let Some(missing) = missing else {
+        eprintln!("skipped: this kernel has every compressor");
+        return;
+    };
+    if effective_uid() != 0 {
+        eprintln!("skipped: needs root");
+        return;
+    }
+    // The active swap areas by name (their use changes as others run).
+    let swap_areas = || -> Vec<String> {
+        std::fs::read_to_string("/proc/swaps")
+            .unwrap()
+            .lines()
+            .skip(1)
+            .filter_map(|l| l.split_whitespace().next().map(str::to_string))
+            .collect()
+    };
+    let swaps = swap_areas();
+    let zswap = std::fs::read_to_string("/sys/module/zswap/parameters/enabled").ok();
+    let dir = scratch("kernel");
+    let cfg = dir.join("lacking.toml");
+    let text = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../profiles/linux/linux-zswap.toml"),
+    )
+    .unwrap()
+    .replace(
+        "compressor = \"lzo\"",
+        &format!("compressor = \"{missing}\""),
+    )
+    .replace("name = \"linux-zswap\"", "name = \"lacking\"");
+    std::fs::write(&cfg, text).unwrap();
+    let out = dir.join("out");
+    let o = run_in(
+        &dir,
+        &[
+            "pressure",
+            "--substrate",
+            "linux",
+            "--config",
+            cfg.to_str().unwrap(),
+            "--scale",
+            "0.05",
+            "--out",
+            out.to_str().unwrap(),
+        ],
+    );
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(!o.status.success(), "{err}");
+    assert!(
+        err.contains(&format!("compressor {missing}")) && err.contains("/proc/crypto has:"),
+        "{err}"
+    );
+    assert!(!out.exists());
+    assert_eq!(swap_areas(), swaps);
+    assert_eq!(
+        std::fs::read_to_string("/sys/module/zswap/parameters/enabled").ok(),
+        zswap
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+fn effective_uid() -> u32 {
+    // The effective uid from /proc, without libc.
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("Uid:"))
+                .and_then(|l| l.split_whitespace().nth(2).map(str::to_string))
+        })
+        .and_then(|u| u.parse().ok())
+        .unwrap_or(u32::MAX)
+}
