@@ -46,9 +46,13 @@ enum Command {
     Validate(cmd::validate::Args),
     /// Swap-like I/O through every I/O scheduler x completion mode: Q2D, D2C, Q2C, CPU time.
     Iosched(cmd::iosched::Args),
+    /// Seed 004's persistent heap on NVM: PHT benchmark (vs libpmemobj), crash checker, dual use.
+    Pheap(cmd::pheap::Args),
     /// A grid of configuration fields and workload parameters, several seeds per point, in
     /// parallel; resumable; long-format table and plots with 95 % intervals.
     Sweep(cmd::sweep::Args),
+    /// The tab model measured on real Chromium: `nvmswap workload measure` (root).
+    Workload(cmd::workload::Args),
 }
 
 fn main() -> std::process::ExitCode {
@@ -63,7 +67,9 @@ fn main() -> std::process::ExitCode {
         Some(Command::Microbench(args)) => cmd::microbench::run(args),
         Some(Command::Validate(args)) => cmd::validate::run(args),
         Some(Command::Iosched(args)) => cmd::iosched::run(args),
+        Some(Command::Pheap(args)) => cmd::pheap::run(args),
         Some(Command::Sweep(args)) => cmd::sweep::run(args),
+        Some(Command::Workload(args)) => cmd::workload::run(args),
     };
     match result {
         Ok(()) => std::process::ExitCode::SUCCESS,

@@ -105,6 +105,14 @@ pub struct CostOverrides {
     /// Decompressing one page: mean and 99th percentile.
     pub decompress_mean_ns: Option<f64>,
     pub decompress_p99_ns: Option<f64>,
+    /// The swap write path per page on a block device (reclaim's unmap, slot, swap cache and
+    /// write submission), measured by `nvmswap linux calibrate` (MADV_PAGEOUT probe).
+    #[serde(default)]
+    pub swap_write_page_ns: Option<f64>,
+    /// A swap-in fault from a block device less the block layer and the device (swap layer and
+    /// fault handling), measured by `nvmswap linux calibrate`.
+    #[serde(default)]
+    pub swap_in_software_ns: Option<f64>,
 }
 
 fn default_accept_threshold() -> u32 {

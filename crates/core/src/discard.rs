@@ -2,9 +2,15 @@
 //!
 //! available = max(0, free - reserved) + clean file pages + min(anon, swap_free) / ram_swap_weight
 //!
-//! Chrome discards the least-recently-used tab when `available` falls below the critical margin.
+//! Chrome discards the least-recently-used tab when `available` falls below the critical margin,
+//! and again until it is not (`DiscardRule::discard_while` over a `TabRecency`). Every substrate
+//! runs this loop and only supplies its figures and the kill (`DiscardTarget`).
+//!
+//! `check_scale` is the one scale rule of every substrate's runs.
 
 use serde::{Deserialize, Serialize};
+
+use crate::workload::tabs::TabId;
 
 /// The figures the rule reads, in bytes. Each substrate fills them from its own state (the
 /// simulator's counters, the live pager's budget, or the kernel's /proc/meminfo and cgroup files).
@@ -55,6 +61,79 @@ impl DiscardRule {
     }
 }
 
+/// Open tabs by last use, least recent first: Chrome's discard order. The Chromium OS design
+/// document "Tab Discarding and Reloading" (chromium.org, chromium-os design docs) ranks tabs
+/// "selected a long time ago" before "tabs selected recently" and "the selected tab" last, so
+/// the foreground tab goes only when it is the last one. Every substrate keeps one of these and
+/// tells it what happened to its tabs; `DiscardRule::discard_while` picks the victims.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct TabRecency {
+    order: Vec<TabId>,
+}
+
+impl TabRecency {
+    /// `tab` was opened or switched to: it is the most recently used.
+    pub fn used(&mut self, tab: TabId) {
+        self.forget(tab);
+        self.order.push(tab);
+    }
+
+    /// `tab` is gone (discarded, killed, or its process exited). False if it was not open.
+    pub fn forget(&mut self, tab: TabId) -> bool {
+        match self.order.iter().position(|&t| t == tab) {
+            Some(i) => {
+                self.order.remove(i);
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// The next tab to discard: the least recently used open tab (the foreground one last).
+    pub fn victim(&self) -> Option<TabId> {
+        self.order.first().copied()
+    }
+
+    pub fn len(&self) -> usize {
+        self.order.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.order.is_empty()
+    }
+}
+
+/// A substrate's side of a discard: its memory figures, and carrying out a discard.
+pub trait DiscardTarget {
+    type Error;
+    /// The figures the rule reads, now.
+    fn snapshot(&mut self) -> Result<MemorySnapshot, Self::Error>;
+    /// Frees every page of `tab` (its renderer is killed).
+    fn discard(&mut self, tab: TabId) -> Result<(), Self::Error>;
+}
+
+impl DiscardRule {
+    /// Chrome's discard loop, the same on every substrate: while the rule fires on a fresh
+    /// snapshot and a tab is open, discard the least recently used one. Returns the victims in
+    /// order.
+    pub fn discard_while<T: DiscardTarget>(
+        &self,
+        tabs: &mut TabRecency,
+        target: &mut T,
+    ) -> Result<Vec<TabId>, T::Error> {
+        let mut victims = Vec::new();
+        while let Some(victim) = tabs.victim() {
+            if !self.should_discard(&target.snapshot()?) {
+                break;
+            }
+            tabs.forget(victim);
+            target.discard(victim)?;
+            victims.push(victim);
+        }
+        Ok(victims)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -94,5 +173,112 @@ mod tests {
             ..Default::default()
         };
         assert_eq!(rule.available(&m), 100);
+    }
+}
+
+/// The largest `--scale`: a scale shrinks a configuration (DRAM, swap, tab footprints) for a
+/// quicker run; it never enlarges one. A bigger machine is a configuration of its own whose sizes
+/// have a source, not an extrapolation of a smaller one.
+pub const MAX_SCALE: f64 = 1.0;
+
+#[derive(Debug, Clone, Copy, PartialEq, thiserror::Error)]
+#[error("scale must be within (0, {max}] (got {0})", max = MAX_SCALE)]
+pub struct ScaleError(pub f64);
+
+/// The scale rule of every substrate: within (0, MAX_SCALE].
+pub fn check_scale(scale: f64) -> Result<f64, ScaleError> {
+    if scale > 0.0 && scale <= MAX_SCALE {
+        Ok(scale)
+    } else {
+        Err(ScaleError(scale))
+    }
+}
+
+#[cfg(test)]
+mod loop_tests {
+    use super::*;
+    use crate::MIB;
+
+    /// A memory of 100 MiB where every open tab holds `size(tab)` MiB, no swap; it records
+    /// what it is told.
+    struct Fake {
+        open: Vec<TabId>,
+        size: fn(TabId) -> u64,
+    }
+
+    impl DiscardTarget for Fake {
+        type Error = ();
+        fn snapshot(&mut self) -> Result<MemorySnapshot, ()> {
+            let used: u64 = self.open.iter().map(|&t| (self.size)(t) * MIB).sum();
+            Ok(MemorySnapshot {
+                total_ram: 100 * MIB,
+                free: (100 * MIB).saturating_sub(used),
+                ..Default::default()
+            })
+        }
+        fn discard(&mut self, tab: TabId) -> Result<(), ()> {
+            self.open.retain(|&t| t != tab);
+            Ok(())
+        }
+    }
+
+    /// Replays opens and switches, running the loop after each as the substrates do.
+    fn replay(events: &[(bool, TabId)], size: fn(TabId) -> u64) -> Vec<TabId> {
+        let rule = DiscardRule {
+            ram_swap_weight: 4.0,
+            critical_margin_share: 0.10,
+        };
+        let mut recency = TabRecency::default();
+        let mut fake = Fake {
+            open: Vec::new(),
+            size,
+        };
+        let mut victims = Vec::new();
+        for &(open, tab) in events {
+            if open {
+                fake.open.push(tab);
+                recency.used(tab);
+            } else if recency.forget(tab) {
+                recency.used(tab);
+            }
+            victims.extend(rule.discard_while(&mut recency, &mut fake).unwrap());
+        }
+        victims
+    }
+
+    #[test]
+    fn least_recently_used_first_switches_refresh_and_several_go_at_once() {
+        // 20 MiB tabs: the margin is 10 MiB free, so a fifth tab leaves 0 free and one goes.
+        let opens = |n: u32| (0..n).map(|t| (true, t)).collect::<Vec<_>>();
+        assert_eq!(replay(&opens(5), |_| 20), vec![0]);
+        // A switch to tab 0 before the fifth open makes tab 1 the oldest.
+        let mut ev = opens(4);
+        ev.push((false, 0));
+        ev.push((true, 4));
+        assert_eq!(replay(&ev, |_| 20), vec![1]);
+        // A 75 MiB tab after two 20s: the loop discards both older tabs, not the newest.
+        assert_eq!(
+            replay(&opens(3), |t| if t == 2 { 75 } else { 20 }),
+            vec![0, 1]
+        );
+        // A switch to a discarded tab does not bring it back.
+        let mut ev = opens(5);
+        ev.push((false, 0));
+        ev.push((true, 5));
+        assert_eq!(replay(&ev, |_| 20), vec![0, 1]);
+    }
+
+    #[test]
+    fn the_foreground_tab_goes_last_when_nothing_else_is_left() {
+        assert_eq!(replay(&[(true, 0)], |_| 95), vec![0]);
+    }
+
+    #[test]
+    fn one_scale_rule() {
+        assert!(check_scale(1.0).is_ok() && check_scale(0.01).is_ok());
+        for bad in [0.0, -1.0, 1.5, 4.0, f64::NAN] {
+            let e = check_scale(bad).unwrap_err().to_string();
+            assert!(e.contains("(0, 1]"), "{e}");
+        }
     }
 }

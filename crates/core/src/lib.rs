@@ -6,6 +6,7 @@
 
 pub mod alloc;
 pub mod block;
+pub mod caa;
 pub mod config;
 pub mod cost;
 pub mod device;
@@ -13,8 +14,10 @@ pub mod discard;
 pub mod lru;
 pub mod metrics;
 pub mod persist;
+pub mod policy_check;
 pub mod progress;
 pub mod readahead;
+pub mod reclaim;
 pub mod results;
 pub mod wear;
 pub mod workload;

@@ -1,7 +1,8 @@
 //! The result types every substrate returns, serialised as the JSON contract in
-//! shared/design/RESULTS.md. Field names are the contract: add fields freely, rename none without
+//! docs/results-schema.md (and docs/results-schema.json, generated from these types). Field names are the contract: add fields freely, rename none without
 //! bumping the schema string.
 
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 pub const PRESSURE_SCHEMA: &str = "nvmswap.results/1";
@@ -9,7 +10,7 @@ pub const WEAR_SCHEMA: &str = "nvmswap.wear/1";
 pub const MICROBENCH_SCHEMA: &str = "nvmswap.microbench/1";
 
 /// Which substrate produced a run.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum Substrate {
     Sim,
@@ -49,7 +50,7 @@ impl std::str::FromStr for Substrate {
 
 /// Summary of a latency distribution. The unit is in the field name of the owner
 /// (`switch_latency_ms`, `fault_latency_us`).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct LatencySummary {
     pub mean: f64,
     pub p50: f64,
@@ -63,25 +64,40 @@ pub struct LatencySummary {
 }
 
 /// One configuration run on one substrate: `nvmswap pressure` and `nvmswap relaunch`.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct RunResult {
+    /// `sim`, `live` or `linux`.
     pub substrate: String,
+    /// The configuration's name (bundled name or TOML file).
     pub config: String,
     /// Tabs open when the first discard happened.
     pub tabs_opened: u64,
+    /// Tabs discarded over the whole run.
     pub discards: u64,
+    /// Tab switches measured.
     pub switches: u64,
+    /// Tab-switch latency in milliseconds.
     pub switch_latency_ms: LatencySummary,
+    /// Share (0..1) of switches that took more than 250 ms.
     pub switch_over_250ms_share: f64,
+    /// Page faults, demand-zero ones included (seed 000 Fig. 5 counts them all).
     pub faults: u64,
+    /// Latency of those faults in microseconds.
     pub fault_latency_us: LatencySummary,
+    /// Share (0..1) of faults resolved in under 10 µs.
     pub fault_under_10us_share: f64,
+    /// Bytes read back from swap (compressed pool, NVM or device), uncompressed size.
     pub swap_in_bytes: u64,
+    /// Bytes written to swap, uncompressed size.
     pub swap_out_bytes: u64,
     /// None where the configuration has no zswap.
     pub zswap_hit_rate: Option<f64>,
+    /// Energy of DRAM and the swap device in joules; terms a device profile does not know are left
+    /// out and named in `extra.energy_unknown_terms`.
     pub energy_j: f64,
+    /// Page writes to NVM (swap slots written).
     pub nvm_writes: u64,
+    /// Writes to the most-written NVM slot over the mean per slot; None without NVM.
     pub wear_max_over_mean: Option<f64>,
     /// How long the run took for real.
     pub wall_s: f64,
@@ -90,8 +106,68 @@ pub struct RunResult {
     pub extra: serde_json::Map<String, serde_json::Value>,
 }
 
+/// What every substrate measures of a run. `RunResult::build` derives the result from it, so the
+/// summaries, shares and hit rate are computed one way on `sim`, `live` and `linux`.
+pub struct RunFigures<'a> {
+    pub substrate: &'static str,
+    pub config: String,
+    /// The workload's headline count (`Workload::tabs_opened`).
+    pub tabs_opened: u64,
+    pub discards: u64,
+    pub switches: &'a crate::metrics::LatencyRecorder,
+    pub faults: &'a crate::metrics::LatencyRecorder,
+    pub swap_in_bytes: u64,
+    pub swap_out_bytes: u64,
+    /// zswap's (hits, misses) where the configuration has a zswap pool, else None.
+    pub zswap: Option<(u64, u64)>,
+    pub energy_j: f64,
+    pub nvm_writes: u64,
+    pub wear_max_over_mean: Option<f64>,
+    pub wall_s: f64,
+    pub extra: serde_json::Map<String, serde_json::Value>,
+}
+
+impl RunResult {
+    /// The one builder of a run's result: latencies summarised in ms (switches) and µs
+    /// (faults), the share of switches over 250 ms (0 when there were none), the share of
+    /// faults within 10 µs, and the zswap hit rate (0 when nothing was swapped in).
+    pub fn build(f: RunFigures<'_>) -> RunResult {
+        let switches = f.switches.count();
+        RunResult {
+            substrate: f.substrate.into(),
+            config: f.config,
+            tabs_opened: f.tabs_opened,
+            discards: f.discards,
+            switches,
+            switch_latency_ms: f.switches.summary(crate::NS_PER_MS),
+            switch_over_250ms_share: if switches == 0 {
+                0.0
+            } else {
+                1.0 - f.switches.share_at_most_ns(250 * crate::NS_PER_MS)
+            },
+            faults: f.faults.count(),
+            fault_latency_us: f.faults.summary(crate::NS_PER_US),
+            fault_under_10us_share: f.faults.share_at_most_ns(10 * crate::NS_PER_US),
+            swap_in_bytes: f.swap_in_bytes,
+            swap_out_bytes: f.swap_out_bytes,
+            zswap_hit_rate: f.zswap.map(|(hits, misses)| {
+                if hits + misses == 0 {
+                    0.0
+                } else {
+                    hits as f64 / (hits + misses) as f64
+                }
+            }),
+            energy_j: f.energy_j,
+            nvm_writes: f.nvm_writes,
+            wear_max_over_mean: f.wear_max_over_mean,
+            wall_s: f.wall_s,
+            extra: f.extra,
+        }
+    }
+}
+
 /// `nvmswap pressure --json` / `nvmswap relaunch --json`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct RunsReport {
     pub schema: String,
     pub command: String,
@@ -110,7 +186,7 @@ impl RunsReport {
     }
 }
 
-#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct WritesPerSlot {
     pub min: u64,
     pub mean: f64,
@@ -119,7 +195,7 @@ pub struct WritesPerSlot {
 }
 
 /// `nvmswap wear --json`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct WearReport {
     pub schema: String,
     pub allocator: String,
@@ -138,7 +214,7 @@ pub struct WearReport {
 }
 
 /// `nvmswap microbench --json`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct MicrobenchReport {
     pub schema: String,
     pub substrate: String,
@@ -155,7 +231,7 @@ pub struct MicrobenchReport {
 }
 
 /// One tab switch, in the order it happened.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct SwitchSample {
     /// Tabs open (alive) when the switch happened: the x of seed 000 Fig. 4's buckets.
     pub tabs_open: u32,
@@ -166,7 +242,7 @@ pub struct SwitchSample {
 
 /// A periodic sample over a run. CPU times and byte counts are cumulative since the start, so any
 /// interval is a difference of two samples.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct TimelineSample {
     pub t_s: f64,
     pub tabs_open: u32,
@@ -185,7 +261,7 @@ pub struct TimelineSample {
 }
 
 /// The series behind a run's plots: written as CSV next to results.json and drawn in report.html.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct RunSeries {
     pub switches: Vec<SwitchSample>,
     /// Fault-latency histogram: (bucket upper bound in µs, count), buckets in increasing order.
@@ -194,10 +270,31 @@ pub struct RunSeries {
 }
 
 /// What a substrate returns for one run: the summary (results.json) and the series (CSV, plots).
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct RunOutput {
     pub result: RunResult,
     pub series: RunSeries,
+}
+
+/// The JSON Schema (draft 2020-12) of every object a command prints with `--json`, generated from
+/// these types: `docs/results-schema.json` is this value, checked fresh by a test.
+pub fn json_schema() -> serde_json::Value {
+    let mut generator = schemars::SchemaGenerator::default();
+    let reports = [
+        generator.subschema_for::<RunsReport>(),
+        generator.subschema_for::<WearReport>(),
+        generator.subschema_for::<MicrobenchReport>(),
+    ];
+    // The series are not printed by `--json` but are the rows of the CSV/Parquet tables.
+    generator.subschema_for::<RunSeries>();
+    let defs = generator.take_definitions(true);
+    serde_json::json!({
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "title": "nvmswap results",
+        "description": "What `nvmswap pressure|relaunch|wear|microbench --json` print (one object each), and the per-run series behind the CSV tables and plots. Generated from crates/core/src/results.rs; see docs/results-schema.md.",
+        "oneOf": reports.into_iter().map(|r| r.to_value()).collect::<Vec<_>>(),
+        "$defs": defs,
+    })
 }
 
 #[cfg(test)]

@@ -4,11 +4,28 @@
 //! goes to the swap device) and the least recently stored entries are written back to the device
 //! until the pool is below `accept_threshold_percent` of the limit; while marked full, new stores
 //! are rejected until the pool has shrunk below that threshold (the hysteresis of
-//! `zswap_pool_reached_full`). Loads are exclusive: a page read back leaves the pool.
+//! `zswap_pool_reached_full`). Loads are exclusive: a page read back leaves the pool. A page
+//! that does not shrink — compressed to PAGE_SIZE bytes or more — is rejected and goes to the
+//! swap device as it is (mm/zswap.c `zswap_compress`: a compressed length `>= PAGE_SIZE` fails
+//! the store, counted in `reject_compress_poor`); the kernel checks the pool limit before it
+//! compresses, so a full pool's write-back still runs for such a page.
 //!
 //! Pages are named by the caller's `u32` ids; the LRU is a queue with lazy deletion.
+//!
+//! Two ways to write back: [`ZswapPool::store`] writes back inline in the storing task (the
+//! simulator's first model), [`ZswapPool::store_deferred`] + [`ZswapPool::shrink_worker`] as the
+//! 6.18 kernel does it (mm/zswap.c): `zswap_store` checks the limits *before* compressing
+//! (`zswap_check_limits`: full when the pool is at or above its limit; full until it is back at
+//! or below the accept threshold), a rejected page goes to the swap device from the storing task
+//! like any swap-out, and when the pool is marked full `zswap_store` queues `shrink_worker` on a
+//! workqueue, which writes entries back from the LRU until the pool is at or below the accept
+//! threshold. The LRU gives each entry a second chance (`shrink_memcg_cb`: an entry is
+//! `referenced` when stored; the first walk clears it and rotates the entry), and the worker gives
+//! up after `MAX_RECLAIM_RETRIES` (16) walks that wrote nothing back.
 
 use std::collections::{BTreeMap, VecDeque};
+
+use crate::PAGE_SIZE;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum StoreOutcome {
@@ -19,6 +36,21 @@ pub enum StoreOutcome {
     Rejected { written_back: Vec<(u32, u64)> },
 }
 
+/// `MAX_RECLAIM_RETRIES` (include/linux/swap.h): walks of the shrink worker that wrote nothing
+/// back before it gives up.
+pub const MAX_RECLAIM_RETRIES: u32 = 16;
+
+/// The outcome of a store as the kernel does it (no inline write-back).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DeferredStore {
+    Stored,
+    /// The page goes to the swap device from the storing task; `queue_shrink`: the pool is marked
+    /// full and the shrink worker is to be queued (it runs in a kworker, not in this task).
+    Rejected {
+        queue_shrink: bool,
+    },
+}
+
 #[derive(Debug, Clone)]
 pub struct ZswapPool {
     limit_bytes: u64,
@@ -27,8 +59,12 @@ pub struct ZswapPool {
     reached_full: bool,
     /// page -> (compressed size, sequence of its LRU entry).
     entries: BTreeMap<u32, (u64, u64)>,
+    /// Entries stored and not yet walked by the shrink worker (second chance).
+    referenced: std::collections::BTreeSet<u32>,
     lru: VecDeque<(u32, u64)>,
     next_seq: u64,
+    /// Pages rejected because they compressed to PAGE_SIZE or more (`reject_compress_poor`).
+    pub rejected_incompressible: u64,
 }
 
 impl ZswapPool {
@@ -43,8 +79,10 @@ impl ZswapPool {
             bytes: 0,
             reached_full: false,
             entries: BTreeMap::new(),
+            referenced: std::collections::BTreeSet::new(),
             lru: VecDeque::new(),
             next_seq: 0,
+            rejected_incompressible: 0,
         }
     }
 
@@ -74,6 +112,14 @@ impl ZswapPool {
         if self.reached_full && self.bytes <= self.accept_bytes() {
             self.reached_full = false;
         }
+        if !self.reached_full && size >= PAGE_SIZE && self.bytes < self.limit_bytes {
+            // The pool is below its limit (the kernel's check before compressing passes), and
+            // the page did not shrink: rejected, no write-back.
+            self.rejected_incompressible += 1;
+            return StoreOutcome::Rejected {
+                written_back: Vec::new(),
+            };
+        }
         if !self.reached_full && self.bytes + size <= self.limit_bytes {
             self.bytes += size;
             let seq = self.next_seq;
@@ -100,11 +146,91 @@ impl ZswapPool {
         StoreOutcome::Rejected { written_back }
     }
 
+    /// `zswap_check_limits`: is the pool (marked) full?
+    fn check_limits(&mut self) -> bool {
+        if self.bytes >= self.limit_bytes {
+            self.reached_full = true;
+        } else if self.reached_full && self.bytes <= self.accept_bytes() {
+            self.reached_full = false;
+        }
+        self.reached_full
+    }
+
+    /// Offers a page of `size` compressed bytes to the pool as `zswap_store` does: no write-back
+    /// here. A rejected page is the caller's to write to the swap device.
+    pub fn store_deferred(&mut self, page: u32, size: u64) -> DeferredStore {
+        assert!(!self.contains(page), "page {page} is already in the pool");
+        if self.check_limits() {
+            return DeferredStore::Rejected { queue_shrink: true };
+        }
+        if size >= PAGE_SIZE {
+            self.rejected_incompressible += 1;
+            return DeferredStore::Rejected {
+                queue_shrink: false,
+            };
+        }
+        self.bytes += size;
+        let seq = self.next_seq;
+        self.next_seq += 1;
+        self.entries.insert(page, (size, seq));
+        self.referenced.insert(page);
+        self.lru.push_back((page, seq));
+        DeferredStore::Stored
+    }
+
+    /// Is the pool above its accept threshold (the shrink worker has work)?
+    pub fn above_accept_threshold(&self) -> bool {
+        self.bytes > self.accept_bytes()
+    }
+
+    /// One run of `shrink_worker`: the entries written back (oldest first, with their sizes), each
+    /// to be decompressed and written to the swap device by the worker. Stops at the accept
+    /// threshold or after [`MAX_RECLAIM_RETRIES`] walks that only rotated a referenced entry.
+    pub fn shrink_worker(&mut self) -> Vec<(u32, u64)> {
+        let mut written_back = Vec::new();
+        let mut failures = 0;
+        while self.bytes > self.accept_bytes() {
+            let Some((victim, seq)) = self.lru.pop_front() else {
+                break;
+            };
+            match self.entries.get(&victim) {
+                Some(&(size, s)) if s == seq => {
+                    if self.referenced.remove(&victim) {
+                        self.lru.push_back((victim, seq));
+                        failures += 1;
+                        if failures == MAX_RECLAIM_RETRIES {
+                            break;
+                        }
+                    } else {
+                        self.entries.remove(&victim);
+                        self.bytes -= size;
+                        written_back.push((victim, size));
+                    }
+                }
+                _ => {} // stale: loaded or invalidated since
+            }
+        }
+        written_back
+    }
+
     /// Takes a page out of the pool (a swap-in hit); its compressed size, or None on a miss.
     pub fn load(&mut self, page: u32) -> Option<u64> {
+        self.referenced.remove(&page);
         let (size, _) = self.entries.remove(&page)?;
         self.bytes -= size;
         Some(size)
+    }
+
+    /// The device could not take a page the pool wrote back (`Rejected::written_back`): the page
+    /// stays in the pool as its oldest entry. (Sim's block device reserves a slot before the
+    /// store, so its write-backs cannot fail; live's NVM tier allocates at write-back.)
+    pub fn write_back_failed(&mut self, page: u32, size: u64) {
+        assert!(!self.contains(page), "page {page} is already in the pool");
+        self.bytes += size;
+        let seq = self.next_seq;
+        self.next_seq += 1;
+        self.entries.insert(page, (size, seq));
+        self.lru.push_front((page, seq));
     }
 
     /// Drops a page (its owner exited); same as a load whose data nobody wants.
@@ -157,6 +283,90 @@ mod tests {
         assert!(matches!(pool.store(12, 100), StoreOutcome::Rejected { .. }));
         assert_eq!(pool.bytes(), 900);
         assert!(!pool.contains(12));
+    }
+
+    #[test]
+    fn deferred_store_rejects_at_the_limit_and_leaves_write_back_to_the_worker() {
+        // Limit 1000, accept at 50 %.
+        let mut pool = ZswapPool::new(1000, 50);
+        for p in 0..10 {
+            assert_eq!(pool.store_deferred(p, 100), DeferredStore::Stored);
+        }
+        // At the limit: rejected, nothing written back by the storing task.
+        assert_eq!(
+            pool.store_deferred(10, 100),
+            DeferredStore::Rejected { queue_shrink: true }
+        );
+        assert_eq!(pool.bytes(), 1000);
+        // The worker: all ten entries are referenced, so its first ten walks rotate them (ten
+        // failures), then it writes back the oldest until the pool is at 500 bytes.
+        let out = pool.shrink_worker();
+        let pages: Vec<u32> = out.iter().map(|&(p, _)| p).collect();
+        assert_eq!(pages, vec![0, 1, 2, 3, 4]);
+        assert_eq!(pool.bytes(), 500);
+        // Still marked full until the check sees it at the threshold: now it accepts again.
+        assert_eq!(pool.store_deferred(11, 100), DeferredStore::Stored);
+    }
+
+    #[test]
+    fn the_worker_gives_up_after_sixteen_rotations() {
+        let mut pool = ZswapPool::new(2000, 0);
+        for p in 0..20 {
+            pool.store_deferred(p, 100);
+        }
+        // Every entry is referenced: 16 rotations, no write-back.
+        assert!(pool.shrink_worker().is_empty());
+        assert_eq!(pool.len(), 20);
+        // The next run: 16..20 still have their chance and rotate (4 failures); 0..16 had
+        // theirs and go, then 16..20 go too.
+        let out: Vec<u32> = pool.shrink_worker().iter().map(|&(p, _)| p).collect();
+        assert_eq!(out, (0..20).collect::<Vec<u32>>());
+        assert!(pool.is_empty());
+    }
+
+    #[test]
+    fn incompressible_pages_are_rejected_without_write_back() {
+        let mut pool = ZswapPool::new(100_000, 90);
+        assert_eq!(pool.store(1, 1000), StoreOutcome::Stored);
+        assert_eq!(
+            pool.store(2, PAGE_SIZE),
+            StoreOutcome::Rejected {
+                written_back: vec![]
+            }
+        );
+        assert_eq!(pool.rejected_incompressible, 1);
+        assert!(!pool.contains(2));
+        assert_eq!(pool.store(3, PAGE_SIZE - 1), StoreOutcome::Stored);
+        // A full pool writes back first, as the kernel checks the limit before compressing.
+        let mut full = ZswapPool::new(2000, 50);
+        full.store(1, 1000);
+        full.store(2, 1000);
+        assert_eq!(
+            full.store(4, PAGE_SIZE),
+            StoreOutcome::Rejected {
+                written_back: vec![(1, 1000)]
+            }
+        );
+        assert_eq!(full.rejected_incompressible, 0);
+    }
+
+    #[test]
+    fn a_failed_write_back_returns_the_page_as_the_oldest() {
+        let mut pool = ZswapPool::new(300, 50);
+        for p in 0..3 {
+            pool.store(p, 100);
+        }
+        let StoreOutcome::Rejected { written_back } = pool.store(3, 100) else {
+            panic!("full")
+        };
+        assert_eq!(written_back, vec![(0, 100), (1, 100)]);
+        pool.write_back_failed(1, 100);
+        assert_eq!(pool.bytes(), 200);
+        // Next write-back takes page 1 first again.
+        let StoreOutcome::Rejected { written_back } = pool.store(4, 200) else {
+            panic!("full")
+        };
+        assert_eq!(written_back, vec![(1, 100)]);
     }
 
     #[test]

@@ -9,6 +9,16 @@
 //! - **Disk**: 4 KiB O_DIRECT reads and writes at random offsets of a scratch file next to where
 //!   the swap file goes (same disk).
 //! - **Fault path**: the demand-zero (minor) fault, timed per page on fresh anonymous memory.
+//! - **Swap path** (a scratch swap file of our own on the same disk, page-cluster 0): the swap
+//!   *write* path per page, timed as `madvise(MADV_PAGEOUT)` of 32-page batches of tab-model
+//!   pages (the kernel unmaps them, allocates slots, adds them to the swap cache and submits the
+//!   writes in `shrink_folio_list` without waiting for them: the cost reclaim pays per page); then
+//!   the swap-in fault per page, timed from user space on a random order of the swapped pages,
+//!   with the block tracepoints of the swap file's requests (Q2D, D2C) giving the swap-in cost
+//!   breakdown of seed 002 ("Swap In Overhead Analysis"): block layer (Q2D), device (D2C), and the
+//!   rest of the fault (swap layer and fault handling: the fault time less Q2C). This kernel has no
+//!   fault-exit tracepoint and refuses the function tracer's filter (available_filter_functions:
+//!   "Operation not permitted"), so the swap layer and the fault handling are not separated.
 
 use std::io::{Read, Seek, SeekFrom, Write};
 use std::os::unix::fs::OpenOptionsExt;
@@ -47,6 +57,36 @@ pub struct Calibration {
     pub queue_depth: u32,
     /// Hardware queues of the disk (/sys/block/<disk>/mq/*).
     pub hw_queues: u32,
+    /// The swap path through a swap file on the disk (None when it could not be probed, with why).
+    pub swap_path: Option<SwapPathProbe>,
+    pub swap_path_unavailable: Option<String>,
+}
+
+/// The swap write and read paths measured through a swap file (see the module text).
+#[derive(Debug, Clone, Serialize)]
+pub struct SwapPathProbe {
+    /// `MADV_PAGEOUT` time per page of a 32-page batch: unmap, swap slot, swap cache, write
+    /// submission (the write itself is not waited for).
+    pub write_submit_us_per_page: LatencySummary,
+    /// A touch of a swapped-out page (page-cluster 0: one page read per fault).
+    pub swap_in_fault_us: LatencySummary,
+    /// Pages written and read as /proc/vmstat counted them (pswpout, pswpin).
+    pub pswpout: u64,
+    pub pswpin: u64,
+    /// Seed 002's breakdown of the swap-in fault, means in µs: block layer (read Q2D), device
+    /// (read D2C), swap layer + fault handling (fault mean less read Q2C mean).
+    pub breakdown: Option<SwapInBreakdown>,
+    /// The block trace of the probe's requests (`extra.blktrace` format), or why there is none.
+    pub trace: serde_json::Value,
+}
+
+/// A swap-in fault's time split as seed 002 splits it, means in µs.
+#[derive(Debug, Clone, Serialize)]
+pub struct SwapInBreakdown {
+    pub total_us: f64,
+    pub swap_layer_and_fault_us: f64,
+    pub block_layer_us: f64,
+    pub device_us: f64,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -213,6 +253,149 @@ fn probe_minor_fault(pages: usize) -> Result<LatencySummary, LinuxError> {
     Ok(faults.summary(NS_PER_US))
 }
 
+fn vmstat_counter(name: &str) -> Result<u64, LinuxError> {
+    let text = std::fs::read_to_string("/proc/vmstat")
+        .map_err(|e| LinuxError::io("read", "/proc/vmstat", e))?;
+    Ok(text
+        .lines()
+        .filter_map(|l| l.split_once(' '))
+        .find(|(k, _)| *k == name)
+        .and_then(|(_, v)| v.trim().parse().ok())
+        .unwrap_or(0))
+}
+
+/// Waits (at most `limit`) until /proc/meminfo's Writeback is zero.
+fn wait_writeback(limit: std::time::Duration) {
+    let start = std::time::Instant::now();
+    while start.elapsed() < limit {
+        let busy = std::fs::read_to_string("/proc/meminfo")
+            .ok()
+            .and_then(|t| {
+                t.lines()
+                    .find(|l| l.starts_with("Writeback:"))
+                    .and_then(|l| l.split_whitespace().nth(1)?.parse::<u64>().ok())
+            })
+            .unwrap_or(0);
+        if busy == 0 {
+            return;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+}
+
+/// The swap write and read paths through a scratch swap file in `dir` (see the module text).
+pub fn probe_swap_path(
+    dir: &Path,
+    pages: usize,
+    seed: u64,
+    state_path: &Path,
+) -> Result<SwapPathProbe, LinuxError> {
+    let swap_file = dir.join(format!("nvmswap-calibrate-{}.swap", std::process::id()));
+    let cfg = LinuxConfig {
+        name: "calibrate-swap-path".into(),
+        description: String::new(),
+        cgroup_limit_bytes: 1024 * MIB,
+        swap: SwapSetup::Swapfile {
+            path: swap_file.display().to_string(),
+            size_bytes: (pages as u64) * PAGE_SIZE * 2 + 16 * MIB,
+        },
+        scheduler: None,
+        page_cluster: Some(0),
+        swappiness: None,
+        discard: Default::default(),
+    };
+    let mut setup = Setup::apply(&cfg, state_path)?;
+    let result = (|| {
+        let tracer = crate::blktrace::Tracer::start(&swap_file);
+        if let Ok(t) = &tracer {
+            for change in t.journal() {
+                setup.journal(change)?;
+            }
+        }
+        let region = Mapping::new(pages * PAGE, false)?;
+        for p in 0..pages {
+            // SAFETY: page `p` lies inside the mapping, which outlives this borrow.
+            let page =
+                unsafe { std::slice::from_raw_parts_mut(region.as_ptr().add(p * PAGE), PAGE) };
+            // Tab-model content without same-filled pages: zero pages would skip the write.
+            fill_page(page, seed, p as u64, 0.38, 0.0);
+        }
+        let (out0, in0) = (vmstat_counter("pswpout")?, vmstat_counter("pswpin")?);
+        let batch = nvmswap_core::SWAP_CLUSTER_MAX as usize;
+        let mut write = LatencyRecorder::new();
+        for start in (0..pages).step_by(batch) {
+            let n = batch.min(pages - start);
+            let t = worker::monotonic_ns();
+            // SAFETY: the range lies inside our private anonymous mapping; MADV_PAGEOUT only
+            // reclaims it (the contents come back on the next touch).
+            let rc = unsafe {
+                libc::madvise(
+                    region.as_ptr().add(start * PAGE).cast(),
+                    n * PAGE,
+                    libc::MADV_PAGEOUT,
+                )
+            };
+            let dt = worker::monotonic_ns() - t;
+            if rc != 0 {
+                return Err(LinuxError::Kernel {
+                    what: "madvise(MADV_PAGEOUT)".into(),
+                    detail: std::io::Error::last_os_error().to_string(),
+                });
+            }
+            write.record_ns(dt / n as u64);
+        }
+        wait_writeback(std::time::Duration::from_secs(10));
+        let pswpout = vmstat_counter("pswpout")? - out0;
+        let mut order: Vec<usize> = (0..pages).collect();
+        let mut rng = ChaCha8Rng::seed_from_u64(seed);
+        for i in (1..order.len()).rev() {
+            order.swap(i, rng.random_range(0..=i));
+        }
+        let mut fault = LatencyRecorder::new();
+        for &p in &order {
+            let t = worker::monotonic_ns();
+            // SAFETY: page `p` is inside the mapping; a read brings it back from swap.
+            let _ = unsafe { region.as_ptr().add(p * PAGE).read_volatile() };
+            fault.record_ns(worker::monotonic_ns() - t);
+        }
+        let pswpin = vmstat_counter("pswpin")? - in0;
+        let trace = match tracer {
+            Ok(t) => t
+                .finish()
+                .unwrap_or_else(|why| serde_json::json!({ "unavailable": why })),
+            Err(why) => serde_json::json!({ "unavailable": why }),
+        };
+        let fault_us = fault.summary(NS_PER_US);
+        let mean = |k: &str| trace[k]["mean"].as_f64();
+        let breakdown = match (
+            mean("read_q2d_us"),
+            mean("read_d2c_us"),
+            mean("read_q2c_us"),
+        ) {
+            (Some(q2d), Some(d2c), Some(q2c)) => Some(SwapInBreakdown {
+                total_us: fault_us.mean,
+                swap_layer_and_fault_us: (fault_us.mean - q2c).max(0.0),
+                block_layer_us: q2d,
+                device_us: d2c,
+            }),
+            _ => None,
+        };
+        Ok(SwapPathProbe {
+            write_submit_us_per_page: write.summary(NS_PER_US),
+            swap_in_fault_us: fault_us,
+            pswpout,
+            pswpin,
+            breakdown,
+            trace,
+        })
+    })();
+    let diffs = setup.restore()?;
+    if !diffs.is_empty() {
+        return Err(LinuxError::Restore(diffs.join("; ")));
+    }
+    result
+}
+
 /// Run every probe. `swap_dir` is where the swap file would go (its disk is probed).
 pub fn run(swap_dir: &Path, seed: u64) -> Result<Calibration, LinuxError> {
     crate::require_root()?;
@@ -237,7 +420,14 @@ pub fn run(swap_dir: &Path, seed: u64) -> Result<Calibration, LinuxError> {
         .map(|d| d.count() as u32)
         .unwrap_or(1)
         .max(1);
+    let (swap_path, swap_path_unavailable) =
+        match probe_swap_path(swap_dir, 4096, seed, &state_path) {
+            Ok(p) => (Some(p), None),
+            Err(e) => (None, Some(e.to_string())),
+        };
     Ok(Calibration {
+        swap_path,
+        swap_path_unavailable,
         compression,
         queue_depth,
         hw_queues,
@@ -296,6 +486,26 @@ pub fn costs_toml(cal: &Calibration) -> String {
         "minor_fault_ns = {}\n",
         ns(cal.minor_fault_us.mean)
     ));
+    if let Some(sp) = &cal.swap_path {
+        out.push_str(
+            "# Swap write path per page (MADV_PAGEOUT of 32-page batches through a swap file:\n\
+             # unmap, slot, swap cache, write submission; the write is not waited for).\n",
+        );
+        out.push_str(&format!(
+            "swap_write_page_ns = {}\n",
+            ns(sp.write_submit_us_per_page.mean)
+        ));
+        if let Some(b) = &sp.breakdown {
+            out.push_str(
+                "# Swap-in fault through the swap file without the block layer and device\n\
+                 # (fault mean less the read Q2C mean of the same probe's block trace).\n",
+            );
+            out.push_str(&format!(
+                "swap_in_software_ns = {}\n",
+                ns(b.swap_layer_and_fault_us)
+            ));
+        }
+    }
     for c in &cal.compression {
         out.push_str(&format!("\n[compressor.{}]\n", c.algorithm));
         out.push_str(&format!("compress_mean_ns = {}\n", ns(c.compress_us.mean)));
@@ -321,6 +531,10 @@ pub fn costs_toml(cal: &Calibration) -> String {
 #[serde(deny_unknown_fields)]
 struct CostsFile {
     minor_fault_ns: f64,
+    #[serde(default)]
+    swap_write_page_ns: Option<f64>,
+    #[serde(default)]
+    swap_in_software_ns: Option<f64>,
     #[serde(default)]
     compressor: std::collections::BTreeMap<String, CompressorCosts>,
 }
@@ -348,6 +562,8 @@ pub fn load_costs(
     let c = file.compressor.get(algorithm);
     Ok(nvmswap_core::config::CostOverrides {
         minor_fault_ns: Some(file.minor_fault_ns),
+        swap_write_page_ns: file.swap_write_page_ns,
+        swap_in_software_ns: file.swap_in_software_ns,
         compress_mean_ns: c.map(|c| c.compress_mean_ns),
         compress_p99_ns: c.map(|c| c.compress_p99_ns),
         decompress_mean_ns: c.map(|c| c.decompress_mean_ns),

@@ -9,6 +9,7 @@
 pub mod blktrace;
 pub mod calibrate;
 pub mod cgroup;
+pub mod chromium;
 pub mod config;
 pub mod error;
 pub mod microbench;

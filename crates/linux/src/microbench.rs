@@ -140,7 +140,7 @@ fn measure(
     let base = working_set.as_ptr();
     let words = results.words();
     let (seed, ratio, same) = (spec.seed, spec.compress_ratio, spec.same_filled_share);
-    let child = worker::fork_child(|| {
+    let child_body = || {
         if !worker::join_cgroup_no_alloc(&procs) {
             return 3;
         }
@@ -177,7 +177,11 @@ fn measure(
         }
         words[T_END].store(worker::monotonic_ns(), Ordering::Relaxed);
         0
-    })?;
+    };
+    // SAFETY: the child joins the cgroup without allocating (`join_cgroup_no_alloc`), fills
+    // and touches the mapping made before the fork and stores into the shared result words:
+    // system calls and writes to pre-mapped memory only, as `fork_child` requires.
+    let child = unsafe { worker::fork_child(child_body) }?;
     let mut stage = u64::MAX;
     let code = worker::wait_child(child, || {
         let s = words[STAGE].load(Ordering::Relaxed);

@@ -1,7 +1,8 @@
 //! The ChromeOS memory-capacity pressure test on the running kernel: tabs are forked processes
 //! in a memory cgroup (see [`crate::tab`]), the driver carries out
-//! [`nvmswap_core::workload::tabs::PressureTest`]'s actions and discards the least-recently-used
-//! tab when Chrome's rule ([`nvmswap_core::discard::DiscardRule`]) says so, computed from the
+//! [`nvmswap_core::workload::tabs::PressureTest`]'s actions and discards tabs by core's loop
+//! (least recently used first, the foreground tab last: `DiscardRule::discard_while`) while
+//! Chrome's rule ([`nvmswap_core::discard::DiscardRule`]) says so, computed from the
 //! kernel's own figures for the cgroup:
 //!
 //! - total RAM = the cgroup's limit; free = limit - usage; reserved = 0 (a cgroup has no
@@ -17,10 +18,12 @@ use std::collections::BTreeMap;
 use std::ffi::CString;
 use std::path::PathBuf;
 
-use nvmswap_core::discard::MemorySnapshot;
+use nvmswap_core::discard::{check_scale, DiscardTarget, MemorySnapshot, TabRecency};
 use nvmswap_core::metrics::LatencyRecorder;
 use nvmswap_core::progress::Progress;
-use nvmswap_core::results::{RunOutput, RunResult, RunSeries, SwitchSample, TimelineSample};
+use nvmswap_core::results::{
+    RunFigures, RunOutput, RunResult, RunSeries, SwitchSample, TimelineSample,
+};
 use nvmswap_core::workload::tabs::{
     default_sites, Action, Phase, PressureParams, PressureTest, TabId,
 };
@@ -83,12 +86,10 @@ pub fn run_pressure(
     opts: &PressureOptions,
     progress: &dyn Progress,
 ) -> Result<RunOutput, LinuxError> {
-    if !(opts.scale > 0.0 && opts.scale <= 4.0) {
-        return Err(LinuxError::Config {
-            name: config_name_or_path.into(),
-            detail: format!("scale {} is not within (0, 4]", opts.scale),
-        });
-    }
+    check_scale(opts.scale).map_err(|e| LinuxError::Config {
+        name: config_name_or_path.into(),
+        detail: e.to_string(),
+    })?;
     let config = LinuxConfig::load(config_name_or_path)?;
     crate::require_root()?;
     let scaled_config = scaled(&config, opts.scale);
@@ -121,7 +122,16 @@ fn swap_area_free(path: &str) -> u64 {
 }
 
 fn snapshot(setup: &Setup, swap_path: &str) -> Result<MemorySnapshot, LinuxError> {
-    let limit = setup.config.cgroup_limit_bytes;
+    snapshot_with_limit(setup, swap_path, setup.config.cgroup_limit_bytes)
+}
+
+/// The discard rule's view of the cgroup when its limit is `limit` (the chromium workload adds
+/// the browser's baseline to the configuration's limit).
+pub(crate) fn snapshot_with_limit(
+    setup: &Setup,
+    swap_path: &str,
+    limit: u64,
+) -> Result<MemorySnapshot, LinuxError> {
     let usage = cgroup::usage_bytes(&setup.cgroup)?;
     let st = cgroup::stat(&setup.cgroup)?;
     let get = |k: &str| st.get(k).copied().unwrap_or(0);
@@ -140,7 +150,7 @@ fn snapshot(setup: &Setup, swap_path: &str) -> Result<MemorySnapshot, LinuxError
     })
 }
 
-fn swap_path(setup: &Setup) -> String {
+pub(crate) fn swap_path(setup: &Setup) -> String {
     match (&setup.config.swap, &setup.swap_device) {
         (SwapSetup::Zram { .. }, Some(dev)) => format!("/dev/{dev}"),
         (SwapSetup::Swapfile { path, .. } | SwapSetup::Zswap { path, .. }, _) => path.clone(),
@@ -189,8 +199,8 @@ fn drive(
 
     let mut test = PressureTest::new(opts.params.clone(), sites.len());
     let mut tabs: BTreeMap<TabId, TabProcess> = BTreeMap::new();
-    // Least recently used first: what Chrome discards.
-    let mut lru: Vec<TabId> = Vec::new();
+    // Open tabs by last use: core's discard order.
+    let mut recency = TabRecency::default();
     let (mut discards, mut oom_kills, mut actions) = (0u64, 0u64, 0u64);
     let mut switch_ms = LatencyRecorder::new();
     let mut fault_ns = LatencyRecorder::new();
@@ -225,7 +235,7 @@ fn drive(
                         fault_ns.record_ns(ns);
                     }
                     tabs.insert(tab, proc_);
-                    lru.push(tab);
+                    recency.used(tab);
                 } else {
                     oom_kills += 1;
                 }
@@ -247,25 +257,23 @@ fn drive(
                             latency_ms: answer.latency_ns as f64 / NS_PER_MS as f64,
                             phase: phase_name(phase).into(),
                         });
-                        lru.retain(|&t| t != tab);
-                        lru.push(tab);
+                        recency.used(tab);
                     }
                     None => {
                         tabs.remove(&tab);
-                        lru.retain(|&t| t != tab);
+                        recency.forget(tab);
                         oom_kills += 1;
                     }
                 }
             }
         }
-        // Chrome's rule, re-read after each discard; the foreground (last used) tab is kept.
-        while lru.len() > 1 && rule.should_discard(&snapshot(setup, &swap)?) {
-            let victim = lru.remove(0);
-            if let Some(p) = tabs.remove(&victim) {
-                p.kill();
-            }
-            discards += 1;
-        }
+        // Chrome's rule, core's loop and victim, re-read after each discard.
+        let mut target = LinuxTabs {
+            setup,
+            swap: &swap,
+            tabs: &mut tabs,
+        };
+        discards += rule.discard_while(&mut recency, &mut target)?.len() as u64;
         let vm = sysfs::vmstat()?;
         let d = |k: &str| {
             vm.get(k)
@@ -298,7 +306,6 @@ fn drive(
             .unwrap_or(&0)
             .saturating_sub(*vm0.get(k).unwrap_or(&0))
     };
-    let switch_summary = switch_ms.summary(NS_PER_MS);
     let mut extra = serde_json::Map::new();
     for k in ["pswpin", "pswpout", "zswpin", "zswpout"] {
         extra.insert(format!("{k}_delta"), d(k).into());
@@ -321,35 +328,47 @@ fn drive(
         "energy".into(),
         "not measured on linux (0 is not a measurement)".into(),
     );
-    let result = RunResult {
-        substrate: "linux".into(),
+    let result = RunResult::build(RunFigures {
+        substrate: "linux",
         config: setup.config.name.clone(),
         tabs_opened: test.tabs_at_first_discard().unwrap_or(test.tabs_opened()) as u64,
         discards,
-        switches: switch_ms.count(),
-        switch_latency_ms: switch_summary,
-        switch_over_250ms_share: 1.0 - switch_ms.share_at_most_ns(250 * NS_PER_MS),
-        faults: fault_ns.count(),
-        fault_latency_us: fault_ns.summary(NS_PER_US),
-        fault_under_10us_share: fault_ns.share_at_most_ns(10 * NS_PER_US),
+        switches: &switch_ms,
+        faults: &fault_ns,
         swap_in_bytes: (d("pswpin") + d("zswpin")) * PAGE_SIZE,
         swap_out_bytes: (d("pswpout") + d("zswpout")) * PAGE_SIZE,
-        zswap_hit_rate: setup.zswap.then(|| {
-            let (hits, misses) = (d("zswpin"), d("pswpin"));
-            if hits + misses == 0 {
-                0.0
-            } else {
-                hits as f64 / (hits + misses) as f64
-            }
-        }),
+        zswap: setup.zswap.then(|| (d("zswpin"), d("pswpin"))),
         energy_j: 0.0,
         nvm_writes: 0,
         wear_max_over_mean: None,
         wall_s: started.elapsed().as_secs_f64(),
         extra,
-    };
+    });
     series.fault_latency_us_hist = fault_ns.log_buckets(NS_PER_US);
     Ok(RunOutput { result, series })
+}
+
+/// The linux substrate's side of Chrome's discard: the cgroup's figures, and a tab's process
+/// killed.
+struct LinuxTabs<'a> {
+    setup: &'a Setup,
+    swap: &'a str,
+    tabs: &'a mut BTreeMap<TabId, TabProcess>,
+}
+
+impl DiscardTarget for LinuxTabs<'_> {
+    type Error = LinuxError;
+
+    fn snapshot(&mut self) -> Result<MemorySnapshot, LinuxError> {
+        snapshot(self.setup, self.swap)
+    }
+
+    fn discard(&mut self, tab: TabId) -> Result<(), LinuxError> {
+        if let Some(p) = self.tabs.remove(&tab) {
+            p.kill();
+        }
+        Ok(())
+    }
 }
 
 fn zram_mem_used(setup: &Setup) -> u64 {

@@ -222,14 +222,18 @@ impl TabProcess {
         let (answer_read, answer_write) = pipe()?;
         let base = memory.as_ptr();
         let words = faults.words();
-        let pid = worker::fork_child(|| {
+        let child_body = || {
             // SAFETY: closing the driver's ends in the child.
             unsafe {
                 libc::close(cmd_write);
                 libc::close(answer_read);
             }
             tab_main(procs, base, words, shape, seed, tab, cmd_read, answer_write)
-        })?;
+        };
+        // SAFETY: the child closes the driver's pipe ends and runs `tab_main`, which joins the
+        // cgroup without allocating and only makes system calls and writes to memory mapped
+        // before the fork, as `fork_child` requires.
+        let pid = unsafe { worker::fork_child(child_body) }?;
         // SAFETY: closing the child's ends in the driver, so EOF means the tab died.
         unsafe {
             libc::close(cmd_read);

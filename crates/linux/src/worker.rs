@@ -126,10 +126,17 @@ pub fn thread_faults() -> (u64, u64) {
     (ru.ru_majflt as u64, ru.ru_minflt as u64)
 }
 
-/// Fork a child that runs `body` and exits with its return code. `body` must not allocate.
-pub fn fork_child(body: impl FnOnce() -> i32) -> Result<libc::pid_t, LinuxError> {
-    // SAFETY: the child only runs `body`, which by contract makes system calls and writes to
-    // memory mapped before the fork, then leaves with _exit (no destructors, no atexit handlers).
+/// Fork a child that runs `body` and exits with its return code.
+///
+/// # Safety
+///
+/// `body` must not allocate, free or take any lock another thread may hold (the child has only
+/// the calling thread; see the module comment): only system calls and writes to memory mapped
+/// before the fork.
+pub unsafe fn fork_child(body: impl FnOnce() -> i32) -> Result<libc::pid_t, LinuxError> {
+    // SAFETY: the child only runs `body`, which by the caller's contract makes system calls and
+    // writes to memory mapped before the fork, then leaves with _exit (no destructors, no
+    // atexit handlers).
     let pid = unsafe { libc::fork() };
     if pid < 0 {
         return Err(LinuxError::Worker(format!(

@@ -10,10 +10,10 @@
 use std::time::{Duration, Instant};
 
 use nvmswap_core::config::{Backend, SystemConfig};
-use nvmswap_core::discard::MemorySnapshot;
+use nvmswap_core::discard::{check_scale, DiscardTarget, MemorySnapshot, TabRecency};
 use nvmswap_core::metrics::LatencyRecorder;
 use nvmswap_core::progress::Progress;
-use nvmswap_core::results::{RunOutput, RunResult, RunSeries};
+use nvmswap_core::results::{RunFigures, RunOutput, RunResult, RunSeries};
 use nvmswap_core::workload::content::fill_page;
 use nvmswap_core::workload::tabs::{default_sites, Action, PressureParams, PressureTest, TabId};
 
@@ -42,12 +42,7 @@ pub fn run_pressure(
     opts: &PressureOptions,
     progress: &dyn Progress,
 ) -> Result<RunOutput, LiveError> {
-    if !(opts.scale > 0.0 && opts.scale <= 4.0) {
-        return Err(LiveError::Spec(format!(
-            "scale {} is not within (0, 4]",
-            opts.scale
-        )));
-    }
+    check_scale(opts.scale).map_err(|e| LiveError::Spec(e.to_string()))?;
     let started = Instant::now();
     let budget = (((cfg.dram_bytes.saturating_sub(cfg.os_reserved_bytes)) as f64 * opts.scale)
         as u64)
@@ -100,7 +95,7 @@ pub fn run_pressure(
     let sites = default_sites();
     let mut test = PressureTest::new(opts.params.clone(), sites.len());
     let mut tabs: Vec<Option<Tab>> = Vec::new();
-    let mut lru: Vec<TabId> = Vec::new();
+    let mut recency = TabRecency::default();
     let mut switch_lat = LatencyRecorder::new();
     let mut discards = 0u64;
     let mut page = [0u8; PAGE];
@@ -141,7 +136,7 @@ pub fn run_pressure(
                 // eviction runs meanwhile.
                 spin_for(s.load_cpu_ns);
                 tabs[tab as usize] = Some(Tab { region, site });
-                lru.push(tab);
+                recency.used(tab);
                 progress.advance(1);
             }
             Action::Switch { tab } => {
@@ -170,38 +165,22 @@ pub fn run_pressure(
                 // linux time it): its render CPU is part of the latency.
                 spin_for(s.render_cpu_ns);
                 switch_lat.record_ns(t0.elapsed().as_nanos() as u64);
-                lru.retain(|&x| x != tab);
-                lru.push(tab);
+                recency.used(tab);
             }
         }
-        // Chrome's rule over the pager's figures: RAM is the budget, swap the tiers below it.
-        let st = pager.stats();
-        let resident = st.resident_pages * PAGE as u64;
-        let swapped: u64 = tabs
-            .iter()
-            .flatten()
-            .map(|t| t.region.len() as u64)
-            .sum::<u64>()
-            .saturating_sub(resident);
+        // Chrome's rule, core's loop and victim, over the pager's figures.
         let swap_total = match cfg.backend {
             Backend::Zram => (cfg.zram_disksize_bytes as f64 * opts.scale) as u64,
             _ => swap_bytes,
         };
-        let snap = MemorySnapshot {
-            total_ram: budget,
-            free: budget.saturating_sub(resident),
-            reserved: 0,
-            clean_file: 0,
-            anon: resident + swapped,
-            swap_free: swap_total.saturating_sub(swapped),
+        let mut target = LiveTabs {
+            pager: &pager,
+            tabs: &mut tabs,
+            budget,
+            swap_total,
         };
-        if cfg.discard.should_discard(&snap) {
-            if let Some(pos) = lru.iter().position(|&t| tabs[t as usize].is_some()) {
-                let victim = lru.remove(pos);
-                tabs[victim as usize] = None;
-                discards += 1;
-            }
-        }
+        let Ok(victims) = cfg.discard.discard_while(&mut recency, &mut target);
+        discards += victims.len() as u64;
     }
     let st = pager.stats();
     let mut faults = LatencyRecorder::new();
@@ -223,27 +202,23 @@ pub fn run_pressure(
         .service_ns
         .get(&crate::Tier::Nvm)
         .map_or(0, |r| r.count());
-    let result = RunResult {
-        substrate: "live".into(),
+    let has_zswap = cfg.backend == Backend::Block && cfg.zswap_max_pool_percent > 0;
+    let result = RunResult::build(RunFigures {
+        substrate: "live",
         config: cfg.name.clone(),
         tabs_opened: test.tabs_at_first_discard().unwrap_or(test.tabs_opened()) as u64,
         discards,
-        switches: switch_lat.count(),
-        switch_latency_ms: switch_lat.summary(1_000_000),
-        switch_over_250ms_share: 1.0 - switch_lat.share_at_most_ns(250_000_000),
-        faults: faults.count(),
-        fault_latency_us: faults.summary(1_000),
-        fault_under_10us_share: faults.share_at_most_ns(10_000),
+        switches: &switch_lat,
+        faults: &faults,
         swap_in_bytes: (pool_hits + nvm_hits) * PAGE as u64,
         swap_out_bytes: st.pool_bytes_in + st.nvm_bytes_in,
-        zswap_hit_rate: (cfg.backend == Backend::Block && pool_hits + nvm_hits > 0)
-            .then(|| pool_hits as f64 / (pool_hits + nvm_hits) as f64),
+        zswap: has_zswap.then_some((pool_hits, nvm_hits)),
         energy_j: 0.0,
         nvm_writes,
         wear_max_over_mean: wear,
         wall_s: started.elapsed().as_secs_f64(),
-        extra: Default::default(),
-    };
+        extra: pager_extra(&st),
+    });
     drop(tabs);
     Ok(RunOutput {
         result,
@@ -252,6 +227,69 @@ pub fn run_pressure(
             ..Default::default()
         },
     })
+}
+
+/// The live substrate's side of Chrome's discard: RAM is the pager's budget, swap the tiers
+/// below it; a discarded tab's region is unmapped.
+struct LiveTabs<'a, 'p> {
+    pager: &'a Pager,
+    tabs: &'a mut Vec<Option<Tab<'p>>>,
+    budget: u64,
+    swap_total: u64,
+}
+
+impl DiscardTarget for LiveTabs<'_, '_> {
+    type Error = std::convert::Infallible;
+
+    fn snapshot(&mut self) -> Result<MemorySnapshot, Self::Error> {
+        let resident = self.pager.stats().resident_pages * PAGE as u64;
+        let swapped: u64 = self
+            .tabs
+            .iter()
+            .flatten()
+            .map(|t| t.region.len() as u64)
+            .sum::<u64>()
+            .saturating_sub(resident);
+        Ok(MemorySnapshot {
+            total_ram: self.budget,
+            free: self.budget.saturating_sub(resident),
+            reserved: 0,
+            clean_file: 0,
+            anon: resident + swapped,
+            swap_free: self.swap_total.saturating_sub(swapped),
+        })
+    }
+
+    fn discard(&mut self, tab: TabId) -> Result<(), Self::Error> {
+        self.tabs[tab as usize] = None;
+        Ok(())
+    }
+}
+
+/// The pager's own counts, beside sim's `extra` (faults per tier, eviction order, write faults).
+fn pager_extra(st: &crate::PagerStats) -> serde_json::Map<String, serde_json::Value> {
+    let mut extra = serde_json::Map::new();
+    for (tier, r) in &st.service_ns {
+        extra.insert(format!("faults_{}", tier.name()), r.count().into());
+    }
+    let counts = [
+        ("wp_faults", st.wp_faults),
+        ("evictions", st.evictions),
+        ("evictions_clean", st.evictions_clean),
+        ("nvm_writes_saved", st.nvm_writes_saved),
+        ("read_ahead_pages", st.read_ahead_pages),
+        ("pool_writebacks", st.pool_writebacks),
+        ("pool_rejects", st.pool_rejects),
+        ("lru_scanned", st.lru.scanned),
+        ("lru_activated", st.lru.activated),
+        ("lru_deactivated", st.lru.deactivated),
+        ("lru_refaults", st.lru.refaults),
+        ("lru_refault_activations", st.lru.refault_activations),
+    ];
+    for (k, v) in counts {
+        extra.insert(k.into(), v.into());
+    }
+    extra
 }
 
 /// Keeps this CPU busy for `ns` (a tab's load or render work).

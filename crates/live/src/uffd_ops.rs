@@ -118,16 +118,25 @@ pub fn move_page(uffd: &Uffd, dst: usize, src: usize, wake: bool) -> std::io::Re
 }
 
 /// Drop the page at `addr` so that its next touch raises a missing fault.
-pub fn zap(addr: usize) -> std::io::Result<()> {
-    zap_range(addr, PAGE)
+///
+/// # Safety
+///
+/// As `zap_range` for one page.
+pub unsafe fn zap(addr: usize) -> std::io::Result<()> {
+    // SAFETY: the caller's contract is zap_range's for one page.
+    unsafe { zap_range(addr, PAGE) }
 }
 
 /// Drop `len` bytes of pages from `addr` (one TLB flush for the range).
-pub fn zap_range(addr: usize, len: usize) -> std::io::Result<()> {
-    // SAFETY: the range is pages of a mapping the pager made and owns (a region or its staging
-    // area); the caller has saved their contents (or knows a valid copy exists) and holds the
-    // pager lock, so nobody relies on the bytes staying; user threads that touch a region page
-    // next fault and get the saved copy.
+///
+/// # Safety
+///
+/// The range must be pages of a mapping the pager made and owns (a region or its staging area)
+/// whose contents are saved (or known to have a valid copy), with the pager lock held, so that
+/// nobody relies on the bytes staying.
+pub unsafe fn zap_range(addr: usize, len: usize) -> std::io::Result<()> {
+    // SAFETY: the caller's contract: the range is the pager's own pages, saved; user threads
+    // that touch a region page next fault and get the saved copy.
     let rc = unsafe { libc::madvise(addr as *mut _, len, libc::MADV_DONTNEED) };
     if rc == 0 {
         Ok(())
@@ -137,9 +146,13 @@ pub fn zap_range(addr: usize, len: usize) -> std::io::Result<()> {
 }
 
 /// Copy the current contents of a resident page.
-pub fn read_page(addr: usize, out: &mut [u8; PAGE]) {
-    // SAFETY: the page at `addr` is resident and write-protected (or clean) while the pager lock
-    // is held, so it is mapped and no thread writes to it while we copy; `out` is a distinct
+///
+/// # Safety
+///
+/// `addr` must be a resident, write-protected (or clean) page of a region, with the pager lock
+/// held, so that it is mapped and no thread writes to it during the copy.
+pub unsafe fn read_page(addr: usize, out: &mut [u8; PAGE]) {
+    // SAFETY: the caller's contract keeps the page mapped and unwritten; `out` is a distinct
     // buffer of PAGE bytes.
     unsafe { std::ptr::copy_nonoverlapping(addr as *const u8, out.as_mut_ptr(), PAGE) };
 }

@@ -75,10 +75,7 @@ fn a_spinning_handler_serves_faults_correctly() {
     }
     for i in 0..pages {
         // SAFETY: as above.
-        assert_eq!(
-            unsafe { p.add(i * 4096).read() },
-            i as u8 ^ 0x5a,
-            "page {i}"
-        );
+        let got = unsafe { p.add(i * 4096).read() };
+        assert_eq!(got, i as u8 ^ 0x5a, "page {i}");
     }
 }

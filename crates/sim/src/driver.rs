@@ -104,18 +104,11 @@ impl<'a> Driver<'a> {
                 }
                 Action::Done => break,
             }
-            self.discard_while_needed();
+            self.machine.chrome_discards();
         }
         let m = &mut self.machine;
         m.sample(m.now);
         Ok(self.machine.finish(workload.tabs_opened(), started))
-    }
-
-    /// Chrome's rule: discard least recently used tabs while available memory is below the
-    /// critical margin.
-    fn discard_while_needed(&mut self) {
-        let m = &mut self.machine;
-        while m.cfg.discard.should_discard(&m.snapshot()) && m.discard_lru(false) {}
     }
 
     fn open(&mut self, tab: u32, site: usize) -> Result<(), SimError> {
@@ -139,7 +132,7 @@ impl<'a> Driver<'a> {
             m.advance(t, true);
             if m.mem.allocs_since_check >= 256 {
                 m.mem.allocs_since_check = 0;
-                while m.cfg.discard.should_discard(&m.snapshot()) && m.discard_lru(false) {}
+                m.chrome_discards();
             }
             if !m.is_alive(tab) {
                 break;

@@ -23,6 +23,7 @@
 //! once (the kernel makes a toucher wait for the read); no file pages.
 
 use nvmswap_core::config::SystemConfig;
+use nvmswap_core::discard::{DiscardTarget, MemorySnapshot, TabRecency};
 use nvmswap_core::lru::AnonLru;
 use nvmswap_core::progress::Progress;
 use nvmswap_core::results::RunOutput;
@@ -85,8 +86,8 @@ pub struct Machine<'a> {
     pub comp: Vec<u16>,
     pub lru: AnonLru,
     pub tabs: Vec<Tab>,
-    /// Tabs by last use, least recent first.
-    pub recency: Vec<u32>,
+    /// Open tabs by last use: core's discard order, for Chrome's rule and the OOM path alike.
+    pub recency: TabRecency,
     /// Tabs discarded so far.
     pub discards: u64,
     pub costs: Costs,
@@ -111,7 +112,7 @@ impl<'a> Machine<'a> {
             comp: Vec::new(),
             lru: AnonLru::new(cfg.dram_bytes),
             tabs: Vec::new(),
-            recency: Vec::new(),
+            recency: TabRecency::default(),
             discards: 0,
             costs: Costs::of(&cfg),
             obs: Observers {
@@ -325,8 +326,7 @@ impl<'a> Machine<'a> {
     /// `tab` is used now (opened or switched to): it runs in the foreground and is the most
     /// recently used.
     pub fn use_tab(&mut self, tab: u32) {
-        self.recency.retain(|&t| t != tab);
-        self.recency.push(tab);
+        self.recency.used(tab);
         self.foreground_pid = TAB_PID_BASE + tab;
     }
 
@@ -338,11 +338,24 @@ impl<'a> Machine<'a> {
         self.tabs.iter().filter(|t| t.alive).count() as u32
     }
 
-    /// Discards the least recently used live tab (the oldest switch or open). False if none.
+    /// Chrome's rule (core's loop over core's recency order), after an action or 256 frames.
+    pub fn chrome_discards(&mut self) {
+        let rule = self.cfg.discard.clone();
+        let mut recency = std::mem::take(&mut self.recency);
+        let Ok(_) = rule.discard_while(&mut recency, self);
+        self.recency = recency;
+    }
+
+    /// The OOM path: discards core's victim (the least recently used tab). False if none.
     pub fn discard_lru(&mut self, oom: bool) -> bool {
-        let Some(victim) = self.recency.iter().copied().find(|&t| self.is_alive(t)) else {
+        let Some(victim) = self.recency.victim() else {
             return false;
         };
+        self.discard_tab(victim, oom);
+        true
+    }
+
+    fn discard_tab(&mut self, victim: u32, oom: bool) {
         self.release_tab(victim);
         self.discards += 1;
         self.obs.emit(Event::Discard {
@@ -350,7 +363,6 @@ impl<'a> Machine<'a> {
             tab: victim,
             oom,
         });
-        true
     }
 
     /// Frees every page of tab `victim` (discarded, or its process exited).
@@ -376,6 +388,7 @@ impl<'a> Machine<'a> {
             self.loc[pi] = Loc::Absent;
         }
         self.tabs[victim as usize].alive = false;
+        self.recency.forget(victim);
     }
 
     /// The results of the run, `tabs_opened` as the workload counts them.
@@ -389,5 +402,18 @@ impl<'a> Machine<'a> {
             backend,
             started,
         })
+    }
+}
+
+impl DiscardTarget for Machine<'_> {
+    type Error = std::convert::Infallible;
+
+    fn snapshot(&mut self) -> Result<MemorySnapshot, Self::Error> {
+        Ok(Machine::snapshot(self))
+    }
+
+    fn discard(&mut self, tab: u32) -> Result<(), Self::Error> {
+        self.discard_tab(tab, false);
+        Ok(())
     }
 }

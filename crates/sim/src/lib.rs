@@ -23,6 +23,7 @@ pub mod relaunch;
 pub mod sweep;
 
 use nvmswap_core::config::{ConfigError, SystemConfig};
+use nvmswap_core::discard::check_scale;
 use nvmswap_core::progress::Progress;
 use nvmswap_core::results::RunOutput;
 use nvmswap_core::workload::tabs::default_sites;
@@ -49,7 +50,8 @@ pub enum SimError {
     Invalid(#[from] ConfigError),
     #[error("{0}")]
     Config(String),
-    #[error("scale must be within (0, 1] (got {0})")]
+    /// core's one scale rule (`nvmswap_core::discard::check_scale`).
+    #[error("scale must be within (0, {max}] (got {0})", max = nvmswap_core::discard::MAX_SCALE)]
     Scale(f64),
     #[error("out of memory: no tab left to discard and nothing left to reclaim")]
     OutOfMemory,
@@ -93,9 +95,7 @@ pub fn run_pressure_observed(
     progress: &dyn Progress,
     observers: Vec<Box<dyn observe::Observer>>,
 ) -> Result<RunOutput, SimError> {
-    if !(opts.scale > 0.0 && opts.scale <= 1.0) {
-        return Err(SimError::Scale(opts.scale));
-    }
+    check_scale(opts.scale).map_err(|e| SimError::Scale(e.0))?;
     let started = std::time::Instant::now();
     let mut driver = driver::Driver::new(cfg, default_sites(), opts, progress)?;
     for o in observers {

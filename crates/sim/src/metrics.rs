@@ -6,7 +6,9 @@ use nvmswap_core::config::{Backend, SystemConfig};
 use nvmswap_core::device::DeviceProfile;
 use nvmswap_core::lru::LruStats;
 use nvmswap_core::metrics::LatencyRecorder;
-use nvmswap_core::results::{RunOutput, RunResult, RunSeries, SwitchSample, TimelineSample};
+use nvmswap_core::results::{
+    RunFigures, RunOutput, RunResult, RunSeries, SwitchSample, TimelineSample,
+};
 use nvmswap_core::{NS_PER_MS, NS_PER_S, PAGE_SIZE};
 
 use crate::observe::{CpuKind, Event, FaultKind, Observer, ReclaimKind, ZswapKind};
@@ -256,16 +258,6 @@ impl Metrics {
             );
         }
         self.series.fault_latency_us_hist = self.faults.log_buckets(1_000);
-        let sw = self.switches.summary(NS_PER_MS);
-        let over = 1.0 - self.switches.share_at_most_ns(250 * NS_PER_MS);
-        let hit_rate = end.backend.zswap.then(|| {
-            let total = c.zswap_hits + c.zswap_misses;
-            if total == 0 {
-                0.0
-            } else {
-                c.zswap_hits as f64 / total as f64
-            }
-        });
         let mut extra = serde_json::Map::new();
         let busy = c.cpu_user + c.cpu_kernel;
         let total_cpu = end.now * cfg.cpus as u64;
@@ -330,30 +322,22 @@ impl Metrics {
             Some((writes, max_over_mean)) => (writes, Some(max_over_mean)),
             None => (0, None),
         };
-        let result = RunResult {
-            substrate: "sim".into(),
+        let result = RunResult::build(RunFigures {
+            substrate: "sim",
             config: cfg.name.clone(),
             tabs_opened: end.tabs_opened,
             discards: c.discards,
-            switches: self.switches.count(),
-            switch_latency_ms: sw,
-            switch_over_250ms_share: if self.switches.count() == 0 {
-                0.0
-            } else {
-                over
-            },
-            faults: self.faults.count(),
-            fault_latency_us: self.faults.summary(1_000),
-            fault_under_10us_share: self.faults.share_at_most_ns(10_000),
+            switches: &self.switches,
+            faults: &self.faults,
             swap_in_bytes: c.swap_in_pages * PAGE_SIZE,
             swap_out_bytes: c.swap_out_pages * PAGE_SIZE,
-            zswap_hit_rate: hit_rate,
+            zswap: end.backend.zswap.then_some((c.zswap_hits, c.zswap_misses)),
             energy_j: total_j,
             nvm_writes,
             wear_max_over_mean: wear,
             wall_s: end.started.elapsed().as_secs_f64(),
             extra,
-        };
+        });
         RunOutput {
             result,
             series: self.series,

@@ -57,9 +57,7 @@ pub fn run_relaunch(
     opts: &RunOptions,
     progress: &dyn Progress,
 ) -> Result<RunOutput, SimError> {
-    if !(opts.scale > 0.0 && opts.scale <= 1.0) {
-        return Err(SimError::Scale(opts.scale));
-    }
+    nvmswap_core::discard::check_scale(opts.scale).map_err(|e| SimError::Scale(e.0))?;
     let sites = apps(category).ok_or_else(|| {
         SimError::Config(format!(
             "unknown category '{category}' (known: {})",

@@ -184,6 +184,26 @@ pub fn run(args: Args) -> anyhow::Result<()> {
                     "minor fault mean {:.2} us p99 {:.2} us",
                     cal.minor_fault_us.mean, cal.minor_fault_us.p99
                 );
+                match (&cal.swap_path, &cal.swap_path_unavailable) {
+                    (Some(sp), _) => {
+                        println!(
+                            "swap write path (MADV_PAGEOUT, 32-page batches) mean {:.2} us/page p99 {:.2} us/page; pswpout {}",
+                            sp.write_submit_us_per_page.mean, sp.write_submit_us_per_page.p99, sp.pswpout
+                        );
+                        println!(
+                            "swap-in fault (page-cluster 0) mean {:.2} us p50 {:.2} us p99 {:.2} us; pswpin {}",
+                            sp.swap_in_fault_us.mean, sp.swap_in_fault_us.p50, sp.swap_in_fault_us.p99, sp.pswpin
+                        );
+                        if let Some(b) = &sp.breakdown {
+                            println!(
+                                "swap-in breakdown (seed 002): total {:.1} us = swap layer + fault handling {:.1} us + block layer {:.1} us + device {:.1} us",
+                                b.total_us, b.swap_layer_and_fault_us, b.block_layer_us, b.device_us
+                            );
+                        }
+                    }
+                    (None, Some(why)) => println!("swap path not probed: {why}"),
+                    (None, None) => {}
+                }
             }
             Ok(())
         }

@@ -40,6 +40,10 @@ pub struct Args {
     /// List the bundled configurations and exit.
     #[arg(long)]
     list: bool,
+    /// What the tabs are: `tabs` (the tab model, every substrate) or `chromium` (real Chromium
+    /// loading generated pages, driven with the Tast cadence; linux substrate only, root).
+    #[arg(long, default_value = "tabs")]
+    workload: String,
 }
 
 impl Args {
@@ -54,6 +58,7 @@ impl Args {
             out: PathBuf::from("out/pressure"),
             json: false,
             list: false,
+            workload: "tabs".into(),
         }
     }
 }
@@ -66,14 +71,20 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         }
         return Ok(());
     }
-    if !(args.scale > 0.0 && args.scale <= 1.0) {
-        bail!("--scale must be within (0, 1], got {}", args.scale);
-    }
+    nvmswap_core::discard::check_scale(args.scale).map_err(|e| anyhow::anyhow!("--{e}"))?;
+    let chromium = match args.workload.as_str() {
+        "tabs" => false,
+        "chromium" => true,
+        other => bail!("--workload must be `tabs` or `chromium`, got `{other}`"),
+    };
     let substrates = args
         .substrate
         .iter()
         .map(|s| s.parse::<Substrate>().map_err(anyhow::Error::msg))
         .collect::<anyhow::Result<Vec<_>>>()?;
+    if chromium && substrates.iter().any(|s| *s != Substrate::Linux) {
+        bail!("--workload chromium runs real Chromium on the linux substrate only (--substrate linux)");
+    }
     if substrates.contains(&Substrate::Linux) && !args.set.is_empty() {
         bail!("--set applies to sim and live configurations; linux configurations are TOML files");
     }
@@ -151,6 +162,15 @@ pub fn run(args: Args) -> anyhow::Result<()> {
                     params: Default::default(),
                 };
                 nvmswap_live::run_pressure(cfg, &opts, &bar).map_err(anyhow::Error::from)
+            }
+            _ if chromium => {
+                let opts = nvmswap_linux::chromium::ChromiumOptions {
+                    seed: args.seed,
+                    scale: args.scale,
+                    ..Default::default()
+                };
+                nvmswap_linux::chromium::run_chromium_pressure(name, &opts, &bar)
+                    .map_err(anyhow::Error::from)
             }
             _ => {
                 let opts = nvmswap_linux::PressureOptions {

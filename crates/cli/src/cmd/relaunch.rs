@@ -79,9 +79,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     if !(args.foreground_s.is_finite() && args.foreground_s >= 0.0) {
         bail!("--foreground-s must be a non-negative number of seconds");
     }
-    if !(args.scale > 0.0 && args.scale <= 1.0) {
-        bail!("--scale must be within (0, 1], got {}", args.scale);
-    }
+    nvmswap_core::discard::check_scale(args.scale).map_err(|e| anyhow::anyhow!("--{e}"))?;
     let categories: Vec<String> = if args.category.is_empty() {
         category_names().into_iter().map(String::from).collect()
     } else {

@@ -2,9 +2,11 @@
 //! pressure test (tabs), page contents with a modelled compressibility, and (later) app relaunch.
 
 pub mod content;
+pub mod life;
 pub mod microbench;
 pub mod relaunch;
 pub mod tabs;
+pub mod tast;
 
 use tabs::{Action, TabId};
 

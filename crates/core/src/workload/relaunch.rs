@@ -155,6 +155,11 @@ pub fn apps(category: &str) -> Option<Vec<SiteType>> {
                 same_filled_share: same,
                 render_cpu_ns: CACHED_RELAUNCH_CPU_NS,
                 load_cpu_ns: COLD_START_CPU_NS,
+                // Apps in the background do nothing in seed 001's relaunch model.
+                background_touch_share_per_s: 0.0,
+                background_overlap: 0.0,
+                working_set_shift: 0.0,
+                growth_bytes_per_s: 0.0,
             }
         })
         .collect();
@@ -167,6 +172,10 @@ pub fn apps(category: &str) -> Option<Vec<SiteType>> {
         same_filled_share: 0.05,
         render_cpu_ns: 0,
         load_cpu_ns: OPERATION_CPU_NS,
+        background_touch_share_per_s: 0.0,
+        background_overlap: 0.0,
+        working_set_shift: 0.0,
+        growth_bytes_per_s: 0.0,
     });
     Some(out)
 }

@@ -37,6 +37,22 @@ pub struct SiteType {
     pub render_cpu_ns: u64,
     /// CPU time to load the page when the tab is opened, in nanoseconds.
     pub load_cpu_ns: u64,
+    /// Share of the tab's pages its background activity (timers, garbage collection, polling)
+    /// touches per second while another tab is in front. 0 = a background tab never runs.
+    #[serde(default)]
+    pub background_touch_share_per_s: f64,
+    /// Share of one background second's set that the previous second touched too (1 = a fixed
+    /// hot set, 0 = new pages every second).
+    #[serde(default)]
+    pub background_overlap: f64,
+    /// Share of a switch's working set that the previous visit did not touch (0 = the same pages
+    /// every visit, as the earlier model assumed).
+    #[serde(default)]
+    pub working_set_shift: f64,
+    /// Growth of the tab's anonymous memory after load, bytes per second (new pages allocated
+    /// and written while the tab lives).
+    #[serde(default)]
+    pub growth_bytes_per_s: f64,
 }
 
 /// The bundled rotation of site types, opened in this order, round-robin.
@@ -51,6 +67,10 @@ pub fn default_sites() -> Vec<SiteType> {
             same_filled_share: same,
             render_cpu_ns: render_ms * NS_PER_MS,
             load_cpu_ns: 10 * render_ms * NS_PER_MS,
+            background_touch_share_per_s: 0.0,
+            background_overlap: 0.0,
+            working_set_shift: 0.0,
+            growth_bytes_per_s: 0.0,
         };
     vec![
         site("docs", 120, 0.30, 0.20, 0.38, 0.10, 30),

@@ -1,0 +1,580 @@
+//! Reclaim's write side and its throttling, as the Linux 6.18 kernel runs them for anonymous
+//! memory. Substrates carry these decisions out; nothing here keeps time.
+//!
+//! - [`Plug`]: `shrink_lruvec` (mm/vmscan.c) runs the whole scan under a block plug
+//!   (`blk_start_plug` / `blk_finish_plug`, block/blk-core.c). Each `swap_writepage` /
+//!   `__swap_writepage` (mm/page_io.c) submits a one-page bio, which lands in the plug: a bio
+//!   contiguous with the plug's last request merges into it (`blk_attempt_plug_merge`,
+//!   block/blk-merge.c, tries the tail request only when one queue is plugged), otherwise it
+//!   becomes a new request; the plug is flushed to the I/O scheduler when it holds
+//!   `BLK_MAX_REQUEST_COUNT` requests (`blk_add_rq_to_plug`, block/blk-mq.c) and at
+//!   `blk_finish_plug`. Swap slots come from a per-CPU cluster (mm/swapfile.c), so the pages of
+//!   one scan get consecutive slots and their writes merge.
+//! - [`Writeback`]: the reclaiming task does not wait for its writes. A page under writeback is
+//!   put back on the inactive list (`shrink_folio_list`, `pageout` -> `keep_locked`) and is freed
+//!   only when reclaim finds it again after the write ended; `pageout` marks it `PG_reclaim`, and
+//!   `folio_end_writeback` (mm/filemap.c) moves a `PG_reclaim` page that is still inactive to the
+//!   tail of the inactive list (`folio_rotate_reclaimable`, mm/swap.c), where reclaim takes it
+//!   next and frees it without I/O (it is clean in the swap cache).
+//! - What `shrink_folio_list` does when it meets a page still under writeback
+//!   ([`Writeback::meet`]): kswapd counts it as `nr_immediate` when it is `PG_reclaim` and the
+//!   node is marked `PGDAT_WRITEBACK` (case 1); with sane writeback throttling (global reclaim, or
+//!   cgroup v2 reclaim) it is marked `PG_reclaim` and activated (case 2); in legacy (cgroup v1)
+//!   memcg reclaim a `PG_reclaim` page is *waited for* (`folio_wait_writeback`, case 3) since v1
+//!   has no other throttle (`writeback_throttling_sane`).
+//! - [`WritebackThrottle`] and [`too_many_isolated`]: `reclaim_throttle` (mm/vmscan.c, since 5.16)
+//!   sleeps a reclaimer on a per-node wait queue with a timeout per reason: `WRITEBACK` HZ/10 (only
+//!   kswapd, when it met `nr_immediate` pages), `ISOLATED` HZ/50 (direct reclaim when more pages
+//!   are isolated than an eighth of the inactive list; never for kswapd nor for legacy memcg),
+//!   `NOPROGRESS` and `CONGESTED` one jiffy. Writeback sleepers are woken early when more than
+//!   `SWAP_CLUSTER_MAX` pages per sleeper finished writeback since the first went to sleep
+//!   (`__acct_reclaim_writeback`). Anonymous pages never count as dirty or congested
+//!   (`folio_check_dirty_writeback` returns early for them), so `CONGESTED` never fires on a
+//!   swap-only workload. This replaces the fixed `congestion_wait` seed 002 ("Congestion Control")
+//!   measured on an older kernel.
+
+use crate::{Nanos, NS_PER_S, SWAP_CLUSTER_MAX};
+use std::collections::BTreeMap;
+
+/// Requests a plug holds before it is flushed (`BLK_MAX_REQUEST_COUNT`, include/linux/blkdev.h;
+/// `blk_plug_max_rq_count` doubles it only when several queues are plugged).
+pub const BLK_MAX_REQUEST_COUNT: usize = 32;
+
+/// One request as the plug built it: `pages` (in submission order) to consecutive swap slots
+/// starting at `first_slot`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PluggedWrite {
+    pub first_slot: u64,
+    pub pages: Vec<u32>,
+}
+
+impl PluggedWrite {
+    pub fn slots(&self) -> u64 {
+        self.pages.len() as u64
+    }
+}
+
+/// A block plug holding reclaim's swap-out writes (see the module text).
+#[derive(Debug, Clone)]
+pub struct Plug {
+    max_pages_per_request: u64,
+    requests: Vec<PluggedWrite>,
+}
+
+impl Plug {
+    /// `max_request_bytes`: the largest request the device takes (the smaller of
+    /// `queue/max_sectors_kb` and `queue/max_segments` pages, since each swapped page is one
+    /// segment); at least one page.
+    pub fn new(max_request_bytes: u64) -> Self {
+        Plug {
+            max_pages_per_request: (max_request_bytes / crate::PAGE_SIZE).max(1),
+            requests: Vec::new(),
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.requests.is_empty()
+    }
+
+    /// Requests held.
+    pub fn len(&self) -> usize {
+        self.requests.len()
+    }
+
+    /// A one-page write of `page` to swap slot `slot` enters the plug. Returns the requests to
+    /// hand to the I/O scheduler now: none, or all of them when the plug became full.
+    pub fn add(&mut self, page: u32, slot: u64) -> Vec<PluggedWrite> {
+        if let Some(last) = self.requests.last_mut() {
+            if last.slots() < self.max_pages_per_request {
+                if slot == last.first_slot + last.slots() {
+                    last.pages.push(page);
+                    return Vec::new();
+                }
+                if slot + 1 == last.first_slot {
+                    last.first_slot = slot;
+                    last.pages.insert(0, page);
+                    return Vec::new();
+                }
+            }
+        }
+        if self.requests.len() >= BLK_MAX_REQUEST_COUNT {
+            let out = self.finish();
+            self.requests.push(PluggedWrite {
+                first_slot: slot,
+                pages: vec![page],
+            });
+            return out;
+        }
+        self.requests.push(PluggedWrite {
+            first_slot: slot,
+            pages: vec![page],
+        });
+        Vec::new()
+    }
+
+    /// `blk_finish_plug`: every request held, in the order they were made.
+    pub fn finish(&mut self) -> Vec<PluggedWrite> {
+        std::mem::take(&mut self.requests)
+    }
+}
+
+/// Who is reclaiming, which decides how pages under writeback and throttling are handled.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ReclaimContext {
+    /// kswapd (global, background).
+    Kswapd,
+    /// Direct reclaim by an allocating task, global (no memory cgroup limit involved).
+    Direct,
+    /// A memory cgroup's limit reclaim by the charging task; `v2` when the memory controller is
+    /// on the unified hierarchy (cgroup v2), else legacy v1.
+    Memcg { v2: bool },
+}
+
+impl ReclaimContext {
+    /// `writeback_throttling_sane` (mm/vmscan.c): global reclaim, or cgroup v2 with
+    /// CONFIG_CGROUP_WRITEBACK (set in the 6.18 kernel this project runs on).
+    pub fn writeback_throttling_sane(self) -> bool {
+        !matches!(self, ReclaimContext::Memcg { v2: false })
+    }
+}
+
+/// What `shrink_folio_list` does with a page it finds under writeback.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WritebackAction {
+    /// Case 1: kswapd met a `PG_reclaim` page while the node is marked `PGDAT_WRITEBACK`: counted
+    /// in `nr_immediate` (which throttles kswapd), page activated.
+    Immediate,
+    /// Case 2: marked `PG_reclaim`, counted in `nr_writeback`, activated; nobody waits.
+    MarkAndActivate,
+    /// Case 3 (legacy memcg): the reclaiming task waits for this page's write to end, then
+    /// retries it (now clean: freed without I/O).
+    WaitForWrite,
+}
+
+/// What the end of a page's write means for the LRU.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct WritebackEnd {
+    /// `folio_rotate_reclaimable`: the page was `PG_reclaim` and still on the inactive list, so it
+    /// moves to the inactive tail to be freed next.
+    pub rotate_to_inactive_tail: bool,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct UnderWriteback {
+    reclaim: bool,
+}
+
+/// Pages under writeback and their `PG_reclaim` bit. A page listed here must not be freed.
+#[derive(Debug, Clone, Default)]
+pub struct Writeback {
+    pages: BTreeMap<u32, UnderWriteback>,
+}
+
+impl Writeback {
+    /// `pageout` started writing `page` for reclaim: under writeback, `PG_reclaim` set.
+    pub fn start_reclaim_write(&mut self, page: u32) {
+        let prev = self.pages.insert(page, UnderWriteback { reclaim: true });
+        assert!(prev.is_none(), "page {page} is already under writeback");
+    }
+
+    /// A write that is not reclaim's (e.g. zswap's write-back worker, which also sets
+    /// `PG_reclaim` in `zswap_writeback_entry`, passes `reclaim = true`).
+    pub fn start_write(&mut self, page: u32, reclaim: bool) {
+        let prev = self.pages.insert(page, UnderWriteback { reclaim });
+        assert!(prev.is_none(), "page {page} is already under writeback");
+    }
+
+    pub fn is_under_writeback(&self, page: u32) -> bool {
+        self.pages.contains_key(&page)
+    }
+
+    /// Pages under writeback now.
+    pub fn len(&self) -> usize {
+        self.pages.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.pages.is_empty()
+    }
+
+    /// May the page's memory be freed now? Never while its write is in flight.
+    pub fn can_free(&self, page: u32) -> bool {
+        !self.is_under_writeback(page)
+    }
+
+    /// The device finished writing `page` (`folio_end_writeback`). `inactive`: the page is on the
+    /// inactive LRU list (not activated, not mapped again since).
+    pub fn end(&mut self, page: u32, inactive: bool) -> WritebackEnd {
+        let wb = self
+            .pages
+            .remove(&page)
+            .unwrap_or_else(|| panic!("page {page} was not under writeback"));
+        WritebackEnd {
+            rotate_to_inactive_tail: wb.reclaim && inactive,
+        }
+    }
+
+    /// The page's owner went away while it was being written: the write still ends, but nothing
+    /// rotates (the caller forgets the page when `end` is called).
+    pub fn forget_reclaim(&mut self, page: u32) {
+        if let Some(wb) = self.pages.get_mut(&page) {
+            wb.reclaim = false;
+        }
+    }
+
+    /// `shrink_folio_list` met `page` under writeback. `pgdat_writeback`: kswapd marked the node
+    /// `PGDAT_WRITEBACK` (its previous scan took only pages under writeback).
+    pub fn meet(
+        &mut self,
+        page: u32,
+        ctx: ReclaimContext,
+        pgdat_writeback: bool,
+    ) -> WritebackAction {
+        let wb = self
+            .pages
+            .get_mut(&page)
+            .unwrap_or_else(|| panic!("page {page} is not under writeback"));
+        if ctx == ReclaimContext::Kswapd && wb.reclaim && pgdat_writeback {
+            return WritebackAction::Immediate;
+        }
+        if ctx.writeback_throttling_sane() || !wb.reclaim {
+            wb.reclaim = true;
+            return WritebackAction::MarkAndActivate;
+        }
+        WritebackAction::WaitForWrite
+    }
+}
+
+/// Why a reclaimer sleeps (`enum vmscan_throttle_state`, include/linux/mmzone.h).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ThrottleReason {
+    Writeback,
+    Isolated,
+    NoProgress,
+    Congested,
+}
+
+/// The sleep's timeout in `reclaim_throttle`: HZ/10 for writeback, HZ/50 for isolated, one jiffy
+/// otherwise. `hz` is the kernel's CONFIG_HZ (250 on the machine measured here:
+/// /proc/config.gz); the jiffy arithmetic is integer as in the kernel.
+pub fn throttle_timeout_ns(reason: ThrottleReason, hz: u64) -> Nanos {
+    let hz = hz.max(1);
+    let jiffies = match reason {
+        ThrottleReason::Writeback => (hz / 10).max(1),
+        ThrottleReason::Isolated => (hz / 50).max(1),
+        ThrottleReason::NoProgress | ThrottleReason::Congested => 1,
+    };
+    jiffies * NS_PER_S / hz
+}
+
+/// The writeback wait queue of one node: reclaimers sleeping on `VMSCAN_THROTTLE_WRITEBACK` and
+/// the pages written since the first of them slept.
+#[derive(Debug, Clone, Default)]
+pub struct WritebackThrottle {
+    throttled: u64,
+    written: u64,
+}
+
+impl WritebackThrottle {
+    /// A reclaimer goes to sleep (it wakes at `throttle_timeout_ns(Writeback, hz)` at the latest).
+    pub fn sleep(&mut self) {
+        self.throttled += 1;
+        if self.throttled == 1 {
+            self.written = 0;
+        }
+    }
+
+    /// Sleepers now.
+    pub fn sleepers(&self) -> u64 {
+        self.throttled
+    }
+
+    /// A page finished writeback (`acct_reclaim_writeback`). True when all sleepers are to be
+    /// woken now: more than `SWAP_CLUSTER_MAX` pages per sleeper were written.
+    pub fn page_written(&mut self) -> bool {
+        if self.throttled == 0 {
+            return false;
+        }
+        self.written += 1;
+        self.written > SWAP_CLUSTER_MAX * self.throttled
+    }
+
+    /// A sleeper woke (by the wake-up or its timeout).
+    pub fn woke(&mut self) {
+        self.throttled = self.throttled.saturating_sub(1);
+    }
+}
+
+/// `too_many_isolated` (mm/vmscan.c): does a reclaimer about to isolate anonymous pages sleep on
+/// `VMSCAN_THROTTLE_ISOLATED` first? Never kswapd, never legacy memcg reclaim. `io_fs`: the
+/// allocation may do I/O and enter the file system (GFP_KERNEL / GFP_HIGHUSER do), in which case
+/// the limit is an eighth of the inactive list.
+pub fn too_many_isolated(ctx: ReclaimContext, isolated: u64, inactive: u64, io_fs: bool) -> bool {
+    if ctx == ReclaimContext::Kswapd || !ctx.writeback_throttling_sane() {
+        return false;
+    }
+    let limit = if io_fs { inactive >> 3 } else { inactive };
+    isolated > limit
+}
+
+/// The sleep `shrink_node` and `consider_reclaim_throttle` ask for after a scan, if any.
+/// `nr_immediate`: pages met under writeback with `PG_reclaim` (kswapd's case 1); `priority`:
+/// the scan priority (12 down to 0; the no-progress throttle is at priority 1).
+pub fn throttle_after_scan(
+    ctx: ReclaimContext,
+    nr_immediate: u64,
+    nr_scanned: u64,
+    nr_reclaimed: u64,
+    priority: u32,
+) -> Option<ThrottleReason> {
+    match ctx {
+        ReclaimContext::Kswapd if nr_immediate > 0 => Some(ThrottleReason::Writeback),
+        // Progress above 12 % efficiency wakes sleepers instead; at priority 1 with nothing
+        // reclaimed, a global direct reclaimer sleeps.
+        ReclaimContext::Direct
+            if nr_reclaimed <= nr_scanned >> 3 && priority == 1 && nr_reclaimed == 0 =>
+        {
+            Some(ThrottleReason::NoProgress)
+        }
+        _ => None,
+    }
+}
+
+/// How a page leaves memory on swap-out in 6.18, before any device is involved.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SwapOutRoute {
+    /// Zero-filled page on a swap device or zswap: recorded in the swap area's zeromap
+    /// (`swap_writeout`, mm/page_io.c, since 6.12), no I/O, no pool entry; swap-in fills zeros.
+    ZeroMap,
+    /// zram's same-filled page (`ZRAM_SAME`, drivers/block/zram): no compression, no pool memory.
+    ZramSame,
+    /// Compressed (zram, or offered to zswap first) or written to the device.
+    Normal,
+}
+
+/// Where the swap goes: zram (a swap device of its own), or a block device with or without zswap.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SwapBackend {
+    Zram,
+    Device,
+    Zswap,
+}
+
+/// The route of a page by its content. Since 6.12 zswap has no same-filled case of its own: only
+/// zero pages skip it (through the zeromap); other same-filled pages are compressed like any
+/// other. zram keeps its same-filled case (any repeated machine word).
+pub fn swap_out_route(backend: SwapBackend, zero_filled: bool, same_filled: bool) -> SwapOutRoute {
+    match backend {
+        SwapBackend::Zram if same_filled || zero_filled => SwapOutRoute::ZramSame,
+        SwapBackend::Zram => SwapOutRoute::Normal,
+        SwapBackend::Device | SwapBackend::Zswap if zero_filled => SwapOutRoute::ZeroMap,
+        SwapBackend::Device | SwapBackend::Zswap => SwapOutRoute::Normal,
+    }
+}
+
+/// Is the compressed pool charged to the faulting task's memory cgroup? zswap's pool is charged
+/// by `obj_cgroup_charge_zswap` (mm/memcontrol.c), which returns early unless the memory
+/// controller is on cgroup v2; zram's zsmalloc pool belongs to the zram device and is never
+/// charged. A plain swap device has no pool.
+pub fn pool_charged_to_memcg(backend: SwapBackend, cgroup_v2: bool) -> bool {
+    backend == SwapBackend::Zswap && cgroup_v2
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::NS_PER_MS;
+
+    #[test]
+    fn a_plugged_batch_merges_adjacent_writes() {
+        let mut plug = Plug::new(1024 * 1024);
+        // 32 pages reclaimed into consecutive slots 100..132: one request of 32 pages.
+        for p in 0..32 {
+            assert!(plug.add(p, 100 + u64::from(p)).is_empty());
+        }
+        // A page whose slot is not adjacent starts a second request.
+        assert!(plug.add(99, 500).is_empty());
+        // A page just before the last request's first slot front-merges.
+        assert!(plug.add(98, 499).is_empty());
+        let out = plug.finish();
+        assert_eq!(out.len(), 2);
+        assert_eq!(out[0].first_slot, 100);
+        assert_eq!(out[0].slots(), 32);
+        assert_eq!(out[1].first_slot, 499);
+        assert_eq!(out[1].pages, vec![98, 99]);
+        assert!(plug.is_empty());
+    }
+
+    #[test]
+    fn only_the_last_request_takes_merges_and_size_is_bounded() {
+        // Requests of at most 2 pages.
+        let mut plug = Plug::new(2 * crate::PAGE_SIZE);
+        plug.add(0, 10);
+        plug.add(1, 20);
+        // Adjacent to the first request (slot 11), but the plug only tries its tail: new request.
+        plug.add(2, 11);
+        plug.add(3, 12); // merges with slot 11
+        plug.add(4, 13); // the request is at its size limit: new request
+        let out = plug.finish();
+        let shapes: Vec<(u64, u64)> = out.iter().map(|r| (r.first_slot, r.slots())).collect();
+        assert_eq!(shapes, vec![(10, 1), (20, 1), (11, 2), (13, 1)]);
+    }
+
+    #[test]
+    fn a_full_plug_is_flushed_at_thirty_two_requests() {
+        let mut plug = Plug::new(1024 * 1024);
+        for p in 0..32u32 {
+            assert!(plug.add(p, u64::from(p) * 10).is_empty());
+        }
+        let flushed = plug.add(32, 1000);
+        assert_eq!(flushed.len(), 32);
+        assert_eq!(plug.len(), 1);
+    }
+
+    #[test]
+    fn a_page_under_writeback_is_not_freed_before_completion_then_rotates() {
+        let mut wb = Writeback::default();
+        wb.start_reclaim_write(7);
+        assert!(!wb.can_free(7));
+        assert_eq!(
+            wb.end(7, true),
+            WritebackEnd {
+                rotate_to_inactive_tail: true
+            }
+        );
+        assert!(wb.can_free(7));
+        // Activated meanwhile (case 2): no rotation.
+        wb.start_reclaim_write(8);
+        assert_eq!(
+            wb.meet(8, ReclaimContext::Direct, false),
+            WritebackAction::MarkAndActivate
+        );
+        assert!(!wb.end(8, false).rotate_to_inactive_tail);
+        // A write that was not reclaim's does not rotate.
+        wb.start_write(9, false);
+        assert!(!wb.end(9, true).rotate_to_inactive_tail);
+    }
+
+    #[test]
+    fn meeting_a_page_under_writeback_depends_on_who_reclaims() {
+        let mut wb = Writeback::default();
+        wb.start_reclaim_write(1);
+        assert_eq!(
+            wb.meet(1, ReclaimContext::Kswapd, true),
+            WritebackAction::Immediate
+        );
+        assert_eq!(
+            wb.meet(1, ReclaimContext::Kswapd, false),
+            WritebackAction::MarkAndActivate
+        );
+        assert_eq!(
+            wb.meet(1, ReclaimContext::Memcg { v2: true }, false),
+            WritebackAction::MarkAndActivate
+        );
+        assert_eq!(
+            wb.meet(1, ReclaimContext::Memcg { v2: false }, false),
+            WritebackAction::WaitForWrite
+        );
+        // Legacy memcg meeting a page without PG_reclaim marks it first.
+        wb.start_write(2, false);
+        let v1 = ReclaimContext::Memcg { v2: false };
+        assert_eq!(wb.meet(2, v1, false), WritebackAction::MarkAndActivate);
+        assert_eq!(wb.meet(2, v1, false), WritebackAction::WaitForWrite);
+    }
+
+    #[test]
+    fn throttle_timeouts_at_250_hz() {
+        assert_eq!(
+            throttle_timeout_ns(ThrottleReason::Writeback, 250),
+            100 * NS_PER_MS
+        );
+        assert_eq!(
+            throttle_timeout_ns(ThrottleReason::Isolated, 250),
+            20 * NS_PER_MS
+        );
+        assert_eq!(
+            throttle_timeout_ns(ThrottleReason::NoProgress, 250),
+            4 * NS_PER_MS
+        );
+        assert_eq!(
+            throttle_timeout_ns(ThrottleReason::Writeback, 1000),
+            100 * NS_PER_MS
+        );
+    }
+
+    #[test]
+    fn writeback_sleepers_wake_after_thirty_two_pages_each() {
+        let mut t = WritebackThrottle::default();
+        assert!(!t.page_written(), "nobody sleeps: nothing to wake");
+        t.sleep();
+        t.sleep();
+        for _ in 0..64 {
+            assert!(!t.page_written());
+        }
+        assert!(t.page_written(), "65th page: more than 32 per sleeper");
+        t.woke();
+        t.woke();
+        assert_eq!(t.sleepers(), 0);
+        t.sleep();
+        for _ in 0..32 {
+            assert!(
+                !t.page_written(),
+                "the count restarts with the first sleeper"
+            );
+        }
+        assert!(t.page_written());
+    }
+
+    #[test]
+    fn isolated_limit_is_an_eighth_of_inactive_and_skips_kswapd_and_v1() {
+        assert!(!too_many_isolated(ReclaimContext::Direct, 100, 800, true));
+        assert!(too_many_isolated(ReclaimContext::Direct, 101, 800, true));
+        assert!(!too_many_isolated(ReclaimContext::Direct, 101, 800, false));
+        assert!(too_many_isolated(
+            ReclaimContext::Memcg { v2: true },
+            101,
+            800,
+            true
+        ));
+        assert!(!too_many_isolated(ReclaimContext::Kswapd, 10_000, 8, true));
+        assert!(!too_many_isolated(
+            ReclaimContext::Memcg { v2: false },
+            10_000,
+            8,
+            true
+        ));
+    }
+
+    #[test]
+    fn throttle_after_scan_rules() {
+        assert_eq!(
+            throttle_after_scan(ReclaimContext::Kswapd, 3, 32, 0, 12),
+            Some(ThrottleReason::Writeback)
+        );
+        assert_eq!(
+            throttle_after_scan(ReclaimContext::Direct, 3, 32, 0, 12),
+            None
+        );
+        assert_eq!(
+            throttle_after_scan(ReclaimContext::Direct, 0, 32, 0, 1),
+            Some(ThrottleReason::NoProgress)
+        );
+        assert_eq!(
+            throttle_after_scan(ReclaimContext::Memcg { v2: true }, 0, 32, 0, 1),
+            None,
+            "cgroup reclaim is not throttled on no progress"
+        );
+    }
+
+    #[test]
+    fn routes_and_charging() {
+        use SwapBackend::*;
+        assert_eq!(swap_out_route(Zram, false, true), SwapOutRoute::ZramSame);
+        assert_eq!(swap_out_route(Zswap, false, true), SwapOutRoute::Normal);
+        assert_eq!(swap_out_route(Zswap, true, true), SwapOutRoute::ZeroMap);
+        assert_eq!(swap_out_route(Device, true, true), SwapOutRoute::ZeroMap);
+        assert!(pool_charged_to_memcg(Zswap, true));
+        assert!(!pool_charged_to_memcg(Zswap, false));
+        assert!(!pool_charged_to_memcg(Zram, true));
+    }
+}
