@@ -3,8 +3,10 @@
 use clap::{Parser, Subcommand};
 
 mod cmd;
+mod perfcost;
 mod progress;
 mod report;
+mod sweep_report;
 mod units;
 
 #[derive(Parser)]
@@ -46,6 +48,11 @@ enum Command {
     Iosched(cmd::iosched::Args),
     /// The tab model measured on real Chromium: `nvmswap workload measure` (root).
     Workload(cmd::workload::Args),
+    /// Seed 004's persistent heap on NVM: PHT benchmark (vs libpmemobj), crash checker, dual use.
+    Pheap(cmd::pheap::Args),
+    /// A grid of configuration fields and workload parameters, several seeds per point, in
+    /// parallel; resumable; long-format table and plots with 95 % intervals.
+    Sweep(cmd::sweep::Args),
 }
 
 fn main() -> std::process::ExitCode {
@@ -61,6 +68,8 @@ fn main() -> std::process::ExitCode {
         Some(Command::Validate(args)) => cmd::validate::run(args),
         Some(Command::Iosched(args)) => cmd::iosched::run(args),
         Some(Command::Workload(args)) => cmd::workload::run(args),
+        Some(Command::Pheap(args)) => cmd::pheap::run(args),
+        Some(Command::Sweep(args)) => cmd::sweep::run(args),
     };
     match result {
         Ok(()) => std::process::ExitCode::SUCCESS,

@@ -13,7 +13,7 @@ use plotters::prelude::*;
 /// Prints the comparison table (one row per run).
 pub fn print_table(report: &RunsReport) {
     println!(
-        "{:<6} {:<15} {:>5} {:>8} {:>8} {:>8} {:>8} {:>7} {:>9} {:>7} {:>9} {:>9} {:>6} {:>9} {:>10} {:>8}",
+        "{:<6} {:<15} {:>5} {:>8} {:>8} {:>8} {:>8} {:>7} {:>11} {:>7} {:>9} {:>9} {:>6} {:>9} {:>11} {:>8}",
         "subst", "config", "tabs", "sw mean", "sw p50", "sw p95", "sw p99", ">250ms", "faults",
         "<10us", "swap in", "swap out", "zswap", "energy J", "nvm writes", "wear"
     );
@@ -21,7 +21,7 @@ pub fn print_table(report: &RunsReport) {
     for r in &report.runs {
         let s = &r.switch_latency_ms;
         println!(
-            "{:<6} {:<15} {:>5} {:>6.1}ms {:>6.1}ms {:>6.1}ms {:>6.1}ms {:>6.1}% {:>9} {:>6.1}% {:>9} {:>9} {:>6} {:>9.2} {:>10} {:>8}",
+            "{:<6} {:<15} {:>5} {:>6.1}ms {:>6.1}ms {:>6.1}ms {:>6.1}ms {:>6.1}% {:>11} {:>6.1}% {:>9} {:>9} {:>6} {:>9.2} {:>11} {:>8}",
             r.substrate,
             r.config,
             r.tabs_opened,
@@ -30,16 +30,36 @@ pub fn print_table(report: &RunsReport) {
             s.p95,
             s.p99,
             100.0 * r.switch_over_250ms_share,
-            r.faults,
+            thousands(r.faults),
             100.0 * r.fault_under_10us_share,
             mib(r.swap_in_bytes),
             mib(r.swap_out_bytes),
             r.zswap_hit_rate.map_or("-".into(), |h| format!("{:.0}%", 100.0 * h)),
             r.energy_j,
-            r.nvm_writes,
+            thousands(r.nvm_writes),
             r.wear_max_over_mean.map_or("-".into(), |w| format!("{w:.3}")),
         );
     }
+    println!("{TABLE_LEGEND}");
+}
+
+/// The legend under the table; docs/results-schema.md has the full glossary.
+pub const TABLE_LEGEND: &str =
+    "tabs: open at the first discard; sw: tab-switch latency (ms); >250ms, <10us: share of \
+switches/faults (%); swap in/out: MiB; zswap: hit rate; nvm writes: pages; wear: writes to the \
+most-written NVM slot / mean per slot (docs/results-schema.md)";
+
+/// `4781977` -> `4,781,977`.
+pub fn thousands(n: u64) -> String {
+    let digits = n.to_string();
+    let mut out = String::with_capacity(digits.len() + digits.len() / 3);
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
 }
 
 /// Writes results.json, the CSVs and report.html of a pressure run into `dir`, replacing it.
@@ -171,9 +191,17 @@ fn page_end(mut h: String, figures: Vec<(Svg, &str)>) -> anyhow::Result<String> 
             svg?
         )?;
     }
-    writeln!(h, "</body></html>")?;
+    writeln!(h, "{REFERENCES_HTML}</body></html>")?;
     Ok(h)
 }
+
+/// The papers the captions cite as "seed 000" and "seed 001" (docs/references.md lists all five).
+const REFERENCES_HTML: &str = "<h2>References</h2><ul>\
+<li><b>Seed 000</b>: G. F. Oliveira, S. Ghose, J. G\u{f3}mez-Luna, A. Boroumand, A. Savery, S. Rao, S. Qazi, \
+G. Grignou, R. Thakur, E. Shiu, O. Mutlu. <i>Extending Memory Capacity in Consumer Devices with Emerging \
+Non-Volatile Memory: An Experimental Study.</i> arXiv:2111.02325, 2021.</li>\
+<li><b>Seed 001</b>: D. Liu, K. Zhong, X. Zhu, Y. Li, L. Long, Z. Shao. <i>Non-Volatile Memory Based Page \
+Swapping for Building High-Performance Mobile Devices.</i> IEEE Transactions on Computers, 2017.</li></ul>";
 
 /// `value / base` to two decimals, or "-" without a baseline.
 fn ratio_text(value: f64, base: Option<f64>) -> String {

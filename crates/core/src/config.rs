@@ -18,6 +18,9 @@ pub enum Backend {
     Block,
     /// NVM on the memory bus used as the swap area (seed 001's NVM-Swap).
     NvmSwap,
+    /// Swap off: no swap area at all; reclaim can only drop clean pages, and memory is freed by
+    /// discarding (killing) tabs or apps (seed 000's and seed 001 Fig. 1's "swap off").
+    None,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -305,6 +308,7 @@ impl SystemConfig {
                     ));
                 }
             }
+            Backend::None => {}
         }
         if self.zswap_max_pool_percent > 100 {
             return Err(bad("zswap_max_pool_percent", "must be 0..=100".into()));

@@ -7,11 +7,13 @@
 pub mod alloc;
 pub mod block;
 pub mod config;
+pub mod cost;
 pub mod device;
 pub mod discard;
 pub mod lru;
 pub mod metrics;
 pub mod persist;
+pub mod policy_check;
 pub mod progress;
 pub mod readahead;
 pub mod results;

@@ -101,6 +101,38 @@ impl AnonLru {
         }
     }
 
+    /// Reserves room for `entries` queue entries on each list: until a list holds that many
+    /// entries (stale ones included), adding a page allocates nothing. A substrate whose fault
+    /// path must not allocate (live's SIGBUS path) reserves once and calls `compact` when
+    /// `has_room` says no.
+    pub fn reserve(&mut self, entries: usize) {
+        self.active
+            .reserve(entries.saturating_sub(self.active.len()));
+        self.inactive
+            .reserve(entries.saturating_sub(self.inactive.len()));
+    }
+
+    /// Whether a page can join either list without a queue growing (allocating).
+    pub fn has_room(&self) -> bool {
+        self.active.len() < self.active.capacity() && self.inactive.len() < self.inactive.capacity()
+    }
+
+    /// Drops the stale entries (pages forgotten since they were queued) in place, without
+    /// allocating; afterwards each list holds exactly its pages. Order and decisions are
+    /// unchanged: stale entries are skipped when they reach the front anyway.
+    pub fn compact(&mut self) {
+        let (list, seq) = (&self.list, &self.seq);
+        self.active
+            .retain(|&(p, s)| list[p as usize] == List::Active && seq[p as usize] == s);
+        self.inactive
+            .retain(|&(p, s)| list[p as usize] == List::Inactive && seq[p as usize] == s);
+    }
+
+    /// Pages `0..n` the LRU has room for (`grow`).
+    pub fn capacity_pages(&self) -> usize {
+        self.list.len()
+    }
+
     pub fn active_len(&self) -> u64 {
         self.active_len
     }

@@ -1,7 +1,8 @@
 //! The result types every substrate returns, serialised as the JSON contract in
-//! shared/design/RESULTS.md. Field names are the contract: add fields freely, rename none without
+//! docs/results-schema.md (and docs/results-schema.json, generated from these types). Field names are the contract: add fields freely, rename none without
 //! bumping the schema string.
 
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 pub const PRESSURE_SCHEMA: &str = "nvmswap.results/1";
@@ -9,7 +10,7 @@ pub const WEAR_SCHEMA: &str = "nvmswap.wear/1";
 pub const MICROBENCH_SCHEMA: &str = "nvmswap.microbench/1";
 
 /// Which substrate produced a run.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum Substrate {
     Sim,
@@ -49,7 +50,7 @@ impl std::str::FromStr for Substrate {
 
 /// Summary of a latency distribution. The unit is in the field name of the owner
 /// (`switch_latency_ms`, `fault_latency_us`).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct LatencySummary {
     pub mean: f64,
     pub p50: f64,
@@ -63,25 +64,40 @@ pub struct LatencySummary {
 }
 
 /// One configuration run on one substrate: `nvmswap pressure` and `nvmswap relaunch`.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct RunResult {
+    /// `sim`, `live` or `linux`.
     pub substrate: String,
+    /// The configuration's name (bundled name or TOML file).
     pub config: String,
     /// Tabs open when the first discard happened.
     pub tabs_opened: u64,
+    /// Tabs discarded over the whole run.
     pub discards: u64,
+    /// Tab switches measured.
     pub switches: u64,
+    /// Tab-switch latency in milliseconds.
     pub switch_latency_ms: LatencySummary,
+    /// Share (0..1) of switches that took more than 250 ms.
     pub switch_over_250ms_share: f64,
+    /// Page faults, demand-zero ones included (seed 000 Fig. 5 counts them all).
     pub faults: u64,
+    /// Latency of those faults in microseconds.
     pub fault_latency_us: LatencySummary,
+    /// Share (0..1) of faults resolved in under 10 µs.
     pub fault_under_10us_share: f64,
+    /// Bytes read back from swap (compressed pool, NVM or device), uncompressed size.
     pub swap_in_bytes: u64,
+    /// Bytes written to swap, uncompressed size.
     pub swap_out_bytes: u64,
     /// None where the configuration has no zswap.
     pub zswap_hit_rate: Option<f64>,
+    /// Energy of DRAM and the swap device in joules; terms a device profile does not know are left
+    /// out and named in `extra.energy_unknown_terms`.
     pub energy_j: f64,
+    /// Page writes to NVM (swap slots written).
     pub nvm_writes: u64,
+    /// Writes to the most-written NVM slot over the mean per slot; None without NVM.
     pub wear_max_over_mean: Option<f64>,
     /// How long the run took for real.
     pub wall_s: f64,
@@ -91,7 +107,7 @@ pub struct RunResult {
 }
 
 /// `nvmswap pressure --json` / `nvmswap relaunch --json`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct RunsReport {
     pub schema: String,
     pub command: String,
@@ -110,7 +126,7 @@ impl RunsReport {
     }
 }
 
-#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct WritesPerSlot {
     pub min: u64,
     pub mean: f64,
@@ -119,7 +135,7 @@ pub struct WritesPerSlot {
 }
 
 /// `nvmswap wear --json`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct WearReport {
     pub schema: String,
     pub allocator: String,
@@ -138,7 +154,7 @@ pub struct WearReport {
 }
 
 /// `nvmswap microbench --json`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct MicrobenchReport {
     pub schema: String,
     pub substrate: String,
@@ -155,7 +171,7 @@ pub struct MicrobenchReport {
 }
 
 /// One tab switch, in the order it happened.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct SwitchSample {
     /// Tabs open (alive) when the switch happened: the x of seed 000 Fig. 4's buckets.
     pub tabs_open: u32,
@@ -166,7 +182,7 @@ pub struct SwitchSample {
 
 /// A periodic sample over a run. CPU times and byte counts are cumulative since the start, so any
 /// interval is a difference of two samples.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct TimelineSample {
     pub t_s: f64,
     pub tabs_open: u32,
@@ -185,7 +201,7 @@ pub struct TimelineSample {
 }
 
 /// The series behind a run's plots: written as CSV next to results.json and drawn in report.html.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct RunSeries {
     pub switches: Vec<SwitchSample>,
     /// Fault-latency histogram: (bucket upper bound in µs, count), buckets in increasing order.
@@ -194,10 +210,31 @@ pub struct RunSeries {
 }
 
 /// What a substrate returns for one run: the summary (results.json) and the series (CSV, plots).
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct RunOutput {
     pub result: RunResult,
     pub series: RunSeries,
+}
+
+/// The JSON Schema (draft 2020-12) of every object a command prints with `--json`, generated from
+/// these types: `docs/results-schema.json` is this value, checked fresh by a test.
+pub fn json_schema() -> serde_json::Value {
+    let mut generator = schemars::SchemaGenerator::default();
+    let reports = [
+        generator.subschema_for::<RunsReport>(),
+        generator.subschema_for::<WearReport>(),
+        generator.subschema_for::<MicrobenchReport>(),
+    ];
+    // The series are not printed by `--json` but are the rows of the CSV/Parquet tables.
+    generator.subschema_for::<RunSeries>();
+    let defs = generator.take_definitions(true);
+    serde_json::json!({
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "title": "nvmswap results",
+        "description": "What `nvmswap pressure|relaunch|wear|microbench --json` print (one object each), and the per-run series behind the CSV tables and plots. Generated from crates/core/src/results.rs; see docs/results-schema.md.",
+        "oneOf": reports.into_iter().map(|r| r.to_value()).collect::<Vec<_>>(),
+        "$defs": defs,
+    })
 }
 
 #[cfg(test)]

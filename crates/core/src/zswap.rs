@@ -4,11 +4,17 @@
 //! goes to the swap device) and the least recently stored entries are written back to the device
 //! until the pool is below `accept_threshold_percent` of the limit; while marked full, new stores
 //! are rejected until the pool has shrunk below that threshold (the hysteresis of
-//! `zswap_pool_reached_full`). Loads are exclusive: a page read back leaves the pool.
+//! `zswap_pool_reached_full`). Loads are exclusive: a page read back leaves the pool. A page
+//! that does not shrink — compressed to PAGE_SIZE bytes or more — is rejected and goes to the
+//! swap device as it is (mm/zswap.c `zswap_compress`: a compressed length `>= PAGE_SIZE` fails
+//! the store, counted in `reject_compress_poor`); the kernel checks the pool limit before it
+//! compresses, so a full pool's write-back still runs for such a page.
 //!
 //! Pages are named by the caller's `u32` ids; the LRU is a queue with lazy deletion.
 
 use std::collections::{BTreeMap, VecDeque};
+
+use crate::PAGE_SIZE;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum StoreOutcome {
@@ -29,6 +35,8 @@ pub struct ZswapPool {
     entries: BTreeMap<u32, (u64, u64)>,
     lru: VecDeque<(u32, u64)>,
     next_seq: u64,
+    /// Pages rejected because they compressed to PAGE_SIZE or more (`reject_compress_poor`).
+    pub rejected_incompressible: u64,
 }
 
 impl ZswapPool {
@@ -45,6 +53,7 @@ impl ZswapPool {
             entries: BTreeMap::new(),
             lru: VecDeque::new(),
             next_seq: 0,
+            rejected_incompressible: 0,
         }
     }
 
@@ -73,6 +82,14 @@ impl ZswapPool {
         assert!(!self.contains(page), "page {page} is already in the pool");
         if self.reached_full && self.bytes <= self.accept_bytes() {
             self.reached_full = false;
+        }
+        if !self.reached_full && size >= PAGE_SIZE && self.bytes < self.limit_bytes {
+            // The pool is below its limit (the kernel's check before compressing passes), and
+            // the page did not shrink: rejected, no write-back.
+            self.rejected_incompressible += 1;
+            return StoreOutcome::Rejected {
+                written_back: Vec::new(),
+            };
         }
         if !self.reached_full && self.bytes + size <= self.limit_bytes {
             self.bytes += size;
@@ -105,6 +122,18 @@ impl ZswapPool {
         let (size, _) = self.entries.remove(&page)?;
         self.bytes -= size;
         Some(size)
+    }
+
+    /// The device could not take a page the pool wrote back (`Rejected::written_back`): the page
+    /// stays in the pool as its oldest entry. (Sim's block device reserves a slot before the
+    /// store, so its write-backs cannot fail; live's NVM tier allocates at write-back.)
+    pub fn write_back_failed(&mut self, page: u32, size: u64) {
+        assert!(!self.contains(page), "page {page} is already in the pool");
+        self.bytes += size;
+        let seq = self.next_seq;
+        self.next_seq += 1;
+        self.entries.insert(page, (size, seq));
+        self.lru.push_front((page, seq));
     }
 
     /// Drops a page (its owner exited); same as a load whose data nobody wants.
@@ -157,6 +186,51 @@ mod tests {
         assert!(matches!(pool.store(12, 100), StoreOutcome::Rejected { .. }));
         assert_eq!(pool.bytes(), 900);
         assert!(!pool.contains(12));
+    }
+
+    #[test]
+    fn incompressible_pages_are_rejected_without_write_back() {
+        let mut pool = ZswapPool::new(100_000, 90);
+        assert_eq!(pool.store(1, 1000), StoreOutcome::Stored);
+        assert_eq!(
+            pool.store(2, PAGE_SIZE),
+            StoreOutcome::Rejected {
+                written_back: vec![]
+            }
+        );
+        assert_eq!(pool.rejected_incompressible, 1);
+        assert!(!pool.contains(2));
+        assert_eq!(pool.store(3, PAGE_SIZE - 1), StoreOutcome::Stored);
+        // A full pool writes back first, as the kernel checks the limit before compressing.
+        let mut full = ZswapPool::new(2000, 50);
+        full.store(1, 1000);
+        full.store(2, 1000);
+        assert_eq!(
+            full.store(4, PAGE_SIZE),
+            StoreOutcome::Rejected {
+                written_back: vec![(1, 1000)]
+            }
+        );
+        assert_eq!(full.rejected_incompressible, 0);
+    }
+
+    #[test]
+    fn a_failed_write_back_returns_the_page_as_the_oldest() {
+        let mut pool = ZswapPool::new(300, 50);
+        for p in 0..3 {
+            pool.store(p, 100);
+        }
+        let StoreOutcome::Rejected { written_back } = pool.store(3, 100) else {
+            panic!("full")
+        };
+        assert_eq!(written_back, vec![(0, 100), (1, 100)]);
+        pool.write_back_failed(1, 100);
+        assert_eq!(pool.bytes(), 200);
+        // Next write-back takes page 1 first again.
+        let StoreOutcome::Rejected { written_back } = pool.store(4, 200) else {
+            panic!("full")
+        };
+        assert_eq!(written_back, vec![(1, 100)]);
     }
 
     #[test]

@@ -66,6 +66,11 @@ pub fn run_pressure(
         Compressor::Lz4
     };
     let pager_cfg = match cfg.backend {
+        Backend::None => {
+            return Err(LiveError::Backend(
+                "none (swap off): the live pager always pages to a tier".into(),
+            ))
+        }
         Backend::Zram => PagerConfig {
             budget_bytes: budget,
             pool_share: 1.0,

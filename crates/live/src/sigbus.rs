@@ -4,7 +4,7 @@
 //! the address and resolves the fault there; returning retries the faulting instruction.
 //!
 //! Async-signal-safety: the handler reads a fixed table of atomics, saves and restores errno,
-//! and calls `pager::resolve_signalled`, which does not allocate or free. Pagers enter the table
+//! and calls `fault::resolve_signalled`, which does not allocate or free. Pagers enter the table
 //! when made and leave it when dropped; a per-entry count of handlers inside makes the drop wait
 //! until none of them still looks at the pager. A SIGBUS that no pager claims goes to the handler
 //! that was installed before ours (Rust's own, for stack overflows), or, if that was the default,
@@ -16,7 +16,8 @@ use std::sync::atomic::{AtomicPtr, AtomicUsize, Ordering};
 use std::sync::{Mutex, OnceLock};
 
 use crate::error::LiveError;
-use crate::pager::{resolve_signalled, Shared, Signalled};
+use crate::fault::{resolve_signalled, Signalled};
+use crate::state::Shared;
 
 /// Pagers on the SIGBUS path alive at once in one process.
 pub const MAX_PAGERS: usize = 64;

@@ -95,40 +95,31 @@ impl Codec {
     }
 }
 
-/// The compressed pool: entries keyed by page key, oldest-stored first for write-back when the
-/// pool is over its limit (zswap's LRU; we cannot see accesses to pool entries other than loads,
-/// which remove the entry, so insertion order is the LRU order).
+/// The compressed pool's bytes: compressed pages keyed by page id. What enters and what is
+/// written back is decided by `nvmswap_core::zswap::ZswapPool` (the pager's `store.rs` asks it
+/// and carries the answer out here); without an NVM tier behind it the pool keeps every page,
+/// as zram does.
 ///
 /// `load` runs on the SIGBUS fault path, so it decompresses into the caller's buffer without
 /// allocating. Removing an entry frees its buffer, so that is a separate step (`discard`), which
 /// the pager leaves to its evictor thread.
 pub struct Pool {
     codec: Codec,
-    limit_bytes: u64,
     stored_bytes: u64,
-    entries: BTreeMap<u64, (u64, Vec<u8>)>,
-    lru: BTreeMap<u64, u64>,
-    next_seq: u64,
+    entries: BTreeMap<u32, Vec<u8>>,
     pub bytes_in: u64,
     pub bytes_compressed_in: u64,
 }
 
 impl Pool {
-    pub fn new(compressor: Compressor, limit_bytes: u64) -> Result<Pool, LiveError> {
+    pub fn new(compressor: Compressor) -> Result<Pool, LiveError> {
         Ok(Pool {
             codec: Codec::new(compressor)?,
-            limit_bytes,
             stored_bytes: 0,
             entries: BTreeMap::new(),
-            lru: BTreeMap::new(),
-            next_seq: 0,
             bytes_in: 0,
             bytes_compressed_in: 0,
         })
-    }
-
-    pub fn limit_bytes(&self) -> u64 {
-        self.limit_bytes
     }
 
     pub fn stored_bytes(&self) -> u64 {
@@ -148,33 +139,20 @@ impl Pool {
         &mut self.codec
     }
 
-    /// Store an already compressed page. The caller makes room first (`oldest`).
-    pub fn insert(&mut self, key: u64, data: Vec<u8>) {
+    /// Store an already compressed page (admitted by the policy).
+    pub fn insert(&mut self, id: u32, data: Vec<u8>) {
         self.stored_bytes += data.len() as u64;
         self.bytes_in += PAGE as u64;
         self.bytes_compressed_in += data.len() as u64;
-        let seq = self.next_seq;
-        self.next_seq += 1;
-        self.lru.insert(seq, key);
-        if let Some((old_seq, old)) = self.entries.insert(key, (seq, data)) {
-            self.lru.remove(&old_seq);
+        if let Some(old) = self.entries.insert(id, data) {
             self.stored_bytes -= old.len() as u64;
         }
     }
 
-    pub fn fits(&self, extra: usize) -> bool {
-        self.stored_bytes + extra as u64 <= self.limit_bytes
-    }
-
-    /// The least recently stored entry's key.
-    pub fn oldest(&self) -> Option<u64> {
-        self.lru.first_key_value().map(|(_, &k)| k)
-    }
-
     /// Decompress an entry into `out` (one page), leaving it in the pool; false if absent.
     /// Allocates nothing.
-    pub fn load(&mut self, key: u64, out: &mut [u8]) -> bool {
-        let Some((_, data)) = self.entries.get(&key) else {
+    pub fn load(&mut self, id: u32, out: &mut [u8]) -> bool {
+        let Some(data) = self.entries.get(&id) else {
             return false;
         };
         self.codec.decompress(data, out);
@@ -182,9 +160,8 @@ impl Pool {
     }
 
     /// Remove an entry, freeing its buffer.
-    pub fn discard(&mut self, key: u64) {
-        if let Some((seq, data)) = self.entries.remove(&key) {
-            self.lru.remove(&seq);
+    pub fn discard(&mut self, id: u32) {
+        if let Some(data) = self.entries.remove(&id) {
             self.stored_bytes -= data.len() as u64;
         }
     }

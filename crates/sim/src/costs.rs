@@ -1,7 +1,9 @@
 //! CPU costs of the kernel paths the simulator charges, each with its source. Device latencies
 //! come from the device profiles; these are the software around them.
 
+use nvmswap_core::config::SystemConfig;
 use nvmswap_core::device::LatencyDist;
+use rand_chacha::ChaCha8Rng;
 
 /// Demand-zero (minor) fault: allocate a page and map it. Seed 002, "Swap In Overhead": "minor
 /// page fault handling latency ~6 us".
@@ -59,5 +61,52 @@ pub const TIMELINE_INTERVAL_NS: u64 = 5_000_000_000;
 
 /// BLKDEV_DEFAULT_RQ (128, include/linux/blkdev.h): with an I/O scheduler, blk-mq allows twice
 /// the smaller of this and the device's queue depth in requests before a submitter must wait for
-/// a tag (engine.rs builds the limit).
+/// a tag (io.rs builds the limit).
 pub const BLOCK_MAX_REQUESTS: usize = 128;
+
+/// The software costs in force: the sourced defaults above unless the configuration overrides.
+pub struct Costs {
+    pub minor_fault: u64,
+    compress: LatencyDist,
+    decompress: LatencyDist,
+}
+
+impl Costs {
+    pub fn of(cfg: &SystemConfig) -> Self {
+        let (compress, decompress) = if cfg.compressor == "lz4" {
+            (LZ4_COMPRESS, LZ4_DECOMPRESS)
+        } else {
+            (LZO_COMPRESS, LZO_DECOMPRESS)
+        };
+        let o = &cfg.costs;
+        Costs {
+            minor_fault: o.minor_fault_ns.map_or(MINOR_FAULT_NS, |v| v as u64),
+            compress: LatencyDist {
+                mean_ns: o.compress_mean_ns.unwrap_or(compress.mean_ns),
+                p99_ns: o.compress_p99_ns.unwrap_or(compress.p99_ns),
+            },
+            decompress: LatencyDist {
+                mean_ns: o.decompress_mean_ns.unwrap_or(decompress.mean_ns),
+                p99_ns: o.decompress_p99_ns.unwrap_or(decompress.p99_ns),
+            },
+        }
+    }
+
+    /// Compressing a page of `size` compressed bytes (0: same-filled, only scanned).
+    pub fn compress(&self, size: u64, rng: &mut ChaCha8Rng) -> u64 {
+        if size == 0 {
+            SAME_FILLED_NS
+        } else {
+            self.compress.sample(rng)
+        }
+    }
+
+    /// Decompressing a page of `size` compressed bytes (0: same-filled, filled again).
+    pub fn decompress(&self, size: u64, rng: &mut ChaCha8Rng) -> u64 {
+        if size == 0 {
+            SAME_FILLED_NS
+        } else {
+            self.decompress.sample(rng)
+        }
+    }
+}

@@ -3,12 +3,24 @@
 //! A whole consumer device (DRAM, reclaim, compressed pools, swap devices, NVM on the memory bus)
 //! composed from `nvmswap-core` mechanisms and driven in virtual time. The same seed and
 //! configuration give byte-identical results (except `wall_s`, the real time the run took).
-//! See `engine.rs` for the model and `costs.rs` for the software costs and their sources;
-//! `relaunch.rs` runs seed 001's app-relaunch workload.
+//! Components (docs/adr/0004-sim-components.md): `engine.rs` the machine and its fault path,
+//! `memory.rs` frames and watermarks, `reclaim.rs` kswapd, direct and memcg reclaim,
+//! `backend/` the swap back-ends (one file each, chosen through `backend::REGISTRY`), `io.rs`
+//! the block layer's submission path, `driver.rs` the workload driver, `observe.rs` the events
+//! and their observers, `metrics.rs` the results built from them, `costs.rs` the software costs
+//! and their sources; `relaunch.rs` runs seed 001's app-relaunch workload.
 
+mod backend;
 mod costs;
+mod driver;
 mod engine;
+mod io;
+mod memory;
+mod metrics;
+pub mod observe;
+mod reclaim;
 pub mod relaunch;
+pub mod sweep;
 
 use nvmswap_core::config::{ConfigError, SystemConfig};
 use nvmswap_core::progress::Progress;
@@ -54,9 +66,40 @@ pub fn run_pressure(
     opts: &RunOptions,
     progress: &dyn Progress,
 ) -> Result<RunOutput, SimError> {
+    run_pressure_observed(cfg, opts, progress, Vec::new())
+}
+
+/// Runs the pressure test on `cfg` with the test's parameters `params` instead of the ChromeOS
+/// defaults (the sweeps set `max_tabs`, seed 000 §5's 50-tab limit, this way).
+pub fn run_pressure_with(
+    cfg: &SystemConfig,
+    opts: &RunOptions,
+    params: &nvmswap_core::workload::tabs::PressureParams,
+    progress: &dyn Progress,
+) -> Result<RunOutput, SimError> {
     if !(opts.scale > 0.0 && opts.scale <= 1.0) {
         return Err(SimError::Scale(opts.scale));
     }
     let started = std::time::Instant::now();
-    engine::Sim::new(cfg, default_sites(), opts, progress)?.run_pressure(started)
+    driver::Driver::new(cfg, default_sites(), opts, progress)?
+        .run_pressure_with(params.clone(), started)
+}
+
+/// Runs the memory-capacity pressure test on `cfg` with `observers` watching every event of the
+/// machine (observe.rs), after the metrics that make the results.
+pub fn run_pressure_observed(
+    cfg: &SystemConfig,
+    opts: &RunOptions,
+    progress: &dyn Progress,
+    observers: Vec<Box<dyn observe::Observer>>,
+) -> Result<RunOutput, SimError> {
+    if !(opts.scale > 0.0 && opts.scale <= 1.0) {
+        return Err(SimError::Scale(opts.scale));
+    }
+    let started = std::time::Instant::now();
+    let mut driver = driver::Driver::new(cfg, default_sites(), opts, progress)?;
+    for o in observers {
+        driver.machine.observe(o);
+    }
+    driver.run_pressure(started)
 }

@@ -35,6 +35,7 @@ pub fn on_phone(cfg: &SystemConfig) -> SystemConfig {
             c.zram_mem_limit_bytes = c.zram_mem_limit_bytes.min(PHONE_DRAM_BYTES / 2);
         }
         Backend::Block | Backend::NvmSwap => c.swap_bytes = PHONE_SWAP_BYTES,
+        Backend::None => {}
     }
     // Android kills cached apps only when swapping cannot keep memory free (seed 001 Fig. 1:
     // swap avoids 66-91 % of terminations); Chrome's rule counts swap at a quarter (weight 4),
@@ -68,7 +69,7 @@ pub fn run_relaunch(
     let started = std::time::Instant::now();
     let mut test = RelaunchTest::new(params, &sites);
     let mut out =
-        crate::engine::Sim::new(cfg, sites, opts, progress)?.run_workload(&mut test, started)?;
+        crate::driver::Driver::new(cfg, sites, opts, progress)?.run_workload(&mut test, started)?;
     out.result.config = format!("{}/{category}", out.result.config);
     out.result
         .extra

@@ -238,7 +238,7 @@ pub fn run(args: Args) -> Result<()> {
     }
     bar.finish_and_clear();
     if args.json {
-        // Latency summaries as everywhere in RESULTS.md: objects named by their statistic.
+        // Latency summaries as everywhere in docs/results-schema.md: objects named by their statistic.
         let summary = |a: [f64; 3]| serde_json::json!({"mean": a[0], "p50": a[1], "p99": a[2]});
         let combos: Vec<_> = rows
             .iter()

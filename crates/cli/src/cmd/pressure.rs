@@ -185,8 +185,19 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         }
         .with_context(|| format!("{substrate} run of '{name}'"))?;
         bar.finish();
+        let mut out = out;
+        if let Some(cfg) = cfg {
+            crate::perfcost::attach(cfg, &mut out.result)?;
+        }
         outputs.push(out);
     }
+    // Seed 001 Eq. 1-3 over the sim/live runs (linux runs have no configuration to price).
+    let priced: Vec<SystemConfig> = plan.iter().filter_map(|(_, _, c)| c.clone()).collect();
+    let perf_cost = if priced.len() == outputs.len() {
+        crate::perfcost::pressure(&priced, &mut outputs)?
+    } else {
+        Vec::new()
+    };
     let report = RunsReport::new(
         "pressure",
         args.seed,
@@ -198,6 +209,12 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         println!("{}", serde_json::to_string_pretty(&report)?);
     } else {
         report::print_table(&report);
+        if !perf_cost.is_empty() {
+            crate::perfcost::print_table(
+                "Performance per cost (seed 001 Eq. 3; performance = mean switch latency of the first configuration / this one's):",
+                &perf_cost,
+            );
+        }
         eprintln!("report: {}", args.out.join("report.html").display());
     }
     Ok(())

@@ -130,9 +130,12 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             let out = nvmswap_sim::relaunch::run_relaunch(cfg, category, params, &opts, &bar)
                 .with_context(|| format!("sim relaunch of '{}' / {category}", cfg.name))?;
             bar.finish();
+            let mut out = out;
+            crate::perfcost::attach(cfg, &mut out.result)?;
             outputs.push(out);
         }
     }
+    let perf_cost = crate::perfcost::relaunch(&configs, &mut outputs)?;
     let report = RunsReport::new(
         "relaunch",
         args.seed,
@@ -144,6 +147,10 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         println!("{}", serde_json::to_string_pretty(&report)?);
     } else {
         report::print_relaunch_table(&outputs);
+        crate::perfcost::print_table(
+            "Performance per cost (seed 001 Eq. 1-3, against the first configuration):",
+            &perf_cost,
+        );
         eprintln!("report: {}", args.out.join("report.html").display());
     }
     Ok(())

@@ -1,0 +1,201 @@
+//! Seeded event sequences that drive a substrate's use of a core policy, so that tests can
+//! check that every substrate makes the same decisions from the same events (docs/adr/0001: a
+//! policy is written once and only carried out by substrates).
+//!
+//! A substrate implements the adapter trait over the code it really runs (sim over its engine's
+//! calls, live over its pager's eviction order and tier store); `drive_lru` / `drive_zswap` feed
+//! it one event sequence and log its decisions. The sequence depends on the decisions (a page is
+//! faulted in only when it is not resident, loaded only when it is in the pool), so two adapters
+//! that decide differently also see different events from that point on, and their logs differ.
+//! Each substrate's test compares its log with the log of the bare core policy, and so with
+//! every other substrate's.
+
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+
+use crate::lru::AnonLru;
+use crate::zswap::{StoreOutcome, ZswapPool};
+use crate::GIB;
+
+/// A substrate's use of the eviction order (`crate::lru`), in the events every substrate sees.
+pub trait LruUse {
+    /// Page `page` was brought in by a fault (first touch or refault).
+    fn fault(&mut self, page: u32);
+    /// A resident page that came in clean was written (the one access a user-space pager sees).
+    fn write(&mut self, page: u32);
+    /// Evict one page: the victim, or None when nothing can be evicted.
+    fn reclaim(&mut self) -> Option<u32>;
+    /// Page `page` went away for good (its tab or region was dropped).
+    fn free(&mut self, page: u32);
+}
+
+/// Drives `u` with `steps` seeded events over `pages` pages and a memory of `frames` pages:
+/// faults of non-resident pages (evicting first when memory is full), writes of resident pages,
+/// and now and then a page freed. Returns the victims in order.
+pub fn drive_lru(u: &mut dyn LruUse, pages: u32, frames: u32, steps: usize, seed: u64) -> Vec<u32> {
+    assert!(frames > 0 && frames < pages, "fewer frames than pages");
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    let mut resident = vec![false; pages as usize];
+    let mut count = 0u32;
+    let mut victims = Vec::new();
+    for _ in 0..steps {
+        let page = rng.random_range(0..pages);
+        let roll: f64 = rng.random();
+        if resident[page as usize] {
+            if roll < 0.02 {
+                u.free(page);
+                resident[page as usize] = false;
+                count -= 1;
+            } else if roll < 0.5 {
+                u.write(page);
+            }
+            continue;
+        }
+        if count == frames {
+            let Some(v) = u.reclaim() else {
+                victims.push(u32::MAX);
+                continue;
+            };
+            assert!(resident[v as usize], "victim {v} was resident");
+            resident[v as usize] = false;
+            count -= 1;
+            victims.push(v);
+        }
+        u.fault(page);
+        resident[page as usize] = true;
+        count += 1;
+    }
+    victims
+}
+
+/// Core's LRU used directly, page ids as they come: the reference log.
+pub struct BareLru(pub AnonLru);
+
+impl BareLru {
+    pub fn new(memory_bytes: u64, pages: u32) -> Self {
+        let mut l = AnonLru::new(memory_bytes);
+        l.grow(pages as usize);
+        BareLru(l)
+    }
+}
+
+impl LruUse for BareLru {
+    fn fault(&mut self, page: u32) {
+        self.0.add_faulted(page);
+    }
+    fn write(&mut self, page: u32) {
+        self.0.mark_accessed(page);
+    }
+    fn reclaim(&mut self) -> Option<u32> {
+        let v = self.0.pick_victim()?;
+        self.0.evicted(v);
+        Some(v)
+    }
+    fn free(&mut self, page: u32) {
+        self.0.forget(page);
+    }
+}
+
+/// A substrate's use of the zswap pool's policy (`crate::zswap`).
+pub trait ZswapUse {
+    /// Page `page` is swapped out with contents `variant` (an index into the caller's table),
+    /// which compress to `size` bytes: whether the pool took it, and the pages written back to
+    /// the device to make room.
+    fn store(&mut self, page: u32, variant: usize, size: u64) -> (bool, Vec<u32>);
+    /// Page `page`, in the pool, is faulted back in (an exclusive load).
+    fn load(&mut self, page: u32);
+}
+
+/// One store's decision: admitted, and the pages written back.
+pub type ZswapDecision = (u32, bool, Vec<u32>);
+
+/// Drives `u` with `steps` seeded swap-outs and swap-ins over `pages` pages; each swap-out picks
+/// one of the contents whose compressed sizes are `sizes` (a substrate that compresses real
+/// bytes makes the table; include incompressible ones, a page or more). Pages written back or
+/// rejected are on the device, and a fault on them does not touch the pool. Written-back pages
+/// are logged in page order.
+pub fn drive_zswap(
+    u: &mut dyn ZswapUse,
+    pages: u32,
+    steps: usize,
+    seed: u64,
+    sizes: &[u64],
+) -> Vec<ZswapDecision> {
+    #[derive(Clone, Copy, PartialEq)]
+    enum Where {
+        Resident,
+        Pool,
+        Device,
+    }
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    let mut at = vec![Where::Resident; pages as usize];
+    let mut log = Vec::new();
+    for _ in 0..steps {
+        let page = rng.random_range(0..pages);
+        match at[page as usize] {
+            Where::Resident => {
+                let variant = rng.random_range(0..sizes.len());
+                let (stored, mut written_back) = u.store(page, variant, sizes[variant]);
+                written_back.sort_unstable();
+                for &w in &written_back {
+                    assert!(
+                        at[w as usize] == Where::Pool,
+                        "page {w} written back was pooled"
+                    );
+                    at[w as usize] = Where::Device;
+                }
+                at[page as usize] = if stored { Where::Pool } else { Where::Device };
+                log.push((page, stored, written_back));
+            }
+            Where::Pool => {
+                u.load(page);
+                at[page as usize] = Where::Resident;
+            }
+            Where::Device => at[page as usize] = Where::Resident,
+        }
+    }
+    log
+}
+
+/// Core's zswap policy used directly: the reference log.
+pub struct BareZswap(pub ZswapPool);
+
+impl ZswapUse for BareZswap {
+    fn store(&mut self, page: u32, _variant: usize, size: u64) -> (bool, Vec<u32>) {
+        match self.0.store(page, size) {
+            StoreOutcome::Stored => (true, Vec::new()),
+            StoreOutcome::Rejected { written_back } => {
+                (false, written_back.into_iter().map(|(p, _)| p).collect())
+            }
+        }
+    }
+    fn load(&mut self, page: u32) {
+        self.0.load(page);
+    }
+}
+
+/// The memory size the policy tests use for the LRU (inactive ratio 1, as a pager's budget).
+pub const TEST_MEMORY_BYTES: u64 = GIB / 2;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::PAGE_SIZE;
+
+    #[test]
+    fn the_drivers_make_decisions_that_differ_between_seeds() {
+        let a = drive_lru(&mut BareLru::new(TEST_MEMORY_BYTES, 64), 64, 16, 2000, 1);
+        let b = drive_lru(&mut BareLru::new(TEST_MEMORY_BYTES, 64), 64, 16, 2000, 2);
+        assert!(a.len() > 100 && a != b);
+        let sizes: Vec<u64> = (1..=20).map(|i| i * PAGE_SIZE / 16).collect();
+        let z = drive_zswap(
+            &mut BareZswap(ZswapPool::new(40_000, 90)),
+            64,
+            2000,
+            1,
+            &sizes,
+        );
+        assert!(z.iter().any(|d| !d.2.is_empty()), "some write-backs");
+        assert!(z.iter().any(|d| d.1) && z.iter().any(|d| !d.1));
+    }
+}

@@ -1,0 +1,222 @@
+//! Swap back-ends: where a reclaimed anonymous page goes and how it comes back.
+//!
+//! The engine knows a page as absent, resident, or held by the back-end; everything else (which
+//! slot, which pool, whether it is mapped read-only from NVM, its swap-cache copy) is the
+//! back-end's. A back-end stores a page, serves a fault on it (in place, or into a frame the
+//! engine found, possibly waiting for I/O and bringing neighbours along), frees it, says what
+//! each costs (returned times) and whom it charges (events with their actor), and does its
+//! background work when the clock moves. One file per back-end; `REGISTRY` picks one from the
+//! configuration (docs/adr/0004-sim-components.md: how to add one).
+
+mod block;
+mod none;
+mod nvm_swap;
+mod zram;
+mod zswap;
+
+use nvmswap_core::config::{Backend, SystemConfig};
+use rand_chacha::ChaCha8Rng;
+
+use crate::costs::Costs;
+use crate::metrics::BackendReport;
+use crate::observe::{Actor, Observers};
+use crate::SimError;
+
+/// What a back-end may use of the machine during a call: the run's random stream (shared, so
+/// draws stay in the order they always had), the software costs, each page's compressed size,
+/// and the observers to notify.
+pub struct Env<'a> {
+    pub rng: &'a mut ChaCha8Rng,
+    pub costs: &'a Costs,
+    /// Compressed size of every page in bytes (0: same-filled), fixed when its tab opens.
+    pub sizes: &'a [u16],
+    pub obs: &'a mut Observers,
+}
+
+impl Env<'_> {
+    pub fn size(&self, p: u32) -> u64 {
+        u64::from(self.sizes[p as usize])
+    }
+}
+
+/// Time a store took its caller: CPU work, and time spent waiting for a free request tag.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Spent {
+    pub cpu: u64,
+    pub wait: u64,
+}
+
+impl Spent {
+    pub fn total(self) -> u64 {
+        self.cpu + self.wait
+    }
+}
+
+/// How a back-end answers a fault on a page it holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Fault {
+    /// Served where the page is, no frame needed; the page stays with the back-end. `kind`:
+    /// the access is a page fault of that kind (a mapping), None: a plain memory access.
+    InPlace {
+        latency: u64,
+        kind: Option<crate::observe::FaultKind>,
+    },
+    /// The page must come into a DRAM frame: the engine finds one, then calls `swap_in`.
+    NeedsFrame,
+}
+
+/// The first half of a swap-in into a frame.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SwapIn {
+    /// Done, costing the foreground `cost` (besides finding the frame).
+    Done { cost: u64 },
+    /// Waiting for synchronous I/O request `id`; then `finish_swap_in`. `readahead`: pages the
+    /// same I/O brings (the engine gives each a frame while there is one, then `readahead_in`).
+    Wait {
+        id: u64,
+        issued: u64,
+        readahead: Vec<u32>,
+    },
+}
+
+pub trait SwapBackend {
+    /// Per-page state for pages 0..pages (tabs are opened one after the other).
+    fn grow(&mut self, pages: usize);
+
+    /// Compressed bytes held in DRAM (they take frames away from the tabs).
+    fn pool_bytes(&self) -> u64 {
+        0
+    }
+
+    /// Free swap space, in pages (Chrome's rule counts it).
+    fn swap_free_pages(&self) -> u64;
+
+    /// Stores resident page `p`, reclaimed by `by` at `t`; its frame is then free. None when
+    /// there is no room (the page stays resident).
+    fn store(&mut self, p: u32, t: u64, by: Actor, env: &mut Env) -> Option<Spent>;
+
+    /// The foreground (`by`) touches page `p`, which this back-end holds, at `now`.
+    fn fault(&mut self, p: u32, write: bool, now: u64, by: Actor, env: &mut Env) -> Fault;
+
+    /// Brings `p` into the frame the engine found for it; the foreground resumes at `start`.
+    fn swap_in(&mut self, p: u32, write: bool, start: u64, by: Actor, env: &mut Env) -> SwapIn;
+
+    /// After `SwapIn::Wait`'s request completed: the rest of the swap-in of `p`; its cost to the
+    /// foreground (besides finding the frame).
+    fn finish_swap_in(
+        &mut self,
+        _p: u32,
+        _write: bool,
+        _id: u64,
+        _issued: u64,
+        _env: &mut Env,
+    ) -> u64 {
+        unreachable!("this back-end never waits")
+    }
+
+    /// Read-ahead page `q` gets the frame the engine found at `t`; returns the extra time it
+    /// cost.
+    fn readahead_in(&mut self, _q: u32, _t: u64, _env: &mut Env) -> u64 {
+        unreachable!("this back-end reads nothing ahead")
+    }
+
+    /// Resident page `p` is written: a copy the back-end keeps of it is stale.
+    fn written(&mut self, _p: u32) {}
+
+    /// Resident page `p` is freed (its tab is gone).
+    fn release_resident(&mut self, p: u32) {
+        self.written(p);
+    }
+
+    /// Page `p`, which this back-end holds, is freed (its tab is gone).
+    fn release(&mut self, p: u32, env: &mut Env);
+
+    /// Background work up to `t` (the foreground's clock moved there).
+    fn catch_up(&mut self, _t: u64, _obs: &mut Observers) {}
+
+    /// True once the synchronous request `id` of a `SwapIn::Wait` has completed.
+    fn io_finished(&self, _id: u64) -> bool {
+        true
+    }
+
+    /// When the back-end's next background event happens, if it has one pending.
+    fn next_event_time(&self) -> Option<u64> {
+        None
+    }
+
+    /// Runs the back-end's background work to `t` (while someone waits).
+    fn advance_to(&mut self, _t: u64, _obs: &mut Observers) {}
+
+    /// A waiter for this back-end's I/O spins on its CPU (polled completion).
+    fn polls_while_waiting(&self) -> bool {
+        false
+    }
+
+    /// What the back-end adds to the results.
+    fn report(&self) -> BackendReport;
+}
+
+/// What building a back-end needs besides the (scaled, validated) configuration.
+pub struct BuildArgs {
+    pub seed: u64,
+}
+
+type Build = fn(&SystemConfig, &BuildArgs) -> Result<Box<dyn SwapBackend>, SimError>;
+
+/// One back-end the configuration can choose: its name (for docs and errors), which
+/// configurations select it, and how it is built.
+pub struct Registration {
+    pub name: &'static str,
+    pub selects: fn(&SystemConfig) -> bool,
+    pub build: Build,
+}
+
+/// Every back-end, first match wins.
+pub const REGISTRY: &[Registration] = &[
+    Registration {
+        name: "zram",
+        selects: |c| c.backend == Backend::Zram,
+        build: zram::Zram::build,
+    },
+    Registration {
+        name: "zswap",
+        selects: |c| c.backend == Backend::Block && c.zswap_max_pool_percent > 0,
+        build: zswap::Zswap::build,
+    },
+    Registration {
+        name: "block",
+        selects: |c| c.backend == Backend::Block,
+        build: block::BlockSwap::build,
+    },
+    Registration {
+        name: "none",
+        selects: |c| c.backend == Backend::None,
+        build: none::SwapOff::build,
+    },
+    Registration {
+        name: "nvm-swap",
+        selects: |c| c.backend == Backend::NvmSwap,
+        build: nvm_swap::NvmSwap::build,
+    },
+];
+
+/// The back-end `cfg` chooses.
+pub fn build(cfg: &SystemConfig, args: &BuildArgs) -> Result<Box<dyn SwapBackend>, SimError> {
+    let r = REGISTRY.iter().find(|r| (r.selects)(cfg)).ok_or_else(|| {
+        SimError::Config(format!(
+            "no swap back-end for backend {:?} (known: {})",
+            cfg.backend,
+            REGISTRY
+                .iter()
+                .map(|r| r.name)
+                .collect::<Vec<_>>()
+                .join(", ")
+        ))
+    })?;
+    (r.build)(cfg, args)
+}
+
+/// Resolves a device profile by name, as a configuration error.
+pub(crate) fn profile(name: &str) -> Result<nvmswap_core::device::DeviceProfile, SimError> {
+    nvmswap_core::device::DeviceProfile::resolve(name).map_err(|e| SimError::Config(e.to_string()))
+}

@@ -1,0 +1,95 @@
+//! zram: a compressed swap device inside DRAM (drivers/block/zram). A page is compressed into
+//! the device on reclaim and decompressed on its fault; its compressed bytes take DRAM frames
+//! from the tabs. Full when its disk size (slots) or its memory limit is reached.
+
+use nvmswap_core::config::SystemConfig;
+use nvmswap_core::PAGE_SIZE;
+
+use super::{BuildArgs, Env, Fault, Spent, SwapBackend, SwapIn};
+use crate::costs::POOL_SWAP_IN_SOFTWARE_NS;
+use crate::metrics::BackendReport;
+use crate::observe::{Actor, CpuKind, Event, Tier};
+use crate::SimError;
+
+pub struct Zram {
+    /// Compressed bytes stored.
+    bytes: u64,
+    limit: u64,
+    used_slots: u64,
+    slots: u64,
+}
+
+impl Zram {
+    pub fn build(cfg: &SystemConfig, _: &BuildArgs) -> Result<Box<dyn SwapBackend>, SimError> {
+        Ok(Box::new(Zram {
+            bytes: 0,
+            limit: cfg.zram_mem_limit_bytes,
+            used_slots: 0,
+            slots: cfg.zram_disksize_bytes / PAGE_SIZE,
+        }))
+    }
+}
+
+impl SwapBackend for Zram {
+    fn grow(&mut self, _pages: usize) {}
+
+    fn pool_bytes(&self) -> u64 {
+        self.bytes
+    }
+
+    fn swap_free_pages(&self) -> u64 {
+        self.slots - self.used_slots
+    }
+
+    fn store(&mut self, p: u32, t: u64, by: Actor, env: &mut Env) -> Option<Spent> {
+        let size = env.size(p);
+        if self.used_slots >= self.slots || self.bytes + size > self.limit {
+            return None;
+        }
+        let cpu = env.costs.compress(size, env.rng);
+        self.bytes += size;
+        self.used_slots += 1;
+        env.obs.emit(Event::DramAccesses { t, n: 2 });
+        env.obs.emit(Event::SwapOut {
+            t,
+            actor: by,
+            page: p,
+            to: Tier::Zram,
+        });
+        Some(Spent { cpu, wait: 0 })
+    }
+
+    fn fault(&mut self, _: u32, _: bool, _: u64, _: Actor, _: &mut Env) -> Fault {
+        Fault::NeedsFrame
+    }
+
+    fn swap_in(&mut self, p: u32, _write: bool, start: u64, by: Actor, env: &mut Env) -> SwapIn {
+        let size = env.size(p);
+        let cost = POOL_SWAP_IN_SOFTWARE_NS + env.costs.decompress(size, env.rng);
+        self.bytes -= size;
+        self.used_slots -= 1;
+        env.obs.emit(Event::DramAccesses { t: start, n: 2 });
+        env.obs.emit(Event::Cpu {
+            t: start,
+            actor: by,
+            kind: CpuKind::Kernel,
+            ns: cost,
+        });
+        env.obs.emit(Event::SwapIn {
+            t: start,
+            page: p,
+            from: Tier::Zram,
+            readahead: false,
+        });
+        SwapIn::Done { cost }
+    }
+
+    fn release(&mut self, p: u32, env: &mut Env) {
+        self.bytes -= env.size(p);
+        self.used_slots -= 1;
+    }
+
+    fn report(&self) -> BackendReport {
+        BackendReport::default()
+    }
+}

@@ -1,0 +1,184 @@
+//! The block submission path of a swap device: request tags, the block layer
+//! (`nvmswap_core::block`: software queues, the configured I/O scheduler, the device's channels
+//! and queue depth, the completion mode) on its own event clock, and synchronous waits.
+
+use std::collections::BTreeMap;
+
+use nvmswap_core::block::completion::{Completer, CompletionCosts, CompletionMode};
+use nvmswap_core::block::device::Device;
+use nvmswap_core::block::layer::{BlockLayer, Completed};
+use nvmswap_core::block::{Op, Request};
+use nvmswap_core::config::SystemConfig;
+use nvmswap_core::device::DeviceProfile;
+use nvmswap_core::PAGE_SIZE;
+use rand::SeedableRng;
+use rand_chacha::ChaCha8Rng;
+
+use crate::costs::BLOCK_MAX_REQUESTS;
+use crate::observe::{Actor, CpuKind, Event, Observers};
+use crate::SimError;
+
+/// The block layer of one swap device and the requests in it.
+pub struct Io {
+    layer: BlockLayer,
+    /// The latest time handed to the layer; later submissions never go before it.
+    clock: u64,
+    next_id: u64,
+    /// Requests the queue holds before a submitter must wait (BLKDEV_DEFAULT_RQ or the depth).
+    max_requests: usize,
+    /// Requests that waited for a tag: id -> when they were issued. blktrace's Q is the bio's
+    /// arrival, before the tag wait, so Q2D and Q2C include that wait.
+    issued_at: BTreeMap<u64, u64>,
+    /// Completed synchronous requests not yet collected by their waiter.
+    finished_sync: BTreeMap<u64, Completed>,
+    poll_while_waiting: bool,
+}
+
+impl Io {
+    /// The block layer of `cfg`'s swap device (`profile`), its service times drawn from a stream
+    /// of its own seeded from `seed`.
+    pub fn new(cfg: &SystemConfig, profile: &DeviceProfile, seed: u64) -> Result<Io, SimError> {
+        let config_error = |e: &dyn std::fmt::Display| SimError::Config(e.to_string());
+        // The device draws its service times from its own stream, so that adding a request
+        // elsewhere does not shift every later draw of the run.
+        let device = Device::new(profile, ChaCha8Rng::seed_from_u64(seed ^ 0xb10c))
+            .map_err(|e| config_error(&e))?;
+        // Request tags: the device's depth without a scheduler; with one, twice the smaller of
+        // the depth and BLKDEV_DEFAULT_RQ (block/blk-mq-sched.c `blk_mq_init_sched`).
+        let depth = device.queue_depth as usize;
+        let max_requests = if cfg.io_scheduler == "none" {
+            depth
+        } else {
+            2 * depth.min(BLOCK_MAX_REQUESTS)
+        };
+        let mode = CompletionMode::by_name(&cfg.completion).map_err(|e| config_error(&e))?;
+        let scheduler =
+            nvmswap_core::block::by_name(&cfg.io_scheduler).map_err(|e| config_error(&e))?;
+        let layer = BlockLayer::new(
+            scheduler,
+            device,
+            Completer::new(mode, CompletionCosts::ASSUMED),
+        );
+        Ok(Io {
+            layer,
+            clock: 0,
+            next_id: 0,
+            max_requests,
+            issued_at: BTreeMap::new(),
+            finished_sync: BTreeMap::new(),
+            poll_while_waiting: mode == CompletionMode::Poll,
+        })
+    }
+
+    /// The block layer's work up to `t`, if it is behind (the foreground's clock moved).
+    pub fn catch_up(&mut self, t: u64, obs: &mut Observers) {
+        if self.clock < t {
+            self.advance(t, obs);
+        }
+    }
+
+    /// Moves the block layer to `t`, accounting what completes.
+    pub fn advance(&mut self, t: u64, obs: &mut Observers) {
+        let t = t.max(self.clock);
+        self.clock = t;
+        for done in self.layer.advance_to(t) {
+            let tag_wait = self.issued_at.remove(&done.id).map_or(0, |i| done.q - i);
+            obs.emit(Event::BlockCompleted {
+                done: &done,
+                tag_wait,
+            });
+            if done.sync {
+                self.finished_sync.insert(done.id, done);
+            } else {
+                obs.emit(Event::Cpu {
+                    t: done.c,
+                    actor: Actor {
+                        cpu: done.cpu,
+                        pid: done.pid,
+                    },
+                    kind: CpuKind::Kernel,
+                    ns: done.kernel_ns,
+                });
+            }
+        }
+    }
+
+    /// Queues a 4 KiB request for `slot` at `t` (or when a request tag frees up); returns its id
+    /// and when it was queued.
+    pub fn submit(
+        &mut self,
+        op: Op,
+        sync: bool,
+        slot: u32,
+        t: u64,
+        by: Actor,
+        obs: &mut Observers,
+    ) -> (u64, u64) {
+        let mut t = t.max(self.clock);
+        let issued = t;
+        self.advance(t, obs);
+        while self.layer.in_flight() >= self.max_requests {
+            let next = self
+                .layer
+                .next_event_time()
+                .expect("a full queue has a pending event");
+            t = t.max(next);
+            self.advance(t, obs);
+        }
+        let id = self.next_id;
+        self.next_id += 1;
+        if t > issued {
+            self.issued_at.insert(id, issued);
+        }
+        let sector = u64::from(slot) * (PAGE_SIZE / nvmswap_core::block::SECTOR_BYTES);
+        let req = Request {
+            id,
+            op,
+            sync,
+            sector,
+            bytes: PAGE_SIZE,
+            cpu: by.cpu,
+            pid: by.pid,
+            merged_ids: Vec::new(),
+        };
+        self.layer.submit(req, t);
+        obs.emit(Event::BlockQueued {
+            t,
+            issued,
+            actor: by,
+            id,
+            op,
+            sync,
+            sector,
+        });
+        (id, t)
+    }
+
+    /// Submits an asynchronous swap-out write of `slot` at `t`; returns how long the submitter
+    /// waited for a request tag.
+    pub fn write(&mut self, slot: u32, t: u64, by: Actor, obs: &mut Observers) -> u64 {
+        let (_, queued) = self.submit(Op::Write, false, slot, t, by, obs);
+        queued - t
+    }
+
+    /// True once synchronous request `id` has completed (it stays until `take_finished`).
+    pub fn is_finished(&self, id: u64) -> bool {
+        self.finished_sync.contains_key(&id)
+    }
+
+    /// The completion of synchronous request `id`.
+    pub fn take_finished(&mut self, id: u64) -> Completed {
+        self.finished_sync
+            .remove(&id)
+            .expect("the awaited request completed")
+    }
+
+    pub fn next_event_time(&self) -> Option<u64> {
+        self.layer.next_event_time()
+    }
+
+    /// Polled completion: the waiting task spins on its CPU instead of sleeping.
+    pub fn polls_while_waiting(&self) -> bool {
+        self.poll_while_waiting
+    }
+}

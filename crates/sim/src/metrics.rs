@@ -1,0 +1,362 @@
+//! The run's figures, gathered by observing the machine's events (observe.rs), and the results
+//! JSON built from them at the end.
+
+use nvmswap_core::block::Op;
+use nvmswap_core::config::{Backend, SystemConfig};
+use nvmswap_core::device::DeviceProfile;
+use nvmswap_core::lru::LruStats;
+use nvmswap_core::metrics::LatencyRecorder;
+use nvmswap_core::results::{RunOutput, RunResult, RunSeries, SwitchSample, TimelineSample};
+use nvmswap_core::{NS_PER_MS, NS_PER_S, PAGE_SIZE};
+
+use crate::observe::{CpuKind, Event, FaultKind, Observer, ReclaimKind, ZswapKind};
+
+#[derive(Debug, Default)]
+pub struct Counters {
+    pub cpu_user: u64,
+    pub cpu_kernel: u64,
+    pub cpu_iowait: u64,
+    pub swap_in_pages: u64,
+    pub swap_out_pages: u64,
+    pub device_reads: u64,
+    pub device_writes: u64,
+    pub readahead_pages: u64,
+    /// Clean swap-cache pages evicted without a write.
+    pub clean_evictions: u64,
+    pub zswap_hits: u64,
+    pub zswap_misses: u64,
+    pub zswap_writebacks: u64,
+    pub zswap_rejects: u64,
+    pub kswapd_pages: u64,
+    pub kswapd_wakeups: u64,
+    pub direct_reclaim_pages: u64,
+    pub direct_reclaim_stalls: u64,
+    /// Memory copies between DRAM and NVM (seed 001 §4.3's metric).
+    pub nvm_copies: u64,
+    pub lazy_maps: u64,
+    pub lazy_direct_reads: u64,
+    pub discards: u64,
+    pub oom_discards: u64,
+    pub dram_accesses: u64,
+}
+
+/// What the back-end adds to the results (backend/mod.rs `SwapBackend::report`).
+#[derive(Debug, Default, Clone, Copy)]
+pub struct BackendReport {
+    /// A zswap pool is in front: the results carry a hit rate.
+    pub zswap: bool,
+    /// A block device is behind: the results carry blktrace's stages.
+    pub block_device: bool,
+    /// NVM-Swap: device writes counted by the wear table, and its max/mean.
+    pub wear: Option<(u64, f64)>,
+}
+
+/// Everything the run learns, from events only.
+pub struct Metrics {
+    cpus: u32,
+    pub c: Counters,
+    faults: LatencyRecorder,
+    switches: LatencyRecorder,
+    series: RunSeries,
+    /// blktrace's Q2D, D2C, Q2C for reads [0] and writes [1].
+    trace: [[LatencyRecorder; 3]; 2],
+}
+
+impl Metrics {
+    pub fn new(cpus: u32) -> Self {
+        Metrics {
+            cpus,
+            c: Counters::default(),
+            faults: LatencyRecorder::new(),
+            switches: LatencyRecorder::new(),
+            series: RunSeries::default(),
+            trace: Default::default(),
+        }
+    }
+}
+
+impl Observer for Metrics {
+    fn on_event(&mut self, e: &Event<'_>) {
+        let c = &mut self.c;
+        match *e {
+            Event::Cpu { kind, ns, .. } => match kind {
+                CpuKind::User => c.cpu_user += ns,
+                CpuKind::Kernel => c.cpu_kernel += ns,
+                CpuKind::IoWait => c.cpu_iowait += ns,
+            },
+            Event::Fault {
+                latency_ns, kind, ..
+            } => {
+                if kind == FaultKind::LazyMap {
+                    c.lazy_maps += 1;
+                }
+                self.faults.record_ns(latency_ns);
+            }
+            Event::SwapIn { readahead, .. } => {
+                c.swap_in_pages += 1;
+                if readahead {
+                    c.readahead_pages += 1;
+                }
+            }
+            Event::SwapOut { .. } => c.swap_out_pages += 1,
+            Event::CleanEviction { .. } => c.clean_evictions += 1,
+            Event::Zswap { kind, .. } => match kind {
+                ZswapKind::Hit => c.zswap_hits += 1,
+                ZswapKind::Miss => c.zswap_misses += 1,
+                ZswapKind::Reject => c.zswap_rejects += 1,
+                ZswapKind::Writeback => c.zswap_writebacks += 1,
+            },
+            Event::NvmAccess { reads, writes, .. } => {
+                c.device_reads += reads;
+                c.device_writes += writes;
+            }
+            Event::NvmCopy { .. } => c.nvm_copies += 1,
+            Event::LazyDirectRead { .. } => c.lazy_direct_reads += 1,
+            Event::DramAccesses { n, .. } => c.dram_accesses += n,
+            Event::KswapdWake { .. } => c.kswapd_wakeups += 1,
+            Event::DirectReclaim { .. } => c.direct_reclaim_stalls += 1,
+            Event::Reclaimed { kind, .. } => match kind {
+                ReclaimKind::Kswapd => c.kswapd_pages += 1,
+                ReclaimKind::Direct => c.direct_reclaim_pages += 1,
+            },
+            Event::BlockQueued { op, .. } => match op {
+                Op::Read => c.device_reads += 1,
+                Op::Write => c.device_writes += 1,
+            },
+            Event::BlockCompleted { done, tag_wait } => {
+                let dir = (done.op == Op::Write) as usize;
+                let stages = [done.q2d() + tag_wait, done.d2c(), done.q2c() + tag_wait];
+                for (i, ns) in stages.into_iter().enumerate() {
+                    self.trace[dir][i].record_ns(ns);
+                }
+            }
+            Event::Discard { oom, .. } => {
+                c.discards += 1;
+                if oom {
+                    c.oom_discards += 1;
+                }
+            }
+            Event::TabOpened { .. } | Event::TabClosed { .. } => {}
+            Event::Switch {
+                t,
+                end,
+                phase,
+                tabs_open,
+                ..
+            } => {
+                let latency = end - t;
+                self.switches.record_ns(latency);
+                self.series.switches.push(SwitchSample {
+                    tabs_open,
+                    latency_ms: latency as f64 / NS_PER_MS as f64,
+                    phase: phase.to_string(),
+                });
+            }
+            Event::Sample {
+                t,
+                tabs_open,
+                resident_bytes,
+                pool_bytes,
+            } => {
+                let busy = c.cpu_user + c.cpu_kernel;
+                let total = t * self.cpus as u64;
+                self.series.timeline.push(TimelineSample {
+                    t_s: t as f64 / NS_PER_S as f64,
+                    tabs_open,
+                    cpu_user_s: c.cpu_user as f64 / 1e9,
+                    cpu_kernel_s: c.cpu_kernel as f64 / 1e9,
+                    cpu_iowait_s: c.cpu_iowait as f64 / 1e9,
+                    cpu_idle_s: total.saturating_sub(busy + c.cpu_iowait) as f64 / 1e9,
+                    resident_bytes,
+                    pool_bytes,
+                    swap_in_bytes: c.swap_in_pages * PAGE_SIZE,
+                    swap_out_bytes: c.swap_out_pages * PAGE_SIZE,
+                    zswap_hits: c.zswap_hits,
+                    zswap_misses: c.zswap_misses,
+                });
+            }
+        }
+    }
+}
+
+/// What the results need besides the events.
+pub struct RunEnd<'a> {
+    pub cfg: &'a SystemConfig,
+    /// Virtual time at the end.
+    pub now: u64,
+    pub tabs_opened: u64,
+    pub lru: &'a LruStats,
+    pub backend: BackendReport,
+    pub started: std::time::Instant,
+}
+
+impl Metrics {
+    /// The results of the run.
+    pub fn finish(mut self, end: RunEnd<'_>) -> RunOutput {
+        let cfg = end.cfg;
+        let secs = end.now as f64 / NS_PER_S as f64;
+        let mut energy = serde_json::Map::new();
+        let mut unknown = Vec::new();
+        let mut total_j = 0.0;
+        let mut term =
+            |name: &str,
+             value: Option<f64>,
+             energy: &mut serde_json::Map<String, serde_json::Value>| {
+                match value {
+                    Some(j) => {
+                        total_j += j;
+                        energy.insert(name.to_string(), j.into());
+                    }
+                    None => unknown.push(name.to_string()),
+                }
+            };
+        let dram = DeviceProfile::resolve(&cfg.dram_profile).expect("validated");
+        let gb = |b: u64| b as f64 / 1e9;
+        let mw_j = |mw: Option<f64>, bytes: u64| mw.map(|m| m * gb(bytes) * secs / 1000.0);
+        let c = &self.c;
+        term(
+            "dram_standby_j",
+            mw_j(dram.standby_mw_per_gb, cfg.dram_bytes),
+            &mut energy,
+        );
+        term(
+            "dram_refresh_j",
+            mw_j(dram.refresh_mw_per_gb, cfg.dram_bytes),
+            &mut energy,
+        );
+        term(
+            "dram_access_j",
+            dram.read_energy_nj
+                .map(|nj| nj * 1e-9 * c.dram_accesses as f64),
+            &mut energy,
+        );
+        if !matches!(cfg.backend, Backend::Zram | Backend::None) {
+            let swap = DeviceProfile::resolve(&cfg.swap_profile).expect("validated");
+            term(
+                "swap_standby_j",
+                mw_j(swap.standby_mw_per_gb, cfg.swap_bytes),
+                &mut energy,
+            );
+            term(
+                "swap_refresh_j",
+                mw_j(swap.refresh_mw_per_gb, cfg.swap_bytes),
+                &mut energy,
+            );
+            term(
+                "swap_read_j",
+                swap.read_energy_nj
+                    .map(|nj| nj * 1e-9 * c.device_reads as f64),
+                &mut energy,
+            );
+            term(
+                "swap_write_j",
+                swap.write_energy_nj
+                    .map(|nj| nj * 1e-9 * c.device_writes as f64),
+                &mut energy,
+            );
+        }
+        self.series.fault_latency_us_hist = self.faults.log_buckets(1_000);
+        let sw = self.switches.summary(NS_PER_MS);
+        let over = 1.0 - self.switches.share_at_most_ns(250 * NS_PER_MS);
+        let hit_rate = end.backend.zswap.then(|| {
+            let total = c.zswap_hits + c.zswap_misses;
+            if total == 0 {
+                0.0
+            } else {
+                c.zswap_hits as f64 / total as f64
+            }
+        });
+        let mut extra = serde_json::Map::new();
+        let busy = c.cpu_user + c.cpu_kernel;
+        let total_cpu = end.now * cfg.cpus as u64;
+        for (k, v) in [
+            ("cpu_user_s", c.cpu_user as f64 / 1e9),
+            ("cpu_kernel_s", c.cpu_kernel as f64 / 1e9),
+            ("cpu_iowait_s", c.cpu_iowait as f64 / 1e9),
+            (
+                "cpu_idle_s",
+                total_cpu.saturating_sub(busy + c.cpu_iowait) as f64 / 1e9,
+            ),
+            ("virtual_s", secs),
+        ] {
+            extra.insert(k.into(), v.into());
+        }
+        let lru = end.lru;
+        for (k, v) in [
+            ("device_reads", c.device_reads),
+            ("device_writes", c.device_writes),
+            ("zswap_hits", c.zswap_hits),
+            ("zswap_misses", c.zswap_misses),
+            ("zswap_writebacks", c.zswap_writebacks),
+            ("zswap_rejects", c.zswap_rejects),
+            ("kswapd_pages", c.kswapd_pages),
+            ("kswapd_wakeups", c.kswapd_wakeups),
+            ("direct_reclaim_pages", c.direct_reclaim_pages),
+            ("direct_reclaim_stalls", c.direct_reclaim_stalls),
+            ("readahead_pages", c.readahead_pages),
+            ("clean_evictions", c.clean_evictions),
+            ("lru_scanned", lru.scanned),
+            ("lru_activated", lru.activated),
+            ("lru_deactivated", lru.deactivated),
+            ("lru_refaults", lru.refaults),
+            ("lru_refault_activations", lru.refault_activations),
+            ("nvm_copies", c.nvm_copies),
+            ("lazy_maps", c.lazy_maps),
+            ("lazy_direct_reads", c.lazy_direct_reads),
+            ("oom_discards", c.oom_discards),
+        ] {
+            extra.insert(k.into(), v.into());
+        }
+        extra.insert("energy_j_by_term".into(), energy.into());
+        if end.backend.block_device {
+            // blktrace's view of the swap device: Q2D, D2C, Q2C per direction, in µs.
+            let mut trace = serde_json::Map::new();
+            trace.insert("scheduler".into(), cfg.io_scheduler.clone().into());
+            trace.insert("completion".into(), cfg.completion.clone().into());
+            for (dir, name) in [(0, "read"), (1, "write")] {
+                for (i, stage) in ["q2d_us", "d2c_us", "q2c_us"].into_iter().enumerate() {
+                    let rec = &self.trace[dir][i];
+                    if rec.count() > 0 {
+                        let v =
+                            serde_json::to_value(rec.summary(1_000)).expect("summary serialises");
+                        trace.insert(format!("{name}_{stage}"), v);
+                    }
+                }
+            }
+            extra.insert("blktrace".into(), trace.into());
+        }
+        extra.insert("energy_unknown_terms".into(), unknown.into());
+        let (nvm_writes, wear) = match end.backend.wear {
+            Some((writes, max_over_mean)) => (writes, Some(max_over_mean)),
+            None => (0, None),
+        };
+        let result = RunResult {
+            substrate: "sim".into(),
+            config: cfg.name.clone(),
+            tabs_opened: end.tabs_opened,
+            discards: c.discards,
+            switches: self.switches.count(),
+            switch_latency_ms: sw,
+            switch_over_250ms_share: if self.switches.count() == 0 {
+                0.0
+            } else {
+                over
+            },
+            faults: self.faults.count(),
+            fault_latency_us: self.faults.summary(1_000),
+            fault_under_10us_share: self.faults.share_at_most_ns(10_000),
+            swap_in_bytes: c.swap_in_pages * PAGE_SIZE,
+            swap_out_bytes: c.swap_out_pages * PAGE_SIZE,
+            zswap_hit_rate: hit_rate,
+            energy_j: total_j,
+            nvm_writes,
+            wear_max_over_mean: wear,
+            wall_s: end.started.elapsed().as_secs_f64(),
+            extra,
+        };
+        RunOutput {
+            result,
+            series: self.series,
+        }
+    }
+}

@@ -1,0 +1,234 @@
+//! What happens in the simulated machine, as events, and the observers that watch them.
+//!
+//! The engine, the reclaim paths, the block layer, the swap back-ends and the workload driver
+//! count nothing themselves: each notifies an [`Event`] (with its virtual time and, where one
+//! runs, its actor) and the observers make of it what they need: [`crate::metrics::Metrics`]
+//! the results JSON, others a trace. An observer sees events in the order they happen in the
+//! model, which is the order of virtual time within one context (the foreground, kswapd, the
+//! block layer's completions) but not across them: kswapd's clock may run ahead of the
+//! foreground's when it reclaims while the foreground waits.
+
+use nvmswap_core::block::layer::Completed;
+use nvmswap_core::block::Op;
+
+/// Who runs: its CPU (the block layer's software queue) and process (bfq's per-process queues).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Actor {
+    pub cpu: u32,
+    pub pid: u32,
+}
+
+/// kswapd: pid 1 in the model, on the last CPU (the foreground's when there is only one).
+pub const KSWAPD_PID: u32 = 1;
+
+/// Tab `t` runs as process TAB_PID_BASE + t.
+pub const TAB_PID_BASE: u32 = 100;
+
+/// How CPU time was spent, as /proc/stat splits it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CpuKind {
+    User,
+    Kernel,
+    IoWait,
+}
+
+/// Where a swapped page lives (or comes from).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Tier {
+    /// zram's compressed device in DRAM.
+    Zram,
+    /// zswap's compressed pool in front of a swap device.
+    ZswapPool,
+    /// A swap device behind the block layer.
+    Device,
+    /// NVM on the memory bus (NVM-Swap).
+    Nvm,
+}
+
+/// The kind of a page fault the foreground takes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FaultKind {
+    /// Demand-zero: first touch of a page.
+    Minor,
+    /// Swap-in from a back-end into a DRAM frame (the `SwapIn` event says from where).
+    Major,
+    /// NVM-Swap's Lazy Swap-in: the page is mapped read-only from NVM (seed 001 §3.2).
+    LazyMap,
+}
+
+/// Who reclaimed a page.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ReclaimKind {
+    Kswapd,
+    /// The allocating task (direct reclaim, or a memory cgroup's charge).
+    Direct,
+}
+
+/// zswap's decisions (mm/zswap.c).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ZswapKind {
+    /// A fault found the page in the pool.
+    Hit,
+    /// A fault on a swapped page that is not in the pool (it is on the device).
+    Miss,
+    /// The pool refused a page (full, or above its accept threshold): it goes to the device.
+    Reject,
+    /// An entry written back from the pool to the device to make room.
+    Writeback,
+}
+
+/// One thing that happened, at virtual time `t` (ns).
+#[derive(Debug, Clone, Copy)]
+pub enum Event<'e> {
+    /// `actor` spent `ns` of CPU time of `kind`, ending at about `t`.
+    Cpu {
+        t: u64,
+        actor: Actor,
+        kind: CpuKind,
+        ns: u64,
+    },
+    /// The foreground took a fault on `page` that cost it `latency_ns` (what seed 000 Fig. 5
+    /// counts: every fault, demand-zero ones included).
+    Fault {
+        t: u64,
+        actor: Actor,
+        page: u32,
+        kind: FaultKind,
+        latency_ns: u64,
+    },
+    /// `page` came back into DRAM from `from`; `readahead` when it came as a neighbour.
+    SwapIn {
+        t: u64,
+        page: u32,
+        from: Tier,
+        readahead: bool,
+    },
+    /// `actor` reclaimed `page` and the back-end stored it in `to`.
+    SwapOut {
+        t: u64,
+        actor: Actor,
+        page: u32,
+        to: Tier,
+    },
+    /// A clean swap-cache page dropped without a write (its data is still in its slot).
+    CleanEviction {
+        t: u64,
+        actor: Actor,
+        page: u32,
+    },
+    Zswap {
+        t: u64,
+        page: u32,
+        kind: ZswapKind,
+    },
+    /// NVM on the memory bus was read or written (4 KiB accesses).
+    NvmAccess {
+        t: u64,
+        page: u32,
+        reads: u64,
+        writes: u64,
+    },
+    /// A page copied between DRAM and NVM (seed 001 §4.3's metric).
+    NvmCopy {
+        t: u64,
+        page: u32,
+    },
+    /// A read of a lazily mapped page served from NVM without a copy.
+    LazyDirectRead {
+        t: u64,
+        page: u32,
+    },
+    /// `n` page-sized DRAM accesses outside the tabs' own (a compressed pool's copies).
+    DramAccesses {
+        t: u64,
+        n: u64,
+    },
+    /// kswapd was woken (free memory fell to the low watermark).
+    KswapdWake {
+        t: u64,
+    },
+    /// The allocating task entered direct reclaim (or a memcg charge reclaimed).
+    DirectReclaim {
+        t: u64,
+        actor: Actor,
+    },
+    /// One page reclaimed by `actor`, its CPU cost `cpu_ns` and tag wait `wait_ns`.
+    Reclaimed {
+        t: u64,
+        actor: Actor,
+        kind: ReclaimKind,
+        page: u32,
+        cpu_ns: u64,
+        wait_ns: u64,
+    },
+    /// A request entered the block layer at `t` (after any wait for a request tag since
+    /// `issued`).
+    BlockQueued {
+        t: u64,
+        issued: u64,
+        actor: Actor,
+        id: u64,
+        op: Op,
+        sync: bool,
+        sector: u64,
+    },
+    /// A request completed; `tag_wait` is how long it waited for a tag before it was queued.
+    BlockCompleted {
+        done: &'e Completed,
+        tag_wait: u64,
+    },
+    /// A tab was discarded (Chrome's rule, or `oom` when no frame could be found otherwise).
+    Discard {
+        t: u64,
+        tab: u32,
+        oom: bool,
+    },
+    /// A tab finished opening (from `t` to `end`).
+    TabOpened {
+        t: u64,
+        end: u64,
+        tab: u32,
+        site: usize,
+    },
+    /// A tab's process exited and its memory was freed.
+    TabClosed {
+        t: u64,
+        tab: u32,
+    },
+    /// A switch to `tab` from `t` to `end` in `phase`, with `tabs_open` tabs alive.
+    Switch {
+        t: u64,
+        end: u64,
+        tab: u32,
+        phase: &'e str,
+        tabs_open: u32,
+    },
+    /// The timeline's periodic sample (every `costs::TIMELINE_INTERVAL_NS`) and the run's end.
+    Sample {
+        t: u64,
+        tabs_open: u32,
+        resident_bytes: u64,
+        pool_bytes: u64,
+    },
+}
+
+/// Something that watches the machine.
+pub trait Observer {
+    fn on_event(&mut self, e: &Event<'_>);
+}
+
+/// The metrics every run keeps, then any other observers (a trace writer), in that order.
+pub struct Observers {
+    pub metrics: crate::metrics::Metrics,
+    pub others: Vec<Box<dyn Observer>>,
+}
+
+impl Observers {
+    #[inline]
+    pub fn emit(&mut self, e: Event<'_>) {
+        self.metrics.on_event(&e);
+        for o in &mut self.others {
+            o.on_event(&e);
+        }
+    }
+}

@@ -1,0 +1,80 @@
+//! An observer attached to a run sees the events the results are made of.
+
+use std::cell::RefCell;
+use std::rc::Rc;
+
+use nvmswap_core::config::SystemConfig;
+use nvmswap_core::progress::NoProgress;
+use nvmswap_sim::observe::{Event, Observer};
+use nvmswap_sim::{run_pressure_observed, RunOptions};
+
+#[derive(Default)]
+struct Tally {
+    faults: u64,
+    discards: u64,
+    switches: u64,
+    block_queued: u64,
+    block_completed: u64,
+    last_sample_t: u64,
+    samples_in_order: bool,
+}
+
+struct Counting(Rc<RefCell<Tally>>);
+
+impl Observer for Counting {
+    fn on_event(&mut self, e: &Event<'_>) {
+        let mut t = self.0.borrow_mut();
+        match *e {
+            Event::Fault { .. } => t.faults += 1,
+            Event::Discard { .. } => t.discards += 1,
+            Event::Switch { t: start, end, .. } => {
+                assert!(end >= start);
+                t.switches += 1;
+            }
+            Event::BlockQueued { .. } => t.block_queued += 1,
+            Event::BlockCompleted { .. } => t.block_completed += 1,
+            Event::Sample { t: at, .. } => {
+                if at < t.last_sample_t {
+                    t.samples_in_order = false;
+                }
+                t.last_sample_t = at;
+            }
+            _ => {}
+        }
+    }
+}
+
+#[test]
+fn an_observer_sees_what_the_results_count() {
+    for name in ["optane", "nvm-swap"] {
+        let cfg = SystemConfig::load(name, &[]).unwrap();
+        let tally = Rc::new(RefCell::new(Tally {
+            samples_in_order: true,
+            ..Default::default()
+        }));
+        let out = run_pressure_observed(
+            &cfg,
+            &RunOptions {
+                seed: 1,
+                scale: 0.05,
+            },
+            &NoProgress,
+            vec![Box::new(Counting(tally.clone()))],
+        )
+        .unwrap();
+        let t = tally.borrow();
+        let r = &out.result;
+        assert_eq!(t.faults, r.faults, "{name}");
+        assert_eq!(t.discards, r.discards, "{name}");
+        assert_eq!(t.switches, r.switches, "{name}");
+        assert!(t.samples_in_order, "{name}");
+        let reads = r.extra["device_reads"].as_u64().unwrap();
+        let writes = r.extra["device_writes"].as_u64().unwrap();
+        if name == "optane" {
+            assert_eq!(t.block_queued, reads + writes);
+            assert!(t.block_completed > 0 && t.block_completed <= t.block_queued);
+        } else {
+            assert_eq!(t.block_queued, 0, "NVM-Swap has no block layer");
+        }
+    }
+}
