@@ -116,11 +116,17 @@ pub fn sim_equivalent(
         lazy_interval_s: 10.0,
         // The scheduler this machine's disk runs (state0: vda mq-deadline); the kernel
         // completes its virtio requests by interrupt.
-        io_scheduler: "mq-deadline".into(),
+        io_scheduler: linux
+            .scheduler
+            .clone()
+            .unwrap_or_else(|| "mq-deadline".into()),
         completion: "interrupt".into(),
         discard: linux.discard.clone(),
         // The linux runs are held by a memory cgroup's limit: no kswapd, reclaim on charge.
         memcg_limit: true,
+        // cgroup v2 mounts cgroup.controllers at the root; this machine runs v1, where neither
+        // pool is charged to the cgroup.
+        memcg_v2: std::path::Path::new("/sys/fs/cgroup/cgroup.controllers").exists(),
         cpus: 2,
         costs,
     }
