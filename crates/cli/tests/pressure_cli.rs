@@ -81,7 +81,7 @@ fn bad_input_fails_clearly_and_writes_nothing() {
         ),
         (
             &["pressure", "--substrate", "mars"],
-            "unknown substrate 'mars'",
+            "invalid value 'mars' for '--substrate",
         ),
     ];
     for (args, expect) in cases {

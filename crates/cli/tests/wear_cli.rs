@@ -85,7 +85,7 @@ fn bad_input_is_a_clear_error_not_a_panic() {
         (&["wear", "--swap-size", "12parsecs"], "parsecs"),
         (
             &["wear", "--allocator", "best-fit"],
-            "unknown --allocator 'best-fit'",
+            "invalid value 'best-fit' for '--allocator",
         ),
         (&["wear", "--zombie-fraction", "1.5"], "--zombie-fraction"),
         (&["wear", "--device", "floppy"], "floppy"),

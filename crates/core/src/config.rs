@@ -98,6 +98,11 @@ pub struct SystemConfig {
     /// How the linux substrate's runs are held, so `nvmswap validate` sets it.
     #[serde(default)]
     pub memcg_limit: bool,
+    /// With `memcg_limit`: the memory controller is on cgroup v2. Decides whether zswap's pool
+    /// counts against the limit (`obj_cgroup_charge_zswap` charges only on v2; zram's pool is
+    /// never charged): `nvmswap_core::reclaim::pool_charged_to_memcg`.
+    #[serde(default)]
+    pub memcg_v2: bool,
     /// CPUs of the device. The foreground (the test) and kswapd run on their own CPUs when there
     /// are two or more; with one, kswapd only runs while the foreground sleeps or waits for I/O.
     #[serde(default = "default_cpus")]

@@ -85,9 +85,29 @@ impl LatencyRecorder {
     }
 }
 
+/// The `percent`-th percentile of `sorted` (ascending, not empty), exactly: the value at rank
+/// ceil((n - 1) * percent / 100). For small exact samples (a scheduler's window, a short run)
+/// where a histogram's bucket error would matter; `LatencyRecorder` is the one for long runs.
+pub fn percentile_sorted(sorted: &[u64], percent: u64) -> u64 {
+    debug_assert!(
+        sorted.windows(2).all(|w| w[0] <= w[1]),
+        "input must be sorted"
+    );
+    sorted[((sorted.len() - 1) as u64 * percent.min(100)).div_ceil(100) as usize]
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn exact_percentiles() {
+        let v: Vec<u64> = (1..=100).collect();
+        assert_eq!(percentile_sorted(&v, 50), 51);
+        assert_eq!(percentile_sorted(&v, 99), 100);
+        assert_eq!(percentile_sorted(&v, 0), 1);
+        assert_eq!(percentile_sorted(&[7], 99), 7);
+    }
 
     #[test]
     fn summary_of_uniform_values() {

@@ -121,3 +121,36 @@ fn chromium_run_interrupted_by_sigterm_kills_the_browser_and_restores() {
     );
     assert!(!state_path("int").exists());
 }
+
+/// `nvmswap workload measure` from the test build (same code, crates/linux/src/chromium/measure.rs):
+/// writes profiles/workloads/chromium-measured.toml. Minutes long, so ignored; run as root with
+/// `cargo test -p nvmswap-linux --test chromium measure_profile -- --ignored`.
+#[test]
+#[ignore = "minutes long: regenerates the bundled measured tab profile (root, chromium)"]
+fn measure_profile() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    if !can_run("measure_profile") {
+        return;
+    }
+    signals::clear();
+    let before = swaps();
+    let opts = nvmswap_linux::chromium::measure::MeasureOptions {
+        footprint_samples: 3,
+        visits: 2,
+        state_file: Some(state_path("measure")),
+        ..Default::default()
+    };
+    let mut m = nvmswap_linux::chromium::measure::run_measure(&opts, &NoProgress).unwrap();
+    m.command = "nvmswap workload measure --footprint-samples 3 --visits 2 (run as \
+                 `cargo test -p nvmswap-linux --test chromium measure_profile -- --ignored`)"
+        .into();
+    assert_eq!(swaps(), before);
+    let out = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../profiles/workloads/chromium-measured.toml"
+    );
+    std::fs::write(out, m.to_toml()).unwrap();
+    for k in &m.kinds {
+        eprintln!("{k:?}");
+    }
+}

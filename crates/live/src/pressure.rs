@@ -89,6 +89,7 @@ pub fn run_pressure(
             nvm_backend: Some(format!("emulated:{profile}")),
             nvm_bytes: swap_bytes,
             allocator: "linux-cluster".into(),
+            zswap_accept_threshold_percent: cfg.zswap_accept_threshold_percent,
             ..PagerConfig::default()
         },
         Backend::NvmSwap => PagerConfig {

@@ -40,7 +40,7 @@ impl Memory {
 
 impl Machine<'_> {
     pub fn free_frames(&self) -> u64 {
-        self.mem.free_frames(self.backend.pool_bytes())
+        self.mem.free_frames(self.backend.charged_pool_bytes())
     }
 
     /// What Chrome's discard rule reads (core::discard).

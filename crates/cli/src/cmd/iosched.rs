@@ -178,7 +178,7 @@ fn mean_p50_p99(mut v: Vec<Nanos>) -> [f64; 3] {
     }
     v.sort_unstable();
     let mean = v.iter().sum::<u64>() as f64 / v.len() as f64;
-    let at = |q: usize| v[((v.len() - 1) * q).div_ceil(100)] as f64;
+    let at = |q: u64| nvmswap_core::metrics::percentile_sorted(&v, q) as f64;
     [mean / 1e3, at(50) / 1e3, at(99) / 1e3]
 }
 

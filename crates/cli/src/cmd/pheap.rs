@@ -107,6 +107,10 @@ struct CrashArgs {
     omit_flush: Option<String>,
     #[arg(long, default_value_t = 1)]
     seed: u64,
+    /// Every this many images, also run on after recovery and crash again (0: never; see
+    /// docs/persistent-heap.md for the failure it finds with the naive allocator and redo logs).
+    #[arg(long, default_value_t = 0)]
+    run_on_every: u64,
     #[arg(long)]
     json: bool,
 }
@@ -262,6 +266,7 @@ fn crashcheck(a: CrashArgs) -> anyhow::Result<()> {
                 samples: a.samples,
                 seed: a.seed,
                 omit,
+                run_on_every: a.run_on_every,
                 ..Default::default()
             };
             eprintln!("pheap crashcheck: {} {}", alloc.name(), logging.name());

@@ -112,14 +112,33 @@ pub fn sim_equivalent(
         lazy_interval_s: 10.0,
         // The scheduler this machine's disk runs (state0: vda mq-deadline); the kernel
         // completes its virtio requests by interrupt.
-        io_scheduler: Scheduler::MqDeadline,
+        io_scheduler: linux.scheduler.unwrap_or(Scheduler::MqDeadline),
         completion: Completion::Interrupt,
         discard: linux.discard.clone(),
         // The linux runs are held by a memory cgroup's limit: no kswapd, reclaim on charge.
         memcg_limit: true,
+        // cgroup v2 mounts cgroup.controllers at the root; this machine runs v1, where neither
+        // pool is charged to the cgroup.
+        memcg_v2: std::path::Path::new("/sys/fs/cgroup/cgroup.controllers").exists(),
         cpus: 2,
         costs,
     }
+}
+
+/// zswap's `max_pool_percent` is a share of the machine's RAM (/proc/meminfo MemTotal), not of
+/// the cgroup: the same pool limit as a share of the scaled cgroup (sim's DRAM), at most 100 %.
+fn zswap_share_of_cgroup(max_pool_percent: u32, linux: &LinuxConfig, scale: f64) -> u32 {
+    let mem_total = std::fs::read_to_string("/proc/meminfo")
+        .ok()
+        .and_then(|t| {
+            t.lines()
+                .find(|l| l.starts_with("MemTotal:"))
+                .and_then(|l| l.split_whitespace().nth(1)?.parse::<u64>().ok())
+        })
+        .map_or(u64::MAX, |kib| kib * 1024);
+    let pool = mem_total.saturating_mul(u64::from(max_pool_percent)) / 100;
+    let dram = (linux.cgroup_limit_bytes as f64 * scale).max(1.0);
+    ((pool as f64 / dram * 100.0).floor() as u64).clamp(1, 100) as u32
 }
 
 fn size_bytes_of(swap: &SwapSetup) -> u64 {
@@ -212,7 +231,14 @@ pub fn run(args: Args) -> anyhow::Result<()> {
                 .with_context(|| format!("--costs {}", p.display()))?,
             (None, _) => Default::default(),
         };
-        let sim_cfg = sim_equivalent(&linux_cfg, &disk, costs);
+        let mut sim_cfg = sim_equivalent(&linux_cfg, &disk, costs);
+        if let SwapSetup::Zswap {
+            max_pool_percent, ..
+        } = &linux_cfg.swap
+        {
+            sim_cfg.zswap_max_pool_percent =
+                zswap_share_of_cgroup(*max_pool_percent, &linux_cfg, args.scale);
+        }
         let mut linux_runs = Vec::new();
         for i in 0..args.repeat {
             eprintln!(

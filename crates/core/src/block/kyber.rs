@@ -53,7 +53,7 @@ impl Domain {
         }
         let mut v = self.window_latencies.clone();
         v.sort_unstable();
-        Some(v[((v.len() - 1) * 99).div_ceil(100)])
+        Some(crate::metrics::percentile_sorted(&v, 99))
     }
 }
 

@@ -217,8 +217,7 @@ fn drive(
                         let ns = d.as_nanos() as u64;
                         let majors = cgroup_majfaults(setup).saturating_sub(maj0);
                         let stall = psi_some_us().saturating_sub(psi0);
-                        if majors > 0 {
-                            let per = stall * NS_PER_US / majors;
+                        if let Some(per) = (stall * NS_PER_US).checked_div(majors) {
                             for _ in 0..majors {
                                 fault_ns.record_ns(per.max(1));
                             }

@@ -218,7 +218,7 @@ fn bmp(w: u32, h: u32, seed: u32) -> Vec<u8> {
             x32 ^= x32 << 13;
             x32 ^= x32 >> 17;
             x32 ^= x32 << 5;
-            let noise = (x32 & 15) as u32;
+            let noise = x32 & 15;
             let r = (x * 255 / w + seed * 37 + noise) & 255;
             let g = (y * 255 / h + seed * 91 + noise) & 255;
             let bl = ((x + y) * 127 / (w + h) + seed * 13 + noise) & 255;

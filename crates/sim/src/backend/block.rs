@@ -44,6 +44,12 @@ pub struct BlockSwap {
     swap_cache: Vec<u32>,
     pub(super) held: Vec<Held>,
     pub(super) io: Io,
+    /// CPU of one swap-out write's submission: `costs.swap_write_page_ns` (this machine's
+    /// calibrated swap write path) or `BLOCK_SUBMIT_NS` (an assumption).
+    write_ns: u64,
+    /// Swap-in software around the device read: `costs.swap_in_software_ns` (calibrated) or
+    /// `BLOCK_SWAP_IN_SOFTWARE_NS` (seed 002).
+    swap_in_ns: u64,
 }
 
 impl BlockSwap {
@@ -73,6 +79,14 @@ impl BlockSwap {
             swap_cache: Vec::new(),
             held: Vec::new(),
             io: Io::new(cfg, &p, args.seed)?,
+            write_ns: cfg
+                .costs
+                .swap_write_page_ns
+                .map_or(BLOCK_SUBMIT_NS, |v| v as u64),
+            swap_in_ns: cfg
+                .costs
+                .swap_in_software_ns
+                .map_or(BLOCK_SWAP_IN_SOFTWARE_NS, |v| v as u64),
         })
     }
 
@@ -111,7 +125,7 @@ impl BlockSwap {
         by: Actor,
         obs: &mut Observers,
     ) {
-        spent.cpu += BLOCK_SUBMIT_NS;
+        spent.cpu += self.write_ns;
         spent.wait += self
             .io
             .write(self.slot_of[p as usize], t + spent.total(), by, obs);
@@ -146,7 +160,7 @@ impl BlockSwap {
         obs: &mut Observers,
     ) -> SwapIn {
         let slot = self.slot_of[p as usize];
-        let issued = start + BLOCK_SWAP_IN_SOFTWARE_NS / 2;
+        let issued = start + self.swap_in_ns / 2;
         let first = slot & !(self.window - 1);
         let last = (first + self.window).min(self.swap_slots as u32);
         let mut readahead = Vec::new();
@@ -197,7 +211,7 @@ impl BlockSwap {
             t,
             actor: me,
             kind: CpuKind::Kernel,
-            ns: BLOCK_SWAP_IN_SOFTWARE_NS + done.kernel_ns,
+            ns: self.swap_in_ns + done.kernel_ns,
         });
         let slot = self.slot_of[p as usize];
         self.keep_or_free_slot(p, slot, write);
@@ -208,7 +222,7 @@ impl BlockSwap {
             from: Tier::Device,
             readahead: false,
         });
-        BLOCK_SWAP_IN_SOFTWARE_NS + waited
+        self.swap_in_ns + waited
     }
 
     /// Read-ahead page `q` is in its frame, read from a pool in front (`from_pool`) or the

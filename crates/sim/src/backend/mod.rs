@@ -90,6 +90,12 @@ pub trait SwapBackend {
         0
     }
 
+    /// Compressed bytes that take frames away from the tabs: the pool, unless the run is held by
+    /// a memory cgroup that is not charged for it (`nvmswap_core::reclaim::pool_charged_to_memcg`).
+    fn charged_pool_bytes(&self) -> u64 {
+        self.pool_bytes()
+    }
+
     /// Free swap space, in pages (Chrome's rule counts it).
     fn swap_free_pages(&self) -> u64;
 

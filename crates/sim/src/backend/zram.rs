@@ -15,6 +15,8 @@ pub struct Zram {
     /// Compressed bytes stored.
     bytes: u64,
     limit: u64,
+    /// The pool counts against DRAM (false in a memory cgroup: zram's pool is the device's).
+    charged: bool,
     used_slots: u64,
     slots: u64,
 }
@@ -24,6 +26,11 @@ impl Zram {
         Ok(Box::new(Zram {
             bytes: 0,
             limit: cfg.zram_mem_limit_bytes,
+            charged: !cfg.memcg_limit
+                || nvmswap_core::reclaim::pool_charged_to_memcg(
+                    nvmswap_core::reclaim::SwapBackend::Zram,
+                    cfg.memcg_v2,
+                ),
             used_slots: 0,
             slots: cfg.zram_disksize_bytes / PAGE_SIZE,
         }))
@@ -35,6 +42,14 @@ impl SwapBackend for Zram {
 
     fn pool_bytes(&self) -> u64 {
         self.bytes
+    }
+
+    fn charged_pool_bytes(&self) -> u64 {
+        if self.charged {
+            self.bytes
+        } else {
+            0
+        }
     }
 
     fn swap_free_pages(&self) -> u64 {

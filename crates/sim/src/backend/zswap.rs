@@ -28,6 +28,8 @@ pub struct Zswap {
     pool: ZswapPool,
     dev: BlockSwap,
     exclusive_loads: bool,
+    /// The pool counts against DRAM (in a cgroup v1 memory cgroup it is not charged).
+    charged: bool,
 }
 
 impl Zswap {
@@ -37,10 +39,16 @@ impl Zswap {
             cfg.dram_bytes * u64::from(cfg.zswap_max_pool_percent) / 100,
             cfg.zswap_accept_threshold_percent,
         );
+        let charged = !cfg.memcg_limit
+            || nvmswap_core::reclaim::pool_charged_to_memcg(
+                nvmswap_core::reclaim::SwapBackend::Zswap,
+                cfg.memcg_v2,
+            );
         Ok(Box::new(Zswap {
             pool,
             dev,
             exclusive_loads: cfg.zswap_exclusive_loads,
+            charged,
         }))
     }
 }
@@ -52,6 +60,14 @@ impl SwapBackend for Zswap {
 
     fn pool_bytes(&self) -> u64 {
         self.pool.bytes()
+    }
+
+    fn charged_pool_bytes(&self) -> u64 {
+        if self.charged {
+            self.pool.bytes()
+        } else {
+            0
+        }
     }
 
     fn swap_free_pages(&self) -> u64 {

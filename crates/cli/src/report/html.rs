@@ -1,177 +1,11 @@
-//! What a person reads after a run: the terminal table, results.json, CSV series, and one
-//! self-contained report.html with seed 000's plots drawn as inline SVG.
-//!
-//! The output directory is written whole or not at all: everything goes to a sibling temporary
-//! directory that replaces the old one by rename once complete.
+//! report.html: a self-contained page with the plots drawn as inline SVG.
 
 use std::fmt::Write as _;
-use std::path::Path;
 
 use nvmswap_core::results::{RunOutput, RunsReport, TimelineSample};
 use plotters::prelude::*;
 
-/// Prints the comparison table (one row per run).
-pub fn print_table(report: &RunsReport) {
-    println!(
-        "{:<6} {:<15} {:>5} {:>8} {:>8} {:>8} {:>8} {:>7} {:>11} {:>7} {:>9} {:>9} {:>6} {:>9} {:>11} {:>8}",
-        "subst", "config", "tabs", "sw mean", "sw p50", "sw p95", "sw p99", ">250ms", "faults",
-        "<10us", "swap in", "swap out", "zswap", "energy J", "nvm writes", "wear"
-    );
-    let mib = |b: u64| format!("{:.0}M", b as f64 / (1 << 20) as f64);
-    for r in &report.runs {
-        let s = &r.switch_latency_ms;
-        println!(
-            "{:<6} {:<15} {:>5} {:>6.1}ms {:>6.1}ms {:>6.1}ms {:>6.1}ms {:>6.1}% {:>11} {:>6.1}% {:>9} {:>9} {:>6} {:>9.2} {:>11} {:>8}",
-            r.substrate,
-            r.config,
-            r.tabs_opened,
-            s.mean,
-            s.p50,
-            s.p95,
-            s.p99,
-            100.0 * r.switch_over_250ms_share,
-            thousands(r.faults),
-            100.0 * r.fault_under_10us_share,
-            mib(r.swap_in_bytes),
-            mib(r.swap_out_bytes),
-            r.zswap_hit_rate.map_or("-".into(), |h| format!("{:.0}%", 100.0 * h)),
-            r.energy_j,
-            thousands(r.nvm_writes),
-            r.wear_max_over_mean.map_or("-".into(), |w| format!("{w:.3}")),
-        );
-    }
-    println!("{TABLE_LEGEND}");
-}
-
-/// The legend under the table; docs/results-schema.md has the full glossary.
-pub const TABLE_LEGEND: &str =
-    "tabs: open at the first discard; sw: tab-switch latency (ms); >250ms, <10us: share of \
-switches/faults (%); swap in/out: MiB; zswap: hit rate; nvm writes: pages; wear: writes to the \
-most-written NVM slot / mean per slot (docs/results-schema.md)";
-
-/// `4781977` -> `4,781,977`.
-pub fn thousands(n: u64) -> String {
-    let digits = n.to_string();
-    let mut out = String::with_capacity(digits.len() + digits.len() / 3);
-    for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i) % 3 == 0 {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
-}
-
-/// Writes results.json, the CSVs and report.html of a pressure run into `dir`, replacing it.
-pub fn write_pressure(
-    dir: &Path,
-    report: &RunsReport,
-    outputs: &[RunOutput],
-) -> anyhow::Result<()> {
-    write_dir(dir, report, outputs, &html(report, outputs)?)
-}
-
-/// Writes results.json, the CSVs and report.html of a relaunch run into `dir`, replacing it.
-pub fn write_relaunch(
-    dir: &Path,
-    report: &RunsReport,
-    outputs: &[RunOutput],
-) -> anyhow::Result<()> {
-    write_dir(dir, report, outputs, &relaunch_html(report, outputs)?)
-}
-
-/// Fills a fresh directory next to `dir` and renames it into place, so that a failed run leaves
-/// the previous report untouched.
-fn write_dir(
-    dir: &Path,
-    report: &RunsReport,
-    outputs: &[RunOutput],
-    html_page: &str,
-) -> anyhow::Result<()> {
-    let parent = match dir.parent() {
-        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
-        _ => std::path::PathBuf::from("."),
-    };
-    std::fs::create_dir_all(&parent)?;
-    let name = dir
-        .file_name()
-        .map(|n| n.to_string_lossy().to_string())
-        .unwrap_or("out".into());
-    let tmp = parent.join(format!(".{name}.tmp-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&tmp);
-    std::fs::create_dir_all(&tmp)?;
-    let result = (|| -> anyhow::Result<()> {
-        std::fs::write(
-            tmp.join("results.json"),
-            serde_json::to_string_pretty(report)?,
-        )?;
-        for o in outputs {
-            write_csvs(&tmp, o)?;
-        }
-        std::fs::write(tmp.join("report.html"), html_page)?;
-        Ok(())
-    })();
-    if let Err(e) = result {
-        let _ = std::fs::remove_dir_all(&tmp);
-        return Err(e);
-    }
-    if dir.exists() {
-        std::fs::remove_dir_all(dir)?;
-    }
-    std::fs::rename(&tmp, dir)?;
-    Ok(())
-}
-
-fn stem(o: &RunOutput) -> String {
-    // Relaunch runs are named config/category: keep file names flat.
-    format!("{}-{}", o.result.substrate, o.result.config).replace('/', "-")
-}
-
-/// One relaunch run's headline figures, from its `extra.relaunch`.
-struct RelaunchRow {
-    name: String,
-    category: String,
-    relaunches: u64,
-    kills: u64,
-    relaunch_ms: f64,
-    relaunch_p99_ms: f64,
-    execute_ms: f64,
-}
-
-fn relaunch_row(o: &RunOutput) -> RelaunchRow {
-    let r = &o.result.extra["relaunch"];
-    let kind = |k: &str| &r["by_kind"][k];
-    let count = |k: &str| kind(k)["count"].as_u64().unwrap_or(0);
-    let mean = |k: &str| kind(k)["ms"]["mean"].as_f64().unwrap_or(0.0);
-    let (warm, cold) = (count("relaunch"), count("relaunch-cold"));
-    let relaunches = warm + cold;
-    // Seed 001 averages every relaunch, whatever state the app was found in.
-    let relaunch_ms = if relaunches == 0 {
-        0.0
-    } else {
-        (warm as f64 * mean("relaunch") + cold as f64 * mean("relaunch-cold")) / relaunches as f64
-    };
-    let p99 = |k: &str| kind(k)["ms"]["p99"].as_f64().unwrap_or(0.0);
-    RelaunchRow {
-        name: o
-            .result
-            .config
-            .split('/')
-            .next()
-            .unwrap_or_default()
-            .to_string(),
-        category: r["category"].as_str().unwrap_or_default().to_string(),
-        relaunches,
-        kills: r["kills"].as_u64().unwrap_or(0),
-        relaunch_ms,
-        relaunch_p99_ms: if cold > 0 {
-            p99("relaunch-cold")
-        } else {
-            p99("relaunch")
-        },
-        execute_ms: mean("execute"),
-    }
-}
+use super::{ratio_text, relaunch_base, relaunch_row, RelaunchRow};
 
 /// The head of a self-contained report page.
 fn page_start(h: &mut String, title: &str) -> std::fmt::Result {
@@ -203,53 +37,7 @@ Non-Volatile Memory: An Experimental Study.</i> arXiv:2111.02325, 2021.</li>\
 <li><b>Seed 001</b>: D. Liu, K. Zhong, X. Zhu, Y. Li, L. Long, Z. Shao. <i>Non-Volatile Memory Based Page \
 Swapping for Building High-Performance Mobile Devices.</i> IEEE Transactions on Computers, 2017.</li></ul>";
 
-/// `value / base` to two decimals, or "-" without a baseline.
-fn ratio_text(value: f64, base: Option<f64>) -> String {
-    match base {
-        Some(b) if b > 0.0 => format!("{:.2}", value / b),
-        _ => "-".into(),
-    }
-}
-
-/// The baseline (first configuration) row of the same category, for normalising.
-fn relaunch_base<'a>(rows: &'a [RelaunchRow], row: &RelaunchRow) -> Option<&'a RelaunchRow> {
-    rows.iter().find(|b| b.category == row.category)
-}
-
-/// The relaunch table: per configuration and category, relaunch delay and execution time, also
-/// normalised to the first configuration (seed 001 Fig. 13/14 normalise to NAND flash swap).
-pub fn print_relaunch_table(outputs: &[RunOutput]) {
-    let rows: Vec<RelaunchRow> = outputs.iter().map(relaunch_row).collect();
-    println!(
-        "{:<22} {:<11} {:>6} {:>6} {:>12} {:>8} {:>12} {:>8} {:>12}",
-        "config",
-        "category",
-        "relnch",
-        "killed",
-        "relaunch ms",
-        "vs base",
-        "execute ms",
-        "vs base",
-        "p99 ms"
-    );
-    for row in &rows {
-        let base = relaunch_base(&rows, row);
-        println!(
-            "{:<22} {:<11} {:>6} {:>6} {:>12.1} {:>8} {:>12.1} {:>8} {:>12.1}",
-            row.name,
-            row.category,
-            row.relaunches,
-            row.kills,
-            row.relaunch_ms,
-            ratio_text(row.relaunch_ms, base.map(|b| b.relaunch_ms)),
-            row.execute_ms,
-            ratio_text(row.execute_ms, base.map(|b| b.execute_ms)),
-            row.relaunch_p99_ms,
-        );
-    }
-}
-
-fn relaunch_html(report: &RunsReport, outputs: &[RunOutput]) -> anyhow::Result<String> {
+pub(super) fn relaunch(report: &RunsReport, outputs: &[RunOutput]) -> anyhow::Result<String> {
     let rows: Vec<RelaunchRow> = outputs.iter().map(relaunch_row).collect();
     let mut h = String::new();
     page_start(&mut h, "nvmswap relaunch report")?;
@@ -273,42 +61,6 @@ fn relaunch_html(report: &RunsReport, outputs: &[RunOutput]) -> anyhow::Result<S
         (bars("Apps found killed", "relaunches", outputs, |o| relaunch_row(o).kills as f64), "Relaunches that found the app discarded (seed 001 Fig. 1's terminations)."),
     ];
     page_end(h, figures)
-}
-
-fn write_csvs(dir: &Path, o: &RunOutput) -> anyhow::Result<()> {
-    let mut s = String::from("index,tabs_open,phase,latency_ms\n");
-    for (i, w) in o.series.switches.iter().enumerate() {
-        writeln!(s, "{i},{},{},{}", w.tabs_open, w.phase, w.latency_ms)?;
-    }
-    std::fs::write(dir.join(format!("{}-switches.csv", stem(o))), s)?;
-    let mut s = String::from("upper_us,count\n");
-    for (u, c) in &o.series.fault_latency_us_hist {
-        writeln!(s, "{u},{c}")?;
-    }
-    std::fs::write(dir.join(format!("{}-faults.csv", stem(o))), s)?;
-    let mut s = String::from(
-        "t_s,tabs_open,cpu_user_s,cpu_kernel_s,cpu_iowait_s,cpu_idle_s,resident_bytes,pool_bytes,swap_in_bytes,swap_out_bytes,zswap_hits,zswap_misses\n",
-    );
-    for t in &o.series.timeline {
-        writeln!(
-            s,
-            "{},{},{},{},{},{},{},{},{},{},{},{}",
-            t.t_s,
-            t.tabs_open,
-            t.cpu_user_s,
-            t.cpu_kernel_s,
-            t.cpu_iowait_s,
-            t.cpu_idle_s,
-            t.resident_bytes,
-            t.pool_bytes,
-            t.swap_in_bytes,
-            t.swap_out_bytes,
-            t.zswap_hits,
-            t.zswap_misses
-        )?;
-    }
-    std::fs::write(dir.join(format!("{}-timeline.csv", stem(o))), s)?;
-    Ok(())
 }
 
 const PALETTE: [RGBColor; 8] = [
@@ -679,7 +431,7 @@ fn cpu_split(outputs: &[RunOutput]) -> Svg {
     })
 }
 
-fn html(report: &RunsReport, outputs: &[RunOutput]) -> anyhow::Result<String> {
+pub(super) fn pressure(report: &RunsReport, outputs: &[RunOutput]) -> anyhow::Result<String> {
     let mut h = String::new();
     page_start(&mut h, "nvmswap pressure report")?;
     writeln!(h, "<h1>Memory-capacity pressure test</h1><p>seed {}, {} run(s). Every number below comes from this run; results.json holds them all.</p>", report.seed, report.runs.len())?;
