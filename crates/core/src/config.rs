@@ -55,6 +55,18 @@ pub struct SystemConfig {
     /// (mm/zswap.c `accept_threshold_percent`, default 90).
     #[serde(default = "default_accept_threshold")]
     pub zswap_accept_threshold_percent: u32,
+    /// zswap exclusive loads: a page loaded from the pool leaves it and its swap slot is freed.
+    /// false is seed 000's kernel (4.14): `zswap_frontswap_load` leaves the compressed copy in
+    /// the pool and the page keeps its swap slot in the swap cache, so a clean page evicted
+    /// again costs no compression and no write; the copy goes when the slot is freed (the page
+    /// is written to, swap is over half full, or the page is freed). true is mm/zswap.c from 6.5
+    /// as an option (`exclusive_loads`, CONFIG_ZSWAP_EXCLUSIVE_LOADS_DEFAULT_ON) and the only
+    /// mode since the option was removed (Chengming Zhou, "mm/zswap: only support
+    /// zswap_exclusive_loads_enabled", linux-mm, February 2024), so the running kernel (6.18)
+    /// loads exclusively. Default false (the seed's kernel); the linux substrate's sim
+    /// equivalents (`nvmswap validate`) set true.
+    #[serde(default)]
+    pub zswap_exclusive_loads: bool,
     /// The page compressor of zram and zswap (one vocabulary for every substrate; each says which
     /// it implements, see `kinds::Compressor`).
     #[serde(default = "default_compressor")]

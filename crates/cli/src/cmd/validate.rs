@@ -102,6 +102,8 @@ pub fn sim_equivalent(
         swap_bytes,
         zswap_max_pool_percent: zswap_pct,
         zswap_accept_threshold_percent: 90,
+        // The running kernel (6.18) always loads exclusively.
+        zswap_exclusive_loads: true,
         compressor,
         page_cluster: linux.page_cluster.unwrap_or(3),
         nvm_allocator: NvmAllocator::HeapWear,

@@ -138,6 +138,11 @@ impl BlockSwap {
         self.used_slots -= 1;
     }
 
+    /// Resident page `p` still holds its slot in the swap cache.
+    pub(super) fn swap_cached(&self, p: u32) -> bool {
+        self.swap_cache[p as usize] != NO_OWNER
+    }
+
     pub(super) fn slot_of(&self, p: u32) -> u32 {
         self.slot_of[p as usize]
     }
@@ -220,27 +225,41 @@ impl BlockSwap {
         self.swap_in_ns + waited
     }
 
-    /// Read-ahead page `q` is in its frame; `dirty` when it came from a pool (exclusive load).
-    pub(super) fn readahead_done(&mut self, q: u32, dirty: bool, t: u64, obs: &mut Observers) {
+    /// Read-ahead page `q` is in its frame, read from a pool in front (`from_pool`) or the
+    /// device; `dirty` when its slot must go (an exclusive load from the pool).
+    pub(super) fn readahead_done(
+        &mut self,
+        q: u32,
+        from_pool: bool,
+        dirty: bool,
+        t: u64,
+        obs: &mut Observers,
+    ) {
         let s = self.slot_of[q as usize];
         self.keep_or_free_slot(q, s, dirty);
         self.held[q as usize] = Held::No;
         obs.emit(Event::SwapIn {
             t,
             page: q,
-            from: if dirty { Tier::ZswapPool } else { Tier::Device },
+            from: if from_pool {
+                Tier::ZswapPool
+            } else {
+                Tier::Device
+            },
             readahead: true,
         });
     }
 
     /// After a swap-in of `p` from `slot`: a page about to be written (or one whose copy will
     /// be stale) frees its slot; a page read while swap is at most half full keeps it in the
-    /// swap cache (`vm_swap_full`: more than half of swap in use).
-    fn keep_or_free_slot(&mut self, p: u32, slot: u32, dirty: bool) {
+    /// swap cache (`vm_swap_full`: more than half of swap in use). True when the slot is kept.
+    pub(super) fn keep_or_free_slot(&mut self, p: u32, slot: u32, dirty: bool) -> bool {
         if dirty || self.used_slots * 2 > self.swap_slots {
             self.free_slot(slot);
+            false
         } else {
             self.swap_cache[p as usize] = slot;
+            true
         }
     }
 }
@@ -285,7 +304,7 @@ impl SwapBackend for BlockSwap {
     }
 
     fn readahead_in(&mut self, q: u32, t: u64, env: &mut Env) -> u64 {
-        self.readahead_done(q, false, t, env.obs);
+        self.readahead_done(q, false, false, t, env.obs);
         0
     }
 

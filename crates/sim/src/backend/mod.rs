@@ -13,6 +13,8 @@ mod none;
 mod nvm_swap;
 mod zram;
 mod zswap;
+#[cfg(test)]
+mod zswap_loads_test;
 
 use nvmswap_core::config::{Backend, SystemConfig};
 use rand_chacha::ChaCha8Rng;

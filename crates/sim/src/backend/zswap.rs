@@ -2,7 +2,17 @@
 //! page takes its swap slot, then is compressed into the pool; when the pool refuses it
 //! (`nvmswap_core::zswap`: full, or not yet back under its accept threshold) it goes to the
 //! device, and the pool writes back its oldest entries. A fault finds the page in the pool (a
-//! hit: decompress, the slot is freed) or on the device (a miss: block.rs's read).
+//! hit: decompress) or on the device (a miss: block.rs's read).
+//!
+//! Loads (`zswap_exclusive_loads`): exclusive (mm/zswap.c since 6.5 as an option, the only mode
+//! since "mm/zswap: only support zswap_exclusive_loads_enabled", Chengming Zhou, 2024) free the
+//! entry and the slot at once. Non-exclusive (seed 000's kernel 4.14, `zswap_frontswap_load`)
+//! leave the compressed copy in the pool and the page, clean, in the swap cache with its slot,
+//! under block.rs's rule (kept unless the page is written or swap is over half full); evicting
+//! it again while clean costs nothing, and the copy goes when the slot does. A pool write-back
+//! that picks a copy whose page is resident drops it and the slot without I/O (the kernel's
+//! write-back finds the page in the swap cache and gives up on that entry, `-EEXIST`; ours
+//! frees it instead, so the pool does not stay stuck at its limit).
 
 use nvmswap_core::config::SystemConfig;
 use nvmswap_core::zswap::{StoreOutcome, ZswapPool};
@@ -17,6 +27,7 @@ use crate::SimError;
 pub struct Zswap {
     pool: ZswapPool,
     dev: BlockSwap,
+    exclusive_loads: bool,
     /// The pool counts against DRAM (in a cgroup v1 memory cgroup it is not charged).
     charged: bool,
 }
@@ -33,7 +44,12 @@ impl Zswap {
                 nvmswap_core::reclaim::SwapBackend::Zswap,
                 cfg.memcg_v2,
             );
-        Ok(Box::new(Zswap { pool, dev, charged }))
+        Ok(Box::new(Zswap {
+            pool,
+            dev,
+            exclusive_loads: cfg.zswap_exclusive_loads,
+            charged,
+        }))
     }
 }
 
@@ -60,6 +76,10 @@ impl SwapBackend for Zswap {
 
     fn store(&mut self, p: u32, t: u64, by: Actor, env: &mut Env) -> Option<Spent> {
         if self.dev.take_clean(p, t, by, env.obs) {
+            if self.pool.contains(p) {
+                // Non-exclusive load: the compressed copy is still there.
+                self.dev.held[p as usize] = Held::Pool;
+            }
             return Some(Spent::default());
         }
         self.dev.allocate(p)?;
@@ -81,6 +101,11 @@ impl SwapBackend for Zswap {
                     kind: ZswapKind::Reject,
                 });
                 for (victim, _) in written_back {
+                    if self.dev.held[victim as usize] == Held::No {
+                        // A resident page's kept copy (non-exclusive load): dropped, no I/O.
+                        self.dev.written(victim);
+                        continue;
+                    }
                     spent.cpu += env.costs.decompress(env.size(victim), env.rng);
                     self.dev.write(victim, t, &mut spent, by, env.obs);
                     env.obs.emit(Event::Zswap {
@@ -118,14 +143,19 @@ impl SwapBackend for Zswap {
             return self.dev.swap_in(p, write, start, by, env);
         }
         let cost = POOL_SWAP_IN_SOFTWARE_NS + env.costs.decompress(env.size(p), env.rng);
-        self.pool.load(p);
         env.obs.emit(Event::Zswap {
             t: start,
             page: p,
             kind: ZswapKind::Hit,
         });
         let slot = self.dev.slot_of(p);
-        self.dev.free_slot(slot);
+        if self.exclusive_loads {
+            self.pool.load(p);
+            self.dev.free_slot(slot);
+        } else if !self.dev.keep_or_free_slot(p, slot, write) {
+            // The slot is freed (a write fault, or swap over half full): the copy goes with it.
+            self.pool.invalidate(p);
+        }
         self.dev.held[p as usize] = Held::No;
         env.obs.emit(Event::DramAccesses { t: start, n: 2 });
         env.obs.emit(Event::Cpu {
@@ -148,18 +178,29 @@ impl SwapBackend for Zswap {
     }
 
     fn readahead_in(&mut self, q: u32, t: u64, env: &mut Env) -> u64 {
-        // A page from the pool comes back dirty (exclusive load): its slot goes.
+        // A page from the pool comes back dirty with exclusive loads (its slot goes), clean in
+        // the swap cache without them.
         let from_pool = self.dev.held[q as usize] == Held::Pool;
         let mut stall = 0;
         if from_pool {
-            self.pool.load(q);
             stall += env.costs.decompress(env.size(q), env.rng);
+            if self.exclusive_loads {
+                self.pool.load(q);
+            }
         }
-        self.dev.readahead_done(q, from_pool, t, env.obs);
+        self.dev
+            .readahead_done(q, from_pool, from_pool && self.exclusive_loads, t, env.obs);
+        if from_pool && !self.exclusive_loads && !self.dev.swap_cached(q) {
+            self.pool.invalidate(q);
+        }
         stall
     }
 
     fn written(&mut self, p: u32) {
+        if self.dev.held[p as usize] == Held::No && self.pool.contains(p) {
+            // A kept copy (non-exclusive load) is stale once the page is written.
+            self.pool.invalidate(p);
+        }
         self.dev.written(p);
     }
 
