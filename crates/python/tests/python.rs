@@ -1,6 +1,6 @@
 //! Builds the Python package into the project's virtual environment (`.venv`, made by
-//! scripts/install-deps) with `maturin develop --profile test` (optimised like the other tests,
-//! sharing their build of core and sim) and runs its tests (tests/test_nvmswap.py),
+//! scripts/install-deps) with `maturin develop --profile python-test` (optimised like the other tests;
+//! not `--profile test`, which builds the cdylib as a test harness) and runs its tests (tests/test_nvmswap.py),
 //! among them a sweep on a local Dask cluster of two workers checked equal to the local run.
 //! Skips with a message where the environment is missing (install-deps not run).
 
@@ -32,7 +32,7 @@ fn python_package_tests_pass() {
         return;
     }
     let st = Command::new(&maturin)
-        .args(["develop", "--profile", "test"])
+        .args(["develop", "--profile", "python-test"])
         .current_dir(&crate_dir)
         .env("VIRTUAL_ENV", &venv)
         .status()
