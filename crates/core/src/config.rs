@@ -89,6 +89,11 @@ pub struct SystemConfig {
     /// `hybrid-2`, `hybrid-4`; seed 000 §6: interrupt is the default).
     #[serde(default = "default_io_scheduler")]
     pub io_scheduler: Scheduler,
+    /// The scheduler's tunables (`[iosched]`, sysfs names: `read_expire_ms`, `fifo_batch`,
+    /// `read_lat_nsec`, `slice_idle_us`, ...; `--set iosched.fifo_batch=1`); each scheduler reads
+    /// its own, the kernel's defaults otherwise (`nvmswap_core::block::SchedulerTunables`).
+    #[serde(default)]
+    pub iosched: crate::block::SchedulerTunables,
     #[serde(default = "default_completion")]
     pub completion: Completion,
     pub discard: DiscardRule,
@@ -378,6 +383,9 @@ impl SystemConfig {
         if self.cpus == 0 {
             return Err(bad("cpus", "at least one".into()));
         }
+        if let Err((field, why)) = self.iosched.check() {
+            return Err(bad("iosched", format!("{field} {why}")));
+        }
         let c = &self.costs;
         for (field, value) in [
             ("costs.minor_fault_ns", c.minor_fault_ns),
@@ -520,6 +528,21 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(e.contains("io_scheduler") && e.contains("cfq"), "{e}");
+        let c = SystemConfig::load(
+            "optane",
+            &["io_scheduler=mq-deadline".into(), "iosched.fifo_batch=4".into()],
+        )
+        .unwrap();
+        assert_eq!(c.iosched.fifo_batch, 4);
+        assert_eq!(c.iosched.read_expire_ms, 500, "the kernel's default");
+        let e = SystemConfig::load("optane", &["iosched.fifo_batch=0".into()])
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("iosched") && e.contains("fifo_batch"), "{e}");
+        let e = SystemConfig::load("optane", &["iosched.fifo_btach=4".into()])
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("fifo_btach"), "{e}");
         let e = SystemConfig::load("optane", &["completion=irq".into()])
             .unwrap_err()
             .to_string();

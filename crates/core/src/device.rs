@@ -118,6 +118,12 @@ pub struct DeviceProfile {
     /// Block devices: hardware queue depth and how many requests it serves at once.
     pub queue_depth: Option<u32>,
     pub parallelism: Option<u32>,
+    /// Block devices: the device reports itself rotational (/sys/block/*/queue/rotational). The
+    /// kernel then uses the cluster swap read-ahead instead of the VMA one
+    /// (`nvmswap_core::readahead::kind`). False (the default) for flash, NVM and RAM disks; a
+    /// virtio disk reports 1 whatever its backing store.
+    #[serde(default)]
+    pub rotational: bool,
     /// Field name -> where its value comes from (seed file and table/section, or datasheet).
     #[serde(default)]
     pub sources: BTreeMap<String, String>,
@@ -186,6 +192,14 @@ const BUNDLED: &[(&str, &str)] = &[
     (
         "ramdisk",
         include_str!("../../../profiles/devices/ramdisk.toml"),
+    ),
+    (
+        "optane-seed000",
+        include_str!("../../../profiles/devices/optane-seed000.toml"),
+    ),
+    (
+        "scm-seed002",
+        include_str!("../../../profiles/devices/scm-seed002.toml"),
     ),
 ];
 

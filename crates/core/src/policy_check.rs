@@ -14,6 +14,7 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
 use crate::lru::AnonLru;
+use crate::readahead::{ReadDecision, ReadRange, SwapReadAhead};
 use crate::zswap::{StoreOutcome, ZswapPool};
 use crate::GIB;
 
@@ -174,6 +175,150 @@ impl ZswapUse for BareZswap {
     }
 }
 
+/// A substrate's use of the swap read-ahead (`crate::readahead::SwapReadAhead`), over `areas`
+/// areas (VMAs: tabs, regions) of the same number of pages.
+pub trait ReadAheadUse {
+    /// Page `page` of `area` is swapped out (reclaimed; a page read ahead and unused, too).
+    fn evict(&mut self, area: u32, page: u32);
+    /// A fault on swapped-out page `page` of `area` reads the device: the substrate's decision
+    /// and the pages of `area` it read ahead with it.
+    fn fault(&mut self, area: u32, page: u32) -> (ReadDecision, Vec<u32>);
+    /// A fault on page `page` of `area`, read ahead and not used since, finds it (a hit).
+    fn hit(&mut self, area: u32, page: u32);
+}
+
+/// One read-ahead decision: the fault (area, page) and what core's policy decided.
+pub type ReadAheadLog = (u32, u32, ReadDecision);
+
+/// Drives `u` with `steps` seeded faults over `areas` areas of `pages` pages, all swapped out
+/// at first: runs of sequential faults (forward, the access pattern read-ahead is for) mixed
+/// with random ones, and now and then a resident page swapped out again. Before each fault
+/// that reads the device, pages read ahead and still unused are swapped out (reclaim takes them
+/// first: they sit unmapped at the inactive list's head), so every substrate keeps the same
+/// pages out. Checks that a VMA decision's pages are exactly the range's swapped-out pages; a
+/// cluster decision's pages are the substrate's (its slots). Returns the decisions.
+pub fn drive_readahead(
+    u: &mut dyn ReadAheadUse,
+    areas: u32,
+    pages: u32,
+    steps: usize,
+    seed: u64,
+) -> Vec<ReadAheadLog> {
+    #[derive(Clone, Copy, PartialEq)]
+    enum At {
+        Resident,
+        Out,
+        ReadAhead,
+    }
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    let mut at = vec![vec![At::Out; pages as usize]; areas as usize];
+    for a in 0..areas {
+        for p in 0..pages {
+            u.evict(a, p);
+        }
+    }
+    let mut next = vec![0u32; areas as usize];
+    let mut log = Vec::new();
+    for _ in 0..steps {
+        let area = rng.random_range(0..areas);
+        let roll: f64 = rng.random();
+        let page = if roll < 0.6 {
+            next[area as usize] % pages
+        } else {
+            rng.random_range(0..pages)
+        };
+        let here = at[area as usize][page as usize];
+        if roll > 0.9 && here == At::Resident {
+            u.evict(area, page);
+            at[area as usize][page as usize] = At::Out;
+            continue;
+        }
+        match here {
+            At::Resident => {}
+            At::ReadAhead => {
+                u.hit(area, page);
+                at[area as usize][page as usize] = At::Resident;
+            }
+            At::Out => {
+                for (a, row) in at.iter_mut().enumerate() {
+                    for (p, w) in row.iter_mut().enumerate() {
+                        if *w == At::ReadAhead {
+                            u.evict(a as u32, p as u32);
+                            *w = At::Out;
+                        }
+                    }
+                }
+                let (decision, mut read) = u.fault(area, page);
+                read.sort_unstable();
+                if let ReadRange::Pages { start, end } = decision.range {
+                    let want: Vec<u32> = (start as u32..end as u32)
+                        .filter(|&q| q != page && at[area as usize][q as usize] == At::Out)
+                        .collect();
+                    assert_eq!(read, want, "fault {area}:{page}: the range's swapped-out pages");
+                }
+                at[area as usize][page as usize] = At::Resident;
+                for q in read {
+                    assert!(at[area as usize][q as usize] == At::Out, "{q} was out");
+                    at[area as usize][q as usize] = At::ReadAhead;
+                }
+                log.push((area, page, decision));
+            }
+        }
+        next[area as usize] = page + 1;
+    }
+    log
+}
+
+/// Core's read-ahead used directly: the reference decisions. It reads, of a VMA decision's
+/// range, the pages it knows to be swapped out (a cluster decision reads no neighbours here: the
+/// slots are a substrate's).
+pub struct BareReadAhead {
+    pub policy: SwapReadAhead,
+    pub pages: u32,
+    out: Vec<Vec<bool>>,
+}
+
+impl BareReadAhead {
+    pub fn new(policy: SwapReadAhead, areas: u32, pages: u32) -> BareReadAhead {
+        BareReadAhead {
+            policy,
+            pages,
+            out: vec![vec![false; pages as usize]; areas as usize],
+        }
+    }
+}
+
+impl ReadAheadUse for BareReadAhead {
+    fn evict(&mut self, area: u32, page: u32) {
+        self.out[area as usize][page as usize] = true;
+    }
+    fn fault(&mut self, area: u32, page: u32) -> (ReadDecision, Vec<u32>) {
+        let d = self
+            .policy
+            .fault(area, u64::from(page), u64::from(self.pages), 0);
+        let out = &mut self.out[area as usize];
+        out[page as usize] = false;
+        let read = vma_reads(&d, page, |q| out[q as usize]);
+        for &q in &read {
+            out[q as usize] = false;
+        }
+        (d, read)
+    }
+    fn hit(&mut self, area: u32, _page: u32) {
+        self.policy.hit(area);
+    }
+}
+
+/// The pages a VMA decision reads besides the faulting one, of those `out` says are swapped out.
+pub fn vma_reads(d: &ReadDecision, page: u32, out: impl Fn(u32) -> bool) -> Vec<u32> {
+    match d.range {
+        ReadRange::Pages { start, end } => (start as u32..end as u32)
+            .filter(|&q| q != page && out(q))
+            .collect(),
+        _ => Vec::new(),
+    }
+}
+
 /// The memory size the policy tests use for the LRU (inactive ratio 1, as a pager's budget).
 pub const TEST_MEMORY_BYTES: u64 = GIB / 2;
 
@@ -197,5 +342,13 @@ mod tests {
         );
         assert!(z.iter().any(|d| !d.2.is_empty()), "some write-backs");
         assert!(z.iter().any(|d| d.1) && z.iter().any(|d| !d.1));
+    }
+
+    #[test]
+    fn the_read_ahead_driver_grows_windows_on_sequential_runs() {
+        let mut bare = BareReadAhead::new(SwapReadAhead::for_kernel(false, false, true, 3), 3, 256);
+        let log = drive_readahead(&mut bare, 3, 256, 4000, 1);
+        assert!(log.iter().any(|d| d.2.window == 8), "full windows");
+        assert!(log.iter().any(|d| d.2.window == 1), "random faults read one");
     }
 }

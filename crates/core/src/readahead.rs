@@ -142,6 +142,126 @@ impl ReadAheadWindow {
     }
 }
 
+/// Where a read-ahead reads: swap slots (cluster, inclusive) or virtual pages of the faulting
+/// area (VMA, `[start, end)`); `None` reads the faulting page only.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ReadRange {
+    /// The faulting page only.
+    None,
+    /// Swap slots `first..=last` (`cluster_range`).
+    Slots { first: u64, last: u64 },
+    /// Pages `start..end` of the faulting area, in its own numbering (`vma_range`).
+    Pages { start: u64, end: u64 },
+}
+
+/// One fault's read-ahead decision: the window (pages, the faulting one included) and where.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ReadDecision {
+    pub window: usize,
+    pub range: ReadRange,
+}
+
+/// The kernel's swap read-ahead as one policy every substrate carries out: the choice of
+/// read-ahead ([`kind`]), its state (global for the cluster read-ahead, per VMA for the VMA
+/// read-ahead: `vma->swap_readahead_info`), the window and its range. A substrate tells it the
+/// hits (a fault served by a page read ahead, in that page's area) and asks it on every fault
+/// that reads the device; areas are the substrate's VMAs (a tab's mapping, a live region).
+#[derive(Debug, Clone)]
+pub struct SwapReadAhead {
+    kind: ReadAheadKind,
+    max: usize,
+    global: ReadAheadWindow,
+    per_area: std::collections::BTreeMap<u32, ReadAheadWindow>,
+}
+
+impl SwapReadAhead {
+    /// The read-ahead of a swap area as the kernel sets it up (arguments as for [`kind`], the
+    /// faulting entry with a single user) with `page_cluster` (vm.page-cluster): the largest
+    /// cluster window is 2^page_cluster slots, the largest VMA window 2^min(page_cluster,
+    /// `SWAP_RA_ORDER_CEILING`) pages (mm/swap_state.c `swapin_nr_pages`, `swap_vma_ra_win`).
+    pub fn for_kernel(
+        synchronous_io: bool,
+        rotational_swap_on: bool,
+        vma_ra_enabled: bool,
+        page_cluster: u32,
+    ) -> SwapReadAhead {
+        let kind = kind(synchronous_io, true, rotational_swap_on, vma_ra_enabled);
+        let order = match kind {
+            ReadAheadKind::Vma => page_cluster.min(SWAP_RA_ORDER_CEILING),
+            _ => page_cluster,
+        };
+        Self::new(kind, 1usize << order.min(20))
+    }
+
+    /// A read-ahead of `kind` with windows of at most `max` pages (a substrate's own cap, e.g.
+    /// the live pager's read-ahead buffers).
+    pub fn new(kind: ReadAheadKind, max: usize) -> SwapReadAhead {
+        SwapReadAhead {
+            kind,
+            max: max.max(1),
+            global: ReadAheadWindow::default(),
+            per_area: std::collections::BTreeMap::new(),
+        }
+    }
+
+    pub fn kind(&self) -> ReadAheadKind {
+        self.kind
+    }
+
+    /// The largest window.
+    pub fn max(&self) -> usize {
+        self.max
+    }
+
+    /// A fault in `area` was served by a page read ahead (`swap_cache_get_folio`: the VMA's
+    /// hit count on the VMA path, `swapin_readahead_hits` on the cluster path).
+    pub fn hit(&mut self, area: u32) {
+        match self.kind {
+            ReadAheadKind::None => {}
+            ReadAheadKind::Cluster => self.global.hit(),
+            ReadAheadKind::Vma => self.per_area.entry(area).or_default().hit(),
+        }
+    }
+
+    /// `area` is gone (its VMA unmapped): its state goes with it.
+    pub fn forget(&mut self, area: u32) {
+        self.per_area.remove(&area);
+    }
+
+    /// A fault on page `page` of `area` (whose pages are `0..area_pages`), held in swap slot
+    /// `slot`, reads the device: how much to read and where.
+    pub fn fault(&mut self, area: u32, page: u64, area_pages: u64, slot: u64) -> ReadDecision {
+        match self.kind {
+            ReadAheadKind::None => ReadDecision {
+                window: 1,
+                range: ReadRange::None,
+            },
+            ReadAheadKind::Cluster => {
+                let window = self.global.next_cluster(slot as u32, self.max);
+                let range = if window <= 1 {
+                    ReadRange::None
+                } else {
+                    let (first, last) = cluster_range(slot, window);
+                    ReadRange::Slots { first, last }
+                };
+                ReadDecision { window, range }
+            }
+            ReadAheadKind::Vma => {
+                let w = self.per_area.entry(area).or_default();
+                let prev = w.last_fault().map(|(_, p)| u64::from(p));
+                let window = w.next(area, page as u32, self.max);
+                let range = if window <= 1 {
+                    ReadRange::None
+                } else {
+                    let (start, end) = vma_range(page, prev, window, 0, area_pages);
+                    ReadRange::Pages { start, end }
+                };
+                ReadDecision { window, range }
+            }
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::ReadAheadWindow;
@@ -201,6 +321,29 @@ mod tests {
         assert_eq!(kind(false, true, true, true), Cluster, "rotational disk");
         assert_eq!(kind(false, true, false, true), Vma);
         assert_eq!(kind(false, true, false, false), Cluster);
+    }
+
+    #[test]
+    fn the_policy_keeps_vma_state_per_area_and_cluster_state_global() {
+        use super::{ReadRange, SwapReadAhead};
+        let mut v = SwapReadAhead::for_kernel(false, false, true, 3);
+        assert_eq!(v.max(), 8);
+        assert_eq!(v.fault(1, 10, 100, 40).range, ReadRange::None);
+        assert_eq!(v.fault(2, 50, 100, 41).window, 1, "another area");
+        let d = v.fault(1, 11, 100, 7);
+        assert_eq!(d.window, 2, "area 1 remembers page 10");
+        assert_eq!(d.range, ReadRange::Pages { start: 11, end: 13 });
+        v.hit(2);
+        assert_eq!(v.fault(2, 70, 100, 9).window, 4, "area 2's hit");
+        assert_eq!(v.fault(1, 30, 100, 9).window, 1, "no hits in area 1");
+        let mut c = SwapReadAhead::for_kernel(false, true, true, 3);
+        assert_eq!(c.fault(1, 10, 100, 40).window, 1);
+        c.hit(7);
+        let d = c.fault(2, 0, 100, 13);
+        assert_eq!((d.window, d.range), (4, ReadRange::Slots { first: 12, last: 15 }));
+        let mut z = SwapReadAhead::for_kernel(true, true, true, 3);
+        z.hit(1);
+        assert_eq!(z.fault(1, 11, 100, 3).range, ReadRange::None, "zram");
     }
 
     #[test]

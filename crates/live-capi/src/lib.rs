@@ -134,7 +134,8 @@ pub unsafe extern "C" fn nvmswap_pager_new_with(
             Some(
                 s.to_str()
                     .map_err(|_| "nvm_backend is not UTF-8".to_string())?
-                    .to_string(),
+                    .parse::<nvmswap_live::NvmBackend>()
+                    .map_err(|e| e.to_string())?,
             )
         };
         let cfg = PagerConfig {

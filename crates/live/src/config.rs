@@ -1,5 +1,6 @@
 //! How a pager is set up: its configuration and the two choices of how faults are served.
 
+use nvmswap_core::kinds::NvmBackend;
 use crate::tiers::Compressor;
 
 /// How a pager is set up. Every field is a tunable documented in docs/live.md.
@@ -21,13 +22,14 @@ pub struct PagerConfig {
     pub zswap_accept_threshold_percent: u32,
     pub compressor: Compressor,
     /// `emulated:<profile>` or `file:<path>`; None for no NVM tier.
-    pub nvm_backend: Option<String>,
+    pub nvm_backend: Option<NvmBackend>,
     /// Size of the NVM tier in bytes.
     pub nvm_bytes: u64,
     /// Slot allocator of the NVM tier (`heap-wear`, `linux-cluster`, `start-gap`).
     pub allocator: String,
-    /// Neighbours (either side, same region, swapped out in the same batch) brought in with a
-    /// page loaded from NVM (seed 002: pages swapped out together come back together).
+    /// Half the largest read-ahead window: a fault that reads NVM reads up to `2 * read_ahead`
+    /// pages around it in its region (core's VMA read-ahead decides how many and which; default
+    /// 4: 8 pages, the kernel's 2^page_cluster with vm.page-cluster 3). 0: no read-ahead.
     pub read_ahead: usize,
     /// Who resolves a fault: a handler thread, or the faulting thread itself (SIGBUS).
     pub fault_path: FaultPath,
@@ -98,7 +100,7 @@ impl Default for PagerConfig {
             pool_share: 0.25,
             zswap_accept_threshold_percent: 90,
             compressor: Compressor::Lz4,
-            nvm_backend: Some("emulated:pcm".into()),
+            nvm_backend: Some(NvmBackend::Emulated("pcm".into())),
             nvm_bytes: 256 << 20,
             allocator: "heap-wear".into(),
             read_ahead: 4,

@@ -266,7 +266,7 @@ pub(crate) fn resolve(
     };
     place(shared, inner, rid, idx, &buf, keep);
     if tier == Tier::Nvm && shared.read_ahead > 0 {
-        read_ahead(shared, inner, rid, idx, meta.batch);
+        read_ahead(inner, rid, idx);
     }
     Some(tier)
 }

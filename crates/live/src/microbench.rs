@@ -1,6 +1,7 @@
 //! The shared page-touch microbenchmark (`nvmswap_core::workload::microbench`) on a live pager:
 //! the same touch sequence as every other substrate, timed touch by touch from the application.
 
+use nvmswap_core::kinds::NvmBackend;
 use std::time::Instant;
 
 use nvmswap_core::metrics::LatencyRecorder;
@@ -17,7 +18,7 @@ pub enum BenchTier {
     /// Only the compressed pool, unbounded like zram (pages never go further down).
     Zpool,
     /// Only the NVM tier on the given back-end (NVM-Swap: no compression).
-    Nvm(String),
+    Nvm(NvmBackend),
 }
 
 impl BenchTier {
@@ -172,7 +173,7 @@ pub fn run_with(
             .collect::<serde_json::Map<_, _>>()),
     );
     if let BenchTier::Nvm(b) = tier {
-        extra.insert("nvm_backend".into(), json!(b));
+        extra.insert("nvm_backend".into(), json!(b.to_string()));
         let max_writes = stats.nvm_writes_per_slot.iter().max().copied().unwrap_or(0);
         extra.insert("nvm_max_writes_per_slot".into(), json!(max_writes));
         extra.insert("nvm_migrations".into(), json!(stats.nvm_migrations));

@@ -446,6 +446,7 @@ impl Drop for Region<'_> {
                 release_copy(&mut inner, info.first_id + i as u32, m.loc);
             }
             inner.order.remove_region(info.first_id);
+            inner.ra.policy.forget(self.id);
         }
         inner.tiers_full = false;
         shared.wake_room(&inner);

@@ -6,14 +6,17 @@
 use std::collections::BTreeMap;
 use std::collections::VecDeque;
 
+use nvmswap_core::kinds::NvmBackend;
 use nvmswap_core::policy_check::{
-    drive_lru, drive_zswap, BareLru, BareZswap, LruUse, ZswapUse, TEST_MEMORY_BYTES,
+    drive_lru, drive_readahead, drive_zswap, BareLru, BareReadAhead, BareZswap, LruUse,
+    ReadAheadUse, ZswapUse, TEST_MEMORY_BYTES,
 };
+use nvmswap_core::readahead::{ReadDecision, SwapReadAhead};
 use nvmswap_core::workload::content::fill_page;
 use nvmswap_core::zswap::ZswapPool;
 
 use crate::order::EvictOrder;
-use crate::readahead::ReadAheadCache;
+use crate::readahead::{read_ahead, ReadAheadCache};
 use crate::staging::Prepared;
 use crate::state::{Inner, Loc, Meta, RegionInfo, State, RELEASE_CAPACITY};
 use crate::stats::PagerStats;
@@ -99,39 +102,71 @@ struct LiveZswap {
 
 const POOL_LIMIT: u64 = 64 * 1024;
 
-impl LiveZswap {
-    fn new(pages: u32, contents: Vec<([u8; PAGE], Vec<u8>)>) -> LiveZswap {
-        let mut order = EvictOrder::new(TEST_MEMORY_BYTES, 1 << 12);
-        let first_id = order.add_region(0, pages).expect("ids");
-        let meta = Meta {
-            state: State::Resident,
-            loc: Loc::None,
-            batch: 0,
-        };
-        let inner = Inner {
-            regions: BTreeMap::from([(
-                0,
+/// The pager's state over `regions` regions of `pages` pages, all resident, with the tiers
+/// given: what the fault path and the evictor work on.
+fn test_inner(
+    regions: u32,
+    pages: u32,
+    ra_slots: usize,
+    pool: Option<Pool>,
+    zswap: Option<ZswapPool>,
+    nvm_slots: u32,
+) -> Inner {
+    let mut order = EvictOrder::new(TEST_MEMORY_BYTES, 1 << 12);
+    let meta = Meta {
+        state: State::Resident,
+        loc: Loc::None,
+        batch: 0,
+    };
+    let regions = (0..regions)
+        .map(|r| {
+            let first_id = order.add_region(r, pages).expect("ids");
+            (
+                r,
                 RegionInfo {
                     base: 0,
                     first_id,
                     metas: vec![meta; pages as usize],
                 },
-            )]),
-            by_addr: BTreeMap::new(),
-            next_region: 1,
-            resident: 0,
-            order,
-            releases: VecDeque::with_capacity(RELEASE_CAPACITY),
-            tiers_full: false,
-            room_waiters: 0,
-            evictor_sleeping: false,
-            ra: ReadAheadCache::new(0),
-            next_batch: 0,
-            pool: Some(Pool::new(Compressor::Lz4).expect("codec")),
-            zswap: Some(ZswapPool::new(POOL_LIMIT, 90)),
-            nvm: Some(Nvm::new("emulated:ramdisk", 4 * pages, "linux-cluster").expect("nvm")),
-            stats: PagerStats::default(),
-        };
+            )
+        })
+        .collect::<BTreeMap<_, _>>();
+    Inner {
+        next_region: regions.len() as u32,
+        regions,
+        by_addr: BTreeMap::new(),
+        resident: 0,
+        order,
+        releases: VecDeque::with_capacity(RELEASE_CAPACITY),
+        tiers_full: false,
+        room_waiters: 0,
+        evictor_sleeping: false,
+        ra: ReadAheadCache::new(ra_slots),
+        next_batch: 0,
+        pool,
+        zswap,
+        nvm: Some(
+            Nvm::new(
+                &NvmBackend::Emulated("ramdisk".into()),
+                nvm_slots,
+                "linux-cluster",
+            )
+            .expect("nvm"),
+        ),
+        stats: PagerStats::default(),
+    }
+}
+
+impl LiveZswap {
+    fn new(pages: u32, contents: Vec<([u8; PAGE], Vec<u8>)>) -> LiveZswap {
+        let inner = test_inner(
+            1,
+            pages,
+            0,
+            Some(Pool::new(Compressor::Lz4).expect("codec")),
+            Some(ZswapPool::new(POOL_LIMIT, 90)),
+            4 * pages,
+        );
         LiveZswap {
             inner,
             contents,
@@ -238,5 +273,104 @@ fn live_admits_and_writes_back_as_core_zswap() {
             z.rejected_incompressible > 0,
             "incompressible pages rejected"
         );
+    }
+}
+
+/// The pager's read-ahead (readahead.rs: `read_ahead` on a fault that read NVM, the cache's
+/// `take` on a fault it serves) over `areas` regions, with the NVM tier.
+struct LiveReadAhead {
+    inner: Inner,
+}
+
+fn page_bytes(area: u32, page: u32) -> [u8; PAGE] {
+    let mut b = [0u8; PAGE];
+    b[..8].copy_from_slice(&(u64::from(area) << 32 | u64::from(page)).to_le_bytes());
+    b
+}
+
+impl LiveReadAhead {
+    fn meta(&mut self, area: u32, page: u32) -> &mut Meta {
+        &mut self.inner.regions.get_mut(&area).expect("region").metas[page as usize]
+    }
+}
+
+impl ReadAheadUse for LiveReadAhead {
+    fn evict(&mut self, area: u32, page: u32) {
+        let m = *self.meta(area, page);
+        match (m.state, m.loc) {
+            (State::Evicted, Loc::Nvm(slot)) => {
+                // Read ahead and unused: reclaimed, its cached copy is dropped.
+                let ra = &mut self.inner.ra;
+                if let Some(i) = ra.owner.iter().position(|o| *o == Some((area, page, slot))) {
+                    ra.owner[i] = None;
+                }
+            }
+            // A clean page (its NVM copy kept since the fault): no write.
+            (State::Resident, Loc::Nvm(_)) => self.meta(area, page).state = State::Evicted,
+            _ => {
+                let slot = self
+                    .inner
+                    .nvm
+                    .as_mut()
+                    .expect("nvm")
+                    .store(&page_bytes(area, page))
+                    .expect("room");
+                *self.meta(area, page) = Meta {
+                    state: State::Evicted,
+                    loc: Loc::Nvm(slot),
+                    batch: 0,
+                };
+            }
+        }
+    }
+
+    fn fault(&mut self, area: u32, page: u32) -> (ReadDecision, Vec<u32>) {
+        let m = *self.meta(area, page);
+        let (State::Evicted, Loc::Nvm(slot)) = (m.state, m.loc) else {
+            panic!("page {area}:{page} is out: {m:?}");
+        };
+        assert!(!self.inner.ra.holds(area, page, slot), "not read ahead");
+        let mut buf = [0u8; PAGE];
+        self.inner.nvm.as_mut().expect("nvm").load(slot, &mut buf);
+        assert!(buf == page_bytes(area, page));
+        // fault.rs: the page is placed with its NVM copy kept, then the read-ahead.
+        self.meta(area, page).state = State::Resident;
+        let read = read_ahead(&mut self.inner, area, page);
+        let d = self.inner.ra.last_decision.take().expect("a decision");
+        (d, read)
+    }
+
+    fn hit(&mut self, area: u32, page: u32) {
+        let m = *self.meta(area, page);
+        let Loc::Nvm(slot) = m.loc else {
+            panic!("a page read ahead has its NVM copy");
+        };
+        let mut buf = [0u8; PAGE];
+        assert!(self.inner.ra.take(area, page, slot, &mut buf), "cached");
+        assert!(buf == page_bytes(area, page), "the read-ahead copy");
+        self.meta(area, page).state = State::Resident;
+    }
+}
+
+#[test]
+fn live_reads_ahead_as_core_decides() {
+    // Live's region is a VMA; the default `read_ahead` 4 gives windows of up to 8 pages, the
+    // kernel's with vm.page-cluster 3 (sim's test of the same events: crates/sim/src/backend/
+    // policy_test.rs).
+    let (areas, pages) = (3, 96);
+    for seed in 1..=3 {
+        let mut bare = BareReadAhead::new(
+            SwapReadAhead::for_kernel(false, false, true, 3),
+            areas,
+            pages,
+        );
+        let reference = drive_readahead(&mut bare, areas, pages, 3000, seed);
+        let mut live = LiveReadAhead {
+            inner: test_inner(areas, pages, 2 * 4, None, None, 2 * areas * pages),
+        };
+        let decided = drive_readahead(&mut live, areas, pages, 3000, seed);
+        assert!(reference.iter().any(|d| d.2.window == 8), "windows grow");
+        assert_eq!(decided, reference, "seed {seed}");
+        assert!(live.inner.stats.read_ahead_pages > 100);
     }
 }

@@ -10,6 +10,9 @@
 use std::time::{Duration, Instant};
 
 use nvmswap_core::config::{Backend, SystemConfig};
+use nvmswap_core::device::DeviceKind;
+use nvmswap_core::kinds::NvmBackend;
+use nvmswap_core::readahead::{ReadAheadKind, SwapReadAhead};
 use nvmswap_core::discard::{check_scale, DiscardTarget, MemorySnapshot, TabRecency};
 use nvmswap_core::metrics::LatencyRecorder;
 use nvmswap_core::progress::Progress;
@@ -69,6 +72,22 @@ pub fn run_pressure(
         }
         other => other,
     };
+    // Core's read-ahead choice for this swap device, which the pager carries out: none for
+    // NVM on the memory bus (a pmem-like device is SWP_SYNCHRONOUS_IO; sim's NVM-Swap reads
+    // nothing ahead either), the VMA read-ahead with 2^min(page_cluster, 5) pages at most for a
+    // block device; the pager has no cluster read-ahead (a rotational device would get it).
+    let device = nvmswap_core::device::DeviceProfile::resolve(profile)
+        .map_err(|e| LiveError::Spec(e.to_string()))?;
+    let ra = SwapReadAhead::for_kernel(
+        device.kind == DeviceKind::MemoryBus,
+        device.rotational,
+        true,
+        cfg.page_cluster,
+    );
+    let read_ahead = match ra.kind() {
+        ReadAheadKind::None => 0,
+        ReadAheadKind::Vma | ReadAheadKind::Cluster => ra.max() / 2,
+    };
     let pager_cfg = match cfg.backend {
         Backend::None => {
             return Err(LiveError::Backend(
@@ -86,18 +105,20 @@ pub fn run_pressure(
             budget_bytes: budget,
             pool_share: (cfg.zswap_max_pool_percent as f64 / 100.0).clamp(0.0, 1.0),
             compressor,
-            nvm_backend: Some(format!("emulated:{profile}")),
+            nvm_backend: Some(NvmBackend::Emulated(profile.to_string())),
             nvm_bytes: swap_bytes,
             allocator: "linux-cluster".into(),
+            read_ahead,
             zswap_accept_threshold_percent: cfg.zswap_accept_threshold_percent,
             ..PagerConfig::default()
         },
         Backend::NvmSwap => PagerConfig {
             budget_bytes: budget,
             pool_share: 0.0,
-            nvm_backend: Some(format!("emulated:{profile}")),
+            nvm_backend: Some(NvmBackend::Emulated(profile.to_string())),
             nvm_bytes: swap_bytes,
             allocator: cfg.nvm_allocator.name().into(),
+            read_ahead,
             ..PagerConfig::default()
         },
     };

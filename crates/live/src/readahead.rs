@@ -1,8 +1,8 @@
 //! The read-ahead cache: NVM neighbours of a faulting page, read with it and held unmapped.
 
-use nvmswap_core::readahead::ReadAheadWindow;
+use nvmswap_core::readahead::{ReadAheadKind, ReadDecision, ReadRange, SwapReadAhead};
 
-use crate::state::{Inner, Loc, Locked, Shared, State};
+use crate::state::{Inner, Loc, State};
 use crate::PAGE;
 
 /// The read-ahead cache (the kernel's swap cache for read-ahead pages): neighbours read from NVM
@@ -16,16 +16,21 @@ pub(crate) struct ReadAheadCache {
     /// evicted with that slot.
     pub(crate) owner: Vec<Option<(u32, u32, u32)>>,
     pub(crate) next: usize,
-    pub(crate) window: ReadAheadWindow,
+    pub(crate) policy: SwapReadAhead,
+    /// The last read-ahead decision (the policy tests compare it with core's).
+    pub(crate) last_decision: Option<ReadDecision>,
 }
 
 impl ReadAheadCache {
+    /// `slots` buffers; windows of at most `slots` pages (the faulting one and `slots - 1`
+    /// neighbours).
     pub(crate) fn new(slots: usize) -> ReadAheadCache {
         ReadAheadCache {
             pages: vec![[0u8; PAGE]; slots],
             owner: vec![None; slots],
             next: 0,
-            window: ReadAheadWindow::default(),
+            policy: SwapReadAhead::new(ReadAheadKind::Vma, slots.max(1)),
+            last_decision: None,
         }
     }
 
@@ -36,7 +41,7 @@ impl ReadAheadCache {
         };
         out.copy_from_slice(&self.pages[i]);
         self.owner[i] = None;
-        self.window.hit();
+        self.policy.hit(rid);
         debug_assert!(
             !self.owner.contains(&Some((rid, idx, slot))),
             "a page is cached once"
@@ -49,21 +54,23 @@ impl ReadAheadCache {
     }
 }
 
-/// Read up to `window - 1` neighbours of page `idx` that were swapped out in the same batch
-/// (seed 002: pages swapped out together come back together) into the read-ahead cache.
-pub(crate) fn read_ahead(shared: &Shared, inner: &mut Locked<'_>, rid: u32, idx: u32, batch: u64) {
-    let max = 2 * shared.read_ahead + 1;
-    let window = inner.ra.window.next(rid, idx, max);
-    let n = inner.regions[&rid].metas.len() as i64;
-    let ra = shared.read_ahead as i64;
-    let mut read = 1;
-    // Nearest neighbours first, after then before.
-    for d in (1..=ra).flat_map(|d| [d, -d]) {
-        if read >= window {
-            break;
-        }
-        let j = idx as i64 + d;
-        if j < 0 || j >= n {
+/// Reads ahead with a fault on page `idx` of region `rid` that read NVM, as core's VMA
+/// read-ahead decides (`SwapReadAhead::fault`: the window sized by the region's hits, its range
+/// around the fault within the region): every page of the range that is evicted to NVM and not
+/// cached yet is read into the read-ahead cache. The region is the VMA; the NVM slot plays no
+/// part (the kernel uses the cluster read-ahead, by slot, only with a rotational swap device).
+/// Returns the pages read.
+pub(crate) fn read_ahead(inner: &mut Inner, rid: u32, idx: u32) -> Vec<u32> {
+    let n = inner.regions[&rid].metas.len() as u64;
+    let decision = inner.ra.policy.fault(rid, u64::from(idx), n, 0);
+    inner.ra.last_decision = Some(decision);
+    let ReadRange::Pages { start, end } = decision.range else {
+        return Vec::new();
+    };
+    let mut read = Vec::new();
+    for j in start..end {
+        let j = j as u32;
+        if j == idx || inner.ra.pages.is_empty() {
             continue;
         }
         let m = inner.regions[&rid].metas[j as usize];
@@ -72,15 +79,16 @@ pub(crate) fn read_ahead(shared: &Shared, inner: &mut Locked<'_>, rid: u32, idx:
         };
         // Cached once only: a second copy could outlive the first's use and, once the slot is
         // reused for the same page, be taken for it with old bytes.
-        if m.batch != batch || inner.ra.holds(rid, j as u32, slot) {
+        if inner.ra.holds(rid, j, slot) {
             continue;
         }
-        let Inner { ra, nvm, stats, .. } = &mut **inner;
+        let Inner { ra, nvm, stats, .. } = inner;
         let i = ra.next;
         ra.next = (ra.next + 1) % ra.pages.len();
         nvm.as_mut().expect("nvm").load(slot, &mut ra.pages[i]);
-        ra.owner[i] = Some((rid, j as u32, slot));
+        ra.owner[i] = Some((rid, j, slot));
         stats.read_ahead_pages += 1;
-        read += 1;
+        read.push(j);
     }
+    read
 }

@@ -1,6 +1,7 @@
 //! The two tiers below DRAM: a compressed pool in DRAM (zswap/zram style) and an NVM tier whose
 //! slots come from a `core` slot allocator (Heap-Wear by default, seed 001 §3.3).
 
+use nvmswap_core::kinds::NvmBackend;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
@@ -176,10 +177,12 @@ pub enum NvmMedium {
     File { map: MmapMut, path: PathBuf },
 }
 
-/// Parse `emulated:<profile>` or `file:<path>` and make a medium of `slots` pages.
-pub fn open_medium(spec: &str, slots: u32) -> Result<NvmMedium, LiveError> {
+/// A medium of `slots` pages for the back-end `spec` (core's `NvmBackend`, parsed by its
+/// registry).
+pub fn open_medium(spec: &NvmBackend, slots: u32) -> Result<NvmMedium, LiveError> {
     let bytes = slots as u64 * PAGE as u64;
-    if let Some(profile) = spec.strip_prefix("emulated:") {
+    match spec {
+        NvmBackend::Emulated(profile) => {
         let p = DeviceProfile::resolve(profile).map_err(|e| LiveError::Device(e.to_string()))?;
         Ok(NvmMedium::Emulated {
             buf: vec![0u8; bytes as usize],
@@ -187,7 +190,8 @@ pub fn open_medium(spec: &str, slots: u32) -> Result<NvmMedium, LiveError> {
             write: p.write_4k,
             rng: Box::new(ChaCha8Rng::seed_from_u64(0x6e766d)),
         })
-    } else if let Some(path) = spec.strip_prefix("file:") {
+        }
+        NvmBackend::File(path) => {
         let path = PathBuf::from(path);
         let file = std::fs::OpenOptions::new()
             .read(true)
@@ -218,8 +222,7 @@ pub fn open_medium(spec: &str, slots: u32) -> Result<NvmMedium, LiveError> {
             source,
         })?;
         Ok(NvmMedium::File { map, path })
-    } else {
-        Err(LiveError::Backend(spec.to_string()))
+        }
     }
 }
 
@@ -259,7 +262,7 @@ struct AgeKeeper {
 const AGE_SYNC_WRITES: u64 = 4096;
 
 impl Nvm {
-    pub fn new(backend: &str, slots: u32, allocator: &str) -> Result<Nvm, LiveError> {
+    pub fn new(backend: &NvmBackend, slots: u32, allocator: &str) -> Result<Nvm, LiveError> {
         let params = AllocParams::default();
         let mut alloc = alloc::by_name(allocator, slots, &params)?;
         let medium = open_medium(backend, alloc.physical_slots())?;

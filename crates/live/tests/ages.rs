@@ -1,6 +1,7 @@
 //! Heap-Wear's ages on the `file` back-end outlive the pager (seed 001 §3.3: ages kept in
 //! crash-consistent shadow arrays), so a restarted tier levels wear from where it stopped.
 
+use nvmswap_core::kinds::NvmBackend;
 use nvmswap_live::tiers::Nvm;
 use nvmswap_live::PAGE;
 
@@ -8,7 +9,7 @@ use nvmswap_live::PAGE;
 fn ages_survive_a_restart_on_the_file_back_end() {
     let path = std::env::temp_dir().join(format!("nvmswap-ages-test-{}", std::process::id()));
     std::fs::write(&path, b"").unwrap();
-    let backend = format!("file:{}", path.display());
+    let backend = NvmBackend::File(path.display().to_string());
     let age_file = format!("{}.ages", path.display());
     let page = [0x5au8; PAGE];
     let before: Vec<u32> = {

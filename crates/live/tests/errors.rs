@@ -1,6 +1,7 @@
 //! Bad sizes, a read-ahead too large and a missing back-end file get clear errors; the fault-wait option parses and a
 //! spinning handler serves faults correctly.
 
+use nvmswap_core::kinds::NvmBackend;
 use nvmswap_live::{LiveError, Pager, PagerConfig, PAGE};
 
 #[test]
@@ -11,7 +12,7 @@ fn bad_sizes_and_missing_backend_file_are_clear_errors() {
     });
     assert!(matches!(small, Err(LiveError::Budget { got, .. }) if got == 3 * PAGE as u64));
     let missing = Pager::new(PagerConfig {
-        nvm_backend: Some("file:/nonexistent/nvmswap/tier".into()),
+        nvm_backend: Some(NvmBackend::File("/nonexistent/nvmswap/tier".into())),
         ..PagerConfig::default()
     });
     match missing {
@@ -20,11 +21,13 @@ fn bad_sizes_and_missing_backend_file_are_clear_errors() {
         }
         other => panic!("expected a back-end file error, got {:?}", other.err()),
     }
-    let unknown = Pager::new(PagerConfig {
-        nvm_backend: Some("tape:/dev/st0".into()),
-        ..PagerConfig::default()
-    });
-    assert!(matches!(unknown, Err(LiveError::Backend(s)) if s == "tape:/dev/st0"));
+    // The back-end's forms are core's registry (`NvmBackend`): a bad one fails to parse, with
+    // the forms in the error.
+    let unknown = "tape:/dev/st0".parse::<NvmBackend>().unwrap_err().to_string();
+    assert!(
+        unknown.contains("'tape:/dev/st0'") && unknown.contains("emulated:<device profile>"),
+        "{unknown}"
+    );
     let huge_read_ahead = Pager::new(PagerConfig {
         read_ahead: 1 << 30,
         ..PagerConfig::default()

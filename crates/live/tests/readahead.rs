@@ -1,13 +1,14 @@
 //! Read-ahead: pages swapped out together come back together (seed 002) when the access pattern
 //! says so, and cost nothing when it does not (the window follows the hits, as the kernel's).
 
+use nvmswap_core::kinds::NvmBackend;
 use nvmswap_live::{FaultPath, Pager, PagerConfig, Tier, PAGE};
 
 fn scan(sequential: bool) -> nvmswap_live::PagerStats {
     let pager = Pager::new(PagerConfig {
         budget_bytes: 64 * PAGE as u64,
         pool_share: 0.0,
-        nvm_backend: Some("emulated:pcm".into()),
+        nvm_backend: Some(NvmBackend::Emulated("pcm".into())),
         nvm_bytes: 1024 * PAGE as u64,
         fault_path: FaultPath::Sigbus,
         ..PagerConfig::default()

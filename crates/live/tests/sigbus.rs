@@ -70,7 +70,7 @@ fn the_sigbus_fault_path_does_not_allocate() {
             budget_bytes: 128 * PAGE as u64,
             pool_share: 0.25,
             compressor,
-            nvm_backend: nvm.map(String::from),
+            nvm_backend: nvm.map(|s| s.parse().expect("a back-end")),
             nvm_bytes: 2048 * PAGE as u64,
             fault_path: FaultPath::Sigbus,
             ..PagerConfig::default()

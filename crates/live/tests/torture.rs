@@ -1,5 +1,6 @@
 //! Integrity under concurrency (see `nvmswap_live::torture`): zero mismatches through all tiers.
 
+use nvmswap_core::kinds::NvmBackend;
 use nvmswap_live::{torture, Compressor, FaultPath, PagerConfig, Tier, PAGE};
 
 #[test]
@@ -34,7 +35,7 @@ fn torture_through(fault_path: FaultPath, compressor: Compressor, evict_by_move:
         budget_bytes: 128 * PAGE as u64,
         pool_share: 0.1,
         nvm_bytes: 2048 * PAGE as u64,
-        nvm_backend: Some("emulated:pcm".into()),
+        nvm_backend: Some(NvmBackend::Emulated("pcm".into())),
         ..PagerConfig::default()
     };
     let r = torture::run(cfg, 1024, 4, 5_000, 7).unwrap();
@@ -78,7 +79,7 @@ fn torture_nvm_only_on_file(fault_path: FaultPath) {
         budget_bytes: 64 * PAGE as u64,
         pool_share: 0.0,
         nvm_bytes: 1024 * PAGE as u64,
-        nvm_backend: Some(format!("file:{}", path.display())),
+        nvm_backend: Some(NvmBackend::File(path.display().to_string())),
         fault_path,
         ..PagerConfig::default()
     };

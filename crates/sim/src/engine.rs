@@ -200,6 +200,7 @@ impl<'a> Machine<'a> {
         let (latency, kind) = match self.loc[pi] {
             Loc::Resident => {
                 self.lru.mark_accessed(p);
+                self.backend.touched(p);
                 if write {
                     self.backend.written(p);
                 }

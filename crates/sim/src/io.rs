@@ -53,7 +53,8 @@ impl Io {
         };
         let mode = CompletionMode::by_name(cfg.completion.name()).map_err(|e| config_error(&e))?;
         let scheduler =
-            nvmswap_core::block::by_name(cfg.io_scheduler.name()).map_err(|e| config_error(&e))?;
+            nvmswap_core::block::with_tunables(cfg.io_scheduler.name(), &cfg.iosched)
+                .map_err(|e| config_error(&e))?;
         let layer = BlockLayer::new(
             scheduler,
             device,

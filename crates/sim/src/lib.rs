@@ -8,13 +8,14 @@
 //! `backend/` the swap back-ends (one file each, chosen through `backend::REGISTRY`), `io.rs`
 //! the block layer's submission path, `driver.rs` the workload driver, `observe.rs` the events
 //! and their observers, `metrics.rs` the results built from them, `costs.rs` the software costs
-//! and their sources; `relaunch.rs` runs seed 001's app-relaunch workload.
+//! and their sources; `iosched.rs` the block layer alone (`nvmswap iosched`); `relaunch.rs` runs seed 001's app-relaunch workload.
 
 mod backend;
 mod costs;
 mod driver;
 mod engine;
 mod io;
+pub mod iosched;
 mod memory;
 mod metrics;
 pub mod observe;

@@ -3,23 +3,18 @@
 
 use anyhow::{bail, Context, Result};
 use indicatif::{ProgressBar, ProgressStyle};
-use nvmswap_core::block::completion::{
-    Completer, CompletionCosts, CompletionMode, COMPLETION_MODES,
-};
-use nvmswap_core::block::device::Device;
-use nvmswap_core::block::layer::{BlockLayer, Completed};
-use nvmswap_core::block::{by_name, Op, Request, SCHEDULERS};
-use nvmswap_core::device::{DeviceKind, DeviceProfile, LatencyDist};
-use nvmswap_core::Nanos;
-use rand::{Rng, SeedableRng};
-use rand_chacha::ChaCha8Rng;
+use nvmswap_core::block::completion::COMPLETION_MODES;
+use nvmswap_core::block::SCHEDULERS;
+use nvmswap_core::device::{DeviceKind, DeviceProfile};
+use nvmswap_sim::iosched::{run_one, stream, Pattern};
 
 #[derive(clap::Args, Debug)]
 pub struct Args {
-    /// Swap device: `optane` (4 KiB read mean 22.4 µs, seed 000 §4 Zswap latency paragraph) or
-    /// `scm` (10 µs, seed 002 swap-in breakdown "SCM read"): their p99 and write latency are not
-    /// published there, so p99 defaults to the mean (constant service) unless --read-p99-us is
-    /// given, and writes take the read latency (assumption). Or any block device profile of
+    /// Swap device: `optane` (profile optane-seed000: 4 KiB read mean 22.4 µs, seed 000 §4 Zswap
+    /// latency paragraph) or `scm` (scm-seed002: 10 µs, seed 002 swap-in breakdown "SCM read"):
+    /// their p99 and write latency are not published there, so p99 is the mean (constant
+    /// service) unless --read-p99-us is given, and writes take the read latency (assumption). Or
+    /// any block device profile of
     /// `nvmswap devices` (e.g. `nvme-nand`, `emmc`, `optane-ssd`) or a profile TOML file, with
     /// its own latencies, queue depth and parallelism.
     #[arg(long, default_value = "optane")]
@@ -28,7 +23,7 @@ pub struct Args {
     #[arg(long, allow_negative_numbers = true, value_parser = crate::args::positive)]
     read_p99_us: Option<f64>,
     /// swap-in (sync reads with read-ahead), swap-out (batched async writes) or mixed.
-    #[arg(long, default_value = "mixed", value_parser = clap::builder::PossibleValuesParser::new(["swap-in", "swap-out", "mixed"]))]
+    #[arg(long, default_value = "mixed", value_parser = clap::builder::PossibleValuesParser::new(Pattern::NAMES))]
     pattern: String,
     /// Number of swap-in faults / swap-out batches to generate (at least 1).
     #[arg(long, default_value_t = 2000, value_parser = clap::value_parser!(u64).range(1..))]
@@ -47,178 +42,49 @@ pub struct Args {
     /// adaptively.
     #[arg(long, value_parser = clap::builder::PossibleValuesParser::new(nvmswap_core::kinds::Completion::NAMES))]
     completion: Option<String>,
+    /// The schedulers' tunables from this configuration's `[iosched]` (default: the kernel's).
+    #[arg(long)]
+    config: Option<String>,
+    /// Configuration overrides, e.g. `--set iosched.fifo_batch=1 --set iosched.read_lat_nsec=500000`.
+    #[arg(long)]
+    set: Vec<String>,
     /// Print one JSON object on stdout instead of the table.
     #[arg(long)]
     json: bool,
 }
 
+/// The device: a block device profile (bundled or a file); `optane` and `scm` name seed 000's
+/// and seed 002's figures (profiles/devices/optane-seed000.toml, scm-seed002.toml). A given
+/// --read-p99-us replaces the profile's read p99.
 fn device_profile(args: &Args) -> Result<DeviceProfile> {
-    let mean_ns = match args.device.as_str() {
-        "optane" => 22_400.0,
-        "scm" => 10_000.0,
-        other => {
-            let mut p = DeviceProfile::resolve(other).with_context(|| {
-                format!("--device {other:?}: expected optane, scm or a block device profile")
-            })?;
-            if p.kind != DeviceKind::Block {
-                bail!(
-                    "--device {other:?} is a {:?} device, not a block device",
-                    p.kind
-                );
-            }
-            if let Some(p99) = args.read_p99_us {
-                if p99 * 1_000.0 < p.read_4k.mean_ns {
-                    bail!(
-                        "--read-p99-us {p99} is below the mean {} µs",
-                        p.read_4k.mean_ns / 1e3
-                    );
-                }
-                p.read_4k.p99_ns = p99 * 1_000.0;
-            }
-            return Ok(p);
-        }
+    let name = match args.device.as_str() {
+        "optane" => "optane-seed000",
+        "scm" => "scm-seed002",
+        other => other,
     };
-    let p99_ns = args.read_p99_us.map_or(mean_ns, |p| p * 1_000.0);
-    if p99_ns < mean_ns {
+    let mut p = DeviceProfile::resolve(name).with_context(|| {
+        format!("--device {:?}: expected optane, scm or a block device profile", args.device)
+    })?;
+    if p.kind != DeviceKind::Block {
         bail!(
-            "--read-p99-us {} is below the mean {} µs",
-            p99_ns / 1e3,
-            mean_ns / 1e3
+            "--device {:?} is a {:?} device, not a block device",
+            args.device,
+            p.kind
         );
     }
-    let dist = LatencyDist { mean_ns, p99_ns };
-    Ok(DeviceProfile {
-        name: args.device.clone(),
-        description: String::new(),
-        kind: DeviceKind::Block,
-        read_4k: dist,
-        write_4k: dist,
-        read_energy_nj: None,
-        write_energy_nj: None,
-        standby_mw_per_gb: None,
-        refresh_mw_per_gb: None,
-        price_usd_per_gb: None,
-        endurance_cycles: None,
-        queue_depth: None,
-        parallelism: None,
-        sources: Default::default(),
-    })
-}
-
-/// The request stream: (submit time, request). Assumptions (ours): swap-in faults arrive as a
-/// Poisson process with mean gap 50 µs from 4 processes, each fault reading a 2^page_cluster
-/// cluster of adjacent slots (the faulting page sync, the read-ahead async); swap-out batches of
-/// 32 adjacent async writes every 1 ms from kswapd (pid 0).
-fn stream(args: &Args) -> Result<Vec<(Nanos, Request)>> {
-    let (reads, writes) = match args.pattern.as_str() {
-        "swap-in" => (true, false),
-        "swap-out" => (false, true),
-        "mixed" => (true, true),
-        other => bail!("unknown --pattern {other:?}: expected swap-in, swap-out or mixed"),
-    };
-    let mut rng = ChaCha8Rng::seed_from_u64(args.seed);
-    let mut out = Vec::new();
-    let mut id = 0;
-    let mut push = |out: &mut Vec<(Nanos, Request)>, t, op, sync, slot: u64, pid| {
-        out.push((
-            t,
-            Request {
-                id,
-                op,
-                sync,
-                sector: slot * 8,
-                bytes: 4096,
-                cpu: pid % 2,
-                pid,
-                merged_ids: vec![],
-            },
-        ));
-        id += 1;
-    };
-    if reads {
-        let mut t = 0;
-        for _ in 0..args.requests {
-            let u: f64 = rng.random::<f64>().max(1e-12);
-            t += (-u.ln() * 50_000.0) as Nanos;
-            let pid = 1 + rng.random_range(0..4u32);
-            let cluster = 1u64 << args.page_cluster;
-            let base = rng.random_range(0..1u64 << 20) & !(cluster - 1);
-            for k in 0..cluster {
-                push(&mut out, t, Op::Read, k == 0, base + k, pid);
-            }
+    if let Some(p99) = args.read_p99_us {
+        if p99 * 1_000.0 < p.read_4k.mean_ns {
+            bail!(
+                "--read-p99-us {p99} is below the mean {} µs",
+                p.read_4k.mean_ns / 1e3
+            );
         }
+        p.read_4k.p99_ns = p99 * 1_000.0;
     }
-    if writes {
-        let mut slot = 1u64 << 22;
-        for b in 0..args.requests {
-            for _ in 0..32 {
-                push(&mut out, b * 1_000_000, Op::Write, false, slot, 0);
-                slot += 1;
-            }
-        }
-    }
-    out.sort_by_key(|(t, r)| (*t, r.id));
-    Ok(out)
-}
-
-struct Stats {
-    scheduler: &'static str,
-    completion: String,
-    sync_reads: usize,
-    q2d: [f64; 3],
-    d2c: [f64; 3],
-    q2c: [f64; 3],
-    waiter: [f64; 3],
-    kernel_cpu_ms: f64,
-}
-
-fn mean_p50_p99(mut v: Vec<Nanos>) -> [f64; 3] {
-    if v.is_empty() {
-        return [0.0; 3];
-    }
-    v.sort_unstable();
-    let mean = v.iter().sum::<u64>() as f64 / v.len() as f64;
-    let at = |q: u64| nvmswap_core::metrics::percentile_sorted(&v, q) as f64;
-    [mean / 1e3, at(50) / 1e3, at(99) / 1e3]
-}
-
-fn run_one(args: &Args, sched: &str, mode: &str, reqs: &[(Nanos, Request)]) -> Result<Stats> {
-    let profile = device_profile(args)?;
-    let dev = Device::new(&profile, ChaCha8Rng::seed_from_u64(args.seed ^ 0x5eed))?;
-    let completer = Completer::new(CompletionMode::by_name(mode)?, CompletionCosts::ASSUMED);
-    let mut layer = BlockLayer::new(by_name(sched)?, dev, completer);
-    let mut done: Vec<Completed> = Vec::new();
-    for (t, r) in reqs {
-        done.extend(layer.advance_to(*t));
-        layer.submit(r.clone(), *t);
-    }
-    while let Some(t) = layer.next_event_time() {
-        done.extend(layer.advance_to(t));
-    }
-    if done.len() != reqs.len() {
-        bail!(
-            "block layer completed {} of {} requests",
-            done.len(),
-            reqs.len()
-        );
-    }
-    let sync: Vec<&Completed> = done.iter().filter(|c| c.sync).collect();
-    let pick = |f: fn(&Completed) -> Nanos| mean_p50_p99(sync.iter().map(|c| f(c)).collect());
-    Ok(Stats {
-        scheduler: by_name(sched)?.name(),
-        completion: mode.to_string(),
-        sync_reads: sync.len(),
-        q2d: pick(Completed::q2d),
-        d2c: pick(Completed::d2c),
-        q2c: pick(Completed::q2c),
-        waiter: pick(Completed::waiter_latency),
-        kernel_cpu_ms: done.iter().map(|c| c.kernel_ns).sum::<u64>() as f64 / 1e6,
-    })
+    Ok(p)
 }
 
 pub fn run(args: Args) -> Result<()> {
-    // Check the device once, before any combination runs.
-    device_profile(&args)?;
     let scheds: Vec<&str> = match &args.scheduler {
         Some(s) => vec![s.as_str()],
         None => SCHEDULERS.to_vec(),
@@ -227,14 +93,30 @@ pub fn run(args: Args) -> Result<()> {
         Some(m) => vec![m.as_str()],
         None => COMPLETION_MODES.to_vec(),
     };
-    let reqs = stream(&args)?;
+    let profile = device_profile(&args)?;
+    let cfg = match &args.config {
+        Some(c) => Some(
+            nvmswap_core::config::SystemConfig::load(c, &args.set)
+                .with_context(|| format!("--config {c}"))?,
+        ),
+        None if !args.set.is_empty() => Some(
+            nvmswap_core::config::SystemConfig::load("optane", &args.set).context("--set")?,
+        ),
+        None => None,
+    };
+    let tunables = cfg.map(|c| c.iosched).unwrap_or_default();
+    let pattern = Pattern::by_name(&args.pattern)?;
+    let reqs = stream(pattern, args.requests, args.page_cluster, args.seed);
     let bar = ProgressBar::new((scheds.len() * modes.len()) as u64);
     bar.set_style(ProgressStyle::with_template("{bar:40} {pos}/{len} {msg}").context("bar style")?);
     let mut rows = Vec::new();
     for s in &scheds {
         for m in &modes {
             bar.set_message(format!("{s} x {m}"));
-            rows.push(run_one(&args, s, m, &reqs).with_context(|| format!("{s} x {m}"))?);
+            rows.push(
+                run_one(&profile, s, &tunables, m, &reqs, args.seed)
+                    .with_context(|| format!("{s} x {m}"))?,
+            );
             bar.inc(1);
         }
     }

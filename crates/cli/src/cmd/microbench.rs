@@ -22,7 +22,7 @@ pub struct Args {
     tier: String,
     /// live, --tier nvm: the NVM back-end, emulated:<device profile> or file:<path>.
     #[arg(long, default_value = "emulated:pcm")]
-    nvm: String,
+    nvm: nvmswap_core::kinds::NvmBackend,
     /// linux: the kernel swap to measure: zram or swapfile (needs root).
     #[arg(long, default_value = "zram", value_parser = clap::builder::PossibleValuesParser::new(["zram", "swapfile"]))]
     swap: String,

@@ -86,7 +86,9 @@ pub fn run(a: DualArgs) -> anyhow::Result<()> {
         line_write_ns: line_ns,
         seed: a.seed,
     };
-    let tier = BenchTier::Nvm(format!("file:{}", a.region.display()));
+    let tier = BenchTier::Nvm(nvmswap_core::kinds::NvmBackend::File(
+        a.region.display().to_string(),
+    ));
     let fresh_region = || -> anyhow::Result<()> {
         let _ = std::fs::remove_file(&a.region);
         let f = std::fs::File::create(&a.region)?;

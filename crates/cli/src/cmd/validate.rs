@@ -113,6 +113,8 @@ pub fn sim_equivalent(
         // The scheduler this machine's disk runs (state0: vda mq-deadline); the kernel
         // completes its virtio requests by interrupt.
         io_scheduler: linux.scheduler.unwrap_or(Scheduler::MqDeadline),
+        // The linux runs leave the scheduler's tunables at the kernel's defaults.
+        iosched: Default::default(),
         completion: Completion::Interrupt,
         discard: linux.discard.clone(),
         // The linux runs are held by a memory cgroup's limit: no kswapd, reclaim on charge.

@@ -144,6 +144,7 @@ pub(crate) fn test_profile(mean_ns: f64, p99_ns: f64, channels: u32, qd: u32) ->
         endurance_cycles: None,
         queue_depth: Some(qd),
         parallelism: Some(channels),
+        rotational: false,
         sources: Default::default(),
     }
 }

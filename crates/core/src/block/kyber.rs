@@ -67,10 +67,17 @@ pub struct Kyber {
 
 impl Default for Kyber {
     fn default() -> Self {
+        Self::with_targets(READ_TARGET_NS, WRITE_TARGET_NS)
+    }
+}
+
+impl Kyber {
+    /// The scheduler with its sysfs tunables `read_lat_nsec` and `write_lat_nsec`.
+    pub fn with_targets(read_lat: Nanos, write_lat: Nanos) -> Self {
         Self {
             domains: [
-                Domain::new(READ_TARGET_NS, READ_DEPTH),
-                Domain::new(WRITE_TARGET_NS, WRITE_DEPTH),
+                Domain::new(read_lat, READ_DEPTH),
+                Domain::new(write_lat, WRITE_DEPTH),
             ],
             cursor: 0,
             window_end: None,

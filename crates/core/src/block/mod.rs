@@ -112,14 +112,112 @@ pub enum BlockError {
 /// The schedulers this layer models, in the order seed 000 §5 lists them.
 pub const SCHEDULERS: [&str; 4] = ["none", "kyber", "mq-deadline", "bfq"];
 
-/// Build a scheduler by its sysfs name (`/sys/block/*/queue/scheduler`).
+/// Build a scheduler by its sysfs name (`/sys/block/*/queue/scheduler`), with the kernel's
+/// default tunables.
 pub fn by_name(name: &str) -> Result<Box<dyn IoScheduler>, BlockError> {
+    with_tunables(name, &SchedulerTunables::default())
+}
+
+/// Build a scheduler by its sysfs name with `t`'s tunables (the ones of that scheduler).
+pub fn with_tunables(name: &str, t: &SchedulerTunables) -> Result<Box<dyn IoScheduler>, BlockError> {
+    const MS: Nanos = crate::NS_PER_MS;
     match name {
         "none" => Ok(Box::new(none::NoneScheduler::default())),
-        "mq-deadline" => Ok(Box::new(mq_deadline::MqDeadline::default())),
-        "kyber" => Ok(Box::new(kyber::Kyber::default())),
-        "bfq" => Ok(Box::new(bfq::Bfq::default())),
+        "mq-deadline" => Ok(Box::new(mq_deadline::MqDeadline::with_params(
+            t.read_expire_ms * MS,
+            t.write_expire_ms * MS,
+            t.writes_starved,
+            t.fifo_batch,
+        ))),
+        "kyber" => Ok(Box::new(kyber::Kyber::with_targets(
+            t.read_lat_nsec,
+            t.write_lat_nsec,
+        ))),
+        "bfq" => Ok(Box::new(bfq::Bfq::with_params(
+            t.max_budget,
+            t.slice_idle_us * 1_000,
+            t.timeout_sync_ms * MS,
+        ))),
         other => Err(BlockError::UnknownScheduler(other.to_string())),
+    }
+}
+
+/// The I/O schedulers' tunables, named and in the units of their sysfs files
+/// (/sys/block/<dev>/queue/iosched/; Documentation/block/deadline-iosched.rst, kyber-iosched.rst,
+/// bfq-iosched.rst). Each scheduler reads its own; the defaults are the kernel's (the constants
+/// of each scheduler's module, which cite the source).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct SchedulerTunables {
+    /// mq-deadline `read_expire`, ms (block/mq-deadline.c `read_expire = HZ / 2`: 500).
+    pub read_expire_ms: u64,
+    /// mq-deadline `write_expire`, ms (`write_expire = 5 * HZ`: 5000).
+    pub write_expire_ms: u64,
+    /// mq-deadline `writes_starved` (2).
+    pub writes_starved: u32,
+    /// mq-deadline `fifo_batch` (16).
+    pub fifo_batch: u32,
+    /// kyber `read_lat_nsec` (block/kyber-iosched.c `kyber_latency_targets`: 2 ms).
+    pub read_lat_nsec: u64,
+    /// kyber `write_lat_nsec` (10 ms).
+    pub write_lat_nsec: u64,
+    /// bfq `slice_idle_us` (block/bfq-iosched.c `bfq_slice_idle = NSEC_PER_SEC / 125`: 8000).
+    pub slice_idle_us: u64,
+    /// bfq `timeout_sync`, ms (`bfq_timeout = HZ / 8`: 125).
+    pub timeout_sync_ms: u64,
+    /// bfq `max_budget`, sectors (`bfq_default_max_budget = 16 * 1024`; the kernel's 0, auto,
+    /// is not modelled).
+    pub max_budget: u64,
+}
+
+impl Default for SchedulerTunables {
+    fn default() -> Self {
+        SchedulerTunables {
+            read_expire_ms: mq_deadline::READ_EXPIRE_NS / crate::NS_PER_MS,
+            write_expire_ms: mq_deadline::WRITE_EXPIRE_NS / crate::NS_PER_MS,
+            writes_starved: mq_deadline::WRITES_STARVED,
+            fifo_batch: mq_deadline::FIFO_BATCH,
+            read_lat_nsec: kyber::READ_TARGET_NS,
+            write_lat_nsec: kyber::WRITE_TARGET_NS,
+            slice_idle_us: bfq::SLICE_IDLE_NS / 1_000,
+            timeout_sync_ms: bfq::TIMEOUT_NS / crate::NS_PER_MS,
+            max_budget: bfq::DEFAULT_MAX_BUDGET_SECTORS,
+        }
+    }
+}
+
+impl SchedulerTunables {
+    /// The first tunable out of its range: (field, why). The ranges are the kernel's (a
+    /// deadline, a batch, a latency target and a budget are positive; `writes_starved` and
+    /// `slice_idle` may be 0, which the kernel accepts: no starvation limit, no idling).
+    pub fn check(&self) -> Result<(), (&'static str, String)> {
+        for (field, v) in [
+            ("read_expire_ms", self.read_expire_ms),
+            ("write_expire_ms", self.write_expire_ms),
+            ("fifo_batch", u64::from(self.fifo_batch)),
+            ("read_lat_nsec", self.read_lat_nsec),
+            ("write_lat_nsec", self.write_lat_nsec),
+            ("timeout_sync_ms", self.timeout_sync_ms),
+            ("max_budget", self.max_budget),
+        ] {
+            if v == 0 {
+                return Err((field, "must be at least 1".into()));
+            }
+        }
+        // Kept to an hour so that deadlines in ns cannot overflow a run's clock.
+        for (field, ms) in [
+            ("read_expire_ms", self.read_expire_ms),
+            ("write_expire_ms", self.write_expire_ms),
+            ("timeout_sync_ms", self.timeout_sync_ms),
+            ("slice_idle_us", self.slice_idle_us / 1_000),
+            ("read_lat_nsec", self.read_lat_nsec / 1_000_000),
+            ("write_lat_nsec", self.write_lat_nsec / 1_000_000),
+        ] {
+            if ms > 3_600_000 {
+                return Err((field, "at most an hour".into()));
+            }
+        }
+        Ok(())
     }
 }
 

@@ -37,8 +37,13 @@ impl Direction {
     }
 }
 
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct MqDeadline {
+    /// `read_expire`, `write_expire` (ns), `writes_starved`, `fifo_batch`.
+    read_expire: Nanos,
+    write_expire: Nanos,
+    writes_starved: u32,
+    fifo_batch: u32,
     dirs: [Direction; 2],
     /// Sector after the last dispatched request, per direction (the kernel's `next_rq`).
     next_sector: [Option<u64>; 2],
@@ -55,11 +60,37 @@ fn ix(op: Op) -> usize {
     }
 }
 
+impl Default for MqDeadline {
+    fn default() -> Self {
+        Self::with_params(READ_EXPIRE_NS, WRITE_EXPIRE_NS, WRITES_STARVED, FIFO_BATCH)
+    }
+}
+
 impl MqDeadline {
-    fn expire(op: Op) -> Nanos {
+    /// The scheduler with its sysfs tunables (`read_expire`, `write_expire` in ns here).
+    pub fn with_params(
+        read_expire: Nanos,
+        write_expire: Nanos,
+        writes_starved: u32,
+        fifo_batch: u32,
+    ) -> Self {
+        MqDeadline {
+            read_expire,
+            write_expire,
+            writes_starved,
+            fifo_batch,
+            dirs: Default::default(),
+            next_sector: [None; 2],
+            batch_dir: None,
+            batching: 0,
+            starved: 0,
+        }
+    }
+
+    fn expire(&self, op: Op) -> Nanos {
         match op {
-            Op::Read => READ_EXPIRE_NS,
-            Op::Write => WRITE_EXPIRE_NS,
+            Op::Read => self.read_expire,
+            Op::Write => self.write_expire,
         }
     }
 
@@ -107,7 +138,7 @@ impl IoScheduler for MqDeadline {
     fn dispatch(&mut self, now: Nanos) -> Option<Request> {
         // Continue the current batch in sector order.
         if let Some(op) = self.batch_dir {
-            if self.batching < FIFO_BATCH {
+            if self.batching < self.fifo_batch {
                 if let Some(key) = self.next_in_order(op) {
                     return Some(self.take(op, key));
                 }
@@ -115,7 +146,7 @@ impl IoScheduler for MqDeadline {
         }
         let reads = !self.dirs[0].sorted.is_empty();
         let writes = !self.dirs[1].sorted.is_empty();
-        let op = if reads && !(writes && self.starved >= WRITES_STARVED) {
+        let op = if reads && !(writes && self.starved >= self.writes_starved) {
             if writes {
                 self.starved += 1;
             }
@@ -151,7 +182,7 @@ impl IoScheduler for MqDeadline {
 
 impl MqDeadline {
     fn insert_unmerged(&mut self, req: Request, now: Nanos) {
-        let deadline = now + Self::expire(req.op);
+        let deadline = now + self.expire(req.op);
         let dir = &mut self.dirs[ix(req.op)];
         dir.fifo.push_back((deadline, req.sector, req.id));
         dir.sorted.insert((req.sector, req.id), req);

@@ -5,6 +5,7 @@
 use nvmswap_core::alloc::{by_name, AllocParams, SlotAllocator};
 use nvmswap_core::block::Op;
 use nvmswap_core::config::SystemConfig;
+use nvmswap_core::readahead::{ReadDecision, ReadRange, SwapReadAhead};
 use nvmswap_core::PAGE_SIZE;
 
 use super::{profile, BuildArgs, Env, Fault, Spent, SwapBackend, SwapIn};
@@ -31,8 +32,17 @@ pub struct BlockSwap {
     slots: Box<dyn SlotAllocator>,
     used_slots: u64,
     swap_slots: u64,
-    /// 2^page_cluster: the read-ahead window in slots.
-    window: u32,
+    /// The kernel's swap read-ahead (`nvmswap_core::readahead`): cluster read-ahead when the
+    /// swap device is rotational, else VMA read-ahead; its window sized by the hits.
+    ra: SwapReadAhead,
+    /// Each page's VMA (a tab's mapping: `grow` adds one per call) as (first page, pages).
+    area_of: Vec<u32>,
+    areas: Vec<(u32, u32)>,
+    /// The page came in by read-ahead and was not used since (the folio's readahead flag): its
+    /// first use is a read-ahead hit.
+    ra_unused: Vec<bool>,
+    /// The last swap-in's read-ahead decision (tests compare it with core's).
+    pub(crate) last_decision: Option<ReadDecision>,
     /// The slot of each page that holds one.
     slot_of: Vec<u32>,
     /// The page in each slot (NO_OWNER: free), for read-ahead of neighbours.
@@ -73,7 +83,13 @@ impl BlockSwap {
             slots,
             used_slots: 0,
             swap_slots,
-            window: 1u32 << cfg.page_cluster,
+            // vma_ra_enabled: the kernel's default (/sys/kernel/mm/swap/vma_ra_enabled, true);
+            // a block device is not SWP_SYNCHRONOUS_IO.
+            ra: SwapReadAhead::for_kernel(false, p.rotational, true, cfg.page_cluster),
+            area_of: Vec::new(),
+            areas: Vec::new(),
+            ra_unused: Vec::new(),
+            last_decision: None,
             slot_of: Vec::new(),
             slot_owner: vec![NO_OWNER; swap_slots as usize],
             swap_cache: Vec::new(),
@@ -98,6 +114,7 @@ impl BlockSwap {
         }
         self.slot_of[pi] = self.swap_cache[pi];
         self.swap_cache[pi] = NO_OWNER;
+        self.ra_unused[pi] = false;
         self.held[pi] = Held::Device;
         obs.emit(Event::CleanEviction {
             t,
@@ -110,6 +127,7 @@ impl BlockSwap {
     /// Reserves a slot for `p`; None when swap is full.
     pub(super) fn allocate(&mut self, p: u32) -> Option<u32> {
         let slot = self.slots.allocate(0)?.slot;
+        self.ra_unused[p as usize] = false;
         self.used_slots += 1;
         self.slot_owner[slot as usize] = p;
         self.slot_of[p as usize] = slot;
@@ -147,11 +165,13 @@ impl BlockSwap {
         self.slot_of[p as usize]
     }
 
-    /// A swap-in through the block layer. Read-ahead (mm/swap_state.c
-    /// `swap_cluster_readahead`): every allocated slot of the aligned window of 2^page_cluster
-    /// slots is read too, each as its own request that the block layer merges with its
-    /// neighbours; slots whose page is in a pool in front are taken from it instead. Neighbours
-    /// come in unmapped (no accessed bit), at the head of the inactive list (engine.rs).
+    /// A swap-in through the block layer, with the read-ahead core decides
+    /// (`SwapReadAhead::fault`): the cluster read-ahead reads every allocated slot of the aligned
+    /// block around the fault's slot (mm/swap_state.c `swap_cluster_readahead`), the VMA
+    /// read-ahead every swapped-out page of the window around the faulting page in its tab's
+    /// mapping (`swap_vma_readahead`); each read is its own request that the block layer merges
+    /// with its neighbours; pages in a pool in front are taken from it instead. Neighbours come
+    /// in unmapped (no accessed bit), at the head of the inactive list (engine.rs).
     pub(super) fn start_read(
         &mut self,
         p: u32,
@@ -161,28 +181,55 @@ impl BlockSwap {
     ) -> SwapIn {
         let slot = self.slot_of[p as usize];
         let issued = start + self.swap_in_ns / 2;
-        let first = slot & !(self.window - 1);
-        let last = (first + self.window).min(self.swap_slots as u32);
+        let area = self.area_of[p as usize];
+        let (base, len) = self.areas[area as usize];
+        let decision = self.ra.fault(
+            area,
+            u64::from(p - base),
+            u64::from(len),
+            u64::from(slot),
+        );
+        self.last_decision = Some(decision);
         let mut readahead = Vec::new();
         let mut submitted = None;
-        for s in first..last {
-            if s == slot {
-                submitted = Some(self.io.submit(Op::Read, true, s, issued, me, obs));
+        // The pages to read, in the order their reads are submitted: slot order (cluster) or
+        // address order (VMA).
+        let owners: Vec<(u32, u32)> = match decision.range {
+            ReadRange::None => vec![(p, slot)],
+            ReadRange::Slots { first, last } => (first..=last.min(self.swap_slots - 1))
+                .map(|s| (self.slot_owner[s as usize], s as u32))
+                .collect(),
+            ReadRange::Pages { start: v0, end: v1 } => (v0..v1)
+                .map(|v| {
+                    let q = base + v as u32;
+                    (q, self.slot_of[q as usize])
+                })
+                .collect(),
+        };
+        for (q, s) in owners {
+            if q == p {
+                submitted = Some(self.io.submit(Op::Read, true, slot, issued, me, obs));
                 continue;
             }
-            let owner = self.slot_owner[s as usize];
-            if owner != NO_OWNER && self.held[owner as usize] != Held::No {
-                if self.held[owner as usize] == Held::Device {
+            if q != NO_OWNER && self.held[q as usize] != Held::No && self.slot_of[q as usize] == s {
+                if self.held[q as usize] == Held::Device {
                     self.io.submit(Op::Read, false, s, issued, me, obs);
                 }
-                readahead.push(owner);
+                readahead.push(q);
             }
         }
-        let (id, _) = submitted.expect("the faulting slot is in its window");
+        let (id, _) = submitted.expect("the faulting page is in its window");
         SwapIn::Wait {
             id,
             issued,
             readahead,
+        }
+    }
+
+    /// A resident page is used: the first use of a page read ahead is a hit for its window.
+    pub(super) fn used(&mut self, p: u32) {
+        if std::mem::take(&mut self.ra_unused[p as usize]) {
+            self.ra.hit(self.area_of[p as usize]);
         }
     }
 
@@ -238,6 +285,7 @@ impl BlockSwap {
         let s = self.slot_of[q as usize];
         self.keep_or_free_slot(q, s, dirty);
         self.held[q as usize] = Held::No;
+        self.ra_unused[q as usize] = true;
         obs.emit(Event::SwapIn {
             t,
             page: q,
@@ -266,6 +314,14 @@ impl BlockSwap {
 
 impl SwapBackend for BlockSwap {
     fn grow(&mut self, pages: usize) {
+        // One call per tab opened: its pages are one mapping (one VMA).
+        let first = self.slot_of.len() as u32;
+        if pages as u32 > first {
+            let area = self.areas.len() as u32;
+            self.areas.push((first, pages as u32 - first));
+            self.area_of.resize(pages, area);
+        }
+        self.ra_unused.resize(pages, false);
         self.slot_of.resize(pages, 0);
         self.swap_cache.resize(pages, NO_OWNER);
         self.held.resize(pages, Held::No);
@@ -308,6 +364,10 @@ impl SwapBackend for BlockSwap {
         0
     }
 
+    fn touched(&mut self, p: u32) {
+        self.used(p);
+    }
+
     /// The page is written: its swap-cache copy is stale, free the slot.
     fn written(&mut self, p: u32) {
         let slot = self.swap_cache[p as usize];
@@ -318,6 +378,7 @@ impl SwapBackend for BlockSwap {
     }
 
     fn release(&mut self, p: u32, _env: &mut Env) {
+        self.ra_unused[p as usize] = false;
         let slot = self.slot_of[p as usize];
         self.free_slot(slot);
         self.held[p as usize] = Held::No;

@@ -14,6 +14,8 @@ mod nvm_swap;
 mod zram;
 mod zswap;
 #[cfg(test)]
+mod policy_test;
+#[cfg(test)]
 mod zswap_loads_test;
 
 use nvmswap_core::config::{Backend, SystemConfig};
@@ -127,6 +129,9 @@ pub trait SwapBackend {
     fn readahead_in(&mut self, _q: u32, _t: u64, _env: &mut Env) -> u64 {
         unreachable!("this back-end reads nothing ahead")
     }
+
+    /// Resident page `p` is used by the foreground (read or written; before `written`).
+    fn touched(&mut self, _p: u32) {}
 
     /// Resident page `p` is written: a copy the back-end keeps of it is stale.
     fn written(&mut self, _p: u32) {}

@@ -196,6 +196,10 @@ impl SwapBackend for Zswap {
         stall
     }
 
+    fn touched(&mut self, p: u32) {
+        self.dev.used(p);
+    }
+
     fn written(&mut self, p: u32) {
         if self.dev.held[p as usize] == Held::No && self.pool.contains(p) {
             // A kept copy (non-exclusive load) is stale once the page is written.
