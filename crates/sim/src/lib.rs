@@ -20,6 +20,8 @@ mod memory;
 mod metrics;
 pub mod observe;
 mod reclaim;
+#[cfg(test)]
+mod reclaim_policy_test;
 pub mod relaunch;
 pub mod sweep;
 

@@ -117,7 +117,7 @@ impl Machine<'_> {
     }
 
     /// Evicts the LRU's next victim at time `t`.
-    fn reclaim_one(&mut self, t: u64, by: Actor, kind: ReclaimKind) -> Option<Spent> {
+    pub(crate) fn reclaim_one(&mut self, t: u64, by: Actor, kind: ReclaimKind) -> Option<Spent> {
         let p = self.lru.pick_victim()?;
         debug_assert_eq!(self.loc[p as usize], Loc::Resident);
         match self.swap_out(p, t, by) {
