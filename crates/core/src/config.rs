@@ -530,7 +530,10 @@ mod tests {
         assert!(e.contains("io_scheduler") && e.contains("cfq"), "{e}");
         let c = SystemConfig::load(
             "optane",
-            &["io_scheduler=mq-deadline".into(), "iosched.fifo_batch=4".into()],
+            &[
+                "io_scheduler=mq-deadline".into(),
+                "iosched.fifo_batch=4".into(),
+            ],
         )
         .unwrap();
         assert_eq!(c.iosched.fifo_batch, 4);

@@ -254,7 +254,10 @@ pub fn drive_readahead(
                     let want: Vec<u32> = (start as u32..end as u32)
                         .filter(|&q| q != page && at[area as usize][q as usize] == At::Out)
                         .collect();
-                    assert_eq!(read, want, "fault {area}:{page}: the range's swapped-out pages");
+                    assert_eq!(
+                        read, want,
+                        "fault {area}:{page}: the range's swapped-out pages"
+                    );
                 }
                 at[area as usize][page as usize] = At::Resident;
                 for q in read {
@@ -349,6 +352,9 @@ mod tests {
         let mut bare = BareReadAhead::new(SwapReadAhead::for_kernel(false, false, true, 3), 3, 256);
         let log = drive_readahead(&mut bare, 3, 256, 4000, 1);
         assert!(log.iter().any(|d| d.2.window == 8), "full windows");
-        assert!(log.iter().any(|d| d.2.window == 1), "random faults read one");
+        assert!(
+            log.iter().any(|d| d.2.window == 1),
+            "random faults read one"
+        );
     }
 }

@@ -340,7 +340,16 @@ mod tests {
         assert_eq!(c.fault(1, 10, 100, 40).window, 1);
         c.hit(7);
         let d = c.fault(2, 0, 100, 13);
-        assert_eq!((d.window, d.range), (4, ReadRange::Slots { first: 12, last: 15 }));
+        assert_eq!(
+            (d.window, d.range),
+            (
+                4,
+                ReadRange::Slots {
+                    first: 12,
+                    last: 15
+                }
+            )
+        );
         let mut z = SwapReadAhead::for_kernel(true, true, true, 3);
         z.hit(1);
         assert_eq!(z.fault(1, 11, 100, 3).range, ReadRange::None, "zram");

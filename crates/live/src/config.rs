@@ -1,7 +1,7 @@
 //! How a pager is set up: its configuration and the two choices of how faults are served.
 
-use nvmswap_core::kinds::NvmBackend;
 use crate::tiers::Compressor;
+use nvmswap_core::kinds::NvmBackend;
 
 /// How a pager is set up. Every field is a tunable documented in docs/live.md.
 #[derive(Debug, Clone)]

@@ -23,9 +23,9 @@ pub mod tiers;
 pub mod torture;
 mod uffd_ops;
 
+pub use error::LiveError;
 /// The NVM back-end forms, core's registry (`emulated:<profile>`, `file:<path>`).
 pub use nvmswap_core::kinds::NvmBackend;
-pub use error::LiveError;
 pub use pager::{FaultPath, FaultWait, Pager, PagerConfig, PagerStats, Region, Tier};
 pub use pressure::{run_pressure, PressureOptions};
 pub use tiers::Compressor;

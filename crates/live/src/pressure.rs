@@ -11,11 +11,11 @@ use std::time::{Duration, Instant};
 
 use nvmswap_core::config::{Backend, SystemConfig};
 use nvmswap_core::device::DeviceKind;
-use nvmswap_core::kinds::NvmBackend;
-use nvmswap_core::readahead::{ReadAheadKind, SwapReadAhead};
 use nvmswap_core::discard::{check_scale, DiscardTarget, MemorySnapshot, TabRecency};
+use nvmswap_core::kinds::NvmBackend;
 use nvmswap_core::metrics::LatencyRecorder;
 use nvmswap_core::progress::Progress;
+use nvmswap_core::readahead::{ReadAheadKind, SwapReadAhead};
 use nvmswap_core::results::{RunFigures, RunOutput, RunResult, RunSeries};
 use nvmswap_core::workload::content::fill_page;
 use nvmswap_core::workload::tabs::{default_sites, Action, PressureParams, PressureTest, TabId};

@@ -183,45 +183,47 @@ pub fn open_medium(spec: &NvmBackend, slots: u32) -> Result<NvmMedium, LiveError
     let bytes = slots as u64 * PAGE as u64;
     match spec {
         NvmBackend::Emulated(profile) => {
-        let p = DeviceProfile::resolve(profile).map_err(|e| LiveError::Device(e.to_string()))?;
-        Ok(NvmMedium::Emulated {
-            buf: vec![0u8; bytes as usize],
-            read: p.read_4k,
-            write: p.write_4k,
-            rng: Box::new(ChaCha8Rng::seed_from_u64(0x6e766d)),
-        })
+            let p =
+                DeviceProfile::resolve(profile).map_err(|e| LiveError::Device(e.to_string()))?;
+            Ok(NvmMedium::Emulated {
+                buf: vec![0u8; bytes as usize],
+                read: p.read_4k,
+                write: p.write_4k,
+                rng: Box::new(ChaCha8Rng::seed_from_u64(0x6e766d)),
+            })
         }
         NvmBackend::File(path) => {
-        let path = PathBuf::from(path);
-        let file = std::fs::OpenOptions::new()
-            .read(true)
-            .write(true)
-            .open(&path)
-            .map_err(|source| LiveError::BackendFile {
-                path: path.clone(),
-                source,
-            })?;
-        let len = file
-            .metadata()
-            .map_err(|source| LiveError::BackendFile {
-                path: path.clone(),
-                source,
-            })?
-            .len();
-        if len < bytes {
-            file.set_len(bytes)
+            let path = PathBuf::from(path);
+            let file = std::fs::OpenOptions::new()
+                .read(true)
+                .write(true)
+                .open(&path)
                 .map_err(|source| LiveError::BackendFile {
                     path: path.clone(),
                     source,
                 })?;
-        }
-        // SAFETY: the file is ours for the pager's lifetime; another process truncating it would
-        // fault us (SIGBUS), which the docs warn about; nothing else maps it here.
-        let map = unsafe { MmapMut::map_mut(&file) }.map_err(|source| LiveError::BackendFile {
-            path: path.clone(),
-            source,
-        })?;
-        Ok(NvmMedium::File { map, path })
+            let len = file
+                .metadata()
+                .map_err(|source| LiveError::BackendFile {
+                    path: path.clone(),
+                    source,
+                })?
+                .len();
+            if len < bytes {
+                file.set_len(bytes)
+                    .map_err(|source| LiveError::BackendFile {
+                        path: path.clone(),
+                        source,
+                    })?;
+            }
+            // SAFETY: the file is ours for the pager's lifetime; another process truncating it would
+            // fault us (SIGBUS), which the docs warn about; nothing else maps it here.
+            let map =
+                unsafe { MmapMut::map_mut(&file) }.map_err(|source| LiveError::BackendFile {
+                    path: path.clone(),
+                    source,
+                })?;
+            Ok(NvmMedium::File { map, path })
         }
     }
 }

@@ -23,7 +23,10 @@ fn bad_sizes_and_missing_backend_file_are_clear_errors() {
     }
     // The back-end's forms are core's registry (`NvmBackend`): a bad one fails to parse, with
     // the forms in the error.
-    let unknown = "tape:/dev/st0".parse::<NvmBackend>().unwrap_err().to_string();
+    let unknown = "tape:/dev/st0"
+        .parse::<NvmBackend>()
+        .unwrap_err()
+        .to_string();
     assert!(
         unknown.contains("'tape:/dev/st0'") && unknown.contains("emulated:<device profile>"),
         "{unknown}"

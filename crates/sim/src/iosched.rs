@@ -51,7 +51,12 @@ pub const BATCH_GAP_NS: Nanos = 1_000_000;
 /// 2^page_cluster cluster of adjacent slots (the faulting page sync, the read-ahead async);
 /// swap-out batches of `WRITES_PER_BATCH` adjacent async writes every `BATCH_GAP_NS` from
 /// kswapd (pid 0). `requests` faults and as many batches.
-pub fn stream(pattern: Pattern, requests: u64, page_cluster: u32, seed: u64) -> Vec<(Nanos, Request)> {
+pub fn stream(
+    pattern: Pattern,
+    requests: u64,
+    page_cluster: u32,
+    seed: u64,
+) -> Vec<(Nanos, Request)> {
     let (reads, writes) = match pattern {
         Pattern::SwapIn => (true, false),
         Pattern::SwapOut => (false, true),
@@ -137,7 +142,8 @@ pub fn run_one(
     seed: u64,
 ) -> Result<IoschedStats, SimError> {
     let err = |e: &dyn std::fmt::Display| SimError::Config(e.to_string());
-    let dev = Device::new(profile, ChaCha8Rng::seed_from_u64(seed ^ 0x5eed)).map_err(|e| err(&e))?;
+    let dev =
+        Device::new(profile, ChaCha8Rng::seed_from_u64(seed ^ 0x5eed)).map_err(|e| err(&e))?;
     let mode_ = CompletionMode::by_name(mode).map_err(|e| err(&e))?;
     let completer = Completer::new(mode_, CompletionCosts::ASSUMED);
     let scheduler = with_tunables(sched, tunables).map_err(|e| err(&e))?;
@@ -184,7 +190,10 @@ mod tests {
         let p = DeviceProfile::resolve("emmc").unwrap();
         let t = SchedulerTunables::default();
         let a = run_one(&p, "mq-deadline", &t, "interrupt", &reqs, 1).unwrap();
-        assert_eq!(a, run_one(&p, "mq-deadline", &t, "interrupt", &reqs, 1).unwrap());
+        assert_eq!(
+            a,
+            run_one(&p, "mq-deadline", &t, "interrupt", &reqs, 1).unwrap()
+        );
         assert_eq!(a.sync_reads, 200);
         let short = SchedulerTunables {
             read_expire_ms: 1,
@@ -192,6 +201,9 @@ mod tests {
             ..t
         };
         let b = run_one(&p, "mq-deadline", &short, "interrupt", &reqs, 1).unwrap();
-        assert_ne!(a.q2d, b.q2d, "deadlines change the dispatch order on a slow device");
+        assert_ne!(
+            a.q2d, b.q2d,
+            "deadlines change the dispatch order on a slow device"
+        );
     }
 }

@@ -63,7 +63,10 @@ fn device_profile(args: &Args) -> Result<DeviceProfile> {
         other => other,
     };
     let mut p = DeviceProfile::resolve(name).with_context(|| {
-        format!("--device {:?}: expected optane, scm or a block device profile", args.device)
+        format!(
+            "--device {:?}: expected optane, scm or a block device profile",
+            args.device
+        )
     })?;
     if p.kind != DeviceKind::Block {
         bail!(
@@ -99,9 +102,9 @@ pub fn run(args: Args) -> Result<()> {
             nvmswap_core::config::SystemConfig::load(c, &args.set)
                 .with_context(|| format!("--config {c}"))?,
         ),
-        None if !args.set.is_empty() => Some(
-            nvmswap_core::config::SystemConfig::load("optane", &args.set).context("--set")?,
-        ),
+        None if !args.set.is_empty() => {
+            Some(nvmswap_core::config::SystemConfig::load("optane", &args.set).context("--set")?)
+        }
         None => None,
     };
     let tunables = cfg.map(|c| c.iosched).unwrap_or_default();

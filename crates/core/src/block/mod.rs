@@ -119,7 +119,10 @@ pub fn by_name(name: &str) -> Result<Box<dyn IoScheduler>, BlockError> {
 }
 
 /// Build a scheduler by its sysfs name with `t`'s tunables (the ones of that scheduler).
-pub fn with_tunables(name: &str, t: &SchedulerTunables) -> Result<Box<dyn IoScheduler>, BlockError> {
+pub fn with_tunables(
+    name: &str,
+    t: &SchedulerTunables,
+) -> Result<Box<dyn IoScheduler>, BlockError> {
     const MS: Nanos = crate::NS_PER_MS;
     match name {
         "none" => Ok(Box::new(none::NoneScheduler::default())),

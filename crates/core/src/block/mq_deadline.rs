@@ -239,6 +239,19 @@ mod tests {
     }
 
     #[test]
+    fn the_tunables_set_the_deadline_and_the_batch() {
+        // The second case above with read_expire 100 ns and fifo_batch 4.
+        let mut s = MqDeadline::with_params(100, WRITE_EXPIRE_NS, WRITES_STARVED, 4);
+        s.insert(req(1, Op::Read, 500), 0);
+        s.insert(req(2, Op::Read, 0), 0);
+        for i in 0..8u64 {
+            s.insert(req(10 + i, Op::Read, 600 + 16 * i), 1);
+        }
+        let order = drain(&mut s, 101);
+        assert_eq!((order[0], order[4]), (1, 2), "{order:?}");
+    }
+
+    #[test]
     fn writes_starved_at_most_writes_starved_times() {
         let mut s = MqDeadline::default();
         s.insert(req(100, Op::Write, 5000), 0);

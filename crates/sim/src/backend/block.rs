@@ -183,12 +183,9 @@ impl BlockSwap {
         let issued = start + self.swap_in_ns / 2;
         let area = self.area_of[p as usize];
         let (base, len) = self.areas[area as usize];
-        let decision = self.ra.fault(
-            area,
-            u64::from(p - base),
-            u64::from(len),
-            u64::from(slot),
-        );
+        let decision = self
+            .ra
+            .fault(area, u64::from(p - base), u64::from(len), u64::from(slot));
         self.last_decision = Some(decision);
         let mut readahead = Vec::new();
         let mut submitted = None;

@@ -154,9 +154,12 @@ impl ReadAheadUse for SimReadAhead {
         let slot = self.dev.slot_of(p);
         let read = self.rig.swap_in(&mut self.dev, p);
         let d = self.dev.last_decision.expect("a device read decides");
-        let want = self
-            .shadow
-            .fault(area, u64::from(page), u64::from(self.pages), u64::from(slot));
+        let want = self.shadow.fault(
+            area,
+            u64::from(page),
+            u64::from(self.pages),
+            u64::from(slot),
+        );
         assert_eq!(d, want, "sim carries out core's decision");
         if let ReadRange::Slots { first, last } = d.range {
             for &q in &read {
@@ -244,7 +247,7 @@ impl ZswapUse for SimZswap {
             self.backend.release(page, &mut env);
         }
         self.rig.sizes[page as usize] = size as u16;
-        self.rig.seen.replace(Seen::default());
+        *self.rig.seen.borrow_mut() = Seen::default();
         self.rig.store(self.backend.as_mut(), page);
         let seen = self.rig.seen.take();
         assert_eq!(seen.swap_outs.last().map(|s| s.0), Some(page));
@@ -285,7 +288,10 @@ fn sim_admits_and_writes_back_as_core_zswap() {
         };
         let decided = drive_zswap(&mut sim, pages, 4 * pages as usize, seed, &sizes);
         assert!(reference.iter().any(|d| !d.2.is_empty()), "write-backs");
-        assert!(reference.iter().any(|d| !d.1 && d.2.is_empty()), "rejections");
+        assert!(
+            reference.iter().any(|d| !d.1 && d.2.is_empty()),
+            "rejections"
+        );
         assert_eq!(decided, reference, "seed {seed}");
     }
 }
