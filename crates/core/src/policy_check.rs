@@ -192,10 +192,10 @@ pub type ReadAheadLog = (u32, u32, ReadDecision);
 
 /// Drives `u` with `steps` seeded faults over `areas` areas of `pages` pages, all swapped out
 /// at first: runs of sequential faults (forward, the access pattern read-ahead is for) mixed
-/// with random ones, and now and then a resident page swapped out again. Before each fault
-/// that reads the device, pages read ahead and still unused are swapped out (reclaim takes them
-/// first: they sit unmapped at the inactive list's head), so every substrate keeps the same
-/// pages out. Checks that a VMA decision's pages are exactly the range's swapped-out pages; a
+/// with random ones, mostly in the area of the last event, and now and then a resident page
+/// swapped out again. Before a fault that reads the device, the area's pages read ahead and
+/// still unused are swapped out (reclaim takes them first: they sit unmapped at the inactive
+/// list's head), so every substrate keeps the same pages out. Checks that a VMA decision's pages are exactly the range's swapped-out pages; a
 /// cluster decision's pages are the substrate's (its slots). Returns the decisions.
 pub fn drive_readahead(
     u: &mut dyn ReadAheadUse,
@@ -218,9 +218,16 @@ pub fn drive_readahead(
         }
     }
     let mut next = vec![0u32; areas as usize];
+    let mut last_area = 0;
     let mut log = Vec::new();
     for _ in 0..steps {
-        let area = rng.random_range(0..areas);
+        // Mostly the area of the last event (a tab in use), now and then another.
+        let area = if rng.random_bool(0.8) {
+            last_area
+        } else {
+            rng.random_range(0..areas)
+        };
+        last_area = area;
         let roll: f64 = rng.random();
         let page = if roll < 0.6 {
             next[area as usize] % pages
@@ -240,12 +247,10 @@ pub fn drive_readahead(
                 at[area as usize][page as usize] = At::Resident;
             }
             At::Out => {
-                for (a, row) in at.iter_mut().enumerate() {
-                    for (p, w) in row.iter_mut().enumerate() {
-                        if *w == At::ReadAhead {
-                            u.evict(a as u32, p as u32);
-                            *w = At::Out;
-                        }
+                for (p, w) in at[area as usize].iter_mut().enumerate() {
+                    if *w == At::ReadAhead {
+                        u.evict(area, p as u32);
+                        *w = At::Out;
                     }
                 }
                 let (decision, mut read) = u.fault(area, page);

@@ -170,7 +170,7 @@ impl Pager {
                 tiers_full: false,
                 room_waiters: 0,
                 evictor_sleeping: false,
-                ra: ReadAheadCache::new(2 * cfg.read_ahead),
+                ra: ReadAheadCache::new(2 * cfg.read_ahead, 2 * cfg.read_ahead),
                 next_batch: 0,
                 zswap: (pool.is_some() && nvm.is_some()).then(|| {
                     ZswapPool::new(

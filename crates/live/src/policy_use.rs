@@ -104,10 +104,12 @@ const POOL_LIMIT: u64 = 64 * 1024;
 
 /// The pager's state over `regions` regions of `pages` pages, all resident, with the tiers
 /// given: what the fault path and the evictor work on.
+#[allow(clippy::too_many_arguments)]
 fn test_inner(
     regions: u32,
     pages: u32,
     ra_slots: usize,
+    ra_window: usize,
     pool: Option<Pool>,
     zswap: Option<ZswapPool>,
     nvm_slots: u32,
@@ -141,7 +143,7 @@ fn test_inner(
         tiers_full: false,
         room_waiters: 0,
         evictor_sleeping: false,
-        ra: ReadAheadCache::new(ra_slots),
+        ra: ReadAheadCache::new(ra_slots, ra_window),
         next_batch: 0,
         pool,
         zswap,
@@ -163,6 +165,7 @@ impl LiveZswap {
             1,
             pages,
             0,
+            1,
             Some(Pool::new(Compressor::Lz4).expect("codec")),
             Some(ZswapPool::new(POOL_LIMIT, 90)),
             4 * pages,
@@ -355,7 +358,7 @@ impl ReadAheadUse for LiveReadAhead {
 #[test]
 fn live_reads_ahead_as_core_decides() {
     // Live's region is a VMA; the default `read_ahead` 4 gives windows of up to 8 pages, the
-    // kernel's with vm.page-cluster 3 (sim's test of the same events: crates/sim/src/backend/
+    // kernel's with vm.page-cluster 3 (64 buffers: every area's pages read ahead stay cached) (sim's test of the same events: crates/sim/src/backend/
     // policy_test.rs).
     let (areas, pages) = (3, 96);
     for seed in 1..=3 {
@@ -366,7 +369,7 @@ fn live_reads_ahead_as_core_decides() {
         );
         let reference = drive_readahead(&mut bare, areas, pages, 3000, seed);
         let mut live = LiveReadAhead {
-            inner: test_inner(areas, pages, 2 * 4, None, None, 2 * areas * pages),
+            inner: test_inner(areas, pages, 64, 2 * 4, None, None, 2 * areas * pages),
         };
         let decided = drive_readahead(&mut live, areas, pages, 3000, seed);
         assert!(reference.iter().any(|d| d.2.window == 8), "windows grow");

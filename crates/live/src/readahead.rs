@@ -22,14 +22,14 @@ pub(crate) struct ReadAheadCache {
 }
 
 impl ReadAheadCache {
-    /// `slots` buffers; windows of at most `slots` pages (the faulting one and `slots - 1`
-    /// neighbours).
-    pub(crate) fn new(slots: usize) -> ReadAheadCache {
+    /// `slots` buffers; windows of at most `max_window` pages (the faulting one and at most
+    /// `max_window - 1` neighbours; the pager makes as many buffers as that).
+    pub(crate) fn new(slots: usize, max_window: usize) -> ReadAheadCache {
         ReadAheadCache {
             pages: vec![[0u8; PAGE]; slots],
             owner: vec![None; slots],
             next: 0,
-            policy: SwapReadAhead::new(ReadAheadKind::Vma, slots.max(1)),
+            policy: SwapReadAhead::new(ReadAheadKind::Vma, max_window.max(1)),
             last_decision: None,
         }
     }
