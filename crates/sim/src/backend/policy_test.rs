@@ -222,7 +222,7 @@ fn sim_uses_the_cluster_read_ahead_on_a_rotational_disk() {
         env!("CARGO_MANIFEST_DIR"),
         "/../../profiles/linux/calibrated-vda.toml"
     );
-    let cfg = config("nand", &[&format!("swap_profile=\"{vda}\"")]);
+    let cfg = config("nand", &[format!("swap_profile=\"{vda}\"").as_str()]);
     let mut sim = SimReadAhead::new(&cfg, 3, 96);
     assert_eq!(sim.shadow.kind(), ReadAheadKind::Cluster);
     let log = drive_readahead(&mut sim, 3, 96, 3000, 1);
