@@ -417,17 +417,19 @@ mod tests {
 
     #[test]
     fn a_v1_memcg_charge_waits_for_writeback_when_only_written_pages_are_left() {
-        // eMMC writes take 800 µs; a batch of 32 pages costs far less to submit, so a charge at
-        // the limit finds its own batch still under writeback and waits for it (case 3).
+        // A 64-frame cgroup on eMMC (writes of 800 µs): two reclaim passes (~0.9 ms of CPU) put
+        // every resident page under writeback before the first write ends, so the charge has
+        // nothing left to scan and waits for a write (case 3).
         let mut m = machine(
             |c| {
                 c.memcg_limit = true;
                 c.memcg_v2 = false;
                 c.swap_profile = "emmc".into();
+                c.dram_bytes = c.os_reserved_bytes + 64 * nvmswap_core::PAGE_SIZE;
             },
-            2000,
+            400,
         );
-        for p in 0..2000 {
+        for p in 0..400 {
             let lat = m.touch(p, true).unwrap();
             m.advance(lat + 1_000, true);
         }

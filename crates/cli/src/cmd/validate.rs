@@ -450,7 +450,11 @@ fn validate(
 /// fault-exit timestamp, so its swap layer and fault handling are not separated here.
 fn print_breakdowns(sim: &RunResult, linux: &[RunResult]) {
     if let Some(b) = sim.extra.get("swap_in_breakdown_us") {
-        let f = |k: &str| b.get(k).and_then(serde_json::Value::as_f64).unwrap_or(f64::NAN);
+        let f = |k: &str| {
+            b.get(k)
+                .and_then(serde_json::Value::as_f64)
+                .unwrap_or(f64::NAN)
+        };
         println!(
             "sim swap-in breakdown (mean µs, {} faults): swap layer + fault handling {:.1}, \
              block layer {:.1}, device {:.1}",

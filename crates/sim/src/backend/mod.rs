@@ -11,10 +11,10 @@
 mod block;
 mod none;
 mod nvm_swap;
-mod zram;
-mod zswap;
 #[cfg(test)]
 mod writeback_test;
+mod zram;
+mod zswap;
 #[cfg(test)]
 mod zswap_loads_test;
 

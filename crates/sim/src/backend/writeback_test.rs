@@ -72,7 +72,11 @@ fn a_plugged_batch_merges_adjacent_writes_into_one_request() {
     for p in 0..32 {
         rig.store(p, 1_000, ME);
     }
-    assert_eq!(rig.writes_queued(), 0, "held in the plug until the batch ends");
+    assert_eq!(
+        rig.writes_queued(),
+        0,
+        "held in the plug until the batch ends"
+    );
     rig.backend.finish_plug(50_000, &mut rig.obs);
     // The cluster allocator gave consecutive slots: one request of 32 pages.
     assert_eq!(rig.writes_queued(), 1);
@@ -86,7 +90,11 @@ fn another_task_writing_flushes_the_plug_first() {
     rig.store(1, 0, ME);
     let kswapd = Actor { cpu: 1, pid: 1 };
     rig.store(2, 10, kswapd);
-    assert_eq!(rig.writes_queued(), 1, "ME's plug went out when kswapd wrote");
+    assert_eq!(
+        rig.writes_queued(),
+        1,
+        "ME's plug went out when kswapd wrote"
+    );
     rig.backend.finish_plug(20, &mut rig.obs);
     assert_eq!(rig.writes_queued(), 2);
 }
@@ -97,7 +105,10 @@ fn a_page_under_writeback_is_not_freed_before_its_write_completes() {
     rig.store(0, 0, ME);
     rig.backend.finish_plug(0, &mut rig.obs);
     assert_eq!(rig.backend.frames_held(), 1);
-    let done = rig.backend.next_event_time().expect("the write is in flight");
+    let done = rig
+        .backend
+        .next_event_time()
+        .expect("the write is in flight");
     // Just before the device's first event nothing has completed: the frame is still held.
     rig.backend.advance_to(done - 1, &mut rig.obs);
     assert_eq!(rig.backend.frames_held(), 1);
@@ -116,7 +127,11 @@ fn a_fault_during_writeback_takes_the_page_from_the_swap_cache() {
         rig.call(|b, env| b.fault(0, false, 10, ME, env)),
         Fault::NeedsFrame
     );
-    assert_eq!(rig.backend.frames_held(), 0, "the frame is the page's again");
+    assert_eq!(
+        rig.backend.frames_held(),
+        0,
+        "the frame is the page's again"
+    );
     match rig.call(|b, env| b.swap_in(0, false, 10, ME, env)) {
         SwapIn::Done { .. } => {}
         other => panic!("no read expected, got {other:?}"),

@@ -246,9 +246,7 @@ impl SwapBackend for Zswap {
 
     fn swap_in(&mut self, p: u32, write: bool, start: u64, by: Actor, env: &mut Env) -> SwapIn {
         let pending = self.take_pending(p);
-        if !pending
-            && (self.dev.held[p as usize] != Held::Pool || self.dev.is_under_writeback(p))
-        {
+        if !pending && (self.dev.held[p as usize] != Held::Pool || self.dev.is_under_writeback(p)) {
             return self.dev.swap_in(p, write, start, by, env);
         }
         let cost = POOL_SWAP_IN_SOFTWARE_NS + env.costs.decompress(env.size(p), env.rng);
