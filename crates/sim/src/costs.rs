@@ -59,6 +59,10 @@ pub const LZ4_DECOMPRESS: LatencyDist = LatencyDist {
 /// A same-filled page is detected by scanning it; no compression (our assumption: 1 us).
 pub const SAME_FILLED_NS: u64 = 1_000;
 
+/// The kernel's timer frequency (CONFIG_HZ), which sizes `reclaim_throttle`'s timeouts: 250 on
+/// the machine the linux substrate runs on (/proc/config.gz: CONFIG_HZ=250).
+pub const KERNEL_HZ: u64 = 250;
+
 /// How often the timeline is sampled, in virtual time.
 pub const TIMELINE_INTERVAL_NS: u64 = 5_000_000_000;
 

@@ -31,6 +31,9 @@ pub struct Io {
     issued_at: BTreeMap<u64, u64>,
     /// Completed synchronous requests not yet collected by their waiter.
     finished_sync: BTreeMap<u64, Completed>,
+    /// Completed asynchronous writes not yet collected by the back-end (`take_written`): id and
+    /// completion time, in completion order. The back-end ends each page's writeback with them.
+    written: Vec<(u64, u64)>,
     poll_while_waiting: bool,
 }
 
@@ -66,6 +69,7 @@ impl Io {
             max_requests,
             issued_at: BTreeMap::new(),
             finished_sync: BTreeMap::new(),
+            written: Vec::new(),
             poll_while_waiting: mode == CompletionMode::Poll,
         })
     }
@@ -90,6 +94,9 @@ impl Io {
             if done.sync {
                 self.finished_sync.insert(done.id, done);
             } else {
+                if done.op == Op::Write {
+                    self.written.push((done.id, done.c));
+                }
                 obs.emit(Event::Cpu {
                     t: done.c,
                     actor: Actor {
@@ -110,6 +117,21 @@ impl Io {
         op: Op,
         sync: bool,
         slot: u32,
+        t: u64,
+        by: Actor,
+        obs: &mut Observers,
+    ) -> (u64, u64) {
+        self.submit_pages(op, sync, slot, 1, t, by, obs)
+    }
+
+    /// Queues one request of `pages` consecutive slots from `slot` (a plug's merged request).
+    #[allow(clippy::too_many_arguments)]
+    pub fn submit_pages(
+        &mut self,
+        op: Op,
+        sync: bool,
+        slot: u32,
+        pages: u64,
         t: u64,
         by: Actor,
         obs: &mut Observers,
@@ -136,7 +158,7 @@ impl Io {
             op,
             sync,
             sector,
-            bytes: PAGE_SIZE,
+            bytes: PAGE_SIZE * pages.max(1),
             cpu: by.cpu,
             pid: by.pid,
             merged_ids: Vec::new(),
@@ -154,11 +176,23 @@ impl Io {
         (id, t)
     }
 
-    /// Submits an asynchronous swap-out write of `slot` at `t`; returns how long the submitter
-    /// waited for a request tag.
-    pub fn write(&mut self, slot: u32, t: u64, by: Actor, obs: &mut Observers) -> u64 {
-        let (_, queued) = self.submit(Op::Write, false, slot, t, by, obs);
-        queued - t
+    /// Submits an asynchronous swap-out write of `pages` slots from `slot` at `t`; returns its id
+    /// and how long the submitter waited for a request tag.
+    pub fn write(
+        &mut self,
+        slot: u32,
+        pages: u64,
+        t: u64,
+        by: Actor,
+        obs: &mut Observers,
+    ) -> (u64, u64) {
+        let (id, queued) = self.submit_pages(Op::Write, false, slot, pages, t, by, obs);
+        (id, queued - t)
+    }
+
+    /// The asynchronous writes completed since the last call: (id, completion time).
+    pub fn take_written(&mut self) -> Vec<(u64, u64)> {
+        std::mem::take(&mut self.written)
     }
 
     /// True once synchronous request `id` has completed (it stays until `take_finished`).

@@ -39,8 +39,11 @@ impl Memory {
 }
 
 impl Machine<'_> {
+    /// Free frames: less the pool (where charged) and the pages under reclaim's writeback.
     pub fn free_frames(&self) -> u64 {
-        self.mem.free_frames(self.backend.charged_pool_bytes())
+        self.mem
+            .free_frames(self.backend.charged_pool_bytes())
+            .saturating_sub(self.backend.frames_held())
     }
 
     /// What Chrome's discard rule reads (core::discard).

@@ -62,6 +62,12 @@ pub struct Metrics {
     series: RunSeries,
     /// blktrace's Q2D, D2C, Q2C for reads [0] and writes [1].
     trace: [[LatencyRecorder; 3]; 2],
+    /// Reclaim's sleeps by reason: (count, total ns).
+    throttles: std::collections::BTreeMap<&'static str, (u64, u64)>,
+    /// Write requests a block plug submitted, and the pages in them.
+    plugged: (u64, u64),
+    /// Swap-in faults read from the device: count, and total software, block-layer, device ns.
+    swap_in_cost: [u64; 4],
 }
 
 impl Metrics {
@@ -73,7 +79,17 @@ impl Metrics {
             switches: LatencyRecorder::new(),
             series: RunSeries::default(),
             trace: Default::default(),
+            throttles: Default::default(),
+            plugged: (0, 0),
+            swap_in_cost: [0; 4],
         }
+    }
+}
+
+impl Metrics {
+    /// Reclaim's sleeps for `reason` so far: (count, total ns).
+    pub fn throttled(&self, reason: &str) -> (u64, u64) {
+        self.throttles.get(reason).copied().unwrap_or_default()
     }
 }
 
@@ -131,6 +147,26 @@ impl Observer for Metrics {
                 for (i, ns) in stages.into_iter().enumerate() {
                     self.trace[dir][i].record_ns(ns);
                 }
+            }
+            Event::Throttled { reason, ns, .. } => {
+                let e = self.throttles.entry(reason).or_default();
+                e.0 += 1;
+                e.1 += ns;
+            }
+            Event::PluggedWrite { pages, .. } => {
+                self.plugged.0 += 1;
+                self.plugged.1 += pages;
+            }
+            Event::SwapInCost {
+                software_ns,
+                block_ns,
+                device_ns,
+            } => {
+                let s = &mut self.swap_in_cost;
+                s[0] += 1;
+                s[1] += software_ns;
+                s[2] += block_ns;
+                s[3] += device_ns;
             }
             Event::Discard { oom, .. } => {
                 c.discards += 1;
@@ -316,6 +352,34 @@ impl Metrics {
                 }
             }
             extra.insert("blktrace".into(), trace.into());
+        }
+        // Reclaim's sleeps (mm/vmscan.c `reclaim_throttle`, and waits for a page's write).
+        let mut throttles = serde_json::Map::new();
+        for (reason, (n, ns)) in &self.throttles {
+            throttles.insert(
+                (*reason).into(),
+                serde_json::json!({"count": n, "ms": *ns as f64 / 1e6}),
+            );
+        }
+        extra.insert("reclaim_throttle".into(), throttles.into());
+        if self.plugged.0 > 0 {
+            extra.insert("plugged_write_requests".into(), self.plugged.0.into());
+            extra.insert("plugged_write_pages".into(), self.plugged.1.into());
+        }
+        let [n, sw, blk, dev] = self.swap_in_cost;
+        if n > 0 {
+            // Seed 002's swap-in breakdown (mean µs per fault read from the device).
+            let us = |ns: u64| ns as f64 / n as f64 / 1e3;
+            extra.insert(
+                "swap_in_breakdown_us".into(),
+                serde_json::json!({
+                    "faults": n,
+                    "swap_layer_and_fault_handling": us(sw),
+                    "block_layer": us(blk),
+                    "device": us(dev),
+                    "total": us(sw + blk + dev),
+                }),
+            );
         }
         extra.insert("energy_unknown_terms".into(), unknown.into());
         let (nvm_writes, wear) = match end.backend.wear {

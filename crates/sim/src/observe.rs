@@ -21,6 +21,10 @@ pub struct Actor {
 /// kswapd: pid 1 in the model, on the last CPU (the foreground's when there is only one).
 pub const KSWAPD_PID: u32 = 1;
 
+/// The kworker that runs zswap's `shrink_worker` (mm/zswap.c): pid 2 in the model, on kswapd's
+/// CPU.
+pub const KWORKER_PID: u32 = 2;
+
 /// Tab `t` runs as process TAB_PID_BASE + t.
 pub const TAB_PID_BASE: u32 = 100;
 
@@ -176,6 +180,27 @@ pub enum Event<'e> {
     BlockCompleted {
         done: &'e Completed,
         tag_wait: u64,
+    },
+    /// `actor` slept in reclaim for `ns` from `t`: `reason` "writeback", "isolated",
+    /// "noprogress" (`reclaim_throttle`) or "wait_writeback" (waited for a page's write).
+    Throttled {
+        t: u64,
+        actor: Actor,
+        reason: &'static str,
+        ns: u64,
+    },
+    /// A block plug submitted one write request of `pages` merged pages.
+    PluggedWrite {
+        t: u64,
+        pages: u64,
+    },
+    /// The cost of one swap-in fault read from the device, split as seed 002 splits it: the
+    /// software around the read (swap layer and fault handling), the block layer (queueing,
+    /// tag wait, dispatch: Q2D, and the completion's delivery), and the device (D2C).
+    SwapInCost {
+        software_ns: u64,
+        block_ns: u64,
+        device_ns: u64,
     },
     /// A tab was discarded (Chrome's rule, or `oom` when no frame could be found otherwise).
     Discard {

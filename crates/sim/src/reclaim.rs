@@ -2,19 +2,53 @@
 //! its own clock from the low to the high watermark, direct reclaim by the allocating task
 //! below min, and a memory cgroup's charge that reclaims when the limit is reached. Each
 //! reclaimed page goes to the swap back-end (backend/).
+//!
+//! The write side as the 6.18 kernel runs it (`nvmswap_core::reclaim`, mm/vmscan.c):
+//! - each batch of `SWAP_CLUSTER_MAX` pages runs under a block plug (`shrink_lruvec`), flushed
+//!   at the batch's end (`SwapBackend::finish_plug`); the reclaimer does not wait for its writes,
+//!   and a written page keeps its frame until its write completes (`SwapBackend::frames_held`);
+//! - a charge or allocation that finds only pages under writeback left to free: legacy (v1)
+//!   memcg reclaim waits for a write (`shrink_folio_list` case 3, `folio_wait_writeback`); cgroup
+//!   v2 reclaim retries (`try_charge_memcg`, up to `MAX_RECLAIM_RETRIES`) until a write ended,
+//!   which sim takes as the same wait; global direct reclaim sleeps on
+//!   `VMSCAN_THROTTLE_NOPROGRESS` (`consider_reclaim_throttle`, one jiffy, not woken early);
+//! - kswapd whose scan would meet only pages under writeback (fewer than a batch left on the
+//!   inactive list besides them: `nr_immediate`, `PGDAT_WRITEBACK`) sleeps on
+//!   `VMSCAN_THROTTLE_WRITEBACK` (`reclaim_throttle`, HZ/10), woken early once more than 32
+//!   pages per sleeper finished writeback (`__acct_reclaim_writeback`);
+//! - global direct reclaim (and v2 memcg) first checks `too_many_isolated`: while kswapd holds
+//!   a batch isolated and that is more than an eighth of the inactive list, it sleeps on
+//!   `VMSCAN_THROTTLE_ISOLATED` (HZ/50) until kswapd puts its batch back, once
+//!   (`shrink_inactive_list`).
 
+use nvmswap_core::reclaim::{
+    throttle_after_scan, throttle_timeout_ns, too_many_isolated, ReclaimContext, ThrottleReason,
+    WritebackThrottle,
+};
 use nvmswap_core::SWAP_CLUSTER_MAX;
 
 use crate::backend::Spent;
-use crate::costs::RECLAIM_PAGE_NS;
+use crate::costs::{KERNEL_HZ, RECLAIM_PAGE_NS};
 use crate::engine::{Loc, Machine};
 use crate::observe::{Actor, CpuKind, Event, ReclaimKind, KSWAPD_PID};
+
+/// `MAX_RECLAIM_RETRIES` (include/linux/swap.h): reclaim passes of a charge or allocation before
+/// it gives up.
+const MAX_RECLAIM_RETRIES: u32 = nvmswap_core::zswap::MAX_RECLAIM_RETRIES;
 
 /// kswapd's state: whether it is awake, and its own clock.
 #[derive(Debug, Default)]
 pub struct Kswapd {
     pub running: bool,
     pub at: u64,
+    /// Pages of the current batch (isolated, under its plug) reclaimed so far.
+    pub batch: u64,
+    /// The node's writeback wait queue.
+    pub throttle: WritebackThrottle,
+    /// Asleep on the writeback queue until at most this time.
+    pub sleep_until: Option<u64>,
+    /// `SwapBackend::pages_written` already counted toward the wake-up.
+    pub seen_written: u64,
 }
 
 impl Machine<'_> {
@@ -25,12 +59,31 @@ impl Machine<'_> {
         }
     }
 
+    /// Who reclaims for the foreground: the cgroup's charge, or global direct reclaim.
+    fn foreground_context(&self) -> ReclaimContext {
+        if self.mem.memcg_limit {
+            ReclaimContext::Memcg {
+                v2: self.cfg.memcg_v2,
+            }
+        } else {
+            ReclaimContext::Direct
+        }
+    }
+
     /// kswapd reclaims, page by page on its own clock, until `until` or the high watermark.
     pub fn run_kswapd_until(&mut self, until: u64) {
         while self.kswapd.running && self.kswapd.at < until {
+            if self.kswapd_throttled(until) {
+                break;
+            }
             if self.free_frames() >= self.mem.marks.high {
+                self.kswapd_end_batch();
                 self.kswapd.running = false;
                 break;
+            }
+            if self.kswapd.batch == 0 && self.kswapd_meets_only_writeback() {
+                self.kswapd_sleep();
+                continue;
             }
             let t = self.kswapd.at;
             let kswapd = self.kswapd_actor();
@@ -43,9 +96,99 @@ impl Machine<'_> {
                         kind: CpuKind::Kernel,
                         ns: spent.cpu,
                     });
+                    self.kswapd.batch += 1;
+                    if self.kswapd.batch >= SWAP_CLUSTER_MAX {
+                        self.kswapd_end_batch();
+                    }
                 }
-                None => self.kswapd.running = false,
+                None => {
+                    self.kswapd_end_batch();
+                    self.kswapd.running = false;
+                }
             }
+        }
+    }
+
+    /// kswapd's batch ends: its plug is flushed, its isolated pages are back.
+    fn kswapd_end_batch(&mut self) {
+        if self.kswapd.batch == 0 {
+            return;
+        }
+        self.kswapd.batch = 0;
+        let wait = self.backend.finish_plug(self.kswapd.at, &mut self.obs);
+        self.kswapd.at += wait;
+    }
+
+    /// Would kswapd's next scan take only pages under writeback? They stay on the inactive list
+    /// in the kernel; sim keeps them off its LRU, so: a batch's worth of them, and less than a
+    /// batch of other inactive pages (`throttle_after_scan` with `nr_immediate`).
+    fn kswapd_meets_only_writeback(&self) -> bool {
+        let held = self.backend.frames_held();
+        held >= SWAP_CLUSTER_MAX
+            && self.lru.inactive_len() < SWAP_CLUSTER_MAX
+            && throttle_after_scan(
+                ReclaimContext::Kswapd,
+                held.min(SWAP_CLUSTER_MAX),
+                SWAP_CLUSTER_MAX,
+                0,
+                12,
+            ) == Some(ThrottleReason::Writeback)
+    }
+
+    fn kswapd_sleep(&mut self) {
+        self.kswapd.throttle.sleep();
+        self.kswapd.seen_written = self.backend.pages_written();
+        self.kswapd.sleep_until =
+            Some(self.kswapd.at + throttle_timeout_ns(ThrottleReason::Writeback, KERNEL_HZ));
+    }
+
+    /// kswapd asleep on the writeback queue: runs the device until it is woken (enough pages
+    /// written, or the timeout), at most to `until`. True while it still sleeps at `until`.
+    fn kswapd_throttled(&mut self, until: u64) -> bool {
+        let Some(deadline) = self.kswapd.sleep_until else {
+            return false;
+        };
+        let start = self.kswapd.at;
+        let mut t = start;
+        let woke_at = loop {
+            let written = self.backend.pages_written();
+            let mut woken = false;
+            while self.kswapd.seen_written < written {
+                self.kswapd.seen_written += 1;
+                woken |= self.kswapd.throttle.page_written();
+            }
+            if woken {
+                break t;
+            }
+            match self.backend.next_event_time() {
+                Some(n) if n <= deadline.min(until) => {
+                    let n = n.max(t);
+                    self.backend.advance_to(n, &mut self.obs);
+                    t = n;
+                }
+                _ if deadline <= until => break deadline.max(t),
+                _ => {
+                    self.kswapd.at = until;
+                    self.throttled(start, until, self.kswapd_actor(), "writeback");
+                    return true;
+                }
+            }
+        };
+        self.kswapd.throttle.woke();
+        self.kswapd.sleep_until = None;
+        self.kswapd.at = woke_at;
+        self.throttled(start, woke_at, self.kswapd_actor(), "writeback");
+        false
+    }
+
+    fn throttled(&mut self, from: u64, to: u64, actor: Actor, reason: &'static str) {
+        if to > from {
+            self.obs.emit(Event::Throttled {
+                t: from,
+                actor,
+                reason,
+                ns: to - from,
+            });
         }
     }
 
@@ -61,35 +204,133 @@ impl Machine<'_> {
             self.obs.emit(Event::KswapdWake { t: self.now });
         }
         // kswapd is behind: the allocating task reclaims a batch itself.
-        let stall = if self.free_frames() <= self.mem.marks.min {
-            self.direct_reclaim()
+        let mut stall = if self.free_frames() <= self.mem.marks.min {
+            self.direct_reclaim(0)
         } else {
             0
         };
+        if self.free_frames() == 0 {
+            stall = self.reclaim_until_free(stall);
+        }
         self.take_frame(stall)
     }
 
     /// A frame under a memory cgroup's limit: nobody reclaims in the background, so a charge
-    /// that finds the limit reached reclaims a batch itself first.
+    /// that finds the limit reached reclaims itself first.
     fn charge_frame(&mut self) -> Option<u64> {
         let stall = if self.free_frames() == 0 {
-            self.direct_reclaim()
+            self.reclaim_until_free(0)
         } else {
             0
         };
         self.take_frame(stall)
     }
 
-    /// The foreground reclaims up to `SWAP_CLUSTER_MAX` pages; returns how long it took.
-    fn direct_reclaim(&mut self) -> u64 {
+    /// The foreground has no free frame after `stall` of reclaim: it reclaims again (its writes
+    /// complete meanwhile, freeing their frames) up to `MAX_RECLAIM_RETRIES` passes, and when
+    /// only pages under writeback are left, waits as its context does. Returns the stall.
+    fn reclaim_until_free(&mut self, mut stall: u64) -> u64 {
+        let ctx = self.foreground_context();
+        let me = self.foreground();
+        for _ in 0..MAX_RECLAIM_RETRIES {
+            self.backend.advance_to(self.now + stall, &mut self.obs);
+            if self.free_frames() > 0 {
+                return stall;
+            }
+            let held = self.backend.frames_held();
+            let before = self.lru.inactive_len() + self.lru.active_len();
+            stall += self.direct_reclaim(stall);
+            self.backend.advance_to(self.now + stall, &mut self.obs);
+            let progress = self.backend.frames_held() > held
+                || self.lru.inactive_len() + self.lru.active_len() < before;
+            if self.free_frames() > 0 || !progress {
+                break;
+            }
+        }
+        if self.free_frames() > 0 || self.backend.frames_held() == 0 {
+            return stall;
+        }
+        let from = self.now + stall;
+        let to = match ctx {
+            ReclaimContext::Direct => {
+                // No progress at the lowest priority: one jiffy on the NOPROGRESS queue.
+                let to = from + throttle_timeout_ns(ThrottleReason::NoProgress, KERNEL_HZ);
+                self.advance_backend_until(to, false);
+                self.throttled(from, to, me, "noprogress");
+                to
+            }
+            ReclaimContext::Memcg { .. } | ReclaimContext::Kswapd => {
+                // Case 3 (v1: `folio_wait_writeback`) or v2's retries: until a write ended.
+                let to = self.advance_backend_until(from, true);
+                self.throttled(from, to, me, "wait_writeback");
+                to
+            }
+        };
+        stall + (to - from)
+    }
+
+    /// Runs the back-end's events from its clock; with `until_free`, until a frame is free (or
+    /// nothing is pending), else up to `to`. Returns the time reached.
+    fn advance_backend_until(&mut self, to: u64, until_free: bool) -> u64 {
+        let mut t = to;
+        loop {
+            if until_free && self.free_frames() > 0 {
+                return t;
+            }
+            match self.backend.next_event_time() {
+                Some(n) if until_free || n <= to => {
+                    t = t.max(n);
+                    self.backend.advance_to(t, &mut self.obs);
+                }
+                _ => {
+                    self.backend.advance_to(to.max(t), &mut self.obs);
+                    return to.max(t);
+                }
+            }
+        }
+    }
+
+    /// The foreground reclaims up to `SWAP_CLUSTER_MAX` pages starting `stall` after `now`,
+    /// under one plug; returns how long it took.
+    fn direct_reclaim(&mut self, start: u64) -> u64 {
         let mut stall = 0;
         let me = self.foreground();
+        let ctx = self.foreground_context();
         self.obs.emit(Event::DirectReclaim {
-            t: self.now,
+            t: self.now + start,
             actor: me,
         });
+        let isolated = if self.kswapd.running && self.kswapd.batch > 0 {
+            SWAP_CLUSTER_MAX
+        } else {
+            0
+        };
+        if too_many_isolated(ctx, isolated, self.lru.inactive_len(), true) {
+            // Sleeps until kswapd puts its batch back, or HZ/50.
+            let from = self.now + start;
+            let deadline = from + throttle_timeout_ns(ThrottleReason::Isolated, KERNEL_HZ);
+            while self.kswapd.running && self.kswapd.batch > 0 && self.kswapd.at < deadline {
+                let next = self.kswapd.at + 1;
+                self.run_kswapd_until(next);
+            }
+            let woke = if self.kswapd.batch == 0 {
+                self.kswapd.at.clamp(from, deadline)
+            } else {
+                deadline
+            };
+            self.throttled(from, woke, me, "isolated");
+            stall += woke - from;
+            let isolated = if self.kswapd.running && self.kswapd.batch > 0 {
+                SWAP_CLUSTER_MAX
+            } else {
+                0
+            };
+            if too_many_isolated(ctx, isolated, self.lru.inactive_len(), true) {
+                return stall; // stalled once already: nothing reclaimed this pass
+            }
+        }
         for _ in 0..SWAP_CLUSTER_MAX {
-            let t = self.now + stall;
+            let t = self.now + start + stall;
             match self.reclaim_one(t, me, ReclaimKind::Direct) {
                 Some(spent) => {
                     stall += spent.total();
@@ -103,6 +344,9 @@ impl Machine<'_> {
                 None => break,
             }
         }
+        stall += self
+            .backend
+            .finish_plug(self.now + start + stall, &mut self.obs);
         stall
     }
 
@@ -147,5 +391,92 @@ impl Machine<'_> {
         self.mem.resident -= 1;
         self.loc[p as usize] = Loc::Out;
         Some(spent)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::Machine;
+    use nvmswap_core::config::SystemConfig;
+    use nvmswap_core::progress::NoProgress;
+    use nvmswap_core::NS_PER_MS;
+
+    /// A small block-swap machine (optane at 1/1024: 768 frames for the tabs) with one tab of
+    /// `pages` mapped and in the foreground.
+    fn machine(edit: impl FnOnce(&mut SystemConfig), pages: u32) -> Machine<'static> {
+        let mut cfg = SystemConfig::load("optane", &[])
+            .unwrap()
+            .scaled(1.0 / 1024.0);
+        edit(&mut cfg);
+        let mut m = Machine::new(cfg, 1, &NoProgress).unwrap();
+        m.map_tab(0, pages, 0.5, 0.0);
+        m.use_tab(0);
+        m
+    }
+
+    #[test]
+    fn a_v1_memcg_charge_waits_for_writeback_when_only_written_pages_are_left() {
+        // A 64-frame cgroup on eMMC (writes of 800 µs): two reclaim passes (~0.9 ms of CPU) put
+        // every resident page under writeback before the first write ends, so the charge has
+        // nothing left to scan and waits for a write (case 3).
+        let mut m = machine(
+            |c| {
+                c.memcg_limit = true;
+                c.memcg_v2 = false;
+                c.swap_profile = "emmc".into();
+                c.dram_bytes = c.os_reserved_bytes + 64 * nvmswap_core::PAGE_SIZE;
+            },
+            400,
+        );
+        for p in 0..400 {
+            let lat = m.touch(p, true).unwrap();
+            m.advance(lat + 1_000, true);
+        }
+        let (waits, ns) = m.obs.metrics.throttled("wait_writeback");
+        assert!(waits > 0, "the charge waited for a write");
+        assert!(ns > 0);
+        assert_eq!(m.discards, 0, "it waited instead of running out of memory");
+    }
+
+    #[test]
+    fn kswapd_throttled_on_writeback_sleeps_hz_over_10_without_completions() {
+        let mut m = machine(|_| {}, 10);
+        m.kswapd.running = true;
+        m.kswapd.at = 5 * NS_PER_MS;
+        m.kswapd_sleep();
+        m.run_kswapd_until(NS_PER_MS * 1_000);
+        let (n, ns) = m.obs.metrics.throttled("writeback");
+        assert_eq!(n, 1);
+        assert_eq!(ns, 100 * NS_PER_MS, "HZ/10 at HZ 250");
+    }
+
+    #[test]
+    fn kswapd_throttled_on_writeback_wakes_after_more_than_32_pages_written() {
+        let mut m = machine(|_| {}, 200);
+        for p in 0..200 {
+            let lat = m.touch(p, true).unwrap();
+            m.advance(lat, true);
+        }
+        let t0 = m.now;
+        let kswapd = m.kswapd_actor();
+        for _ in 0..64 {
+            m.reclaim_one(t0, kswapd, ReclaimKind::Kswapd).unwrap();
+        }
+        m.backend.finish_plug(t0, &mut m.obs);
+        assert_eq!(m.backend.frames_held(), 64);
+        m.kswapd.running = true;
+        m.kswapd.at = t0;
+        m.kswapd_sleep();
+        // The 64 pages went out as one merged request: at its completion more than 32 pages per
+        // sleeper ended writeback, which wakes kswapd long before HZ/10.
+        m.run_kswapd_until(t0 + 1_000 * NS_PER_MS);
+        let (n, ns) = m.obs.metrics.throttled("writeback");
+        assert_eq!(n, 1);
+        assert!(
+            ns > 0 && ns < 100 * NS_PER_MS,
+            "woken by completions after {ns} ns"
+        );
+        assert_eq!(m.backend.pages_written(), 64);
     }
 }

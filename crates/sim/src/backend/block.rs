@@ -1,11 +1,30 @@
 //! A swap device behind the block layer (io.rs): slots from Linux's cluster allocator, each
 //! swap-out an asynchronous write, each fault a synchronous read with read-ahead of its
 //! neighbours, and the swap cache. zswap (zswap.rs) puts a compressed pool in front of it.
+//!
+//! Reclaim's writes as the 6.18 kernel issues them (`nvmswap_core::reclaim`): `shrink_lruvec`
+//! (mm/vmscan.c) runs under a block plug, so each `swap_writepage` (mm/page_io.c) of a batch
+//! lands in the plug ([`Plug`]: adjacent slots merge into one request) and the requests reach the
+//! I/O scheduler when the batch ends (`blk_finish_plug`, the engine's `finish_plug`) or the plug
+//! holds 32 requests. The reclaiming task pays the write path's CPU per page and does not wait
+//! for the write. A page under writeback keeps its frame ([`Writeback`]: `shrink_folio_list`
+//! puts it back on the inactive list) until its write completes; `folio_end_writeback` then
+//! rotates it to the inactive tail (`folio_rotate_reclaimable`, mm/swap.c) where the next scan
+//! frees it without I/O. Sim frees the frame at the completion itself (the rotated page is the
+//! next one reclaim takes). A fault on a page still under writeback finds it in the swap cache
+//! (`do_swap_page`, mm/memory.c): no read, the frame is reused.
+//!
+//! Zero-filled pages (sim's compressed size 0) take the 6.12+ zeromap route
+//! (`nvmswap_core::reclaim::swap_out_route`, `swap_writeout` in mm/page_io.c): the slot is
+//! taken, nothing is written, a fault fills zeros without I/O.
 
 use nvmswap_core::alloc::{by_name, AllocParams, SlotAllocator};
 use nvmswap_core::block::Op;
+use std::collections::BTreeMap;
+
 use nvmswap_core::config::SystemConfig;
 use nvmswap_core::readahead::{ReadDecision, ReadRange, SwapReadAhead};
+use nvmswap_core::reclaim::{Plug, PluggedWrite, Writeback};
 use nvmswap_core::PAGE_SIZE;
 
 use super::{profile, BuildArgs, Env, Fault, Spent, SwapBackend, SwapIn};
@@ -26,6 +45,8 @@ pub(super) enum Held {
     Device,
     /// In a compressed pool in front of the device (zswap); its slot is reserved.
     Pool,
+    /// Zero-filled: its slot is marked in the swap area's zeromap, nothing was written.
+    Zero,
 }
 
 pub struct BlockSwap {
@@ -60,6 +81,25 @@ pub struct BlockSwap {
     /// Swap-in software around the device read: `costs.swap_in_software_ns` (calibrated) or
     /// `BLOCK_SWAP_IN_SOFTWARE_NS` (seed 002).
     swap_in_ns: u64,
+    /// Reclaim's block plug, and whose it is (each task has its own; sim flushes it when another
+    /// task starts writing).
+    plug: Plug,
+    plug_by: Option<Actor>,
+    /// Pages under writeback (`PG_writeback`, `PG_reclaim`).
+    writeback: Writeback,
+    /// Each page's write generation: a page written again before an older write of it ended
+    /// (refaulted, dirtied, reclaimed again) ends writeback with its newest write only.
+    write_gen: Vec<u32>,
+    /// Requests in flight: id -> (page, generation) of each page in it.
+    in_flight: BTreeMap<u64, Vec<(u32, u32)>>,
+    /// The page under writeback still holds its DRAM frame (reclaim's writes, until completion).
+    holds_frame: Vec<bool>,
+    frames_held: u64,
+    /// Pages whose write completed, since the start (reclaim_throttle's wake-up count).
+    pages_written: u64,
+    /// Sim's minor fault cost: what a swap-cache or zeromap hit costs around the mapping (our
+    /// assumption: the same path as a minor fault).
+    minor_ns: u64,
 }
 
 impl BlockSwap {
@@ -103,7 +143,138 @@ impl BlockSwap {
                 .costs
                 .swap_in_software_ns
                 .map_or(BLOCK_SWAP_IN_SOFTWARE_NS, |v| v as u64),
+            // The largest request the block layer builds (`MAX_MERGED_BYTES`, core::block).
+            plug: Plug::new(nvmswap_core::block::MAX_MERGED_BYTES),
+            plug_by: None,
+            writeback: Writeback::default(),
+            write_gen: Vec::new(),
+            in_flight: BTreeMap::new(),
+            holds_frame: Vec::new(),
+            frames_held: 0,
+            pages_written: 0,
+            minor_ns: cfg
+                .costs
+                .minor_fault_ns
+                .map_or(crate::costs::MINOR_FAULT_NS, |v| v as u64),
         })
+    }
+
+    /// Frames held by pages under reclaim's writeback.
+    pub(super) fn frames_held(&self) -> u64 {
+        self.frames_held
+    }
+
+    pub(super) fn pages_written(&self) -> u64 {
+        self.pages_written
+    }
+
+    pub(super) fn is_under_writeback(&self, p: u32) -> bool {
+        self.writeback.is_under_writeback(p)
+    }
+
+    /// Submits the plug's requests at `t` for `by`; returns the wait for request tags.
+    fn submit_plugged(
+        &mut self,
+        reqs: Vec<PluggedWrite>,
+        t: u64,
+        by: Actor,
+        obs: &mut Observers,
+    ) -> u64 {
+        let mut wait = 0;
+        for r in reqs {
+            let (id, w) = self
+                .io
+                .write(r.first_slot as u32, r.slots(), t + wait, by, obs);
+            wait += w;
+            obs.emit(Event::PluggedWrite {
+                t: t + wait,
+                pages: r.slots(),
+            });
+            let pages = r
+                .pages
+                .iter()
+                .map(|&q| (q, self.write_gen[q as usize]))
+                .collect();
+            self.in_flight.insert(id, pages);
+        }
+        wait
+    }
+
+    /// `blk_finish_plug`: the plug's requests go to the I/O scheduler at `t`; the tag wait.
+    pub(super) fn finish_plug(&mut self, t: u64, obs: &mut Observers) -> u64 {
+        let Some(by) = self.plug_by.take() else {
+            return 0;
+        };
+        let reqs = self.plug.finish();
+        self.submit_plugged(reqs, t, by, obs)
+    }
+
+    /// Ends the writeback of the pages whose writes completed (`folio_end_writeback`).
+    pub(super) fn collect_written(&mut self) {
+        for (id, _c) in self.io.take_written() {
+            let Some(pages) = self.in_flight.remove(&id) else {
+                continue;
+            };
+            for (q, gen) in pages {
+                let qi = q as usize;
+                if self.write_gen[qi] != gen || !self.writeback.is_under_writeback(q) {
+                    continue;
+                }
+                // Rotated to the inactive tail and freed by the next scan: its frame is free.
+                self.writeback.end(q, self.holds_frame[qi]);
+                self.pages_written += 1;
+                if self.holds_frame[qi] {
+                    self.holds_frame[qi] = false;
+                    self.frames_held -= 1;
+                }
+            }
+        }
+    }
+
+    /// A fault on `p`: if it is still under writeback, it is in the swap cache and takes its
+    /// frame back (the engine then finds a free frame without reclaim). True in that case.
+    pub(super) fn refault_under_writeback(&mut self, p: u32) -> bool {
+        let pi = p as usize;
+        if !self.writeback.is_under_writeback(p) {
+            return false;
+        }
+        if self.holds_frame[pi] {
+            self.holds_frame[pi] = false;
+            self.frames_held -= 1;
+        }
+        true
+    }
+
+    /// The second half of a swap-cache hit on a page under writeback, or a zeromap fill: no I/O.
+    /// Returns the cost, or None when the page needs a read.
+    pub(super) fn swap_in_without_io(
+        &mut self,
+        p: u32,
+        write: bool,
+        start: u64,
+        by: Actor,
+        obs: &mut Observers,
+    ) -> Option<u64> {
+        let pi = p as usize;
+        let zero = self.held[pi] == Held::Zero;
+        if !zero && !self.writeback.is_under_writeback(p) {
+            return None;
+        }
+        let slot = self.slot_of[pi];
+        if zero {
+            self.free_slot(slot);
+        } else {
+            self.keep_or_free_slot(p, slot, write);
+        }
+        self.held[pi] = Held::No;
+        let cost = self.minor_ns;
+        obs.emit(Event::Cpu {
+            t: start,
+            actor: by,
+            kind: CpuKind::Kernel,
+            ns: cost,
+        });
+        Some(cost)
     }
 
     /// A clean page whose data is still in its swap-cache slot is unmapped and dropped, no I/O.
@@ -134,7 +305,9 @@ impl BlockSwap {
         Some(slot)
     }
 
-    /// Writes `p` to its slot (submitted at `t` + what `spent` already holds).
+    /// Writes `p` to its slot through `by`'s plug (at `t` + what `spent` already holds).
+    /// `holds_frame`: reclaim's own write of a resident page, whose frame stays taken until the
+    /// write completes; false for a page that has no frame of its own in sim (zswap write-back).
     pub(super) fn write(
         &mut self,
         p: u32,
@@ -142,12 +315,35 @@ impl BlockSwap {
         spent: &mut Spent,
         by: Actor,
         obs: &mut Observers,
+        holds_frame: bool,
     ) {
+        let pi = p as usize;
         spent.cpu += self.write_ns;
-        spent.wait += self
-            .io
-            .write(self.slot_of[p as usize], t + spent.total(), by, obs);
-        self.held[p as usize] = Held::Device;
+        if self.plug_by.is_some_and(|a| a != by) {
+            spent.wait += self.finish_plug(t + spent.total(), obs);
+        }
+        self.plug_by = Some(by);
+        if self.writeback.is_under_writeback(p) {
+            // Written again before the older write ended: only the newest counts.
+            let old = self.holds_frame[pi];
+            self.writeback.end(p, false);
+            if old {
+                self.holds_frame[pi] = false;
+                self.frames_held -= 1;
+            }
+        }
+        self.write_gen[pi] = self.write_gen[pi].wrapping_add(1);
+        if holds_frame {
+            self.writeback.start_reclaim_write(p);
+            self.holds_frame[pi] = true;
+            self.frames_held += 1;
+        } else {
+            // zswap's write-back also sets PG_reclaim (`zswap_writeback_entry`).
+            self.writeback.start_write(p, true);
+        }
+        let full = self.plug.add(p, u64::from(self.slot_of[pi]));
+        spent.wait += self.submit_plugged(full, t + spent.total(), by, obs);
+        self.held[pi] = Held::Device;
     }
 
     pub(super) fn free_slot(&mut self, slot: u32) {
@@ -257,6 +453,14 @@ impl BlockSwap {
             kind: CpuKind::Kernel,
             ns: self.swap_in_ns + done.kernel_ns,
         });
+        // Seed 002's split: block layer from the bio's arrival to dispatch (tag wait included)
+        // and from completion to the waiter's wake-up; the device D2C; the software the rest.
+        let device = done.d2c();
+        obs.emit(Event::SwapInCost {
+            software_ns: self.swap_in_ns,
+            block_ns: waited.saturating_sub(device),
+            device_ns: device,
+        });
         let slot = self.slot_of[p as usize];
         self.keep_or_free_slot(p, slot, write);
         self.held[p as usize] = Held::No;
@@ -322,6 +526,20 @@ impl SwapBackend for BlockSwap {
         self.slot_of.resize(pages, 0);
         self.swap_cache.resize(pages, NO_OWNER);
         self.held.resize(pages, Held::No);
+        self.write_gen.resize(pages, 0);
+        self.holds_frame.resize(pages, false);
+    }
+
+    fn frames_held(&self) -> u64 {
+        BlockSwap::frames_held(self)
+    }
+
+    fn pages_written(&self) -> u64 {
+        BlockSwap::pages_written(self)
+    }
+
+    fn finish_plug(&mut self, t: u64, obs: &mut Observers) -> u64 {
+        BlockSwap::finish_plug(self, t, obs)
     }
 
     fn swap_free_pages(&self) -> u64 {
@@ -334,7 +552,13 @@ impl SwapBackend for BlockSwap {
         }
         self.allocate(p)?;
         let mut spent = Spent::default();
-        self.write(p, t, &mut spent, by, env.obs);
+        if env.size(p) == 0 {
+            // Zero-filled: the zeromap, no write (the swap-out path checks the page).
+            spent.cpu += crate::costs::SAME_FILLED_NS;
+            self.held[p as usize] = Held::Zero;
+            return Some(spent);
+        }
+        self.write(p, t, &mut spent, by, env.obs, true);
         env.obs.emit(Event::SwapOut {
             t,
             actor: by,
@@ -344,11 +568,15 @@ impl SwapBackend for BlockSwap {
         Some(spent)
     }
 
-    fn fault(&mut self, _: u32, _: bool, _: u64, _: Actor, _: &mut Env) -> Fault {
+    fn fault(&mut self, p: u32, _: bool, _: u64, _: Actor, _: &mut Env) -> Fault {
+        self.refault_under_writeback(p);
         Fault::NeedsFrame
     }
 
-    fn swap_in(&mut self, p: u32, _write: bool, start: u64, by: Actor, env: &mut Env) -> SwapIn {
+    fn swap_in(&mut self, p: u32, write: bool, start: u64, by: Actor, env: &mut Env) -> SwapIn {
+        if let Some(cost) = self.swap_in_without_io(p, write, start, by, env.obs) {
+            return SwapIn::Done { cost };
+        }
         self.start_read(p, start, by, env.obs)
     }
 
@@ -379,10 +607,13 @@ impl SwapBackend for BlockSwap {
         let slot = self.slot_of[p as usize];
         self.free_slot(slot);
         self.held[p as usize] = Held::No;
+        // A page being written keeps its frame until the write ends; nothing rotates.
+        self.writeback.forget_reclaim(p);
     }
 
     fn catch_up(&mut self, t: u64, obs: &mut Observers) {
         self.io.catch_up(t, obs);
+        self.collect_written();
     }
 
     fn io_finished(&self, id: u64) -> bool {
@@ -395,6 +626,7 @@ impl SwapBackend for BlockSwap {
 
     fn advance_to(&mut self, t: u64, obs: &mut Observers) {
         self.io.advance(t, obs);
+        self.collect_written();
     }
 
     fn polls_while_waiting(&self) -> bool {

@@ -13,6 +13,7 @@ mod none;
 mod nvm_swap;
 #[cfg(test)]
 mod policy_test;
+mod writeback_test;
 mod zram;
 mod zswap;
 #[cfg(test)]
@@ -96,6 +97,24 @@ pub trait SwapBackend {
     /// a memory cgroup that is not charged for it (`nvmswap_core::reclaim::pool_charged_to_memcg`).
     fn charged_pool_bytes(&self) -> u64 {
         self.pool_bytes()
+    }
+
+    /// Frames still held by pages reclaim wrote out, until their writes complete
+    /// (`nvmswap_core::reclaim::Writeback`).
+    fn frames_held(&self) -> u64 {
+        0
+    }
+
+    /// Pages whose writeback ended since the start (what wakes `reclaim_throttle`'s writeback
+    /// sleepers).
+    fn pages_written(&self) -> u64 {
+        0
+    }
+
+    /// The end of a reclaim batch (`blk_finish_plug`): the plugged writes go to the I/O
+    /// scheduler at `t`. Returns how long the submitter waited for request tags.
+    fn finish_plug(&mut self, _t: u64, _obs: &mut Observers) -> u64 {
+        0
     }
 
     /// Free swap space, in pages (Chrome's rule counts it).

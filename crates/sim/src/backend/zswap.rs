@@ -13,16 +13,46 @@
 //! that picks a copy whose page is resident drops it and the slot without I/O (the kernel's
 //! write-back finds the page in the swap cache and gives up on that entry, `-EEXIST`; ours
 //! frees it instead, so the pool does not stay stuck at its limit).
+//!
+//! Admission and write-back as the 6.18 kernel runs them (`ZswapPool::store_deferred`,
+//! `shrink_worker`): `zswap_store` checks the limits before compressing and, while the pool is
+//! marked full (`accept_threshold_percent` hysteresis), rejects the page, which reclaim writes to
+//! the device like any swap-out, and queues `shrink_worker` on a workqueue. The worker (a kworker
+//! of its own clock on kswapd's CPU, [`KWORKER_PID`]) decompresses and writes back the oldest
+//! entries under its own block plug until the pool is at its accept threshold; the faulting or
+//! reclaiming task does none of that work. Sim takes the worker's entries out of the pool when it
+//! is queued (the pool's size falls at once), then writes them one by one on the worker's clock;
+//! a fault on an entry not yet written finds it as a pool hit. Zero-filled pages go to the swap
+//! area's zeromap (no pool entry, no I/O: `nvmswap_core::reclaim::swap_out_route`); 6.18's zswap
+//! has no other same-filled case.
+
+use std::collections::{BTreeSet, VecDeque};
 
 use nvmswap_core::config::SystemConfig;
-use nvmswap_core::zswap::{StoreOutcome, ZswapPool};
+use nvmswap_core::reclaim::{swap_out_route, SwapOutRoute};
+use nvmswap_core::zswap::{DeferredStore, ZswapPool};
 
 use super::block::{BlockSwap, Held};
 use super::{BuildArgs, Env, Fault, Spent, SwapBackend, SwapIn};
-use crate::costs::POOL_SWAP_IN_SOFTWARE_NS;
+use crate::costs::{POOL_SWAP_IN_SOFTWARE_NS, SAME_FILLED_NS};
 use crate::metrics::BackendReport;
-use crate::observe::{Actor, CpuKind, Event, Observers, Tier, ZswapKind};
+use crate::observe::{Actor, CpuKind, Event, Observers, Tier, ZswapKind, KWORKER_PID};
 use crate::SimError;
+
+/// zswap's `shrink_worker` on its workqueue.
+pub(super) struct ShrinkWorker {
+    /// Entries taken from the pool and not yet written, with their decompression cost (drawn
+    /// when the worker was queued, so the run's draws stay in order).
+    queue: VecDeque<(u32, u64)>,
+    /// Pages in `queue` still to be written (a fault or an exit takes one out).
+    pending: BTreeSet<u32>,
+    /// The worker's clock.
+    at: u64,
+    actor: Actor,
+    /// Times the worker was queued, and entries it wrote back.
+    pub(super) runs: u64,
+    pub(super) written_back: u64,
+}
 
 pub struct Zswap {
     pool: ZswapPool,
@@ -30,6 +60,7 @@ pub struct Zswap {
     exclusive_loads: bool,
     /// The pool counts against DRAM (in a cgroup v1 memory cgroup it is not charged).
     charged: bool,
+    pub(super) worker: ShrinkWorker,
 }
 
 impl Zswap {
@@ -49,7 +80,75 @@ impl Zswap {
             dev,
             exclusive_loads: cfg.zswap_exclusive_loads,
             charged,
+            worker: ShrinkWorker {
+                queue: VecDeque::new(),
+                pending: BTreeSet::new(),
+                at: 0,
+                actor: Actor {
+                    cpu: cfg.cpus.saturating_sub(1),
+                    pid: KWORKER_PID,
+                },
+                runs: 0,
+                written_back: 0,
+            },
         }))
+    }
+
+    /// `queue_work(shrink_wq, ...)` at `t`: a no-op while the worker is still busy.
+    fn queue_worker(&mut self, t: u64, env: &mut Env) {
+        if !self.worker.queue.is_empty() {
+            return;
+        }
+        self.worker.runs += 1;
+        self.worker.at = self.worker.at.max(t);
+        for (victim, size) in self.pool.shrink_worker() {
+            if self.dev.held[victim as usize] == Held::No {
+                // A resident page's kept copy (non-exclusive load): dropped, no I/O.
+                self.dev.written(victim);
+                continue;
+            }
+            let cost = env.costs.decompress(size, env.rng);
+            self.worker.queue.push_back((victim, cost));
+            self.worker.pending.insert(victim);
+        }
+    }
+
+    /// The worker's work up to `t`: each entry decompressed and written through its plug.
+    fn run_worker(&mut self, t: u64, obs: &mut Observers) {
+        while self.worker.at < t {
+            let Some((q, cost)) = self.worker.queue.pop_front() else {
+                break;
+            };
+            if !self.worker.pending.remove(&q) {
+                continue; // faulted back or freed meanwhile
+            }
+            let at = self.worker.at;
+            let by = self.worker.actor;
+            let mut spent = Spent { cpu: cost, wait: 0 };
+            self.dev.write(q, at, &mut spent, by, obs, false);
+            self.worker.written_back += 1;
+            obs.emit(Event::Zswap {
+                t: at,
+                page: q,
+                kind: ZswapKind::Writeback,
+            });
+            obs.emit(Event::Cpu {
+                t: at,
+                actor: by,
+                kind: CpuKind::Kernel,
+                ns: spent.cpu,
+            });
+            self.worker.at += spent.total().max(1);
+            if self.worker.queue.is_empty() {
+                let wait = self.dev.finish_plug(self.worker.at, obs);
+                self.worker.at += wait;
+            }
+        }
+    }
+
+    /// A page the worker took from the pool and has not written yet: served like a pool hit.
+    fn take_pending(&mut self, p: u32) -> bool {
+        self.worker.pending.remove(&p)
     }
 }
 
@@ -85,36 +184,40 @@ impl SwapBackend for Zswap {
         self.dev.allocate(p)?;
         let mut spent = Spent::default();
         let size = env.size(p);
-        spent.cpu += env.costs.compress(size, env.rng);
-        let to = match self.pool.store(p, size) {
-            StoreOutcome::Stored => {
+        // Sim's size 0 stands for a zero-filled page (the tab model's same-filled pages are
+        // mostly zero, core::workload::content).
+        let route = swap_out_route(
+            nvmswap_core::reclaim::SwapBackend::Zswap,
+            size == 0,
+            size == 0,
+        );
+        if route == SwapOutRoute::ZeroMap {
+            spent.cpu += SAME_FILLED_NS;
+            self.dev.held[p as usize] = Held::Zero;
+            return Some(spent);
+        }
+        let to = match self.pool.store_deferred(p, size) {
+            DeferredStore::Stored => {
+                spent.cpu += env.costs.compress(size, env.rng);
                 self.dev.held[p as usize] = Held::Pool;
                 env.obs.emit(Event::DramAccesses { t, n: 2 });
                 Tier::ZswapPool
             }
-            StoreOutcome::Rejected { written_back } => {
-                // The pool is full: this page goes to the device, and the oldest entries are
-                // decompressed and written back (mm/zswap.c).
+            DeferredStore::Rejected { queue_shrink } => {
                 env.obs.emit(Event::Zswap {
                     t,
                     page: p,
                     kind: ZswapKind::Reject,
                 });
-                for (victim, _) in written_back {
-                    if self.dev.held[victim as usize] == Held::No {
-                        // A resident page's kept copy (non-exclusive load): dropped, no I/O.
-                        self.dev.written(victim);
-                        continue;
-                    }
-                    spent.cpu += env.costs.decompress(env.size(victim), env.rng);
-                    self.dev.write(victim, t, &mut spent, by, env.obs);
-                    env.obs.emit(Event::Zswap {
-                        t,
-                        page: victim,
-                        kind: ZswapKind::Writeback,
-                    });
+                if queue_shrink {
+                    // Limits are checked before compression: nothing compressed; the worker
+                    // shrinks the pool, not this task.
+                    self.queue_worker(t, env);
+                } else {
+                    // Compressed, and it did not shrink.
+                    spent.cpu += env.costs.compress(size, env.rng);
                 }
-                self.dev.write(p, t, &mut spent, by, env.obs);
+                self.dev.write(p, t, &mut spent, by, env.obs, true);
                 Tier::Device
             }
         };
@@ -128,6 +231,9 @@ impl SwapBackend for Zswap {
     }
 
     fn fault(&mut self, p: u32, _: bool, now: u64, _: Actor, env: &mut Env) -> Fault {
+        if self.dev.refault_under_writeback(p) {
+            return Fault::NeedsFrame;
+        }
         if self.dev.held[p as usize] == Held::Device {
             env.obs.emit(Event::Zswap {
                 t: now,
@@ -139,7 +245,8 @@ impl SwapBackend for Zswap {
     }
 
     fn swap_in(&mut self, p: u32, write: bool, start: u64, by: Actor, env: &mut Env) -> SwapIn {
-        if self.dev.held[p as usize] == Held::Device {
+        let pending = self.take_pending(p);
+        if !pending && (self.dev.held[p as usize] != Held::Pool || self.dev.is_under_writeback(p)) {
             return self.dev.swap_in(p, write, start, by, env);
         }
         let cost = POOL_SWAP_IN_SOFTWARE_NS + env.costs.decompress(env.size(p), env.rng);
@@ -149,7 +256,7 @@ impl SwapBackend for Zswap {
             kind: ZswapKind::Hit,
         });
         let slot = self.dev.slot_of(p);
-        if self.exclusive_loads {
+        if self.exclusive_loads || pending {
             self.pool.load(p);
             self.dev.free_slot(slot);
         } else if !self.dev.keep_or_free_slot(p, slot, write) {
@@ -181,10 +288,11 @@ impl SwapBackend for Zswap {
         // A page from the pool comes back dirty with exclusive loads (its slot goes), clean in
         // the swap cache without them.
         let from_pool = self.dev.held[q as usize] == Held::Pool;
+        let pending = self.take_pending(q);
         let mut stall = 0;
         if from_pool {
             stall += env.costs.decompress(env.size(q), env.rng);
-            if self.exclusive_loads {
+            if self.exclusive_loads || pending {
                 self.pool.load(q);
             }
         }
@@ -209,6 +317,7 @@ impl SwapBackend for Zswap {
     }
 
     fn release(&mut self, p: u32, env: &mut Env) {
+        self.take_pending(p);
         if self.dev.held[p as usize] == Held::Pool {
             self.pool.invalidate(p);
         }
@@ -216,7 +325,20 @@ impl SwapBackend for Zswap {
     }
 
     fn catch_up(&mut self, t: u64, obs: &mut Observers) {
+        self.run_worker(t, obs);
         self.dev.catch_up(t, obs);
+    }
+
+    fn frames_held(&self) -> u64 {
+        self.dev.frames_held()
+    }
+
+    fn pages_written(&self) -> u64 {
+        self.dev.pages_written()
+    }
+
+    fn finish_plug(&mut self, t: u64, obs: &mut Observers) -> u64 {
+        self.dev.finish_plug(t, obs)
     }
 
     fn io_finished(&self, id: u64) -> bool {
@@ -228,6 +350,7 @@ impl SwapBackend for Zswap {
     }
 
     fn advance_to(&mut self, t: u64, obs: &mut Observers) {
+        self.run_worker(t, obs);
         self.dev.advance_to(t, obs);
     }
 
