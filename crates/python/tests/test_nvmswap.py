@@ -17,17 +17,6 @@ scale = 0.03
 "discard.ram_swap_weight" = [1, 4]
 """
 
-_LOCAL = []
-
-
-def local_run():
-    """The grid run once on local threads; every executor's run is compared with this one
-    (the grid's four points are the test's main cost, so they run once per executor, not once
-    per comparison)."""
-    if not _LOCAL:
-        _LOCAL.append(nvmswap.sweep(GRID, executor=ThreadPoolExecutor(2)))
-    return _LOCAL[0]
-
 
 class Package(unittest.TestCase):
     def test_a_sim_point_is_a_dict_and_deterministic(self):
@@ -50,15 +39,15 @@ class Package(unittest.TestCase):
         self.assertGreaterEqual(w["exchange_write_us"], w["regular_write_us"])
 
     def test_sweep_on_local_processes_and_threads_agree(self):
-        with ProcessPoolExecutor(2) as pool:
-            processes = nvmswap.sweep(GRID, executor=pool)
-        self.assertEqual(list(processes.columns[:2]), ["key", "discard.ram_swap_weight"])
-        self.assertEqual(processes["key"].nunique(), 4)
-        self.assertTrue(processes.equals(local_run()))
+        local = nvmswap.sweep(GRID, executor=ProcessPoolExecutor(2))
+        self.assertEqual(list(local.columns[:2]), ["key", "discard.ram_swap_weight"])
+        self.assertEqual(local["key"].nunique(), 4)
+        threads = nvmswap.sweep(GRID, executor=ThreadPoolExecutor(2))
+        self.assertTrue(local.equals(threads))
 
     def test_load_out_reads_a_sweep_directory(self):
         d = tempfile.mkdtemp()
-        df = local_run()
+        df = nvmswap.sweep(GRID, executor=ThreadPoolExecutor(1))
         df.to_csv(os.path.join(d, "table.csv"), index=False)
         out = nvmswap.load_out(d)
         self.assertEqual(len(out["table"]), len(df))
@@ -72,7 +61,7 @@ class Dask(unittest.TestCase):
             from distributed import Client, LocalCluster
         except ImportError as e:
             self.skipTest("Dask distributed is not installed (%s); scripts/install-deps installs it" % e)
-        local = local_run()
+        local = nvmswap.sweep(GRID, executor=ThreadPoolExecutor(2))
         with LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
                           dashboard_address=None) as cluster, Client(cluster) as client:
             self.assertEqual(len(client.scheduler_info()["workers"]), 2)
