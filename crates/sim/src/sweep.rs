@@ -259,6 +259,16 @@ impl Point {
                     _ => c.swap_bytes = mb << 20,
                 }
             }
+            // The memory Android and other apps hold on the phone is an assumption
+            // (`relaunch::PHONE_OS_RESERVED_BYTES`); sweeping it shows what depends on it.
+            if let Some(mb) = self.param("phone_reserved_mb") {
+                let mb: u64 = mb.parse().map_err(|_| {
+                    SweepError::Grid(format!(
+                        "workload.phone_reserved_mb = {mb}: expected whole MiB"
+                    ))
+                })?;
+                c.os_reserved_bytes = mb << 20;
+            }
             c.validate().map_err(|e| self.err(SimError::Invalid(e)))?;
             return Ok(c);
         }
@@ -468,6 +478,37 @@ mod tests {
         let bad = Grid::parse("config = [\"nand\"]\nseeds = [1]\n[params]\nbogus = [1]").unwrap();
         assert!(bad.points().unwrap_err().to_string().contains("bogus"));
         assert!(Grid::parse("seeds = []\nconfig = [\"nand\"]").is_err());
+    }
+
+    #[test]
+    fn every_bundled_grid_expands() {
+        let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../../profiles/sweeps");
+        let mut n = 0;
+        for e in std::fs::read_dir(dir).unwrap() {
+            let path = e.unwrap().path();
+            let g = Grid::parse(&std::fs::read_to_string(&path).unwrap()).unwrap();
+            assert!(!g.points().unwrap().is_empty(), "{}", path.display());
+            n += 1;
+        }
+        assert!(n >= 8, "{n} grids");
+    }
+
+    #[test]
+    fn the_phones_reserve_is_a_workload_parameter() {
+        let grid = |mb: &str| {
+            Grid::parse(&format!(
+                "workload = \"relaunch\"\nconfig = [\"nand\"]\nseeds = [1]\n\
+                 [params]\n\"workload.phone_reserved_mb\" = [{mb}]"
+            ))
+            .unwrap()
+        };
+        let p = &grid("1024").points().unwrap()[0];
+        assert_eq!(p.system_config().unwrap().os_reserved_bytes, 1024 << 20);
+        let other = &grid("1280").points().unwrap()[0];
+        assert_ne!(p.key, other.key);
+        // More than the phone's DRAM is refused by the configuration's own check.
+        assert!(grid("4096").points().is_err());
+        assert!(grid("\"lots\"").points().is_err());
     }
 
     #[test]
