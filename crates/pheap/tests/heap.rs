@@ -276,3 +276,60 @@ fn a_dropped_redo_transaction_never_leaks_into_a_later_one() {
         );
     }
 }
+
+/// The `--run-on-every` failure (naive allocator, redo-word, after a second crash): a dropped
+/// redo transaction whose *first* log line did not reach NVM but whose later lines did (they
+/// are flushed in one epoch, so any subset may persist) left valid records of tid t+1 that the
+/// scan at recovery could not see (it stops at the first invalid record). Recovery did not burn
+/// t+1, so the next transaction took t+1 again; when it wrote fewer records, a crash after its
+/// commit mark replayed the stale records after its own.
+#[test]
+fn a_dropped_redo_transaction_with_its_first_log_line_lost_never_leaks() {
+    use nvmswap_pheap::heap::Heap;
+    for alloc in AllocKind::ALL {
+        for logging in [LogKind::RedoWord, LogKind::Hybrid, LogKind::UndoWord] {
+            let rec = PoolOptions {
+                record: true,
+                ..Default::default()
+            };
+            let pool = Pool::create_in_memory(1 << 20, "t", alloc, logging, rec.clone()).unwrap();
+            let mut heap = Heap::create(pool).unwrap();
+            let base = heap.pool.image();
+            heap.pool.take_trace();
+            let root = heap.root();
+            let log_line = (heap.pool.hdr.log_off + 64) as usize;
+            heap.begin();
+            heap.write(root, 0, &[1, 2, 3, 4, 5, 6, 7, 8]).unwrap();
+            heap.commit().unwrap();
+            // Crash at the first fence with every store in NVM except the log's first record
+            // line (eight 24-byte records: lines 1 to 3; the record at byte 72 lies in line 2).
+            let mut image = image_at_fence(base.clone(), &heap.pool.take_trace(), 1);
+            image[log_line..log_line + 64].copy_from_slice(&base[log_line..log_line + 64]);
+            let mut heap = Heap::open(Pool::from_image(image, "t", rec).unwrap()).unwrap();
+            for w in 0..8 {
+                assert_eq!(heap.read_u64(root + w * 8), 0, "{alloc:?} {logging:?}");
+            }
+            // A smaller transaction (three records: bytes 0..72 of the log), committed; crash
+            // after its commit mark.
+            let base = heap.pool.image();
+            heap.pool.take_trace();
+            heap.begin();
+            heap.write(root, 0, &[99, 98, 97]).unwrap();
+            heap.commit().unwrap();
+            let trace = heap.pool.take_trace();
+            for n in 1..=4 {
+                let image = image_at_fence(base.clone(), &trace, n);
+                let heap =
+                    Heap::open(Pool::from_image(image, "t", PoolOptions::default()).unwrap())
+                        .unwrap();
+                for w in 3..8 {
+                    assert_eq!(
+                        heap.read_u64(root + w * 8),
+                        0,
+                        "{alloc:?} {logging:?} fence {n}, word {w}: a stale record was replayed"
+                    );
+                }
+            }
+        }
+    }
+}
