@@ -42,6 +42,18 @@ pub fn run_pressure(
     opts: &PressureOptions,
     progress: &dyn Progress,
 ) -> Result<RunOutput, LiveError> {
+    run_pressure_with(cfg, opts, progress, None)
+}
+
+/// `run_pressure` with the NVM tier on `nvm_backend` (e.g. `file:<region>`, the region
+/// `nvmswap pheap dual` shares with a persistent heap) instead of the emulated device of the
+/// configuration's `swap_profile`.
+pub fn run_pressure_with(
+    cfg: &SystemConfig,
+    opts: &PressureOptions,
+    progress: &dyn Progress,
+    nvm_backend: Option<&str>,
+) -> Result<RunOutput, LiveError> {
     check_scale(opts.scale).map_err(|e| LiveError::Spec(e.to_string()))?;
     let started = Instant::now();
     let budget = (((cfg.dram_bytes.saturating_sub(cfg.os_reserved_bytes)) as f64 * opts.scale)
@@ -86,7 +98,7 @@ pub fn run_pressure(
             budget_bytes: budget,
             pool_share: (cfg.zswap_max_pool_percent as f64 / 100.0).clamp(0.0, 1.0),
             compressor,
-            nvm_backend: Some(format!("emulated:{profile}")),
+            nvm_backend: Some(nvm_backend.map_or_else(|| format!("emulated:{profile}"), String::from)),
             nvm_bytes: swap_bytes,
             allocator: "linux-cluster".into(),
             zswap_accept_threshold_percent: cfg.zswap_accept_threshold_percent,
@@ -95,7 +107,7 @@ pub fn run_pressure(
         Backend::NvmSwap => PagerConfig {
             budget_bytes: budget,
             pool_share: 0.0,
-            nvm_backend: Some(format!("emulated:{profile}")),
+            nvm_backend: Some(nvm_backend.map_or_else(|| format!("emulated:{profile}"), String::from)),
             nvm_bytes: swap_bytes,
             allocator: cfg.nvm_allocator.name().into(),
             ..PagerConfig::default()

@@ -85,8 +85,8 @@ pub fn fill(seed: u64, i: u64, salt: u64) -> [u8; 64] {
     }
     out
 }
-const KEY_SALT: u64 = 0x6b_6579;
-const VAL_SALT: u64 = 0x76_616c;
+pub const KEY_SALT: u64 = 0x6b_6579;
+pub const VAL_SALT: u64 = 0x76_616c;
 
 /// Pool size for `elements`, the same for both systems: 640 B per element and 64 MiB. Ours
 /// needs 160 B of objects per element plus a quarter for NVWA's metadata; libpmemobj ran out of

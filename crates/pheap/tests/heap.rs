@@ -136,6 +136,26 @@ fn crash_checker_finds_no_failure_in_any_combination() {
     }
 }
 
+/// Running on after recovered crashes and crashing again: this found the dropped-redo
+/// transaction bugs (naive allocator and redo-word showed 3 failures before the fix).
+#[test]
+fn crash_checker_running_on_after_recovery_finds_no_failure() {
+    for a in AllocKind::ALL {
+        for l in LogKind::ALL {
+            let cfg = CheckConfig {
+                alloc: a,
+                logging: l,
+                ops: 30,
+                run_on_every: 1,
+                ..Default::default()
+            };
+            let r = check(&cfg).unwrap();
+            assert!(r.second_crash_images > 300, "{r:?}");
+            assert_eq!(r.failures, 0, "{r:?}");
+        }
+    }
+}
+
 #[test]
 fn crash_checker_finds_an_omitted_flush() {
     for (omit, l) in [
