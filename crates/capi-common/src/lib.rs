@@ -84,8 +84,8 @@ pub mod testing {
     /// Panics unless `include/<header>` under `manifest_dir` equals `<out_dir>/<header>`.
     pub fn assert_header_fresh(out_dir: &str, manifest_dir: &Path, header: &str) {
         let generated = std::fs::read_to_string(Path::new(out_dir).join(header)).unwrap();
-        let checked_in = std::fs::read_to_string(manifest_dir.join("include").join(header))
-            .unwrap_or_default();
+        let checked_in =
+            std::fs::read_to_string(manifest_dir.join("include").join(header)).unwrap_or_default();
         assert!(
             generated == checked_in,
             "include/{header} is stale: copy {out_dir}/{header} over it"
@@ -177,7 +177,10 @@ mod tests {
         // SAFETY: last_error returns this thread's NUL-terminated message.
         let m = unsafe { CStr::from_ptr(last_error()) }.to_str().unwrap();
         assert_eq!(m, "bad thing");
-        assert_eq!(guarded(-2, || -> Result<i32, String> { panic!("boom") }), -2);
+        assert_eq!(
+            guarded(-2, || -> Result<i32, String> { panic!("boom") }),
+            -2
+        );
         // SAFETY: as above.
         let m = unsafe { CStr::from_ptr(last_error()) }.to_str().unwrap();
         assert!(m.contains("panic"), "{m}");

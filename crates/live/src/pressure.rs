@@ -98,7 +98,9 @@ pub fn run_pressure_with(
             budget_bytes: budget,
             pool_share: (cfg.zswap_max_pool_percent as f64 / 100.0).clamp(0.0, 1.0),
             compressor,
-            nvm_backend: Some(nvm_backend.map_or_else(|| format!("emulated:{profile}"), String::from)),
+            nvm_backend: Some(
+                nvm_backend.map_or_else(|| format!("emulated:{profile}"), String::from),
+            ),
             nvm_bytes: swap_bytes,
             allocator: "linux-cluster".into(),
             zswap_accept_threshold_percent: cfg.zswap_accept_threshold_percent,
@@ -107,7 +109,9 @@ pub fn run_pressure_with(
         Backend::NvmSwap => PagerConfig {
             budget_bytes: budget,
             pool_share: 0.0,
-            nvm_backend: Some(nvm_backend.map_or_else(|| format!("emulated:{profile}"), String::from)),
+            nvm_backend: Some(
+                nvm_backend.map_or_else(|| format!("emulated:{profile}"), String::from),
+            ),
             nvm_bytes: swap_bytes,
             allocator: cfg.nvm_allocator.name().into(),
             ..PagerConfig::default()

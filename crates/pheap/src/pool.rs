@@ -52,7 +52,12 @@ pub enum LogKind {
 }
 
 /// The kind among `all` whose name is `s`, or an error listing the names.
-fn parse_named<K: Copy>(all: &[K], name: fn(K) -> &'static str, s: &str, what: &'static str) -> Result<K> {
+fn parse_named<K: Copy>(
+    all: &[K],
+    name: fn(K) -> &'static str,
+    s: &str,
+    what: &'static str,
+) -> Result<K> {
     all.iter()
         .copied()
         .find(|&k| name(k) == s)

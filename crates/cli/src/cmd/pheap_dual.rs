@@ -19,7 +19,9 @@ use nvmswap_core::progress::NoProgress;
 use nvmswap_core::workload::microbench::MicrobenchSpec;
 use nvmswap_live::microbench::{run as run_micro, BenchTier};
 use nvmswap_live::pressure::{run_pressure_with, PressureOptions};
-use nvmswap_pheap::bench::{fill, pool_size, run_on, BenchConfig, BenchRun, KEY_SALT, LAYOUT, VAL_SALT};
+use nvmswap_pheap::bench::{
+    fill, pool_size, run_on, BenchConfig, BenchRun, KEY_SALT, LAYOUT, VAL_SALT,
+};
 use nvmswap_pheap::heap::Heap;
 use nvmswap_pheap::pht::Pht;
 use nvmswap_pheap::pool::{line_write_ns, AllocKind, LogKind, Pool, PoolOptions};
@@ -204,7 +206,8 @@ pub fn run(a: DualArgs) -> anyhow::Result<()> {
         spec.validate()?;
         SwapSide::Micro(spec)
     } else {
-        let cfg = SystemConfig::load(&a.config, &[]).with_context(|| format!("--config {}", a.config))?;
+        let cfg =
+            SystemConfig::load(&a.config, &[]).with_context(|| format!("--config {}", a.config))?;
         if cfg.backend != nvmswap_core::config::Backend::NvmSwap {
             bail!("--config {}: the swap side shares the region as an NVM-Swap tier; name an nvm-swap configuration", a.config);
         }
