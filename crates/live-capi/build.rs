@@ -3,15 +3,5 @@
 //! never goes stale.
 
 fn main() {
-    let crate_dir = std::env::var("CARGO_MANIFEST_DIR").expect("cargo sets CARGO_MANIFEST_DIR");
-    let out_dir = std::env::var("OUT_DIR").expect("cargo sets OUT_DIR");
-    let config = cbindgen::Config::from_root_or_default(&crate_dir);
-    cbindgen::Builder::new()
-        .with_crate(&crate_dir)
-        .with_config(config)
-        .generate()
-        .expect("the C ABI declarations generate a header")
-        .write_to_file(std::path::Path::new(&out_dir).join("nvmswap.h"));
-    println!("cargo:rerun-if-changed=src/lib.rs");
-    println!("cargo:rerun-if-changed=cbindgen.toml");
+    nvmswap_capi_common::write_header("nvmswap.h");
 }

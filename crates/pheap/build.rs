@@ -25,5 +25,10 @@ fn main() {
         .warnings(true)
         .compile("nvmswap_pmdk_pht");
     println!("cargo:rustc-link-lib=pmemobj");
+    // Export the libpmem interposers of c/pmdk_pht.c from this package's executables (tests),
+    // so libpmemobj.so's calls bind to them. Cargo passes link args to this package's own
+    // targets only: the `nvmswap` binary does not get them, and reports libpmemobj's flushes
+    // as not counted.
+    println!("cargo:rustc-link-arg=-Wl,--export-dynamic-symbol=pmem_*");
     println!("cargo:rustc-cfg=pmdk");
 }

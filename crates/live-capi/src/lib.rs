@@ -17,11 +17,10 @@
 //!   DRAM (read(2) into a region, say) fails with EFAULT instead of waiting: create the pager
 //!   with `nvmswap_pager_new_with(..., NVMSWAP_FAULT_HANDLER_THREAD)` if the program does that.
 
-use std::cell::RefCell;
-use std::ffi::{c_char, c_void, CStr, CString};
-use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::ffi::{c_char, c_void, CStr};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
+use nvmswap_capi_common::guarded;
 use nvmswap_live::{FaultPath, Pager, PagerConfig, Region};
 
 /// A pager: a DRAM budget shared by its regions, a compressed pool and an NVM tier.
@@ -37,35 +36,11 @@ pub struct NvmswapRegion {
     owner: *const NvmswapPager,
 }
 
-thread_local! {
-    static LAST_ERROR: RefCell<CString> = RefCell::new(CString::default());
-}
-
-fn set_error(message: &str) {
-    let c = CString::new(message.replace('\0', " ")).expect("NUL bytes were replaced");
-    LAST_ERROR.with(|e| *e.borrow_mut() = c);
-}
-
-/// Runs `f`, turning an error or a panic into `on_error` and a message for `nvmswap_last_error`.
-fn guarded<T>(on_error: T, f: impl FnOnce() -> Result<T, String>) -> T {
-    match catch_unwind(AssertUnwindSafe(f)) {
-        Ok(Ok(v)) => v,
-        Ok(Err(message)) => {
-            set_error(&message);
-            on_error
-        }
-        Err(_) => {
-            set_error("internal error (a panic was caught at the C boundary)");
-            on_error
-        }
-    }
-}
-
 /// The message of the last error on this thread ("" if none). Valid until the next call into
 /// this library on the same thread.
 #[no_mangle]
 pub extern "C" fn nvmswap_last_error() -> *const c_char {
-    LAST_ERROR.with(|e| e.borrow().as_ptr())
+    nvmswap_capi_common::last_error()
 }
 
 /// Creates a pager. `budget_bytes`: resident bytes of all its regions together.

@@ -45,6 +45,18 @@ pub fn run_pressure(
     opts: &PressureOptions,
     progress: &dyn Progress,
 ) -> Result<RunOutput, LiveError> {
+    run_pressure_with(cfg, opts, progress, None)
+}
+
+/// `run_pressure` with the NVM tier on `nvm_backend` (e.g. `file:<region>`, the region
+/// `nvmswap pheap dual` shares with a persistent heap) instead of the emulated device of the
+/// configuration's `swap_profile`.
+pub fn run_pressure_with(
+    cfg: &SystemConfig,
+    opts: &PressureOptions,
+    progress: &dyn Progress,
+    nvm_backend: Option<&NvmBackend>,
+) -> Result<RunOutput, LiveError> {
     check_scale(opts.scale).map_err(|e| LiveError::Spec(e.to_string()))?;
     let started = Instant::now();
     let budget = (((cfg.dram_bytes.saturating_sub(cfg.os_reserved_bytes)) as f64 * opts.scale)
@@ -105,7 +117,9 @@ pub fn run_pressure(
             budget_bytes: budget,
             pool_share: (cfg.zswap_max_pool_percent as f64 / 100.0).clamp(0.0, 1.0),
             compressor,
-            nvm_backend: Some(NvmBackend::Emulated(profile.to_string())),
+            nvm_backend: Some(
+                nvm_backend.cloned().unwrap_or_else(|| NvmBackend::Emulated(profile.to_string())),
+            ),
             nvm_bytes: swap_bytes,
             allocator: "linux-cluster".into(),
             read_ahead,
@@ -115,7 +129,9 @@ pub fn run_pressure(
         Backend::NvmSwap => PagerConfig {
             budget_bytes: budget,
             pool_share: 0.0,
-            nvm_backend: Some(NvmBackend::Emulated(profile.to_string())),
+            nvm_backend: Some(
+                nvm_backend.cloned().unwrap_or_else(|| NvmBackend::Emulated(profile.to_string())),
+            ),
             nvm_bytes: swap_bytes,
             allocator: cfg.nvm_allocator.name().into(),
             read_ahead,

@@ -10,11 +10,10 @@
 //! - A handle is used by one thread at a time and must not be used after `nvmswap_pheap_close`.
 //! - Opening a file that is not a pool of this layout and version fails; nothing is reformatted.
 
-use std::cell::RefCell;
-use std::ffi::{c_char, CStr, CString};
-use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::ffi::c_char;
 use std::path::Path;
 
+use nvmswap_capi_common::{guarded, text};
 use nvmswap_pheap::heap::Heap;
 use nvmswap_pheap::pht::{Key, Pht, Val, KEY_LEN, VAL_LEN};
 use nvmswap_pheap::pool::{AllocKind, LogKind, Pool, PoolOptions};
@@ -41,46 +40,11 @@ pub struct NvmswapPheapFlushes {
     pub fences: u64,
 }
 
-thread_local! {
-    static LAST_ERROR: RefCell<CString> = RefCell::new(CString::default());
-}
-
-fn set_error(message: &str) {
-    let c = CString::new(message.replace('\0', " ")).expect("NUL bytes were replaced");
-    LAST_ERROR.with(|e| *e.borrow_mut() = c);
-}
-
-fn guarded<T>(on_error: T, f: impl FnOnce() -> Result<T, String>) -> T {
-    match catch_unwind(AssertUnwindSafe(f)) {
-        Ok(Ok(v)) => v,
-        Ok(Err(message)) => {
-            set_error(&message);
-            on_error
-        }
-        Err(_) => {
-            set_error("internal error (a panic was caught at the C boundary)");
-            on_error
-        }
-    }
-}
-
-/// # Safety
-/// `s` is NULL or a NUL-terminated string.
-unsafe fn text<'a>(s: *const c_char, what: &str) -> Result<&'a str, String> {
-    if s.is_null() {
-        return Err(format!("{what} is NULL"));
-    }
-    // SAFETY: the caller passes a NUL-terminated string (function contract).
-    unsafe { CStr::from_ptr(s) }
-        .to_str()
-        .map_err(|_| format!("{what} is not UTF-8"))
-}
-
 /// The message of the last failed call on this thread ("" if none). Valid until the next call
 /// on this thread.
 #[no_mangle]
 pub extern "C" fn nvmswap_pheap_last_error() -> *const c_char {
-    LAST_ERROR.with(|e| e.borrow().as_ptr())
+    nvmswap_capi_common::last_error()
 }
 
 /// Create a pool file of `size` bytes at `path` (it must not exist) holding an empty table sized

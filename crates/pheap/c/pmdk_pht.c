@@ -5,6 +5,9 @@
  * next), keys and values of 64 bytes in their own objects; one transaction per put; the same
  * key/value generator (splitmix64) and operation sequence as crates/pheap/src/bench.rs.
  */
+#define _GNU_SOURCE /* RTLD_NEXT */
+#include <dlfcn.h>
+#include <libpmem.h>
 #include <libpmemobj.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -59,6 +62,95 @@ static double now(void) {
 
 #define AT(pop, off) ((void *)((char *)(pop) + (off)))
 
+/*
+ * Counting libpmemobj's flushes. libpmemobj.so does not flush by itself: it calls libpmem.so's
+ * pmem_flush, pmem_drain, pmem_persist, pmem_memcpy/memmove/memset (with flags) and pmem_msync
+ * through its PLT (`nm -D --undefined-only libpmemobj.so.1`), or through pointers to them taken
+ * at pool open, which the dynamic linker resolves the same way. This program defines those
+ * symbols; ld exports a symbol of the executable that a linked shared library references, so
+ * the dynamic linker binds libpmemobj's calls to the definitions below (interposition), which
+ * count the cache lines each call writes back and the fences, then call libpmem's own function
+ * (dlsym RTLD_NEXT). What is counted is exactly what libpmemobj asks libpmem to make durable;
+ * flushes libpmem does inside itself for a call are the lines of that call's range.
+ * Lines of a non-temporal copy (pmem_memcpy of 256 B or more goes around the cache) are counted
+ * as written back too: they reach NVM the same way a flushed line does.
+ */
+enum { PH_ALLOC, PH_LOG, PH_COMMIT, PH_OTHER };
+static int phase = PH_OTHER;
+static struct nvmswap_pmdk_flushes {
+    uint64_t lines[4]; /* by phase: in tx_alloc, in tx_add_range, at commit, elsewhere */
+    uint64_t fences;
+    uint64_t calls;
+} counts;
+
+static void count_lines(const void *addr, size_t len) {
+    counts.calls++;
+    if (len == 0) return;
+    uintptr_t a = (uintptr_t)addr;
+    counts.lines[phase] += (a + len + 63) / 64 - a / 64;
+}
+
+/* libpmem's own `name` (the next definition after ours), looked up once. */
+#define REAL(name)                      \
+    static __typeof__(&name) real_##name; \
+    if (real_##name == NULL) real_##name = (__typeof__(&name))dlsym(RTLD_NEXT, #name)
+
+void pmem_flush(const void *addr, size_t len) {
+    REAL(pmem_flush);
+    count_lines(addr, len);
+    real_pmem_flush(addr, len);
+}
+
+void pmem_deep_flush(const void *addr, size_t len) {
+    REAL(pmem_deep_flush);
+    count_lines(addr, len);
+    real_pmem_deep_flush(addr, len);
+}
+
+void pmem_drain(void) {
+    REAL(pmem_drain);
+    counts.fences++;
+    real_pmem_drain();
+}
+
+void pmem_persist(const void *addr, size_t len) {
+    REAL(pmem_persist);
+    count_lines(addr, len);
+    counts.fences++;
+    real_pmem_persist(addr, len);
+}
+
+int pmem_msync(const void *addr, size_t len) {
+    REAL(pmem_msync);
+    count_lines(addr, len);
+    counts.fences++;
+    return real_pmem_msync(addr, len);
+}
+
+static void count_mem(void *dest, size_t len, unsigned flags) {
+    if (flags & PMEM_F_MEM_NOFLUSH) return;
+    count_lines(dest, len);
+    if (!(flags & PMEM_F_MEM_NODRAIN)) counts.fences++;
+}
+
+void *pmem_memcpy(void *dest, const void *src, size_t len, unsigned flags) {
+    REAL(pmem_memcpy);
+    count_mem(dest, len, flags);
+    return real_pmem_memcpy(dest, src, len, flags);
+}
+
+void *pmem_memmove(void *dest, const void *src, size_t len, unsigned flags) {
+    REAL(pmem_memmove);
+    count_mem(dest, len, flags);
+    return real_pmem_memmove(dest, src, len, flags);
+}
+
+void *pmem_memset(void *dest, int c, size_t len, unsigned flags) {
+    REAL(pmem_memset);
+    count_mem(dest, len, flags);
+    return real_pmem_memset(dest, c, len, flags);
+}
+
 /* One put in one transaction (its own function: setjmp inside TX_BEGIN must not see the
  * caller's loop variables change). */
 static int put_one(PMEMobjpool *pop, PMEMoid root_oid, struct root *root, PMEMoid dir_oid,
@@ -67,12 +159,15 @@ static int put_one(PMEMobjpool *pop, PMEMoid root_oid, struct root *root, PMEMoi
     volatile int rc = 0;
     TX_BEGIN(pop) {
         if (dir[s] == 0) {
+            phase = PH_ALLOC;
             PMEMoid seg = pmemobj_tx_zalloc(SEG_BUCKETS * 8, 0);
+            phase = PH_LOG;
             pmemobj_tx_add_range(dir_oid, s * 8, 8);
             dir[s] = seg.off;
         }
         PMEMoid seg_oid = {root_oid.pool_uuid_lo, dir[s]};
         uint64_t *seg = AT(pop, dir[s]);
+        phase = PH_ALLOC;
         PMEMoid k = pmemobj_tx_alloc(64, 0);
         memcpy(pmemobj_direct(k), key, 64);
         PMEMoid v = pmemobj_tx_alloc(64, 0);
@@ -82,19 +177,31 @@ static int put_one(PMEMobjpool *pop, PMEMoid root_oid, struct root *root, PMEMoi
         ent->key = k.off;
         ent->val = v.off;
         ent->next = seg[at / 8];
+        phase = PH_LOG;
         pmemobj_tx_add_range(seg_oid, at, 8);
         seg[at / 8] = e.off;
         pmemobj_tx_add_range(root_oid, offsetof(struct root, count), 8);
         root->count++;
+        phase = PH_COMMIT;
     } TX_ONABORT {
         rc = -1;
     } TX_END
+    phase = PH_OTHER;
     return rc;
 }
 
+/* Referenced from nvmswap_pmdk_pht so the linker's section garbage collection keeps the
+ * definitions above (nothing in the executable calls them; libpmemobj.so does). */
+static void *volatile interposers[] = {
+    (void *)pmem_flush,  (void *)pmem_deep_flush, (void *)pmem_drain,   (void *)pmem_persist,
+    (void *)pmem_msync,  (void *)pmem_memcpy,     (void *)pmem_memmove, (void *)pmem_memset,
+};
+
 /* Returns 0 on success; on failure writes a message into err. */
 int nvmswap_pmdk_pht(const char *path, uint64_t pool_size, uint64_t elements, uint64_t seed,
-                     double *seconds, uint64_t *found, char *err, size_t errlen) {
+                     double *seconds, uint64_t *found, struct nvmswap_pmdk_flushes *flushes,
+                     char *err, size_t errlen) {
+    (void)interposers[0];
     /* Flush with CPU instructions as our pool does, not msync, on a file system without DAX. */
     setenv("PMEM_IS_PMEM_FORCE", "1", 1);
     PMEMobjpool *pop = pmemobj_create(path, "pht", (size_t)pool_size, 0600);
@@ -128,6 +235,7 @@ int nvmswap_pmdk_pht(const char *path, uint64_t pool_size, uint64_t elements, ui
     uint64_t rng = seed ^ 0x6765747321ULL;
     uint64_t hits = 0;
     unsigned char key[64], val[64];
+    memset(&counts, 0, sizeof counts);
     double t0 = now();
     for (uint64_t i = 0; i < elements && rc == 0; i++) {
         fill(seed, i, 0x6b6579, key);
@@ -152,6 +260,7 @@ int nvmswap_pmdk_pht(const char *path, uint64_t pool_size, uint64_t elements, ui
     }
     *seconds = now() - t0;
     *found = hits;
+    *flushes = counts;
     if (rc != 0) {
         snprintf(err, errlen, "put: %s", pmemobj_errormsg());
     }

@@ -44,10 +44,17 @@ pub struct BenchRun {
     pub ops: u64,
     pub seconds: f64,
     pub ops_per_s: f64,
-    /// Lines flushed per put by cause; null for libpmemobj, whose flushes we cannot count
-    /// without instrumenting it.
+    /// Lines flushed per put by cause. For libpmemobj (counted at libpmem's interface, see
+    /// `pmdk::PmdkFlushes`) by the phase of the put: inside tx_alloc (allocator), inside
+    /// tx_add_range (log), at commit (data, with the allocator's and the log's commit work,
+    /// which libpmemobj does together); null if the count was not in effect.
     pub flushes_per_put: Option<PerPut>,
+    /// All lines written back per put (the sum of `flushes_per_put`).
+    pub flushed_lines_per_put: Option<f64>,
     pub fences_per_put: Option<PerPut>,
+    /// libpmemobj: fences (pmem_drain and the drain of persist/mem*) per put.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pmdk_fences_per_put: Option<f64>,
     pub log_bytes_per_put: Option<f64>,
     pub log_meta_bytes_per_put: Option<f64>,
     pub word_records_per_put: Option<f64>,
@@ -78,8 +85,8 @@ pub fn fill(seed: u64, i: u64, salt: u64) -> [u8; 64] {
     }
     out
 }
-const KEY_SALT: u64 = 0x6b_6579;
-const VAL_SALT: u64 = 0x76_616c;
+pub const KEY_SALT: u64 = 0x6b_6579;
+pub const VAL_SALT: u64 = 0x76_616c;
 
 /// Pool size for `elements`, the same for both systems: 640 B per element and 64 MiB. Ours
 /// needs 160 B of objects per element plus a quarter for NVWA's metadata; libpmemobj ran out of
@@ -148,7 +155,9 @@ pub fn run_on(cfg: &BenchConfig, pool: Pool) -> Result<BenchRun> {
         seconds,
         ops_per_s: 2.0 * n as f64 / seconds,
         flushes_per_put: Some(per(flushes, n)),
+        flushed_lines_per_put: Some(flushes.total() as f64 / n as f64),
         fences_per_put: Some(per(s.fences.minus(&before.fences), n)),
+        pmdk_fences_per_put: None,
         log_bytes_per_put: Some((s.log_bytes - before.log_bytes) as f64 / n as f64),
         log_meta_bytes_per_put: Some((s.log_meta_bytes - before.log_meta_bytes) as f64 / n as f64),
         word_records_per_put: Some(
@@ -172,6 +181,8 @@ pub fn run_pmdk(cfg: &BenchConfig, path: &Path) -> Result<BenchRun> {
     let _ = std::fs::remove_file(path);
     let r = r?;
     let n = cfg.elements;
+    let f = r.flushes;
+    let nf = n.max(1) as f64;
     Ok(BenchRun {
         system: "pmdk",
         allocator: "libpmemobj".into(),
@@ -180,13 +191,20 @@ pub fn run_pmdk(cfg: &BenchConfig, path: &Path) -> Result<BenchRun> {
         ops: 2 * n,
         seconds: r.seconds,
         ops_per_s: 2.0 * n as f64 / r.seconds,
-        flushes_per_put: None,
+        flushes_per_put: f.map(|f| PerPut {
+            allocator: f.lines[0] as f64 / nf,
+            log: f.lines[1] as f64 / nf,
+            data: (f.lines[2] + f.lines[3]) as f64 / nf,
+        }),
+        flushed_lines_per_put: f.map(|f| f.lines.iter().sum::<u64>() as f64 / nf),
+        // Fences are not split by phase.
         fences_per_put: None,
+        pmdk_fences_per_put: f.map(|f| f.fences as f64 / nf),
         log_bytes_per_put: None,
         log_meta_bytes_per_put: None,
         word_records_per_put: None,
         object_records_per_put: None,
-        nvm_writes: None,
+        nvm_writes: f.map(|f| f.lines.iter().sum()),
         max_page_writes: None,
         gets_found: r.found,
         flush_insn: None,

@@ -10,6 +10,23 @@ use crate::error::{PheapError, Result};
 pub struct PmdkRun {
     pub seconds: f64,
     pub found: u64,
+    /// What libpmemobj asked libpmem to write back during the puts, counted by interposing
+    /// libpmem's flush, drain, persist and mem* functions (c/pmdk_pht.c); `None` if the
+    /// interposition was not in effect (no call reached it).
+    pub flushes: Option<PmdkFlushes>,
+}
+
+/// Counts of the interposed libpmem calls (the layout of c/pmdk_pht.c's struct).
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default)]
+pub struct PmdkFlushes {
+    /// Lines written back, by the phase of the put they happened in: inside
+    /// `pmemobj_tx_alloc`, inside `pmemobj_tx_add_range`, at commit (`TX_END`: the snapshotted
+    /// data, the allocations' redo log and the undo log's invalidation together), elsewhere.
+    pub lines: [u64; 4],
+    pub fences: u64,
+    /// Calls of the flushing functions.
+    pub calls: u64,
 }
 
 /// Whether this build has the libpmemobj benchmark.
@@ -27,6 +44,7 @@ mod ffi {
             seed: u64,
             seconds: *mut f64,
             found: *mut u64,
+            flushes: *mut super::PmdkFlushes,
             err: *mut std::os::raw::c_char,
             errlen: usize,
         ) -> i32;
@@ -46,9 +64,10 @@ pub fn run(path: &Path, pool_size: u64, elements: u64, seed: u64) -> Result<Pmdk
         .map_err(|_| PheapError::Pmdk("path contains a NUL byte".into()))?;
     let mut seconds = 0.0;
     let mut found = 0;
+    let mut flushes = PmdkFlushes::default();
     let mut err = vec![0u8; 512];
-    // SAFETY: every pointer is valid for the call: a NUL-terminated path, two out-parameters on
-    // our stack and an error buffer of the length we pass; the C side writes nothing else and
+    // SAFETY: every pointer is valid for the call: a NUL-terminated path, three out-parameters
+    // on our stack (the counts struct is `repr(C)` with the C struct's layout) and an error buffer of the length we pass; the C side writes nothing else and
     // keeps no pointer after returning.
     let rc = unsafe {
         ffi::nvmswap_pmdk_pht(
@@ -58,6 +77,7 @@ pub fn run(path: &Path, pool_size: u64, elements: u64, seed: u64) -> Result<Pmdk
             seed,
             &mut seconds,
             &mut found,
+            &mut flushes,
             err.as_mut_ptr().cast(),
             err.len(),
         )
@@ -68,7 +88,11 @@ pub fn run(path: &Path, pool_size: u64, elements: u64, seed: u64) -> Result<Pmdk
             String::from_utf8_lossy(&err[..end]).into(),
         ));
     }
-    Ok(PmdkRun { seconds, found })
+    Ok(PmdkRun {
+        seconds,
+        found,
+        flushes: (flushes.calls > 0).then_some(flushes),
+    })
 }
 
 #[cfg(not(pmdk))]

@@ -51,6 +51,23 @@ pub enum LogKind {
     Hybrid,
 }
 
+/// The kind among `all` whose name is `s`, or an error listing the names.
+fn parse_named<K: Copy>(
+    all: &[K],
+    name: fn(K) -> &'static str,
+    s: &str,
+    what: &'static str,
+) -> Result<K> {
+    all.iter()
+        .copied()
+        .find(|&k| name(k) == s)
+        .ok_or_else(|| PheapError::Unknown {
+            what,
+            name: s.into(),
+            known: all.iter().map(|&k| name(k)).collect::<Vec<_>>().join(", "),
+        })
+}
+
 impl AllocKind {
     pub const ALL: [AllocKind; 2] = [AllocKind::Nvwa, AllocKind::Naive];
     pub fn name(self) -> &'static str {
@@ -60,14 +77,7 @@ impl AllocKind {
         }
     }
     pub fn parse(s: &str) -> Result<AllocKind> {
-        AllocKind::ALL
-            .into_iter()
-            .find(|k| k.name() == s)
-            .ok_or_else(|| PheapError::Unknown {
-                what: "allocator",
-                name: s.into(),
-                known: "nvwa, naive".into(),
-            })
+        parse_named(&AllocKind::ALL, AllocKind::name, s, "allocator")
     }
     fn code(self) -> u32 {
         self as u32
@@ -90,14 +100,7 @@ impl LogKind {
         }
     }
     pub fn parse(s: &str) -> Result<LogKind> {
-        LogKind::ALL
-            .into_iter()
-            .find(|k| k.name() == s)
-            .ok_or_else(|| PheapError::Unknown {
-                what: "logging",
-                name: s.into(),
-                known: "undo-word, redo-word, undo-object, hybrid".into(),
-            })
+        parse_named(&LogKind::ALL, LogKind::name, s, "logging")
     }
     pub fn is_redo(self) -> bool {
         matches!(self, LogKind::RedoWord | LogKind::Hybrid)
@@ -194,22 +197,17 @@ impl Header {
     /// Parse and check a header; `len` is the size of the file or image it came from.
     pub fn decode(b: &[u8], len: u64, path: &Path, layout: &str) -> Result<Header> {
         let p = || path.to_path_buf();
-        if b.len() < HEADER_FIELDS + 4 || len < MIN_POOL {
-            if b.len() >= 8 && b[0..8] != MAGIC {
-                return Err(PheapError::NotAPool {
-                    path: p(),
-                    found: b[..8].to_vec(),
-                });
-            }
-            return Err(PheapError::TooSmall {
-                size: len,
-                min: MIN_POOL,
-            });
-        }
-        if b[0..8] != MAGIC {
+        // Another program's file first (whatever its size), then one too small to be a pool.
+        if b.len() >= 8 && b[0..8] != MAGIC {
             return Err(PheapError::NotAPool {
                 path: p(),
                 found: b[..8].to_vec(),
+            });
+        }
+        if b.len() < HEADER_FIELDS + 4 || len < MIN_POOL {
+            return Err(PheapError::TooSmall {
+                size: len,
+                min: MIN_POOL,
             });
         }
         let u32_at = |o: usize| u32::from_le_bytes(b[o..o + 4].try_into().unwrap());

@@ -108,7 +108,7 @@ struct CrashArgs {
     #[arg(long, default_value_t = 1)]
     seed: u64,
     /// Every this many images, also run on after recovery and crash again (0: never; see
-    /// docs/persistent-heap.md for the failure it finds with the naive allocator and redo logs).
+    /// docs/persistent-heap.md for the recovery bugs it found).
     #[arg(long, default_value_t = 0)]
     run_on_every: u64,
     #[arg(long)]
@@ -243,6 +243,15 @@ fn summarize(runs: &[BenchRun]) -> serde_json::Value {
             "nvwa_hybrid_over_pmdk_ops": ratio(
                 find("nvmswap", "nvwa", "hybrid").map(|r| r.ops_per_s),
                 pmdk.map(|r| r.ops_per_s)
+            ),
+            // All lines written back per put (libpmemobj's counted at libpmem's interface).
+            "flushed_lines_per_put": {
+                "nvwa_hybrid": find("nvmswap", "nvwa", "hybrid").and_then(|r| r.flushed_lines_per_put),
+                "pmdk": pmdk.and_then(|r| r.flushed_lines_per_put),
+            },
+            "pmdk_over_nvwa_hybrid_lines": ratio(
+                pmdk.and_then(|r| r.flushed_lines_per_put),
+                find("nvmswap", "nvwa", "hybrid").and_then(|r| r.flushed_lines_per_put)
             ),
         }));
     }
