@@ -37,19 +37,6 @@ pub struct Args {
     /// error is against the mean (sim is deterministic: one run).
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
     repeat: u32,
-    /// Run the bundled validation matrix (docs/experiments/validation.md) instead of `--configs`
-    /// at one scale and seed, and print one table of relative errors: the three bundled
-    /// configurations at each of `--matrix-scales` and `--matrix-seeds`, then
-    /// profiles/linux/matrix/ (schedulers none, kyber, bfq; page-cluster 0; a 1 % zswap pool) at
-    /// the first scale and seed.
-    #[arg(long)]
-    matrix: bool,
-    /// Scales of the matrix (a reduced matrix: fewer).
-    #[arg(long, value_delimiter = ',', default_value = "0.25,0.5")]
-    matrix_scales: Vec<f64>,
-    /// Seeds of the matrix.
-    #[arg(long, value_delimiter = ',', default_value = "1,2")]
-    matrix_seeds: Vec<u64>,
     /// Print one nvmswap.results/1 object (sim and linux runs; relative errors in the sim runs'
     /// `extra.validation`) on stdout.
     #[arg(long)]
@@ -222,126 +209,10 @@ fn mean_and_range(runs: &[RunResult]) -> Vec<(&'static str, f64, f64, f64)> {
         .collect()
 }
 
-/// The bundled configurations every matrix point runs.
-const MATRIX_BASE: [&str; 3] = ["linux-zram", "linux-swapfile", "linux-zswap"];
-
-/// The matrix's variations (at the first scale and seed): the schedulers beside the bundled
-/// mq-deadline, page-cluster 0 beside 3, zswap with a 1 % pool beside 20 %.
-const MATRIX_VARIANTS: [&str; 5] = [
-    "profiles/linux/matrix/linux-swapfile-none.toml",
-    "profiles/linux/matrix/linux-swapfile-kyber.toml",
-    "profiles/linux/matrix/linux-swapfile-bfq.toml",
-    "profiles/linux/matrix/linux-swapfile-pc0.toml",
-    "profiles/linux/matrix/linux-zswap-pool1.toml",
-];
-
-/// The matrix's points: (configuration, scale, seed).
-fn matrix_points(scales: &[f64], seeds: &[u64]) -> Vec<(String, f64, u64)> {
-    let mut points = Vec::new();
-    for &scale in scales {
-        for &seed in seeds {
-            for c in MATRIX_BASE {
-                points.push((c.to_string(), scale, seed));
-            }
-        }
-    }
-    if let (Some(&scale), Some(&seed)) = (scales.first(), seeds.first()) {
-        for c in MATRIX_VARIANTS {
-            points.push((c.to_string(), scale, seed));
-        }
-    }
-    points
-}
-
-/// Short column names of the matrix table, in `figures` order.
-const MATRIX_COLUMNS: [&str; 12] = [
-    "tabs", "sw.mean", "sw.p50", "sw.p99", "flt.p50", "flt.p99", "in.MiB", "out.MiB", "wq2c50",
-    "wq2c99", "rq2c50", "rq2c99",
-];
-
-/// One matrix row: the relative error of each figure (`n/a` where neither has it), a `*` past
-/// 25 %; tabs also by their difference.
-fn matrix_row(errors: &serde_json::Map<String, serde_json::Value>) -> String {
-    let mut row = String::new();
-    for (key, _) in figures(&RunResult::default()) {
-        let cell = match errors.get(key).and_then(serde_json::Value::as_f64) {
-            Some(e) => format!(
-                "{:+.0}%{}",
-                e * 100.0,
-                if e.abs() > 0.25 { "*" } else { "" }
-            ),
-            None => "n/a".into(),
-        };
-        row.push_str(&format!(" {cell:>8}"));
-    }
-    row
-}
-
 pub fn run(args: Args) -> anyhow::Result<()> {
     if args.repeat == 0 {
         anyhow::bail!("--repeat must be at least 1");
     }
-    if args.matrix {
-        let points = matrix_points(&args.matrix_scales, &args.matrix_seeds);
-        let started = std::time::Instant::now();
-        let mut rows = Vec::new();
-        for (i, (config, scale, seed)) in points.iter().enumerate() {
-            eprintln!("validate --matrix: point {}/{}", i + 1, points.len());
-            let one = Args {
-                configs: vec![config.clone()],
-                scale: *scale,
-                seed: *seed,
-                matrix: false,
-                json: true,
-                ..args.clone()
-            };
-            let (_, errors) = validate(&one, true)?;
-            rows.push((config.clone(), *scale, *seed, errors));
-        }
-        println!(
-            "validate --matrix --repeat {} ({} points, {:.0} s; relative error of sim against \
-             the mean of the linux runs, * past 25 %)",
-            args.repeat,
-            rows.len(),
-            started.elapsed().as_secs_f64()
-        );
-        print!("{:40} {:>5} {:>4}", "config", "scale", "seed");
-        for c in MATRIX_COLUMNS {
-            print!(" {c:>8}");
-        }
-        println!();
-        for (config, scale, seed, errors) in &rows {
-            let name = config
-                .rsplit('/')
-                .next()
-                .unwrap_or(config)
-                .trim_end_matches(".toml");
-            let tabs = errors
-                .get("tabs_delta")
-                .and_then(serde_json::Value::as_f64)
-                .map_or(String::new(), |d| format!(" (tabs {d:+.0})"));
-            println!("{name:40} {scale:>5} {seed:>4}{}{tabs}", matrix_row(errors));
-        }
-        return Ok(());
-    }
-    let (runs, _) = validate(&args, false)?;
-    if args.json {
-        println!(
-            "{}",
-            serde_json::to_string_pretty(&RunsReport::new("validate", args.seed, runs))?
-        );
-    }
-    Ok(())
-}
-
-/// Validates `args.configs` at `args.scale` and `args.seed`; prints each configuration's table
-/// unless `quiet` or `args.json`. Returns every run and the last configuration's errors.
-fn validate(
-    args: &Args,
-    quiet: bool,
-) -> anyhow::Result<(Vec<RunResult>, serde_json::Map<String, serde_json::Value>)> {
-    let print = !quiet && !args.json;
-    let mut last_errors = serde_json::Map::new();
     let disk = args.disk_profile.display().to_string();
     nvmswap_core::device::DeviceProfile::resolve(&disk)
         .with_context(|| format!("disk profile {disk}: run `nvmswap linux calibrate` first"))?;
@@ -399,7 +270,7 @@ fn validate(
                 .with_context(|| format!("sim run of {}", sim_cfg.name))?
                 .result;
         let mut errors = serde_json::Map::new();
-        if print {
+        if !args.json {
             println!(
                 "\n{name} (scale {}, seed {}, {} linux run(s){})",
                 args.scale,
@@ -423,19 +294,12 @@ fn validate(
             }
             let e = rel(s, l).filter(|e| e.is_finite());
             errors.insert(key.into(), e.map_or(serde_json::Value::Null, Into::into));
-            if key == "tabs_before_discard" {
-                errors.insert("tabs_delta".into(), (s - l).into());
-            }
-            if print {
+            if !args.json {
                 let e = e.map_or("n/a".to_string(), |e| format!("{:+.0}%", e * 100.0));
                 let range = format!("{lo:.2}..{hi:.2}");
                 println!("{key:22} {l:>10.2} {range:>21} {s:>10.2} {e:>9}");
             }
         }
-        if print {
-            print_breakdowns(&sim, &linux_runs);
-        }
-        last_errors = errors.clone();
         sim.extra
             .insert("validation".into(), serde_json::Value::Object(errors));
         sim.extra.insert("validates".into(), name.clone().into());
@@ -444,42 +308,13 @@ fn validate(
         runs.extend(linux_runs);
         runs.push(sim);
     }
-    Ok((runs, last_errors))
-}
-
-/// Seed 002's swap-in breakdown: sim's `extra.swap_in_breakdown_us`; on linux, the block layer
-/// (read Q2D) and the device (read D2C) from the swap file's trace; the kernel gives no
-/// fault-exit timestamp, so its swap layer and fault handling are not separated here.
-fn print_breakdowns(sim: &RunResult, linux: &[RunResult]) {
-    if let Some(b) = sim.extra.get("swap_in_breakdown_us") {
-        let f = |k: &str| {
-            b.get(k)
-                .and_then(serde_json::Value::as_f64)
-                .unwrap_or(f64::NAN)
-        };
+    if args.json {
         println!(
-            "sim swap-in breakdown (mean µs, {} faults): swap layer + fault handling {:.1}, \
-             block layer {:.1}, device {:.1}",
-            f("faults"),
-            f("swap_layer_and_fault_handling"),
-            f("block_layer"),
-            f("device")
+            "{}",
+            serde_json::to_string_pretty(&RunsReport::new("validate", args.seed, runs))?
         );
     }
-    let mean = |stage: &str| {
-        let v: Vec<f64> = linux
-            .iter()
-            .map(|r| trace_figure(r, stage, "mean"))
-            .filter(|v| v.is_finite())
-            .collect();
-        (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64)
-    };
-    if let (Some(q2d), Some(d2c)) = (mean("read_q2d_us"), mean("read_d2c_us")) {
-        println!(
-            "linux swap-in reads (mean µs, block tracepoints): block layer (Q2D) {q2d:.1}, \
-             device (D2C) {d2c:.1}; swap layer + fault handling: no fault-exit tracepoint"
-        );
-    }
+    Ok(())
 }
 
 #[cfg(test)]
