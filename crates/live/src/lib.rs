@@ -25,7 +25,7 @@ mod uffd_ops;
 
 pub use error::LiveError;
 pub use pager::{FaultPath, FaultWait, Pager, PagerConfig, PagerStats, Region, Tier};
-pub use pressure::{run_pressure, PressureOptions};
+pub use pressure::{run_pressure, run_pressure_traced, PressureOptions, PressureSink};
 pub use tiers::Compressor;
 
 /// The pager's page size.

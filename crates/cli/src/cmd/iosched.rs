@@ -228,7 +228,10 @@ pub fn run(args: Args) -> Result<()> {
         None => COMPLETION_MODES.to_vec(),
     };
     let reqs = stream(&args)?;
-    let bar = ProgressBar::new((scheds.len() * modes.len()) as u64);
+    let bar = ProgressBar::with_draw_target(
+        Some((scheds.len() * modes.len()) as u64),
+        crate::progress::draw_target(),
+    );
     bar.set_style(ProgressStyle::with_template("{bar:40} {pos}/{len} {msg}").context("bar style")?);
     let mut rows = Vec::new();
     for s in &scheds {

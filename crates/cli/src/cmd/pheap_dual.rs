@@ -108,13 +108,13 @@ pub fn run(a: DualArgs) -> anyhow::Result<()> {
         )
     };
 
-    eprintln!("pheap dual: heap alone");
+    tracing::info!("pheap dual: heap alone");
     fresh_region()?;
     let heap_alone = run_on(&cfg, heap_pool()?)?;
-    eprintln!("pheap dual: swap alone");
+    tracing::info!("pheap dual: swap alone");
     fresh_region()?;
     let swap_alone = run_micro(&spec, &tier)?;
-    eprintln!("pheap dual: both");
+    tracing::info!("pheap dual: both");
     fresh_region()?;
     let pool = heap_pool()?;
     let (heap_both, swap_both) = std::thread::scope(|s| {
