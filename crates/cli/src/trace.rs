@@ -255,6 +255,28 @@ pub struct SimTracer {
     pid: u32,
     swap_bytes: u64,
     faults_since_sample: u64,
+    /// Reclaim of consecutive pages on one track shown as one slice: (track, start, end, pages).
+    reclaim: Option<(u32, u64, u64, u64)>,
+}
+
+/// Reclaimed pages closer together than this on one track join one `reclaim` slice (a page
+/// each would make a full-scale trace hundreds of MB).
+const RECLAIM_JOIN_NS: u64 = 1_000;
+
+impl SimTracer {
+    fn flush_reclaim(&mut self, tr: &mut Trace) {
+        if let Some((tid, start, end, pages)) = self.reclaim.take() {
+            tr.slice(
+                self.pid,
+                tid,
+                start,
+                end - start,
+                "reclaim",
+                "reclaim",
+                vec![("pages", pages.into())],
+            );
+        }
+    }
 }
 
 impl SimTracer {
@@ -280,6 +302,7 @@ impl SimTracer {
             pid,
             swap_bytes,
             faults_since_sample: 0,
+            reclaim: None,
         }
     }
 }
@@ -290,7 +313,8 @@ impl Observer for SimTracer {
         if let Event::Fault { .. } = e {
             self.faults_since_sample += 1;
         }
-        let Ok(mut tr) = self.trace.lock() else {
+        let trace = self.trace.clone();
+        let Ok(mut tr) = trace.lock() else {
             return;
         };
         match *e {
@@ -359,23 +383,27 @@ impl Observer for SimTracer {
             Event::Reclaimed {
                 t,
                 kind,
-                page,
                 cpu_ns,
                 wait_ns,
                 ..
-            } => tr.slice(
-                pid,
-                if kind == ReclaimKind::Kswapd {
+            } => {
+                let tid = if kind == ReclaimKind::Kswapd {
                     TID_KSWAPD
                 } else {
                     TID_DIRECT
-                },
-                t,
-                (cpu_ns + wait_ns).max(1),
-                "reclaim page",
-                "reclaim",
-                vec![("page", page.into())],
-            ),
+                };
+                let end = t + (cpu_ns + wait_ns).max(1);
+                match &mut self.reclaim {
+                    Some((rt, _, re, pages)) if *rt == tid && t <= *re + RECLAIM_JOIN_NS => {
+                        *re = (*re).max(end);
+                        *pages += 1;
+                    }
+                    _ => {
+                        self.flush_reclaim(&mut tr);
+                        self.reclaim = Some((tid, t, end, 1));
+                    }
+                }
+            }
             Event::BlockCompleted { done, .. } => {
                 let op = format!("{:?}", done.op).to_lowercase();
                 tr.async_slice(
@@ -385,12 +413,7 @@ impl Observer for SimTracer {
                     done.c,
                     format!("block queue {} {op}", done.cpu),
                     "block",
-                    vec![
-                        ("bytes", done.bytes.into()),
-                        ("sync", done.sync.into()),
-                        ("q2d_us", (done.q2d() as f64 / 1e3).into()),
-                        ("d2c_us", (done.d2c() as f64 / 1e3).into()),
-                    ],
+                    vec![("bytes", done.bytes.into())],
                 );
             }
             Event::Sample {
@@ -401,6 +424,7 @@ impl Observer for SimTracer {
                 free_bytes,
                 swap_free_bytes,
             } => {
+                self.flush_reclaim(&mut tr);
                 tr.counter(pid, t, "free memory (MiB)", free_bytes as f64 / MIB);
                 tr.counter(pid, t, "resident tab memory (MiB)", resident_bytes as f64 / MIB);
                 tr.counter(pid, t, "compressed pool (MiB)", pool_bytes as f64 / MIB);

@@ -4,6 +4,7 @@ use std::fmt::Write as _;
 
 use nvmswap_core::results::{RunOutput, RunsReport, TimelineSample};
 use plotters::prelude::*;
+use plotters::style::text_anchor::{HPos, Pos, VPos};
 
 use super::{ratio_text, relaunch_base, relaunch_row, RelaunchRow};
 
@@ -157,7 +158,7 @@ fn mib_label(v: f64) -> String {
 fn decades(lo: f64, hi: f64) -> std::ops::Range<f64> {
     let lo = lo.max(1e-6);
     let hi = hi.max(lo * 10.0);
-    (10f64.powf(lo.log10().floor())..10f64.powf(hi.log10().ceil()))
+    10f64.powf(lo.log10().floor())..10f64.powf(hi.log10().ceil())
 }
 
 /// A linear range from 0 to a bit above the largest value (at least `floor`).
@@ -553,34 +554,36 @@ fn bars(
             .x_desc(unit)
             .x_label_formatter(&|v| fmt(*v))
             .y_label_formatter(&|v| match v {
-                SegmentValue::CenterOf(i) => names.get(*i).cloned().unwrap_or_default(),
+                // The first run at the top, as in the table.
+                SegmentValue::CenterOf(i) if *i < n => names[n - 1 - *i].clone(),
                 _ => String::new(),
             })
             .label_style(FONT)
             .draw()?;
         for (i, o) in outputs.iter().enumerate() {
             let v = value(o);
-            let n = note(o);
-            let fill = if n.is_some() {
+            let row = n - 1 - i;
+            let note = note(o);
+            let fill = if note.is_some() {
                 color(i).mix(0.35).filled()
             } else {
                 color(i).mix(0.85).filled()
             };
             chart.draw_series(std::iter::once(Rectangle::new(
                 [
-                    (0.0, SegmentValue::Exact(i)),
-                    (v, SegmentValue::Exact(i + 1)),
+                    (0.0, SegmentValue::Exact(row)),
+                    (v, SegmentValue::Exact(row + 1)),
                 ],
                 fill,
             )))?;
-            let text = match n {
+            let text = match note {
                 Some(n) => format!(" {} + unknown: {n}", fmt(v)),
                 None => format!(" {}", fmt(v)),
             };
             chart.draw_series(std::iter::once(Text::new(
                 text,
-                (v, SegmentValue::CenterOf(i)),
-                FONT.into_font().pos(Pos::new(HPos::Left, VPos::Center)),
+                (v, SegmentValue::CenterOf(row)),
+                FONT.into_font().color(&BLACK).pos(Pos::new(HPos::Left, VPos::Center)),
             )))?;
         }
         Ok(())
@@ -643,7 +646,8 @@ fn cpu_split(outputs: &[RunOutput]) -> Svg {
             .x_desc("CPU time")
             .x_label_formatter(&|v| format!("{} s", num(*v)))
             .y_label_formatter(&|v| match v {
-                SegmentValue::CenterOf(i) => names.get(*i).cloned().unwrap_or_default(),
+                // The first run at the top, as in the table.
+                SegmentValue::CenterOf(i) if *i < n => names[n - 1 - *i].clone(),
                 _ => String::new(),
             })
             .label_style(FONT)
@@ -658,8 +662,8 @@ fn cpu_split(outputs: &[RunOutput]) -> Svg {
                 let start: f64 = parts[..pi].iter().map(|p| get(o, p.1)).sum();
                 Rectangle::new(
                     [
-                        (start, SegmentValue::Exact(i)),
-                        (start + get(o, key), SegmentValue::Exact(i + 1)),
+                        (start, SegmentValue::Exact(n - 1 - i)),
+                        (start + get(o, key), SegmentValue::Exact(n - i)),
                     ],
                     c.mix(0.8).filled(),
                 )
