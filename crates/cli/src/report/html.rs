@@ -844,7 +844,8 @@ fn relaunch_small_multiples(
                 chart
                     .configure_mesh()
                     .disable_y_mesh()
-                    .y_labels(0)
+                    .y_labels(n + 1)
+                    .y_label_formatter(&|_| String::new())
                     .x_labels(4)
                     .x_label_formatter(&|v| fmt(*v))
                     .label_style(("sans-serif", 11))
@@ -862,7 +863,8 @@ fn relaunch_small_multiples(
                 chart
                     .configure_mesh()
                     .disable_y_mesh()
-                    .y_labels(0)
+                    .y_labels(n + 1)
+                    .y_label_formatter(&|_| String::new())
                     .x_labels(4)
                     .x_label_formatter(&|v| fmt(*v))
                     .label_style(("sans-serif", 11))
