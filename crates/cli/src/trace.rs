@@ -426,7 +426,12 @@ impl Observer for SimTracer {
             } => {
                 self.flush_reclaim(&mut tr);
                 tr.counter(pid, t, "free memory (MiB)", free_bytes as f64 / MIB);
-                tr.counter(pid, t, "resident tab memory (MiB)", resident_bytes as f64 / MIB);
+                tr.counter(
+                    pid,
+                    t,
+                    "resident tab memory (MiB)",
+                    resident_bytes as f64 / MIB,
+                );
                 tr.counter(pid, t, "compressed pool (MiB)", pool_bytes as f64 / MIB);
                 tr.counter(
                     pid,
@@ -552,7 +557,12 @@ impl nvmswap_live::PressureSink for LiveTracer {
         t.counter(pid, at, "swap used (MiB)", swapped as f64 / MIB);
         let now = (st.faults, st.evictions, st.direct_reclaims);
         let (f0, e0, d0) = self.last.unwrap_or((0, 0, 0));
-        t.counter(pid, at, "faults per interval", now.0.saturating_sub(f0) as f64);
+        t.counter(
+            pid,
+            at,
+            "faults per interval",
+            now.0.saturating_sub(f0) as f64,
+        );
         t.counter(
             pid,
             at,

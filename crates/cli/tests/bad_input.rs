@@ -135,7 +135,10 @@ const CASES: &[(&[&str], &[&str])] = &[
         &["relaunch", "--config", "nand,nand"],
         &["--config", "named twice"],
     ),
-    (&["relaunch", "--category", "socail"], &["--category", "social"]),
+    (
+        &["relaunch", "--category", "socail"],
+        &["--category", "social"],
+    ),
     (&["wear", "--fill", "-0.5"], &["--fill"]),
     (&["pressure", "-q", "-v"], &["--quiet", "--verbose"]),
     (&["devices", "show", "pcn"], &["did you mean 'pcm'"]),
@@ -295,7 +298,11 @@ fn sizes_with_units_are_accepted_in_set_and_toml() {
         let out = dir.join("out");
         args.extend_from_slice(&["--out", out.to_str().unwrap()]);
         let o = run_in(&dir, &args);
-        assert!(o.status.success(), "{args:?}: {}", String::from_utf8_lossy(&o.stderr));
+        assert!(
+            o.status.success(),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
         let mut v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
         let r = &mut v["runs"][0];
         r["wall_s"] = 0.into();

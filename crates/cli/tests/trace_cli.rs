@@ -8,7 +8,8 @@ use common::{nvmswap, scratch};
 use serde_json::Value;
 
 fn f(v: &Value, k: &str) -> f64 {
-    v[k].as_f64().unwrap_or_else(|| panic!("{k} missing in {v}"))
+    v[k].as_f64()
+        .unwrap_or_else(|| panic!("{k} missing in {v}"))
 }
 
 #[test]
@@ -49,10 +50,20 @@ fn a_sim_run_writes_a_trace_with_slices_counters_and_block_requests() {
             .or_default() += 1;
     }
     for k in [
-        "X:switch", "X:tab", "X:fault", "X:reclaim", "i:reclaim", "i:discard", "b:block",
-        "e:block", "C:counter",
+        "X:switch",
+        "X:tab",
+        "X:fault",
+        "X:reclaim",
+        "i:reclaim",
+        "i:discard",
+        "b:block",
+        "e:block",
+        "C:counter",
     ] {
-        assert!(kinds.get(k).copied().unwrap_or(0) > 0, "no {k} events: {kinds:?}");
+        assert!(
+            kinds.get(k).copied().unwrap_or(0) > 0,
+            "no {k} events: {kinds:?}"
+        );
     }
 
     // One switch slice per switch the results count, lasting its latency.
@@ -71,7 +82,10 @@ fn a_sim_run_writes_a_trace_with_slices_counters_and_block_requests() {
         let d = f(e, "dur");
         assert!(d > 0.0, "{e}");
         let key = (e["pid"].as_u64().unwrap(), e["tid"].as_u64().unwrap());
-        by_track.entry(key).or_default().push((f(e, "ts"), f(e, "ts") + d));
+        by_track
+            .entry(key)
+            .or_default()
+            .push((f(e, "ts"), f(e, "ts") + d));
     }
     for (track, slices) in &by_track {
         let mut open: Vec<f64> = Vec::new();
@@ -80,7 +94,10 @@ fn a_sim_run_writes_a_trace_with_slices_counters_and_block_requests() {
                 open.pop();
             }
             if let Some(&top) = open.last() {
-                assert!(end <= top + 1e-6, "track {track:?}: [{s}, {end}] crosses {top}");
+                assert!(
+                    end <= top + 1e-6,
+                    "track {track:?}: [{s}, {end}] crosses {top}"
+                );
             }
             open.push(end);
         }
@@ -98,7 +115,9 @@ fn a_sim_run_writes_a_trace_with_slices_counters_and_block_requests() {
                     .is_none());
             }
             "e" => {
-                let (ts, name) = begun.remove(&e["id"].as_u64().unwrap()).expect("end without begin");
+                let (ts, name) = begun
+                    .remove(&e["id"].as_u64().unwrap())
+                    .expect("end without begin");
                 assert!(f(e, "ts") >= ts);
                 assert_eq!(e["name"].as_str().unwrap(), name);
                 assert!(name.starts_with("block queue "), "{name}");
@@ -114,7 +133,10 @@ fn a_sim_run_writes_a_trace_with_slices_counters_and_block_requests() {
     for e in timed.iter().filter(|e| e["ph"] == "C") {
         let v = f(&e["args"], "value");
         assert!(v.is_finite() && v >= 0.0, "{e}");
-        counters.entry(e["name"].as_str().unwrap().into()).or_default().push(v);
+        counters
+            .entry(e["name"].as_str().unwrap().into())
+            .or_default()
+            .push(v);
     }
     for name in [
         "free memory (MiB)",
@@ -124,7 +146,10 @@ fn a_sim_run_writes_a_trace_with_slices_counters_and_block_requests() {
         "tabs open",
         "faults per interval",
     ] {
-        assert!(counters.get(name).is_some_and(|v| v.len() >= 2), "{name}: {counters:?}");
+        assert!(
+            counters.get(name).is_some_and(|v| v.len() >= 2),
+            "{name}: {counters:?}"
+        );
     }
     assert!(counters["swap used (MiB)"].iter().any(|v| *v > 0.0));
     let _ = std::fs::remove_dir_all(&out);

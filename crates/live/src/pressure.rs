@@ -41,7 +41,14 @@ pub trait PressureSink {
     /// Tab `tab` was created and loaded from `start` to `end`.
     fn tab_opened(&mut self, _start: Duration, _end: Duration, _tab: u32) {}
     /// A switch to `tab` from `start` to `end` (its latency), with `tabs_open` tabs alive.
-    fn switched(&mut self, _start: Duration, _end: Duration, _tab: u32, _phase: &str, _tabs_open: u32) {
+    fn switched(
+        &mut self,
+        _start: Duration,
+        _end: Duration,
+        _tab: u32,
+        _phase: &str,
+        _tabs_open: u32,
+    ) {
     }
     /// Chrome's rule discarded `tab`.
     fn discarded(&mut self, _at: Duration, _tab: u32) {}
@@ -95,7 +102,8 @@ pub fn run_pressure_traced(
             if cfg.backend != Backend::NvmSwap {
                 tracing::warn!(
                     "live: configuration '{}': the live pager has no {}; it runs lz4 instead",
-                    cfg.name, cfg.compressor
+                    cfg.name,
+                    cfg.compressor
                 );
             }
             Compressor::Lz4
@@ -149,8 +157,7 @@ pub fn run_pressure_traced(
         })
         .collect();
     let expected = nvmswap_core::workload::tabs::expected_tabs(budget + swap_capacity, &scaled);
-    let mut test =
-        PressureTest::new(opts.params.clone(), sites.len()).with_expected_tabs(expected);
+    let mut test = PressureTest::new(opts.params.clone(), sites.len()).with_expected_tabs(expected);
     let mut tabs: Vec<Option<Tab>> = Vec::new();
     let mut recency = TabRecency::default();
     let mut switch_lat = LatencyRecorder::new();

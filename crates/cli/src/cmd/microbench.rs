@@ -197,7 +197,9 @@ fn verify(args: &Args, spec: &MicrobenchSpec) -> anyhow::Result<()> {
     };
     tracing::info!(
         "torture: {} threads, {} pages, budget {} bytes",
-        args.threads, pages, spec.budget_bytes
+        args.threads,
+        pages,
+        spec.budget_bytes
     );
     let started = std::time::Instant::now();
     let ops = spec.touches / args.threads as u64;

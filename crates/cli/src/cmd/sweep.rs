@@ -92,7 +92,8 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         done_before,
         todo.len()
     );
-    let bar = ProgressBar::with_draw_target(Some(todo.len() as u64), crate::progress::draw_target());
+    let bar =
+        ProgressBar::with_draw_target(Some(todo.len() as u64), crate::progress::draw_target());
     bar.set_style(
         ProgressStyle::with_template(
             "{prefix:>10} {bar:30.cyan/blue} {pos}/{len} points [{elapsed_precise}, eta {eta}] {msg}",

@@ -232,10 +232,7 @@ fn switch_percentiles(outputs: &[RunOutput]) -> Svg {
         let hi = all.iter().copied().fold(SWITCH_MARK_MS, f64::max);
         let y = decades(if lo.is_finite() { lo } else { 1.0 }, hi);
         let mut chart = ChartBuilder::on(&root)
-            .caption(
-                "Tab-switch latency by percentile (seed 000 Fig. 3)",
-                TITLE,
-            )
+            .caption("Tab-switch latency by percentile (seed 000 Fig. 3)", TITLE)
             .margin(12)
             .x_label_area_size(40)
             .y_label_area_size(70)
@@ -298,7 +295,9 @@ where
     chart.draw_series(std::iter::once(Text::new(
         label.to_string(),
         (x1, y),
-        FONT.into_font().color(&grey).pos(Pos::new(HPos::Right, VPos::Bottom)),
+        FONT.into_font()
+            .color(&grey)
+            .pos(Pos::new(HPos::Right, VPos::Bottom)),
     )))?;
     Ok(())
 }
@@ -325,7 +324,9 @@ where
     chart.draw_series(std::iter::once(Text::new(
         format!(" {label}"),
         (x, y1),
-        FONT.into_font().color(&grey).pos(Pos::new(HPos::Left, VPos::Top)),
+        FONT.into_font()
+            .color(&grey)
+            .pos(Pos::new(HPos::Left, VPos::Top)),
     )))?;
     Ok(())
 }
@@ -337,7 +338,9 @@ const BUCKET: u32 = 20;
 fn buckets(o: &RunOutput) -> Vec<(f64, Vec<f64>)> {
     let mut by: std::collections::BTreeMap<u32, Vec<f64>> = Default::default();
     for s in &o.series.switches {
-        by.entry(s.tabs_open / BUCKET).or_default().push(s.latency_ms);
+        by.entry(s.tabs_open / BUCKET)
+            .or_default()
+            .push(s.latency_ms);
     }
     by.into_iter()
         .map(|(b, mut v)| {
@@ -394,7 +397,10 @@ fn over_250_by_tabs(outputs: &[RunOutput]) -> Svg {
                 .draw_series(LineSeries::new(pts.clone(), color(i).stroke_width(2)))?
                 .label(run_label(o))
                 .legend(line_legend(i));
-            chart.draw_series(pts.into_iter().map(|p| Circle::new(p, 3, color(i).filled())))?;
+            chart.draw_series(
+                pts.into_iter()
+                    .map(|p| Circle::new(p, 3, color(i).filled())),
+            )?;
         }
         draw_legend(&mut chart, SeriesLabelPosition::UpperLeft)?;
         Ok(())
@@ -452,13 +458,19 @@ fn bucket_percentiles(outputs: &[RunOutput]) -> Svg {
                 .draw_series(LineSeries::new(p50.clone(), color(i).stroke_width(2)))?
                 .label(format!("{} p50", run_label(o)))
                 .legend(line_legend(i));
-            chart.draw_series(p50.into_iter().map(|p| Circle::new(p, 3, color(i).filled())))?;
+            chart.draw_series(
+                p50.into_iter()
+                    .map(|p| Circle::new(p, 3, color(i).filled())),
+            )?;
             let c = color(i);
             chart
                 .draw_series(LineSeries::new(p99.clone(), c.mix(0.6).stroke_width(1)))?
                 .label(format!("{} p99", run_label(o)))
                 .legend(move |(x, y)| TriangleMarker::new((x + 8, y), 4, c.filled()));
-            chart.draw_series(p99.into_iter().map(|p| TriangleMarker::new(p, 4, c.filled())))?;
+            chart.draw_series(
+                p99.into_iter()
+                    .map(|p| TriangleMarker::new(p, 4, c.filled())),
+            )?;
         }
         draw_legend(&mut chart, SeriesLabelPosition::UpperLeft)?;
         Ok(())
@@ -583,7 +595,9 @@ fn bars(
             chart.draw_series(std::iter::once(Text::new(
                 text,
                 (v, SegmentValue::CenterOf(row)),
-                FONT.into_font().color(&BLACK).pos(Pos::new(HPos::Left, VPos::Center)),
+                FONT.into_font()
+                    .color(&BLACK)
+                    .pos(Pos::new(HPos::Left, VPos::Center)),
             )))?;
         }
         Ok(())
@@ -700,9 +714,7 @@ fn percent_over_time(
                     .series
                     .timeline
                     .windows(2)
-                    .filter_map(|w| {
-                        share(&w[0], &w[1]).map(|v| (w[1].t_s, v.clamp(0.0, 100.0)))
-                    })
+                    .filter_map(|w| share(&w[0], &w[1]).map(|v| (w[1].t_s, v.clamp(0.0, 100.0))))
                     .collect();
                 (i, o, pts)
             })
@@ -810,16 +822,15 @@ fn relaunch_small_multiples(
     let height = 70 + grid_rows as u32 * cell_h;
     svg_sized((900, height), |root| {
         let (top, body) = root.split_vertically(70);
-        top.draw(&Text::new(
-            title.to_string(),
-            (10, 8),
-            TITLE.into_font(),
-        ))?;
+        top.draw(&Text::new(title.to_string(), (10, 8), TITLE.into_font()))?;
         // The legend: one swatch per configuration, in the bars' colours.
         for (i, c) in configs.iter().enumerate() {
             let x = 10 + (i as i32 % 5) * 175;
             let y = 36 + (i as i32 / 5) * 18;
-            top.draw(&Rectangle::new([(x, y), (x + 14, y + 12)], color(i).filled()))?;
+            top.draw(&Rectangle::new(
+                [(x, y), (x + 14, y + 12)],
+                color(i).filled(),
+            ))?;
             top.draw(&Text::new(c.clone(), (x + 20, y), FONT.into_font()))?;
         }
         let all: Vec<f64> = rows.iter().map(&value).filter(|v| *v > 0.0).collect();
@@ -840,7 +851,8 @@ fn relaunch_small_multiples(
                 .x_label_area_size(24)
                 .y_label_area_size(10);
             if log {
-                let mut chart = b.build_cartesian_2d(range.clone().log_scale(), (0..n).into_segmented())?;
+                let mut chart =
+                    b.build_cartesian_2d(range.clone().log_scale(), (0..n).into_segmented())?;
                 chart
                     .configure_mesh()
                     .disable_y_mesh()
@@ -854,7 +866,10 @@ fn relaunch_small_multiples(
                     let i = configs.iter().position(|c| c == &r.name).unwrap_or(0);
                     let v = value(r).max(range.start);
                     chart.draw_series(std::iter::once(Rectangle::new(
-                        [(range.start, SegmentValue::Exact(i)), (v, SegmentValue::Exact(i + 1))],
+                        [
+                            (range.start, SegmentValue::Exact(i)),
+                            (v, SegmentValue::Exact(i + 1)),
+                        ],
                         color(i).mix(0.85).filled(),
                     )))?;
                 }
@@ -872,7 +887,10 @@ fn relaunch_small_multiples(
                 for r in &mine {
                     let i = configs.iter().position(|c| c == &r.name).unwrap_or(0);
                     chart.draw_series(std::iter::once(Rectangle::new(
-                        [(0.0, SegmentValue::Exact(i)), (value(r), SegmentValue::Exact(i + 1))],
+                        [
+                            (0.0, SegmentValue::Exact(i)),
+                            (value(r), SegmentValue::Exact(i + 1)),
+                        ],
                         color(i).mix(0.85).filled(),
                     )))?;
                 }
