@@ -307,6 +307,7 @@ fn sizes_with_units_are_accepted_in_set_and_toml() {
         let r = &mut v["runs"][0];
         r["wall_s"] = 0.into();
         r["config"] = "x".into();
+        r["extra"]["perf_per_cost"]["config"] = "x".into();
         v["runs"][0].clone()
     };
     let bytes = run(&["--config", "optane", "--set", "swap_bytes=17179869184"]);
