@@ -8,6 +8,7 @@ mod perfcost;
 mod progress;
 mod report;
 mod sweep_report;
+mod trace;
 mod units;
 
 #[derive(Parser)]
@@ -25,6 +26,12 @@ mod units;
                   on the bundled configurations."
 )]
 struct Cli {
+    /// Only results and errors: no progress, no diagnostics.
+    #[arg(short, long, global = true, conflicts_with = "verbose")]
+    quiet: bool,
+    /// More diagnostics (-v debug, -vv trace).
+    #[arg(short, long, global = true, action = clap::ArgAction::Count)]
+    verbose: u8,
     #[command(subcommand)]
     command: Option<Command>,
 }
@@ -58,6 +65,7 @@ enum Command {
 
 fn main() -> std::process::ExitCode {
     let cli = Cli::parse();
+    progress::init(cli.quiet, cli.verbose);
     let result = match cli.command {
         None => cmd::pressure::run(cmd::pressure::Args::default_main_job()),
         Some(Command::Pressure(args)) => cmd::pressure::run(args),

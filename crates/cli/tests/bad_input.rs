@@ -38,6 +38,10 @@ const CASES: &[(&[&str], &[&str])] = &[
         &["microbench", "--working-set", "64MiB", "--budget", "64MiB"],
         &["budget", "smaller than the working set"],
     ),
+    (
+        &["microbench", "--working-set", "64MiB", "--budget", "128MiB"],
+        &["budget", "smaller than the working set"],
+    ),
     (&["microbench", "--touches", "0"], &["--touches"]),
     (
         &["microbench", "--write-share", "1.5"],
@@ -127,6 +131,16 @@ const CASES: &[(&[&str], &[&str])] = &[
     ),
     (&["wear", "--fill", "2"], &["--fill"]),
     (&["relaunch", "--rounds", "0"], &["--rounds"]),
+    (
+        &["relaunch", "--config", "nand,nand"],
+        &["--config", "named twice"],
+    ),
+    (
+        &["relaunch", "--category", "socail"],
+        &["--category", "social"],
+    ),
+    (&["wear", "--fill", "-0.5"], &["--fill"]),
+    (&["pressure", "-q", "-v"], &["--quiet", "--verbose"]),
     (&["devices", "show", "pcn"], &["did you mean 'pcm'"]),
 ];
 
@@ -263,4 +277,43 @@ fn effective_uid() -> u32 {
         })
         .and_then(|u| u.parse().ok())
         .unwrap_or(u32::MAX)
+}
+
+/// Sizes with units ("4GiB") are accepted in `--set` and in a configuration file (they used to
+/// be refused: raw bytes only), and mean the same as the bytes.
+#[test]
+fn sizes_with_units_are_accepted_in_set_and_toml() {
+    let dir = scratch("units");
+    let toml = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../profiles/systems/optane.toml"),
+    )
+    .unwrap()
+    .replace("swap_bytes = 17179869184", "swap_bytes = \"16 GiB\"")
+    .replace("name = \"optane\"", "name = \"optane-units\"");
+    let cfg = dir.join("units.toml");
+    std::fs::write(&cfg, toml).unwrap();
+    let run = |extra: &[&str]| -> serde_json::Value {
+        let mut args = vec!["pressure", "--scale", "0.02", "--json", "-q"];
+        args.extend_from_slice(extra);
+        let out = dir.join("out");
+        args.extend_from_slice(&["--out", out.to_str().unwrap()]);
+        let o = run_in(&dir, &args);
+        assert!(
+            o.status.success(),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        let mut v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+        let r = &mut v["runs"][0];
+        r["wall_s"] = 0.into();
+        r["config"] = "x".into();
+        r["extra"]["perf_per_cost"]["config"] = "x".into();
+        v["runs"][0].clone()
+    };
+    let bytes = run(&["--config", "optane", "--set", "swap_bytes=17179869184"]);
+    let set = run(&["--config", "optane", "--set", "swap_bytes=16GiB"]);
+    let file = run(&["--config", cfg.to_str().unwrap()]);
+    assert_eq!(bytes, set);
+    assert_eq!(bytes, file);
+    let _ = std::fs::remove_dir_all(&dir);
 }

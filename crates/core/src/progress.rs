@@ -6,6 +6,8 @@
 pub trait Progress: Sync {
     /// A new stage begins with `total` units of work (0 when unknown).
     fn stage(&self, _name: &str, _total: u64) {}
+    /// The current stage's length changed (an estimate was corrected), keeping its position.
+    fn set_total(&self, _total: u64) {}
     /// `done` units of the current stage are complete (absolute, not a delta).
     fn advance(&self, _done: u64) {}
     /// A short status line (for example the current tab count).

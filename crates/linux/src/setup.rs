@@ -151,7 +151,7 @@ fn lock_machine() -> Result<std::fs::File, LinuxError> {
         .map_err(|e| LinuxError::io("open", path, e))?;
     // SAFETY: flock on an fd we own; released when the file is closed.
     if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } != 0 {
-        eprintln!("nvmswap linux: another run holds {path}; waiting for it to finish");
+        tracing::warn!("nvmswap linux: another run holds {path}; waiting for it to finish");
         // SAFETY: as above, blocking this time.
         if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX) } != 0 {
             return Err(LinuxError::io(
@@ -415,8 +415,8 @@ impl Drop for Setup {
         }
         match self.restore_inner() {
             Ok(d) if d.is_empty() => {}
-            Ok(d) => eprintln!("nvmswap linux: restored with differences: {}", d.join("; ")),
-            Err(e) => eprintln!(
+            Ok(d) => tracing::warn!("nvmswap linux: restored with differences: {}", d.join("; ")),
+            Err(e) => tracing::error!(
                 "nvmswap linux: restore failed ({e}); state kept in {}, run `nvmswap linux restore`",
                 self.state_path.display()
             ),

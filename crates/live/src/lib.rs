@@ -27,7 +27,7 @@ pub use error::LiveError;
 /// The NVM back-end forms, core's registry (`emulated:<profile>`, `file:<path>`).
 pub use nvmswap_core::kinds::NvmBackend;
 pub use pager::{FaultPath, FaultWait, Pager, PagerConfig, PagerStats, Region, Tier};
-pub use pressure::{run_pressure, PressureOptions};
+pub use pressure::{run_pressure, run_pressure_traced, PressureOptions, PressureSink};
 pub use tiers::Compressor;
 
 /// The pager's page size.

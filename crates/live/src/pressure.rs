@@ -38,6 +38,36 @@ struct Tab<'p> {
     site: usize,
 }
 
+/// What a live pressure run reports as it goes, for a timeline (`nvmswap pressure --trace`).
+/// Times are wall time since the run's start. Every method defaults to doing nothing.
+pub trait PressureSink {
+    /// Tab `tab` was created and loaded from `start` to `end`.
+    fn tab_opened(&mut self, _start: Duration, _end: Duration, _tab: u32) {}
+    /// A switch to `tab` from `start` to `end` (its latency), with `tabs_open` tabs alive.
+    fn switched(
+        &mut self,
+        _start: Duration,
+        _end: Duration,
+        _tab: u32,
+        _phase: &str,
+        _tabs_open: u32,
+    ) {
+    }
+    /// Chrome's rule discarded `tab`.
+    fn discarded(&mut self, _at: Duration, _tab: u32) {}
+    /// The pager's counters at `at` (sampled at most every [`SINK_SAMPLE`]), with the bytes of
+    /// the tabs' memory that are not resident (in the pool or on NVM).
+    fn stats(&mut self, _at: Duration, _stats: &crate::PagerStats, _swapped_bytes: u64) {}
+}
+
+/// A sink that keeps nothing.
+pub struct NoSink;
+
+impl PressureSink for NoSink {}
+
+/// How often a run hands the pager's counters to its sink.
+pub const SINK_SAMPLE: Duration = Duration::from_millis(50);
+
 /// Run the pressure test on a live pager configured from `cfg`. Tabs are regions; switch
 /// latency is the wall time to touch a tab's working set; faults are counted by the pager.
 pub fn run_pressure(
@@ -45,7 +75,7 @@ pub fn run_pressure(
     opts: &PressureOptions,
     progress: &dyn Progress,
 ) -> Result<RunOutput, LiveError> {
-    run_pressure_with(cfg, opts, progress, None)
+    run_pressure_full(cfg, opts, progress, None, &mut NoSink)
 }
 
 /// `run_pressure` with the NVM tier on `nvm_backend` (e.g. `file:<region>`, the region
@@ -56,6 +86,26 @@ pub fn run_pressure_with(
     opts: &PressureOptions,
     progress: &dyn Progress,
     nvm_backend: Option<&NvmBackend>,
+) -> Result<RunOutput, LiveError> {
+    run_pressure_full(cfg, opts, progress, nvm_backend, &mut NoSink)
+}
+
+/// [`run_pressure`], telling `sink` what happens as it happens.
+pub fn run_pressure_traced(
+    cfg: &SystemConfig,
+    opts: &PressureOptions,
+    progress: &dyn Progress,
+    sink: &mut dyn PressureSink,
+) -> Result<RunOutput, LiveError> {
+    run_pressure_full(cfg, opts, progress, None, sink)
+}
+
+fn run_pressure_full(
+    cfg: &SystemConfig,
+    opts: &PressureOptions,
+    progress: &dyn Progress,
+    nvm_backend: Option<&NvmBackend>,
+    sink: &mut dyn PressureSink,
 ) -> Result<RunOutput, LiveError> {
     check_scale(opts.scale).map_err(|e| LiveError::Spec(e.to_string()))?;
     let started = Instant::now();
@@ -75,9 +125,10 @@ pub fn run_pressure_with(
     let compressor = match cfg.compressor {
         Compressor::Lzo | Compressor::LzoRle => {
             if cfg.backend != Backend::NvmSwap {
-                eprintln!(
+                tracing::warn!(
                     "live: configuration '{}': the live pager has no {}; it runs lz4 instead",
-                    cfg.name, cfg.compressor
+                    cfg.name,
+                    cfg.compressor
                 );
             }
             Compressor::Lz4
@@ -140,14 +191,31 @@ pub fn run_pressure_with(
     };
     let pager = Pager::new(pager_cfg)?;
     let sites = default_sites();
-    let mut test = PressureTest::new(opts.params.clone(), sites.len());
+    let swap_capacity = match cfg.backend {
+        Backend::Zram => (cfg.zram_disksize_bytes as f64 * opts.scale) as u64,
+        _ => swap_bytes,
+    };
+    let scaled: Vec<_> = sites
+        .iter()
+        .cloned()
+        .map(|mut s| {
+            s.footprint_bytes = (s.footprint_bytes as f64 * opts.scale) as u64;
+            s
+        })
+        .collect();
+    let expected = nvmswap_core::workload::tabs::expected_tabs(budget + swap_capacity, &scaled);
+    let mut test = PressureTest::new(opts.params.clone(), sites.len()).with_expected_tabs(expected);
     let mut tabs: Vec<Option<Tab>> = Vec::new();
     let mut recency = TabRecency::default();
     let mut switch_lat = LatencyRecorder::new();
     let mut discards = 0u64;
     let mut page = [0u8; PAGE];
-    progress.stage("live pressure", opts.params.max_tabs as u64);
+    progress.stage(&cfg.name, test.progress().1);
+    let mut last_sample = Duration::ZERO;
     loop {
+        let (done, total) = test.progress();
+        progress.set_total(total);
+        progress.advance(done);
         let alive: Vec<bool> = tabs.iter().map(|t| t.is_some()).collect();
         let action = test.next_action(discards > 0, &|t| alive.get(t as usize) == Some(&true));
         match action {
@@ -156,6 +224,7 @@ pub fn run_pressure_with(
             Action::Close { .. } => unreachable!("the pressure test does not close tabs"),
             Action::Sleep { ns } => std::thread::sleep(Duration::from_nanos(ns).min(MAX_SLEEP)),
             Action::Open { tab, site } => {
+                let t_open = started.elapsed();
                 let s = &sites[site];
                 let pages = ((s.footprint_bytes as f64 * opts.scale) as u64 / PAGE as u64).max(1);
                 let region = pager.region(pages * PAGE as u64)?;
@@ -184,7 +253,7 @@ pub fn run_pressure_with(
                 spin_for(s.load_cpu_ns);
                 tabs[tab as usize] = Some(Tab { region, site });
                 recency.used(tab);
-                progress.advance(1);
+                sink.tab_opened(t_open, started.elapsed(), tab);
             }
             Action::Switch { tab } => {
                 let Some(t) = tabs[tab as usize].as_ref() else {
@@ -213,6 +282,14 @@ pub fn run_pressure_with(
                 spin_for(s.render_cpu_ns);
                 switch_lat.record_ns(t0.elapsed().as_nanos() as u64);
                 recency.used(tab);
+                let alive = tabs.iter().flatten().count() as u32;
+                sink.switched(
+                    t0.duration_since(started),
+                    started.elapsed(),
+                    tab,
+                    nvmswap_core::workload::Workload::phase_name(&test),
+                    alive,
+                );
             }
         }
         // Chrome's rule, core's loop and victim, over the pager's figures.
@@ -228,7 +305,24 @@ pub fn run_pressure_with(
         };
         let Ok(victims) = cfg.discard.discard_while(&mut recency, &mut target);
         discards += victims.len() as u64;
+        for v in &victims {
+            sink.discarded(started.elapsed(), *v);
+        }
+        if started.elapsed() >= last_sample + SINK_SAMPLE {
+            last_sample = started.elapsed();
+            let st = pager.stats();
+            let swapped = tabs
+                .iter()
+                .flatten()
+                .map(|t| t.region.len() as u64)
+                .sum::<u64>()
+                .saturating_sub(st.resident_pages * PAGE as u64);
+            sink.stats(last_sample, &st, swapped);
+        }
     }
+    let (done, total) = test.progress();
+    progress.set_total(total);
+    progress.advance(done);
     let st = pager.stats();
     let mut faults = LatencyRecorder::new();
     for r in st.service_ns.values() {

@@ -64,7 +64,16 @@ impl<'a> Driver<'a> {
         params: PressureParams,
         started: std::time::Instant,
     ) -> Result<RunOutput, SimError> {
-        let mut test = PressureTest::new(params, self.sites.len());
+        // Phase 1's expected length, for the progress bar only: the memory tabs can fill.
+        let c = &self.machine.cfg;
+        let swap = match c.backend {
+            nvmswap_core::config::Backend::None => 0,
+            nvmswap_core::config::Backend::Zram => c.zram_disksize_bytes,
+            _ => c.swap_bytes,
+        };
+        let memory = c.dram_bytes.saturating_sub(c.os_reserved_bytes) + swap;
+        let expected = nvmswap_core::workload::tabs::expected_tabs(memory, &self.sites);
+        let mut test = PressureTest::new(params, self.sites.len()).with_expected_tabs(expected);
         self.run_workload(&mut test, started)
     }
 
@@ -75,8 +84,11 @@ impl<'a> Driver<'a> {
         started: std::time::Instant,
     ) -> Result<RunOutput, SimError> {
         let m = &mut self.machine;
-        m.progress.stage(&m.cfg.name, 0);
+        m.progress.stage(&m.cfg.name, workload.progress().1);
         loop {
+            let (done, total) = workload.progress();
+            self.machine.progress.set_total(total);
+            self.machine.progress.advance(done);
             let discarded = self.machine.discards > 0;
             let action = {
                 let m = &self.machine;
@@ -106,6 +118,9 @@ impl<'a> Driver<'a> {
             }
             self.machine.chrome_discards();
         }
+        let (done, total) = workload.progress();
+        self.machine.progress.set_total(total);
+        self.machine.progress.advance(done);
         let m = &mut self.machine;
         m.sample(m.now);
         Ok(self.machine.finish(workload.tabs_opened(), started))

@@ -174,6 +174,8 @@ impl<'a> Machine<'a> {
             tabs_open: self.alive_tabs(),
             resident_bytes: self.mem.resident * PAGE_SIZE,
             pool_bytes: self.backend.pool_bytes(),
+            free_bytes: self.free_frames() * PAGE_SIZE,
+            swap_free_bytes: self.backend.swap_free_pages() * PAGE_SIZE,
         });
     }
 

@@ -195,6 +195,7 @@ impl Observer for Metrics {
                 tabs_open,
                 resident_bytes,
                 pool_bytes,
+                ..
             } => {
                 let busy = c.cpu_user + c.cpu_kernel;
                 let total = t * self.cpus as u64;

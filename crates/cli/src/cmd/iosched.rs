@@ -110,7 +110,10 @@ pub fn run(args: Args) -> Result<()> {
     let tunables = cfg.map(|c| c.iosched).unwrap_or_default();
     let pattern = Pattern::by_name(&args.pattern)?;
     let reqs = stream(pattern, args.requests, args.page_cluster, args.seed);
-    let bar = ProgressBar::new((scheds.len() * modes.len()) as u64);
+    let bar = ProgressBar::with_draw_target(
+        Some((scheds.len() * modes.len()) as u64),
+        crate::progress::draw_target(),
+    );
     bar.set_style(ProgressStyle::with_template("{bar:40} {pos}/{len} {msg}").context("bar style")?);
     let mut rows = Vec::new();
     for s in &scheds {

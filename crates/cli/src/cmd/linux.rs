@@ -85,7 +85,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         Action::Setup { config, state_file } => {
             let cfg = LinuxConfig::load(&config)?;
             let setup = Setup::apply(&cfg, &state_file)?;
-            eprintln!(
+            tracing::info!(
                 "applied {} (cgroup {}, swap device {}); undo with `nvmswap linux restore` (state file {})",
                 cfg.name,
                 setup.cgroup.display(),
@@ -101,19 +101,19 @@ pub fn run(args: Args) -> anyhow::Result<()> {
                 None => nvmswap_linux::state::orphaned_state_files(),
             };
             if files.is_empty() {
-                eprintln!("nothing to restore: no state file left by a finished process");
+                tracing::info!("nothing to restore: no state file left by a finished process");
                 return Ok(());
             }
             let mut diffs = Vec::new();
             for f in files {
-                eprintln!("restoring from {}", f.display());
+                tracing::info!("restoring from {}", f.display());
                 diffs.extend(
                     nvmswap_linux::state::restore_from_file(&f)
                         .with_context(|| format!("restoring from {}", f.display()))?,
                 );
             }
             if diffs.is_empty() {
-                eprintln!("restored: the machine matches the state recorded before the run");
+                tracing::info!("restored: the machine matches the state recorded before the run");
                 Ok(())
             } else {
                 anyhow::bail!("restored, but differences remain: {}", diffs.join("; "))
@@ -160,11 +160,11 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             nvmswap_core::device::DeviceProfile::from_toml_str(&profile, "calibration")
                 .context("the calibrated profile does not validate")?;
             std::fs::write(&out, &profile).with_context(|| format!("writing {}", out.display()))?;
-            eprintln!("wrote {}", out.display());
+            tracing::info!("wrote {}", out.display());
             let costs = nvmswap_linux::calibrate::costs_toml(&cal);
             std::fs::write(&costs_out, &costs)
                 .with_context(|| format!("writing {}", costs_out.display()))?;
-            eprintln!("wrote {}", costs_out.display());
+            tracing::info!("wrote {}", costs_out.display());
             if json {
                 let v =
                     serde_json::json!({ "schema": "nvmswap.calibration/1", "calibration": cal });
@@ -247,9 +247,9 @@ struct StderrProgress;
 
 impl nvmswap_core::progress::Progress for StderrProgress {
     fn stage(&self, name: &str, _total: u64) {
-        eprintln!("{name}");
+        tracing::info!("{name}");
     }
     fn message(&self, msg: &str) {
-        eprintln!("  {msg}");
+        tracing::info!("  {msg}");
     }
 }

@@ -117,7 +117,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
                     "wp" => false,
                     other => bail!("unknown --evict '{other}' (expected move or wp)"),
                 };
-                eprintln!(
+                tracing::info!(
                     "microbench: live, tier {}, fault path {path:?}, fault wait {wait:?}, evict {}",
                     tier.name(),
                     args.evict
@@ -140,7 +140,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
                     "swapfile" => LinuxSwap::Swapfile,
                     other => bail!("unknown --swap '{other}' (expected zram or swapfile)"),
                 };
-                eprintln!("microbench: linux, swap {}", swap.as_str());
+                tracing::info!("microbench: linux, swap {}", swap.as_str());
                 let bar = Bar::new("linux");
                 let r = nvmswap_linux::microbench::run(&spec, swap, &bar);
                 bar.finish();
@@ -195,9 +195,11 @@ fn verify(args: &Args, spec: &MicrobenchSpec) -> anyhow::Result<()> {
         nvm_bytes: spec.pages() * 4096 * 2,
         ..Default::default()
     };
-    eprintln!(
+    tracing::info!(
         "torture: {} threads, {} pages, budget {} bytes",
-        args.threads, pages, spec.budget_bytes
+        args.threads,
+        pages,
+        spec.budget_bytes
     );
     let started = std::time::Instant::now();
     let ops = spec.touches / args.threads as u64;

@@ -158,7 +158,7 @@ fn bench(a: BenchArgs) -> anyhow::Result<()> {
         };
         runs.extend(
             run_all(&cfg, |what| {
-                eprintln!("pheap bench: {elements} elements: {what}")
+                tracing::info!("pheap bench: {elements} elements: {what}")
             })
             .with_context(|| format!("PHT benchmark, {elements} elements"))?,
         );
@@ -278,7 +278,7 @@ fn crashcheck(a: CrashArgs) -> anyhow::Result<()> {
                 run_on_every: a.run_on_every,
                 ..Default::default()
             };
-            eprintln!("pheap crashcheck: {} {}", alloc.name(), logging.name());
+            tracing::info!("pheap crashcheck: {} {}", alloc.name(), logging.name());
             reports.push(check(&cfg)?);
         }
     }
@@ -352,7 +352,7 @@ fn caa(a: CaaArgs) -> anyhow::Result<()> {
             seed: a.seed,
         };
         for policy in [Policy::Jit, Policy::Caa(4), Policy::Caa(16)] {
-            eprintln!("pheap caa: fragmentation {frag}: {}", policy.name());
+            tracing::info!("pheap caa: fragmentation {frag}: {}", policy.name());
             let r = run(&cfg, policy).context("NVM frames exhausted")?;
             out.push(json!({"fragmentation": frag, "policy": r.policy, "apps": r.apps}));
         }

@@ -296,7 +296,7 @@ pub fn run(a: DualArgs) -> anyhow::Result<()> {
     for r in 0..a.repeat {
         // Alternate the order so that load drifting over the run does not favour one case.
         let together_first = r % 2 == 1;
-        eprintln!("pheap dual: repetition {} of {}", r + 1, a.repeat);
+        tracing::info!("pheap dual: repetition {} of {}", r + 1, a.repeat);
         let (ha, hw) = if together_first {
             let hw = heap_with_swap()?;
             (heap_alone()?, hw)

@@ -45,6 +45,10 @@ pub struct Args {
     /// loading generated pages, driven with the Tast cadence; linux substrate only, root).
     #[arg(long, default_value = "tabs")]
     workload: String,
+    /// Also write the runs' timeline to FILE as a Chrome JSON trace (load it in ui.perfetto.dev):
+    /// tab switches, faults, reclaim, kswapd, block requests, memory counters. sim and live.
+    #[arg(long, value_name = "FILE")]
+    trace: Option<PathBuf>,
 }
 
 impl Args {
@@ -60,6 +64,7 @@ impl Args {
             json: false,
             list: false,
             workload: "tabs".into(),
+            trace: None,
         }
     }
 }
@@ -147,8 +152,13 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         }
     }
 
+    if args.trace.is_some() && substrates.contains(&Substrate::Linux) {
+        bail!("--trace records sim and live runs; the linux substrate's timeline is blktrace's");
+    }
+    let trace = std::sync::Arc::new(std::sync::Mutex::new(crate::trace::Trace::default()));
     let mut outputs: Vec<RunOutput> = Vec::new();
-    for (substrate, name, cfg) in &plan {
+    for (run, (substrate, name, cfg)) in plan.iter().enumerate() {
+        let pid = run as u32 + 1;
         let bar = Bar::new(&format!("{substrate}:{name}"));
         let out = match (substrate, cfg) {
             (Substrate::Sim, Some(cfg)) => {
@@ -156,7 +166,18 @@ pub fn run(args: Args) -> anyhow::Result<()> {
                     seed: args.seed,
                     scale: args.scale,
                 };
-                nvmswap_sim::run_pressure(cfg, &opts, &bar).map_err(anyhow::Error::from)
+                let mut observers: Vec<Box<dyn nvmswap_sim::observe::Observer>> = Vec::new();
+                if args.trace.is_some() {
+                    observers.push(Box::new(crate::trace::SimTracer::new(
+                        trace.clone(),
+                        pid,
+                        &format!("{substrate}:{name}"),
+                        cfg,
+                        args.scale,
+                    )));
+                }
+                nvmswap_sim::run_pressure_observed(cfg, &opts, &bar, observers)
+                    .map_err(anyhow::Error::from)
             }
             (Substrate::Live, Some(cfg)) => {
                 let opts = nvmswap_live::PressureOptions {
@@ -164,7 +185,22 @@ pub fn run(args: Args) -> anyhow::Result<()> {
                     scale: args.scale,
                     params: Default::default(),
                 };
-                nvmswap_live::run_pressure(cfg, &opts, &bar).map_err(anyhow::Error::from)
+                let budget = ((cfg.dram_bytes.saturating_sub(cfg.os_reserved_bytes)) as f64
+                    * args.scale) as u64;
+                let mut tracer = crate::trace::LiveTracer::new(
+                    trace.clone(),
+                    pid,
+                    &format!("{substrate}:{name}"),
+                    budget,
+                );
+                let mut none = nvmswap_live::pressure::NoSink;
+                let sink: &mut dyn nvmswap_live::PressureSink = if args.trace.is_some() {
+                    &mut tracer
+                } else {
+                    &mut none
+                };
+                nvmswap_live::run_pressure_traced(cfg, &opts, &bar, sink)
+                    .map_err(anyhow::Error::from)
             }
             _ if chromium => {
                 let opts = nvmswap_linux::chromium::ChromiumOptions {
@@ -206,6 +242,14 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     );
     report::write_pressure(&args.out, &report, &outputs)
         .with_context(|| format!("writing the report to {}", args.out.display()))?;
+    if let Some(path) = &args.trace {
+        let mut t = trace
+            .lock()
+            .map_err(|_| anyhow::anyhow!("the trace's lock was poisoned"))?;
+        t.write(path)
+            .with_context(|| format!("--trace: writing {}", path.display()))?;
+        tracing::info!("trace: {} (open in ui.perfetto.dev)", path.display());
+    }
     if args.json {
         println!("{}", serde_json::to_string_pretty(&report)?);
     } else {
@@ -216,7 +260,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
                 &perf_cost,
             );
         }
-        eprintln!("report: {}", args.out.join("report.html").display());
+        tracing::info!("report: {}", args.out.join("report.html").display());
     }
     Ok(())
 }

@@ -150,7 +150,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             "Performance per cost (seed 001 Eq. 1-3, against the first configuration):",
             &perf_cost,
         );
-        eprintln!("report: {}", args.out.join("report.html").display());
+        tracing::info!("report: {}", args.out.join("report.html").display());
     }
     Ok(())
 }

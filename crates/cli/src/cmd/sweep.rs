@@ -12,7 +12,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
 
 use anyhow::{bail, Context};
-use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use indicatif::{ProgressBar, ProgressStyle};
 use nvmswap_sim::sweep::{Grid, Point};
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
@@ -84,7 +84,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     if let Some(max) = args.max_points {
         todo.truncate(max);
     }
-    eprintln!(
+    tracing::info!(
         "sweep {}: {} points ({} seeds), {} stored, {} to run",
         args.grid.display(),
         seen.len(),
@@ -92,7 +92,8 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         done_before,
         todo.len()
     );
-    let bar = ProgressBar::with_draw_target(Some(todo.len() as u64), ProgressDrawTarget::stderr());
+    let bar =
+        ProgressBar::with_draw_target(Some(todo.len() as u64), crate::progress::draw_target());
     bar.set_style(
         ProgressStyle::with_template(
             "{prefix:>10} {bar:30.cyan/blue} {pos}/{len} points [{elapsed_precise}, eta {eta}] {msg}",
@@ -173,7 +174,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     let summary = crate::sweep_report::summarise(&swept, &stored);
     crate::sweep_report::write_summary(&out.join("summary.csv"), &swept, &summary)?;
     crate::sweep_report::write_report(&out, &grid, &swept, &summary)?;
-    eprintln!(
+    tracing::info!(
         "table: {} ({} points{}); report: {}",
         out.join("table.csv").display(),
         stored.len(),

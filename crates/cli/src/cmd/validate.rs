@@ -243,7 +243,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         }
         let mut linux_runs = Vec::new();
         for i in 0..args.repeat {
-            eprintln!(
+            tracing::info!(
                 "validate {name}: linux run {}/{} (scale {})",
                 i + 1,
                 args.repeat,
@@ -260,7 +260,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
                     .result;
             linux_runs.push(linux);
         }
-        eprintln!("validate {name}: sim run");
+        tracing::info!("validate {name}: sim run");
         let sim_opts = nvmswap_sim::RunOptions {
             seed: args.seed,
             scale: args.scale,

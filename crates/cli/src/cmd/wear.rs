@@ -158,7 +158,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         println!("{}", serde_json::to_string_pretty(&value)?);
     } else {
         print_table(&reports);
-        eprintln!("plots: {}", args.out.display());
+        tracing::info!("plots: {}", args.out.display());
     }
     Ok(())
 }
@@ -312,7 +312,9 @@ fn plot_writes_per_slot(path: &Path, title: &str, writes: &[u64]) -> anyhow::Res
     chart
         .configure_mesh()
         .x_desc("physical slot")
-        .y_desc("writes")
+        .y_desc("page writes")
+        .x_label_formatter(&|v| crate::report::num(*v))
+        .y_label_formatter(&|v| crate::report::num(*v))
         .draw()?;
     chart
         .draw_series(LineSeries::new(hi, RED.stroke_width(1)))?

@@ -94,6 +94,6 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             k.render_cpu_ms
         );
     }
-    eprintln!("profile: {}", a.out.display());
+    tracing::info!("profile: {}", a.out.display());
     Ok(())
 }

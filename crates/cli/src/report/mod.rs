@@ -13,6 +13,7 @@ use std::path::Path;
 
 use nvmswap_core::results::{RunOutput, RunsReport};
 
+pub use html::num;
 pub use table::{print_relaunch_table, print_table};
 
 /// Writes results.json, the CSVs and report.html of a pressure run into `dir`, replacing it.

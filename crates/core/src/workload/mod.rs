@@ -27,4 +27,9 @@ pub trait Workload {
     /// figures (relaunch) record it; the pressure test gets its switch latencies from the
     /// substrate's own series.
     fn observe(&mut self, _latency_ns: u64) {}
+    /// How far the workload is, as (done, total) in units of its own (tabs opened, then
+    /// switches, for the pressure test); total 0 when unknown. For progress bars only.
+    fn progress(&self) -> (u64, u64) {
+        (0, 0)
+    }
 }

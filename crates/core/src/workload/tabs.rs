@@ -156,6 +156,21 @@ pub struct PressureTest {
     recency: Vec<TabId>,
     queue: std::collections::VecDeque<Action>,
     first_discard_at: Option<u32>,
+    /// For progress only: how many tabs phase 1 is expected to open (see [`expected_tabs`]).
+    expected_tabs: u32,
+    /// For progress only: switches done since phase 1 ended.
+    switches_after: u32,
+}
+
+/// An upper estimate of the tabs the pressure test opens before the first discard: the memory
+/// the tabs can use (DRAM outside the OS's share plus swap) over the sites' mean footprint. For
+/// progress bars only: the test ends phase 1 at the first discard, usually earlier.
+pub fn expected_tabs(memory_bytes: u64, sites: &[SiteType]) -> u32 {
+    if sites.is_empty() {
+        return 0;
+    }
+    let mean = sites.iter().map(|s| s.footprint_bytes).sum::<u64>() / sites.len() as u64;
+    (memory_bytes / mean.max(1)).min(u32::MAX as u64) as u32
 }
 
 impl PressureTest {
@@ -169,6 +184,40 @@ impl PressureTest {
             recency: Vec::new(),
             queue: Default::default(),
             first_discard_at: None,
+            expected_tabs: 0,
+            switches_after: 0,
+        }
+    }
+
+    /// Sets phase 1's expected length for [`super::Workload::progress`] (no effect on the test).
+    pub fn with_expected_tabs(mut self, tabs: u32) -> Self {
+        self.expected_tabs = tabs;
+        self
+    }
+
+    /// (done, total) for a progress bar: tabs opened, then the switches of phases 2 and 3
+    /// (`cold_switches` plus `heavy_cycles` x pinned tabs, an upper bound: discarded tabs are
+    /// skipped). Before the first discard phase 1's length is the expected tab count, at least
+    /// one more than opened; after it, the exact count opened.
+    pub fn progress(&self) -> (u64, u64) {
+        let p = &self.params;
+        let tail = p.cold_switches as u64 + p.heavy_cycles as u64 * p.pinned_tabs as u64;
+        match self.phase {
+            Phase::Pressure => {
+                let opened = self.opened as u64;
+                let phase1 = (self.expected_tabs as u64)
+                    .max(opened + 1)
+                    .min(p.max_tabs as u64);
+                (opened, phase1 + tail)
+            }
+            Phase::Done => {
+                let n = self.opened as u64 + self.switches_after as u64;
+                (n, n)
+            }
+            _ => (
+                self.opened as u64 + self.switches_after as u64,
+                self.opened as u64 + tail,
+            ),
         }
     }
 
@@ -209,6 +258,9 @@ impl PressureTest {
                         continue;
                     }
                     self.touch(tab);
+                    if self.phase != Phase::Pressure {
+                        self.switches_after += 1;
+                    }
                 }
                 return action;
             }
@@ -284,6 +336,9 @@ impl super::Workload for PressureTest {
     fn tabs_opened(&self) -> u64 {
         self.first_discard_at.unwrap_or(self.opened) as u64
     }
+    fn progress(&self) -> (u64, u64) {
+        PressureTest::progress(self)
+    }
 }
 
 #[cfg(test)]
@@ -300,6 +355,25 @@ mod tests {
             actions.push(a);
             if a == Action::Done {
                 return actions;
+            }
+        }
+    }
+
+    #[test]
+    fn progress_only_grows_and_ends_at_its_total() {
+        let mut test = PressureTest::new(PressureParams::default(), 8).with_expected_tabs(40);
+        assert_eq!(test.progress(), (0, 40 + 10 + 10 * 5));
+        let mut last = 0;
+        loop {
+            let discarded = test.tabs_opened() >= 12;
+            let a = test.next_action(discarded, &|_| true);
+            let (done, total) = test.progress();
+            assert!(done >= last && done <= total, "{done}/{total} after {last}");
+            last = done;
+            if a == Action::Done {
+                assert_eq!(done, total);
+                assert_eq!(done, 12 + 10 + 10 * 5);
+                break;
             }
         }
     }

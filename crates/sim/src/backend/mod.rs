@@ -13,6 +13,7 @@ mod none;
 mod nvm_swap;
 #[cfg(test)]
 mod policy_test;
+#[cfg(test)]
 mod writeback_test;
 mod zram;
 mod zswap;
