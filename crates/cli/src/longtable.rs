@@ -117,15 +117,6 @@ impl Table {
         }
     }
 
-    /// Column names and kinds, in order.
-    pub fn columns(&self) -> &[(String, Kind)] {
-        &self.columns
-    }
-
-    pub fn len(&self) -> usize {
-        self.rows.len()
-    }
-
     /// Appends a row; a row of the wrong width or a cell of the wrong kind is refused.
     pub fn push(&mut self, row: Vec<Value>) -> anyhow::Result<()> {
         if row.len() != self.columns.len() {
@@ -257,7 +248,7 @@ mod tests {
         let mut t = sample();
         assert!(t.push(vec!["x".into()]).is_err());
         assert!(t.push(vec![1u64.into(), 1u64.into(), 1.0.into()]).is_err());
-        assert_eq!(t.len(), 2);
+        assert_eq!(t.rows.len(), 2);
     }
 
     #[test]
