@@ -4,6 +4,7 @@ use clap::{Parser, Subcommand};
 
 mod args;
 mod cmd;
+mod longtable;
 mod perfcost;
 mod progress;
 mod report;

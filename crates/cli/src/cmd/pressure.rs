@@ -32,7 +32,8 @@ pub struct Args {
     /// Shrink every size (DRAM, swap, tab footprints) by this factor, in (0, 1], for quick runs.
     #[arg(long, default_value_t = 1.0, allow_negative_numbers = true, value_parser = crate::args::unit_fraction)]
     scale: f64,
-    /// Directory for results.json, the CSV series and report.html (replaced as a whole).
+    /// Directory for results.json, the tables (runs, switches, faults, timeline, blktrace; each
+    /// as .csv and .parquet) and report.html (replaced as a whole).
     #[arg(long, default_value = "out/pressure")]
     out: PathBuf,
     /// Print results as one `nvmswap.results/1` JSON object on stdout instead of the table.
@@ -240,7 +241,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         args.seed,
         outputs.iter().map(|o| o.result.clone()).collect(),
     );
-    report::write_pressure(&args.out, &report, &outputs)
+    report::write_pressure(&args.out, &report, &outputs, args.scale)
         .with_context(|| format!("writing the report to {}", args.out.display()))?;
     if let Some(path) = &args.trace {
         let mut t = trace

@@ -56,7 +56,8 @@ pub struct Args {
     /// Shrink every size by this factor, in (0, 1].
     #[arg(long, default_value_t = 1.0, allow_negative_numbers = true, value_parser = crate::args::unit_fraction)]
     scale: f64,
-    /// Directory for results.json, CSV series and report.html (replaced as a whole).
+    /// Directory for results.json, the tables (.csv and .parquet, relaunches among them) and
+    /// report.html (replaced as a whole).
     #[arg(long, default_value = "out/relaunch")]
     out: PathBuf,
     /// Print one `nvmswap.results/1` JSON object (command "relaunch") instead of the table.
@@ -140,7 +141,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         args.seed,
         outputs.iter().map(|o| o.result.clone()).collect(),
     );
-    report::write_relaunch(&args.out, &report, &outputs)
+    report::write_relaunch(&args.out, &report, &outputs, args.scale)
         .with_context(|| format!("writing the report to {}", args.out.display()))?;
     if args.json {
         println!("{}", serde_json::to_string_pretty(&report)?);

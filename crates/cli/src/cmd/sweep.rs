@@ -2,7 +2,7 @@
 //! parallel on the local cores. Each finished point is written at once to
 //! `OUT/points/<key>.json`, `key` being the hash of the point's full configuration, so a sweep
 //! that is interrupted resumes where it stopped and never runs a point twice. At the end: one
-//! long-format table (`table.csv`: a row per point and metric), a summary over seeds
+//! long-format table (`table.csv` and `table.parquet`: a row per point and metric), a summary over seeds
 //! (`summary.csv`: mean and 95 % interval) and `report.html` with a figure per swept field.
 
 use std::collections::BTreeSet;
@@ -21,7 +21,7 @@ use serde::{Deserialize, Serialize};
 pub struct Args {
     /// The grid (TOML; bundled ones in profiles/sweeps/).
     grid: PathBuf,
-    /// Output directory (points/, table.csv, summary.csv, report.html). Default:
+    /// Output directory (points/, table.csv, table.parquet, summary.csv, report.html). Default:
     /// out/sweep/<grid file stem>. Points already in it are not run again.
     #[arg(long)]
     out: Option<PathBuf>,
@@ -170,7 +170,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         }
     }
     let swept = grid.swept();
-    write_table(&out.join("table.csv"), &swept, &stored)?;
+    write_table(&out, &swept, &stored)?;
     let summary = crate::sweep_report::summarise(&swept, &stored);
     crate::sweep_report::write_summary(&out.join("summary.csv"), &swept, &summary)?;
     crate::sweep_report::write_report(&out, &grid, &swept, &summary)?;
@@ -224,25 +224,27 @@ fn store(dir: &Path, s: &Stored) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// The long-format table: key, the swept fields, seed, metric, value.
-fn write_table(path: &Path, swept: &[String], stored: &[Stored]) -> anyhow::Result<()> {
-    let mut w = csv::Writer::from_path(path).with_context(|| format!("{}", path.display()))?;
-    let mut header = vec!["key".to_string()];
-    header.extend(swept.iter().cloned());
-    header.extend(["seed", "metric", "value"].map(String::from));
-    w.write_record(&header)?;
+/// The long-format table: key, the swept fields, seed, metric, value; as `table.csv` and
+/// `table.parquet` (the swept values as text, as the grid shows them).
+fn write_table(out: &Path, swept: &[String], stored: &[Stored]) -> anyhow::Result<()> {
+    use crate::longtable::{cells, Kind, Table, Value};
+    let mut cols = vec![("key".to_string(), Kind::Text)];
+    cols.extend(swept.iter().map(|f| (f.clone(), Kind::Text)));
+    cols.extend([
+        ("seed".to_string(), Kind::Count),
+        ("metric".to_string(), Kind::Text),
+        ("value".to_string(), Kind::Real),
+    ]);
+    let mut t = Table::new(cols);
     for s in stored {
         for (metric, value) in &s.metrics {
-            let mut row = vec![s.point.key.clone()];
+            let mut row: Vec<Value> = vec![(&s.point.key).into()];
             for f in swept {
-                row.push(s.point.swept.get(f).cloned().unwrap_or_default());
+                row.push(s.point.swept.get(f).cloned().unwrap_or_default().into());
             }
-            row.push(s.point.seed.to_string());
-            row.push(metric.clone());
-            row.push(value.to_string());
-            w.write_record(&row)?;
+            row.extend(cells![s.point.seed, metric, *value]);
+            t.push(row)?;
         }
     }
-    w.flush()?;
-    Ok(())
+    t.write(out, "table")
 }

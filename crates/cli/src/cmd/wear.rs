@@ -13,6 +13,7 @@ use nvmswap_core::results::{WearReport, WEAR_SCHEMA};
 use nvmswap_core::wear::{WearExperiment, WearTable, SEED001_SWAP_OUTS_PER_S};
 use nvmswap_core::PAGE_SIZE;
 
+use crate::longtable::{cells, columns, Kind, Table, Value};
 use crate::progress::Bar;
 use crate::units::{format_size, parse_size};
 
@@ -51,7 +52,8 @@ pub struct Args {
     /// Seed of the reader's random choices (and Start-Gap's randomisation).
     #[arg(long, default_value_t = 1)]
     seed: u64,
-    /// Directory for the writes-per-slot plots (SVG).
+    /// Directory for the writes-per-slot plots (SVG) and the tables `runs` (one row per case)
+    /// and `writes_per_slot` (one row per case and slot), each as .csv and .parquet.
     #[arg(long, default_value = "out/wear")]
     out: PathBuf,
     /// Print JSON on stdout (one `nvmswap.wear/1` object; a sweep prints
@@ -108,6 +110,8 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         .with_context(|| format!("cannot create output directory {}", args.out.display()))?;
 
     let mut reports = Vec::new();
+    let mut runs = run_table();
+    let mut slot_writes = slot_table();
     for case in &cases {
         let slots = (case.swap_bytes / PAGE_SIZE) as u32;
         let params = AllocParams {
@@ -146,8 +150,17 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         report
             .extra
             .insert("plot".into(), svg.display().to_string().into());
+        add_rows(
+            &mut runs,
+            &mut slot_writes,
+            &args,
+            &report,
+            table.writes_per_slot(),
+        )?;
         reports.push(report);
     }
+    runs.write(&args.out, "runs")?;
+    slot_writes.write(&args.out, "writes_per_slot")?;
 
     if args.json {
         let value = if reports.len() == 1 {
@@ -159,6 +172,90 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     } else {
         print_table(&reports);
         tracing::info!("plots: {}", args.out.display());
+    }
+    Ok(())
+}
+
+/// The columns that say which case a row of the wear tables belongs to.
+const CASE_COLUMNS: [(&str, Kind); 5] = [
+    ("command", Kind::Text),
+    ("allocator", Kind::Text),
+    ("seed", Kind::Count),
+    ("slots", Kind::Count),
+    ("threshold", Kind::Count),
+];
+
+/// `runs`: one row per case, the `nvmswap.wear/1` report flattened.
+fn run_table() -> Table {
+    let mut c = columns(&CASE_COLUMNS);
+    c.extend(columns(&[
+        ("zombie_fraction", Kind::Real),
+        ("fill", Kind::Real),
+        ("written_bytes", Kind::Count),
+        ("writes", Kind::Count),
+        ("exchanges", Kind::Count),
+        ("exchange_share", Kind::Real),
+        ("writes_per_slot.min", Kind::Count),
+        ("writes_per_slot.mean", Kind::Real),
+        ("writes_per_slot.max", Kind::Count),
+        ("writes_per_slot.stddev", Kind::Real),
+        ("max_over_mean", Kind::Real),
+        ("endurance_cycles", Kind::Real),
+        ("write_rate_pages_per_s", Kind::Real),
+        ("lifetime_years", Kind::Real),
+        ("ideal_lifetime_years", Kind::Real),
+    ]));
+    Table::new(c)
+}
+
+/// `writes_per_slot`: one row per case and slot (what the SVG plots draw).
+fn slot_table() -> Table {
+    let mut c = columns(&CASE_COLUMNS);
+    c.extend(columns(&[("slot", Kind::Count), ("writes", Kind::Count)]));
+    Table::new(c)
+}
+
+fn add_rows(
+    runs: &mut Table,
+    slot_writes: &mut Table,
+    args: &Args,
+    r: &WearReport,
+    per_slot: &[u64],
+) -> anyhow::Result<()> {
+    let case = || -> Vec<Value> {
+        vec![
+            "wear".into(),
+            (&r.allocator).into(),
+            args.seed.into(),
+            r.slots.into(),
+            r.threshold.into(),
+        ]
+    };
+    let mut row = case();
+    let w = &r.writes_per_slot;
+    let endurance = r.extra.get("endurance_cycles").and_then(|v| v.as_f64());
+    row.extend(cells![
+        args.zombie_fraction,
+        args.fill,
+        r.written_bytes,
+        r.writes,
+        r.exchanges,
+        r.exchange_share,
+        w.min,
+        w.mean,
+        w.max,
+        w.stddev,
+        r.max_over_mean,
+        endurance,
+        args.write_rate,
+        r.lifetime_years,
+        r.ideal_lifetime_years,
+    ]);
+    runs.push(row)?;
+    for (slot, n) in per_slot.iter().enumerate() {
+        let mut row = case();
+        row.extend(cells![slot, (*n)]);
+        slot_writes.push(row)?;
     }
     Ok(())
 }

@@ -1,11 +1,11 @@
-//! What a person reads after a run, one module per format: the terminal table (`table`), the CSV
-//! series (`csv`) and one self-contained report.html with seed 000's plots drawn as inline SVG
+//! What a person reads after a run, one module per format: the terminal table (`table`), the
+//! long-format tables for analysis as CSV and Parquet (`data`) and one self-contained report.html with seed 000's plots drawn as inline SVG
 //! (`html`), beside results.json.
 //!
 //! The output directory is written whole or not at all: everything goes to a sibling temporary
 //! directory that replaces the old one by rename once complete.
 
-mod csv;
+mod data;
 mod html;
 mod table;
 
@@ -16,22 +16,38 @@ use nvmswap_core::results::{RunOutput, RunsReport};
 pub use html::num;
 pub use table::{print_relaunch_table, print_table};
 
-/// Writes results.json, the CSVs and report.html of a pressure run into `dir`, replacing it.
+/// Writes results.json, the tables (CSV and Parquet) and report.html of a pressure run at
+/// `scale` into `dir`, replacing it.
 pub fn write_pressure(
     dir: &Path,
     report: &RunsReport,
     outputs: &[RunOutput],
+    scale: f64,
 ) -> anyhow::Result<()> {
-    write_dir(dir, report, outputs, &html::pressure(report, outputs)?)
+    write_dir(
+        dir,
+        report,
+        outputs,
+        scale,
+        &html::pressure(report, outputs)?,
+    )
 }
 
-/// Writes results.json, the CSVs and report.html of a relaunch run into `dir`, replacing it.
+/// Writes results.json, the tables (CSV and Parquet) and report.html of a relaunch run at
+/// `scale` into `dir`, replacing it.
 pub fn write_relaunch(
     dir: &Path,
     report: &RunsReport,
     outputs: &[RunOutput],
+    scale: f64,
 ) -> anyhow::Result<()> {
-    write_dir(dir, report, outputs, &html::relaunch(report, outputs)?)
+    write_dir(
+        dir,
+        report,
+        outputs,
+        scale,
+        &html::relaunch(report, outputs)?,
+    )
 }
 
 /// Fills a fresh directory next to `dir` and renames it into place, so that a failed run leaves
@@ -40,6 +56,7 @@ fn write_dir(
     dir: &Path,
     report: &RunsReport,
     outputs: &[RunOutput],
+    scale: f64,
     html_page: &str,
 ) -> anyhow::Result<()> {
     let parent = match dir.parent() {
@@ -59,9 +76,12 @@ fn write_dir(
             tmp.join("results.json"),
             serde_json::to_string_pretty(report)?,
         )?;
-        for o in outputs {
-            csv::write(&tmp, o)?;
-        }
+        let ctx = data::Context {
+            command: &report.command,
+            seed: report.seed,
+            scale,
+        };
+        data::write(&tmp, &ctx, outputs)?;
         std::fs::write(tmp.join("report.html"), html_page)?;
         Ok(())
     })();
@@ -74,11 +94,6 @@ fn write_dir(
     }
     std::fs::rename(&tmp, dir)?;
     Ok(())
-}
-
-pub(crate) fn stem(o: &RunOutput) -> String {
-    // Relaunch runs are named config/category: keep file names flat.
-    format!("{}-{}", o.result.substrate, o.result.config).replace('/', "-")
 }
 
 /// One relaunch run's headline figures, from its `extra.relaunch`.
