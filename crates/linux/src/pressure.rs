@@ -1,6 +1,6 @@
 //! The ChromeOS memory-capacity pressure test on the running kernel: tabs are forked processes
-//! in a memory cgroup (see [`crate::tab`]), the driver carries out
-//! the pressure test's actions (`PressureParams::workload`: the Tast cadence by default) and discards tabs by core's loop
+//! in a memory cgroup (see [`crate::tab`]), the driver carries out the pressure test's actions
+//! (`PressureParams::workload`: the Tast cadence by default) and discards tabs by core's loop
 //! (least recently used first, the foreground tab last: `DiscardRule::discard_while`) while
 //! Chrome's rule ([`nvmswap_core::discard::DiscardRule`]) says so, computed from the
 //! kernel's own figures for the cgroup:

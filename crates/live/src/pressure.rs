@@ -1,6 +1,7 @@
 //! The memory-capacity pressure test on the live pager: every tab is a region whose pages are
-//! filled with `content::fill_page` at its site's compressibility; `PressureTest` drives opens and
-//! switches; Chrome's discard rule runs over the pager's budget figures.
+//! filled with `content::fill_page` at its site's compressibility; the pressure test
+//! (`PressureParams::workload`, the Tast cadence by default) drives opens and switches;
+//! Chrome's discard rule runs over the pager's budget figures.
 //!
 //! Mapping of a `SystemConfig` onto one pager (our assumptions, documented in docs/live.md):
 //! budget = (dram_bytes - os_reserved_bytes) x scale; `zram` = unbounded pool, no NVM; `block`

@@ -156,6 +156,10 @@ impl<'a> Driver<'a> {
         }
         for ts in self.life.second() {
             let tab = ts.tab;
+            // A tab discarded by an earlier tab's faults in this second does nothing more.
+            if !self.machine.is_alive(tab) {
+                continue;
+            }
             if let Some((from, to)) = ts.grow {
                 self.machine.grow_tab(tab, to);
                 self.counts.grown_pages += (to - from) as u64;
@@ -223,6 +227,9 @@ impl<'a> Driver<'a> {
         m.use_tab(tab);
         let start = m.now;
         for (off, write) in touches {
+            if !m.is_alive(tab) {
+                break; // discarded by the OOM path while it came back
+            }
             let d = &mut self.counts.switch_touch_digest;
             *d = d.wrapping_add(touch_digest(tab, off, write));
             let p = m.tabs[tab as usize].page(off);
