@@ -24,10 +24,8 @@ use nvmswap_core::progress::Progress;
 use nvmswap_core::results::{
     RunFigures, RunOutput, RunResult, RunSeries, SwitchSample, TimelineSample,
 };
-use nvmswap_core::workload::tabs::{
-    default_sites, Action, PressureParams, TabId,
-};
 use nvmswap_core::workload::life::Life;
+use nvmswap_core::workload::tabs::{default_sites, Action, PressureParams, TabId};
 use nvmswap_core::{NS_PER_MS, NS_PER_US, PAGE_SIZE};
 
 use crate::config::{LinuxConfig, SwapSetup};

@@ -25,9 +25,7 @@ use nvmswap_core::progress::Progress;
 use nvmswap_core::results::{RunFigures, RunOutput, RunResult, RunSeries};
 use nvmswap_core::workload::content::fill_page;
 use nvmswap_core::workload::life::{touch_digest, Life, TabLife};
-use nvmswap_core::workload::tabs::{
-    default_sites, Action, PressureParams, SiteType, TabId,
-};
+use nvmswap_core::workload::tabs::{default_sites, Action, PressureParams, SiteType, TabId};
 
 use crate::{Compressor, LiveError, Pager, PagerConfig, Region, PAGE};
 
@@ -72,11 +70,7 @@ fn fill(region: &Region<'_>, page: &mut [u8; PAGE], seed: u64, tab: u32, p: u32,
     );
     // SAFETY: page p of the live region (p below its pages); only this thread uses it.
     unsafe {
-        std::ptr::copy_nonoverlapping(
-            page.as_ptr(),
-            region.as_ptr().add(p as usize * PAGE),
-            PAGE,
-        )
+        std::ptr::copy_nonoverlapping(page.as_ptr(), region.as_ptr().add(p as usize * PAGE), PAGE)
     };
 }
 
@@ -305,7 +299,10 @@ pub fn run_pressure(
         extra: {
             let mut extra = pager_extra(&st);
             extra.insert("compressor".into(), compressor.name().into());
-            extra.insert("background_touches".into(), counts.background_touches.into());
+            extra.insert(
+                "background_touches".into(),
+                counts.background_touches.into(),
+            );
             extra.insert("grown_pages".into(), counts.grown_pages.into());
             extra.insert(
                 "switch_touch_digest".into(),

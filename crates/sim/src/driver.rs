@@ -114,7 +114,8 @@ impl<'a> Driver<'a> {
                         self.machine.advance(to - self.machine.now, false);
                         self.live_second()?;
                     }
-                    self.machine.advance(end.saturating_sub(self.machine.now), false);
+                    self.machine
+                        .advance(end.saturating_sub(self.machine.now), false);
                 }
                 Action::Close { tab } => {
                     let m = &mut self.machine;

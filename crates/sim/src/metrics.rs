@@ -347,7 +347,10 @@ impl Metrics {
                 "zswap_hit_rate",
                 ratio(c.zswap_hits, c.zswap_hits + c.zswap_misses),
             ),
-            ("switch_fault_time_share", ratio(c.switch_fault_ns, c.switch_ns)),
+            (
+                "switch_fault_time_share",
+                ratio(c.switch_fault_ns, c.switch_ns),
+            ),
         ] {
             extra.insert(k.into(), v.into());
         }

@@ -234,8 +234,8 @@ impl Life {
 /// they carried out; equal sums say the same pages were touched the same way): splitmix64 of
 /// the tab, the page offset and whether it wrote.
 pub fn touch_digest(tab: u32, off: u32, write: bool) -> u64 {
-    let mut z = ((tab as u64) << 33 | (off as u64) << 1 | write as u64)
-        .wrapping_add(0x9e37_79b9_7f4a_7c15);
+    let mut z =
+        ((tab as u64) << 33 | (off as u64) << 1 | write as u64).wrapping_add(0x9e37_79b9_7f4a_7c15);
     z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
     z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
     z ^ (z >> 31)
