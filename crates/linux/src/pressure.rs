@@ -1,6 +1,6 @@
 //! The ChromeOS memory-capacity pressure test on the running kernel: tabs are forked processes
-//! in a memory cgroup (see [`crate::tab`]), the driver carries out
-//! [`nvmswap_core::workload::tabs::PressureTest`]'s actions and discards tabs by core's loop
+//! in a memory cgroup (see [`crate::tab`]), the driver carries out the pressure test's actions
+//! (`PressureParams::workload`: the Tast cadence by default) and discards tabs by core's loop
 //! (least recently used first, the foreground tab last: `DiscardRule::discard_while`) while
 //! Chrome's rule ([`nvmswap_core::discard::DiscardRule`]) says so, computed from the
 //! kernel's own figures for the cgroup:
@@ -24,9 +24,8 @@ use nvmswap_core::progress::Progress;
 use nvmswap_core::results::{
     RunFigures, RunOutput, RunResult, RunSeries, SwitchSample, TimelineSample,
 };
-use nvmswap_core::workload::tabs::{
-    default_sites, Action, Phase, PressureParams, PressureTest, TabId,
-};
+use nvmswap_core::workload::life::Life;
+use nvmswap_core::workload::tabs::{default_sites, Action, PressureParams, TabId};
 use nvmswap_core::{NS_PER_MS, NS_PER_US, PAGE_SIZE};
 
 use crate::config::{LinuxConfig, SwapSetup};
@@ -158,14 +157,6 @@ pub(crate) fn swap_path(setup: &Setup) -> String {
     }
 }
 
-fn phase_name(p: Phase) -> &'static str {
-    match p {
-        Phase::Pressure => "pressure",
-        Phase::ColdSwitch => "cold-switch",
-        Phase::HeavyLoad | Phase::Done => "heavy-load",
-    }
-}
-
 fn drive(
     setup: &mut Setup,
     opts: &PressureOptions,
@@ -174,6 +165,11 @@ fn drive(
     let started = std::time::Instant::now();
     let sites = default_sites();
     let shapes: Vec<TabShape> = sites.iter().map(|s| TabShape::of(s, opts.scale)).collect();
+    // Which pages the tabs touch (core's decision, as in sim and live), on the workload's
+    // clock: opens and switches as they took, sleeps as the workload asked for them.
+    let mut life = Life::new();
+    let mut clock = 0u64;
+    let (mut background_faults, mut grown_pages) = (0u64, 0u64);
     let procs = CString::new(setup.cgroup.join("cgroup.procs").display().to_string())
         .map_err(|_| LinuxError::Worker("cgroup path has a NUL byte".into()))?;
     let swap = swap_path(setup);
@@ -197,7 +193,7 @@ fn drive(
     let vm0 = sysfs::vmstat()?;
     let rule = setup.config.discard.clone();
 
-    let mut test = PressureTest::new(opts.params.clone(), sites.len());
+    let mut test = opts.params.workload(sites.len());
     let mut tabs: BTreeMap<TabId, TabProcess> = BTreeMap::new();
     // Open tabs by last use: core's discard order.
     let mut recency = TabRecency::default();
@@ -220,22 +216,45 @@ fn drive(
         actions += 1;
         let alive: std::collections::BTreeSet<TabId> = tabs.keys().copied().collect();
         let action = test.next_action(discards + oom_kills > 0, &|t| alive.contains(&t));
-        let phase = test.phase();
+        let phase = test.phase_name();
+        let t0 = std::time::Instant::now();
+        let sleep = |ns: u64| {
+            std::thread::sleep(std::time::Duration::from_nanos(
+                (ns as f64 * opts.scale) as u64,
+            ))
+        };
+        macro_rules! lived {
+            () => {{
+                let (f, g) = live_second(&mut life, &mut tabs, &mut fault_ns, &mut oom_kills);
+                background_faults += f;
+                grown_pages += g;
+            }};
+        }
         match action {
             Action::Done => break,
             // The pressure test never closes a tab (only app relaunch does, in sim).
             Action::Close { .. } => unreachable!("the pressure test does not close tabs"),
-            Action::Sleep { ns } => std::thread::sleep(std::time::Duration::from_nanos(
-                (ns as f64 * opts.scale) as u64,
-            )),
+            Action::Sleep { ns } => {
+                let end = clock + ns;
+                while life.next_second() <= end {
+                    let to = life.next_second().max(clock);
+                    sleep(to - clock);
+                    clock = to;
+                    lived!();
+                }
+                sleep(end - clock);
+                clock = end;
+            }
             Action::Open { tab, site } => {
                 let (proc_, loaded) = TabProcess::spawn(&procs, shapes[site], opts.seed, tab)?;
+                clock += t0.elapsed().as_nanos() as u64;
                 if let Some((_, lat)) = loaded {
                     for ns in lat {
                         fault_ns.record_ns(ns);
                     }
                     tabs.insert(tab, proc_);
                     recency.used(tab);
+                    life.opened(tab, shapes[site].life, clock);
                 } else {
                     oom_kills += 1;
                 }
@@ -245,7 +264,11 @@ fn drive(
                 let Some(proc_) = tabs.get_mut(&tab) else {
                     continue;
                 };
-                match proc_.switch() {
+                // The tab computes the same touches itself (its visit count is ours).
+                let _ = life.switch(tab);
+                let answer = proc_.switch();
+                clock += t0.elapsed().as_nanos() as u64;
+                match answer {
                     Some((answer, lat)) => {
                         switch_ms.record_ns(answer.latency_ns);
                         major_faults += answer.major_faults;
@@ -255,17 +278,25 @@ fn drive(
                         series.switches.push(SwitchSample {
                             tabs_open: tabs.len() as u32,
                             latency_ms: answer.latency_ns as f64 / NS_PER_MS as f64,
-                            phase: phase_name(phase).into(),
+                            phase: phase.into(),
                         });
                         recency.used(tab);
                     }
                     None => {
                         tabs.remove(&tab);
                         recency.forget(tab);
+                        life.gone(tab);
                         oom_kills += 1;
                     }
                 }
             }
+        }
+        while life.next_second() <= clock {
+            lived!();
+        }
+        for t in life_tabs_gone(&life, &tabs) {
+            recency.forget(t);
+            life.gone(t);
         }
         // Chrome's rule, core's loop and victim, re-read after each discard.
         let mut target = LinuxTabs {
@@ -311,6 +342,8 @@ fn drive(
         extra.insert(format!("{k}_delta"), d(k).into());
     }
     extra.insert("oom_kills".into(), oom_kills.into());
+    extra.insert("background_faults".into(), background_faults.into());
+    extra.insert("grown_pages".into(), grown_pages.into());
     extra.insert("major_faults".into(), major_faults.into());
     extra.insert("scale".into(), opts.scale.into());
     extra.insert(
@@ -331,7 +364,7 @@ fn drive(
     let result = RunResult::build(RunFigures {
         substrate: "linux",
         config: setup.config.name.clone(),
-        tabs_opened: test.tabs_at_first_discard().unwrap_or(test.tabs_opened()) as u64,
+        tabs_opened: test.tabs_opened(),
         discards,
         switches: &switch_ms,
         faults: &fault_ns,
@@ -346,6 +379,56 @@ fn drive(
     });
     series.fault_latency_us_hist = fault_ns.log_buckets(NS_PER_US);
     Ok(RunOutput { result, series })
+}
+
+/// One second of the tabs' life (core's `Life::second`): every tab concerned is told at once
+/// and runs its part in parallel; then the answers. A tab that died is dropped (an OOM kill).
+/// Returns the faults the tabs took and the pages they grew by.
+fn live_second(
+    life: &mut Life,
+    tabs: &mut BTreeMap<TabId, TabProcess>,
+    fault_ns: &mut LatencyRecorder,
+    oom_kills: &mut u64,
+) -> (u64, u64) {
+    let mut asked = Vec::new();
+    let mut grown = 0u64;
+    for ts in life.second() {
+        let Some(p) = tabs.get_mut(&ts.tab) else {
+            continue;
+        };
+        if let Some((from, to)) = ts.grow {
+            grown += (to - from) as u64;
+        }
+        if p.live(ts.background_second, ts.grow) {
+            asked.push(ts.tab);
+        }
+    }
+    let mut faults = 0u64;
+    for tab in asked {
+        let Some(p) = tabs.get_mut(&tab) else {
+            continue;
+        };
+        match p.answer() {
+            Some((a, lat)) => {
+                faults += a.faulting_touches;
+                for ns in lat {
+                    fault_ns.record_ns(ns);
+                }
+            }
+            None => {
+                tabs.remove(&tab);
+                *oom_kills += 1;
+            }
+        }
+    }
+    (faults, grown)
+}
+
+/// Tabs `life` still counts that have no process any more (discarded or killed).
+fn life_tabs_gone(life: &Life, tabs: &BTreeMap<TabId, TabProcess>) -> Vec<TabId> {
+    (0..life.tab_count())
+        .filter(|&t| life.pages(t) > 0 && !tabs.contains_key(&t))
+        .collect()
 }
 
 /// The linux substrate's side of Chrome's discard: the cgroup's figures, and a tab's process

@@ -1,10 +1,17 @@
 //! A tab as a real process: a forked child in the memory cgroup that holds the site's memory as
 //! real bytes and, on command, touches its working set and renders.
 //!
-//! Protocol (8-byte little-endian words over pipes): the driver writes `SWITCH` or `EXIT`; after
-//! loading and after each switch the tab answers `[latency_ns, faulting_touches, major_faults]`
-//! and has written the latency of each faulting touch into its shared fault buffer. A tab killed
-//! (discard, or the cgroup's OOM killer) closes its answer pipe, which the driver reads as EOF.
+//! Protocol (8-byte little-endian words over pipes): the driver writes `SWITCH`, `EXIT`, or
+//! `LIVE` followed by `[background_second or NONE, grow_from, grow_to]`; after loading, after
+//! each switch and after each second of life the tab answers `[latency_ns, faulting_touches,
+//! major_faults]` and has written the latency of each faulting touch into its shared fault
+//! buffer. A tab killed (discard, or the cgroup's OOM killer) closes its answer pipe, which the
+//! driver reads as EOF.
+//!
+//! Which pages a switch and a second of life touch is core's decision
+//! (`nvmswap_core::workload::life`): the tab computes it from its [`TabLife`], its visit count
+//! and the second the driver names (pure functions that do not allocate), the same pages `sim`
+//! and `live` touch. Its mapping is made at its largest size (`TabLife::max_pages`) up front.
 //!
 //! Like [`crate::worker`], the child never allocates.
 
@@ -12,6 +19,7 @@ use std::ffi::CString;
 use std::sync::atomic::Ordering;
 
 use nvmswap_core::workload::content::fill_page;
+use nvmswap_core::workload::life::TabLife;
 use nvmswap_core::workload::tabs::SiteType;
 use nvmswap_core::PAGE_SIZE;
 
@@ -20,14 +28,15 @@ use crate::worker::{self, Mapping};
 
 const SWITCH: u64 = 1;
 const EXIT: u64 = 0;
+const LIVE: u64 = 2;
+/// `LIVE`'s background second when the tab is in front (it only grows).
+const NONE: u64 = u64::MAX;
 
 /// The shape of one tab after scaling.
 #[derive(Debug, Clone, Copy)]
 pub struct TabShape {
-    pub pages: usize,
-    pub working_set_pages: usize,
-    /// Per mille of working-set touches that write.
-    pub write_per_mille: u64,
+    /// Which pages it touches, as every substrate decides it.
+    pub life: TabLife,
     pub compress_ratio: f64,
     pub same_filled_share: f64,
     pub load_cpu_ns: u64,
@@ -38,16 +47,18 @@ impl TabShape {
     /// `scale` shrinks memory only; CPU times stay as the site gives them (as in `sim`, whose
     /// scale shrinks sizes, not times).
     pub fn of(site: &SiteType, scale: f64) -> Self {
-        let pages = ((site.footprint_bytes as f64 * scale) as u64 / PAGE_SIZE).max(16) as usize;
         TabShape {
-            pages,
-            working_set_pages: ((pages as f64 * site.working_set_share) as usize).clamp(1, pages),
-            write_per_mille: (site.write_share * 1000.0) as u64,
+            life: TabLife::of(site, scale),
             compress_ratio: site.compress_ratio,
             same_filled_share: site.same_filled_share,
             load_cpu_ns: site.load_cpu_ns,
             render_cpu_ns: site.render_cpu_ns,
         }
+    }
+
+    /// Pages at load.
+    pub fn pages(&self) -> usize {
+        self.life.pages as usize
     }
 }
 
@@ -133,77 +144,133 @@ fn tab_main(
         return 3;
     }
     let t0 = worker::monotonic_ns();
-    let mut load_faults = 0u64;
-    for p in 0..shape.pages {
-        // SAFETY: page `p` lies inside this tab's private mapping of `shape.pages` pages.
-        let page = unsafe {
-            std::slice::from_raw_parts_mut(memory.add(p * PAGE_SIZE as usize), PAGE_SIZE as usize)
-        };
-        // The first touch is a demand-zero fault (counted, as seed 000 Fig. 5 and `sim` count
-        // them); it may also stall in direct reclaim when the cgroup is at its limit.
-        let (maj0, min0) = worker::thread_faults();
-        let a = worker::monotonic_ns();
-        // SAFETY: first byte of page `p`, inside the mapping.
-        unsafe { memory.add(p * PAGE_SIZE as usize).write_volatile(0) };
-        let b = worker::monotonic_ns();
-        let (maj1, min1) = worker::thread_faults();
-        if maj1 + min1 > maj0 + min0 && (load_faults as usize) < faults.len() {
-            faults[load_faults as usize].store(b - a, Ordering::Relaxed);
-            load_faults += 1;
-        }
-        fill_page(
-            page,
-            seed,
-            ((tab as u64) << 32) | p as u64,
-            shape.compress_ratio,
-            shape.same_filled_share,
-        );
+    let mut load = Touches::default();
+    for p in 0..shape.life.pages {
+        fill(memory, &mut load, faults, shape, seed, tab, p);
     }
     spin(shape.load_cpu_ns);
-    if !write_words(answer_fd, &[worker::monotonic_ns() - t0, load_faults, 0]) {
+    if !write_words(answer_fd, &[worker::monotonic_ns() - t0, load.faulting, 0]) {
         return 4;
     }
-    let mut round = 0u64;
+    let mut visit = 0u32;
+    let mut pages = shape.life.pages;
     loop {
         let mut cmd = [0u8; 8];
-        if !read_exact(cmd_fd, &mut cmd) || u64::from_le_bytes(cmd) == EXIT {
+        if !read_exact(cmd_fd, &mut cmd) {
             return 0;
         }
-        round += 1;
-        let (mut touch_ns, mut faulting, mut majors) = (0u64, 0u64, 0u64);
-        for j in 0..shape.working_set_pages {
-            // The working set is spread evenly over the footprint.
-            let page = j * shape.pages / shape.working_set_pages;
-            let write = (j as u64 * 997 + round) % 1000 < shape.write_per_mille;
-            let (maj0, min0) = worker::thread_faults();
-            let a = worker::monotonic_ns();
-            // SAFETY: `page` < shape.pages, inside the private mapping.
-            unsafe {
-                let byte = memory.add(page * PAGE_SIZE as usize + 8);
-                if write {
-                    byte.write_volatile(byte.read_volatile().wrapping_add(1));
-                } else {
-                    byte.read_volatile();
+        let mut done = Touches::default();
+        match u64::from_le_bytes(cmd) {
+            SWITCH => {
+                for (p, write) in shape.life.switch_touches(pages, visit) {
+                    touch(memory, &mut done, faults, p, write);
+                }
+                visit += 1;
+                let r0 = worker::monotonic_ns();
+                spin(shape.render_cpu_ns);
+                done.ns += worker::monotonic_ns() - r0;
+            }
+            LIVE => {
+                let mut args = [0u8; 24];
+                if !read_exact(cmd_fd, &mut args) {
+                    return 0;
+                }
+                let w = |i: usize| {
+                    u64::from_le_bytes(args[i * 8..i * 8 + 8].try_into().unwrap_or([0; 8]))
+                };
+                let (second, from, to) = (w(0), w(1) as u32, w(2) as u32);
+                // Growth: new pages written with their contents, never past the mapping.
+                for p in from.max(pages)..to.min(shape.life.max_pages) {
+                    fill(memory, &mut done, faults, shape, seed, tab, p);
+                    pages = p + 1;
+                }
+                if second != NONE {
+                    for (p, write) in shape.life.background_touches(pages, second) {
+                        touch(memory, &mut done, faults, p, write);
+                    }
                 }
             }
-            let b = worker::monotonic_ns();
-            let (maj1, min1) = worker::thread_faults();
-            touch_ns += b - a;
-            if maj1 + min1 > maj0 + min0 {
-                if (faulting as usize) < faults.len() {
-                    faults[faulting as usize].store(b - a, Ordering::Relaxed);
-                }
-                faulting += 1;
-                majors += (maj1 > maj0) as u64;
-            }
+            EXIT => return 0,
+            _ => return 5,
         }
-        let r0 = worker::monotonic_ns();
-        spin(shape.render_cpu_ns);
-        let render_ns = worker::monotonic_ns() - r0;
-        if !write_words(answer_fd, &[touch_ns + render_ns, faulting, majors]) {
+        if !write_words(answer_fd, &[done.ns, done.faulting, done.majors]) {
             return 4;
         }
     }
+}
+
+/// What a tab's touches cost: their time, how many faulted, how many of those were major.
+#[derive(Default)]
+struct Touches {
+    ns: u64,
+    faulting: u64,
+    majors: u64,
+}
+
+/// Times one access through `access`, counting it (and storing its latency in `faults`) if it
+/// faulted.
+fn timed(done: &mut Touches, faults: &[std::sync::atomic::AtomicU64], access: impl FnOnce()) {
+    let (maj0, min0) = worker::thread_faults();
+    let a = worker::monotonic_ns();
+    access();
+    let b = worker::monotonic_ns();
+    let (maj1, min1) = worker::thread_faults();
+    done.ns += b - a;
+    if maj1 + min1 > maj0 + min0 {
+        if (done.faulting as usize) < faults.len() {
+            faults[done.faulting as usize].store(b - a, Ordering::Relaxed);
+        }
+        done.faulting += 1;
+        done.majors += (maj1 > maj0) as u64;
+    }
+}
+
+/// Reads (a write: increments) a byte of page `p`.
+fn touch(
+    memory: *mut u8,
+    done: &mut Touches,
+    faults: &[std::sync::atomic::AtomicU64],
+    p: u32,
+    write: bool,
+) {
+    timed(done, faults, || {
+        // SAFETY: `p` is below the tab's current size, inside its private mapping of
+        // `max_pages` pages (core's `Life` keeps offsets below the size).
+        unsafe {
+            let byte = memory.add(p as usize * PAGE_SIZE as usize + 8);
+            if write {
+                byte.write_volatile(byte.read_volatile().wrapping_add(1));
+            } else {
+                byte.read_volatile();
+            }
+        }
+    });
+}
+
+/// The first touch of page `p` (a demand-zero fault, counted as seed 000 Fig. 5 and `sim`
+/// count them; it may stall in direct reclaim when the cgroup is at its limit), then its
+/// contents.
+fn fill(
+    memory: *mut u8,
+    done: &mut Touches,
+    faults: &[std::sync::atomic::AtomicU64],
+    shape: TabShape,
+    seed: u64,
+    tab: u32,
+    p: u32,
+) {
+    let at = p as usize * PAGE_SIZE as usize;
+    // SAFETY: first byte of page `p` < max_pages, inside the mapping.
+    timed(done, faults, || unsafe { memory.add(at).write_volatile(0) });
+    // SAFETY: page `p` lies inside this tab's private mapping of `max_pages` pages.
+    let page = unsafe { std::slice::from_raw_parts_mut(memory.add(at), PAGE_SIZE as usize) };
+    fill_page(
+        page,
+        seed,
+        ((tab as u64) << 32) | p as u64,
+        shape.compress_ratio,
+        shape.same_filled_share,
+    );
 }
 
 impl TabProcess {
@@ -215,9 +282,10 @@ impl TabProcess {
         seed: u64,
         tab: u32,
     ) -> Result<(TabProcess, Option<Loaded>), LinuxError> {
-        let memory = Mapping::new(shape.pages * PAGE_SIZE as usize, false)?;
+        let room = shape.life.max_pages as usize;
+        let memory = Mapping::new(room * PAGE_SIZE as usize, false)?;
         // Room for one latency per page: a load faults on every page.
-        let faults = Mapping::new(shape.pages * 8, true)?;
+        let faults = Mapping::new(room * 8, true)?;
         let (cmd_read, cmd_write) = pipe()?;
         let (answer_read, answer_write) = pipe()?;
         let base = memory.as_ptr();
@@ -270,15 +338,38 @@ impl TabProcess {
 
     /// Switch to the tab; `None` when the tab died (killed by the cgroup's OOM killer).
     pub fn switch(&mut self) -> Option<(Answer, Vec<u64>)> {
-        // SAFETY: writing 8 bytes of a stack value to our pipe. A dead reader gives EPIPE, which
-        // the CLI ignores (SIGPIPE is ignored by Rust's runtime), and then EOF below.
-        let ok = unsafe { libc::write(self.cmd_fd, SWITCH.to_le_bytes().as_ptr().cast(), 8) == 8 };
-        if !ok {
+        // A dead reader gives EPIPE, which the CLI ignores (SIGPIPE is ignored by Rust's
+        // runtime), and then EOF below.
+        if !self.command(&[SWITCH]) {
             return None;
         }
+        self.answer()
+    }
+
+    /// Asks the tab to live one second (core's `TabSecond`: grow from `grow.0` to `grow.1`
+    /// pages, then touch background second `second` if given) without waiting; collect the
+    /// answer with [`TabProcess::answer`]. False when the tab died.
+    pub fn live(&mut self, second: Option<u64>, grow: Option<(u32, u32)>) -> bool {
+        let (from, to) = grow.unwrap_or((0, 0));
+        self.command(&[LIVE, second.unwrap_or(NONE), from as u64, to as u64])
+    }
+
+    /// The answer to the last command and its faults' latencies; `None` when the tab died.
+    pub fn answer(&mut self) -> Option<(Answer, Vec<u64>)> {
         let answer = self.read_answer()?;
         let lat = self.fault_latencies(answer.faulting_touches);
         Some((answer, lat))
+    }
+
+    fn command(&mut self, words: &[u64]) -> bool {
+        let mut buf = [0u8; 32];
+        let n = words.len().min(4) * 8;
+        for (i, w) in words.iter().take(4).enumerate() {
+            buf[i * 8..i * 8 + 8].copy_from_slice(&w.to_le_bytes());
+        }
+        // SAFETY: writing `n` initialised bytes of a stack buffer to our pipe (at most 32
+        // bytes: atomic for a pipe).
+        unsafe { libc::write(self.cmd_fd, buf.as_ptr().cast(), n) == n as isize }
     }
 
     fn fault_latencies(&self, n: u64) -> Vec<u64> {

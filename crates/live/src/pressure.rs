@@ -1,11 +1,20 @@
 //! The memory-capacity pressure test on the live pager: every tab is a region whose pages are
-//! filled with `content::fill_page` at its site's compressibility; `PressureTest` drives opens and
-//! switches; Chrome's discard rule runs over the pager's budget figures.
+//! filled with `content::fill_page` at its site's compressibility; the pressure test
+//! (`PressureParams::workload`, the Tast cadence by default) drives opens and switches;
+//! Chrome's discard rule runs over the pager's budget figures.
 //!
 //! Mapping of a `SystemConfig` onto one pager (our assumptions, documented in docs/live.md):
 //! budget = (dram_bytes - os_reserved_bytes) x scale; `zram` = unbounded pool, no NVM; `block`
 //! (zswap + swap) = pool of zswap_max_pool_percent of the budget with write-back to an emulated
 //! device of `swap_profile`; `nvm-swap` = NVM tier only. Sleeps are capped at 20 ms of real time.
+//!
+//! Tabs live as in `sim` (`nvmswap_core::workload::life::Life` decides the pages): a switch
+//! touches the visit's shifted window; at every second of the workload's clock each tab grows
+//! and the tabs not in front touch their background set. The workload's clock advances by each
+//! open and switch as it took and by each sleep as the workload asked for it (not as capped),
+//! so the same sequence of actions gives the same seconds, and the same pages, as in `sim`.
+//! Each tab's region is mapped at its largest size (`TabLife::max_pages`) up front; pages
+//! beyond its current size stay untouched until it grows.
 
 use std::time::{Duration, Instant};
 
@@ -18,7 +27,8 @@ use nvmswap_core::progress::Progress;
 use nvmswap_core::readahead::{ReadAheadKind, SwapReadAhead};
 use nvmswap_core::results::{RunFigures, RunOutput, RunResult, RunSeries};
 use nvmswap_core::workload::content::fill_page;
-use nvmswap_core::workload::tabs::{default_sites, Action, PressureParams, PressureTest, TabId};
+use nvmswap_core::workload::life::{touch_digest, Life, TabLife};
+use nvmswap_core::workload::tabs::{default_sites, Action, PressureParams, SiteType, TabId};
 
 use crate::{Compressor, LiveError, Pager, PagerConfig, Region, PAGE};
 
@@ -67,6 +77,70 @@ impl PressureSink for NoSink {}
 
 /// How often a run hands the pager's counters to its sink.
 pub const SINK_SAMPLE: Duration = Duration::from_millis(50);
+
+/// Reads (and, for a write, increments) a word of page `p` of `region`.
+fn touch(region: &Region<'_>, p: u32, write: bool) {
+    debug_assert!((p as usize) < region.pages());
+    // SAFETY: an aligned u64 in page p of the live region (p < its pages: `Life` keeps offsets
+    // below the tab's size, which never exceeds the region's); only this thread uses it.
+    unsafe {
+        let a = region.as_ptr().add(p as usize * PAGE + 8) as *mut u64;
+        let v = a.read_volatile();
+        if write {
+            a.write_volatile(v.wrapping_add(1));
+        }
+    }
+}
+
+/// Writes page `p` of tab `tab` with its contents (a load, or growth).
+fn fill(region: &Region<'_>, page: &mut [u8; PAGE], seed: u64, tab: u32, p: u32, s: &SiteType) {
+    fill_page(
+        page,
+        seed,
+        (tab as u64) << 32 | p as u64,
+        s.compress_ratio,
+        s.same_filled_share,
+    );
+    // SAFETY: page p of the live region (p below its pages); only this thread uses it.
+    unsafe {
+        std::ptr::copy_nonoverlapping(page.as_ptr(), region.as_ptr().add(p as usize * PAGE), PAGE)
+    };
+}
+
+/// What the tabs' life did (the results' `extra`).
+#[derive(Debug, Default)]
+struct LifeCounts {
+    background_touches: u64,
+    grown_pages: u64,
+    /// `life::touch_digest` summed over every switch's touches (as sim sums it).
+    switch_touch_digest: u64,
+}
+
+/// One second of life carried out on the live tabs.
+fn live_second(
+    life: &mut Life,
+    tabs: &[Option<Tab<'_>>],
+    sites: &[SiteType],
+    page: &mut [u8; PAGE],
+    seed: u64,
+    counts: &mut LifeCounts,
+) {
+    for ts in life.second() {
+        let Some(Some(t)) = tabs.get(ts.tab as usize) else {
+            continue;
+        };
+        if let Some((from, to)) = ts.grow {
+            for p in from..to {
+                fill(&t.region, page, seed, ts.tab, p, &sites[t.site]);
+            }
+            counts.grown_pages += (to - from) as u64;
+        }
+        for (p, write) in ts.touches {
+            touch(&t.region, p, write);
+            counts.background_touches += 1;
+        }
+    }
+}
 
 /// Run the pressure test on a live pager configured from `cfg`. Tabs are regions; switch
 /// latency is the wall time to touch a tab's working set; faults are counted by the pager.
@@ -191,20 +265,7 @@ fn run_pressure_full(
     };
     let pager = Pager::new(pager_cfg)?;
     let sites = default_sites();
-    let swap_capacity = match cfg.backend {
-        Backend::Zram => (cfg.zram_disksize_bytes as f64 * opts.scale) as u64,
-        _ => swap_bytes,
-    };
-    let scaled: Vec<_> = sites
-        .iter()
-        .cloned()
-        .map(|mut s| {
-            s.footprint_bytes = (s.footprint_bytes as f64 * opts.scale) as u64;
-            s
-        })
-        .collect();
-    let expected = nvmswap_core::workload::tabs::expected_tabs(budget + swap_capacity, &scaled);
-    let mut test = PressureTest::new(opts.params.clone(), sites.len()).with_expected_tabs(expected);
+    let mut test = opts.params.workload(sites.len());
     let mut tabs: Vec<Option<Tab>> = Vec::new();
     let mut recency = TabRecency::default();
     let mut switch_lat = LatencyRecorder::new();
@@ -212,38 +273,37 @@ fn run_pressure_full(
     let mut page = [0u8; PAGE];
     progress.stage(&cfg.name, test.progress().1);
     let mut last_sample = Duration::ZERO;
+    let mut life = Life::new();
+    let mut counts = LifeCounts::default();
+    // The workload's clock (see the module's comment).
+    let mut clock = 0u64;
     loop {
         let (done, total) = test.progress();
         progress.set_total(total);
         progress.advance(done);
         let alive: Vec<bool> = tabs.iter().map(|t| t.is_some()).collect();
         let action = test.next_action(discards > 0, &|t| alive.get(t as usize) == Some(&true));
+        let t0 = Instant::now();
         match action {
             Action::Done => break,
             // The pressure test never closes a tab (only app relaunch does, in sim).
             Action::Close { .. } => unreachable!("the pressure test does not close tabs"),
-            Action::Sleep { ns } => std::thread::sleep(Duration::from_nanos(ns).min(MAX_SLEEP)),
+            Action::Sleep { ns } => {
+                std::thread::sleep(Duration::from_nanos(ns).min(MAX_SLEEP));
+                let end = clock + ns;
+                while life.next_second() <= end {
+                    clock = clock.max(life.next_second());
+                    live_second(&mut life, &tabs, &sites, &mut page, opts.seed, &mut counts);
+                }
+                clock = end;
+            }
             Action::Open { tab, site } => {
                 let t_open = started.elapsed();
                 let s = &sites[site];
-                let pages = ((s.footprint_bytes as f64 * opts.scale) as u64 / PAGE as u64).max(1);
-                let region = pager.region(pages * PAGE as u64)?;
-                for p in 0..pages {
-                    fill_page(
-                        &mut page,
-                        opts.seed,
-                        (tab as u64) << 32 | p,
-                        s.compress_ratio,
-                        s.same_filled_share,
-                    );
-                    // SAFETY: page p of the live region; only this thread uses it.
-                    unsafe {
-                        std::ptr::copy_nonoverlapping(
-                            page.as_ptr(),
-                            region.as_ptr().add(p as usize * PAGE),
-                            PAGE,
-                        )
-                    };
+                let shape = TabLife::of(s, opts.scale);
+                let region = pager.region(shape.max_pages as u64 * PAGE as u64)?;
+                for p in 0..shape.pages {
+                    fill(&region, &mut page, opts.seed, tab, p, s);
                 }
                 while tabs.len() <= tab as usize {
                     tabs.push(None);
@@ -254,40 +314,32 @@ fn run_pressure_full(
                 tabs[tab as usize] = Some(Tab { region, site });
                 recency.used(tab);
                 sink.tab_opened(t_open, started.elapsed(), tab);
+                clock += t0.elapsed().as_nanos() as u64;
+                life.opened(tab, shape, clock);
             }
             Action::Switch { tab } => {
                 let Some(t) = tabs[tab as usize].as_ref() else {
                     continue;
                 };
                 let s = &sites[t.site];
-                let ws = ((t.region.pages() as f64 * s.working_set_share) as usize).max(1);
-                let writes_every = if s.write_share > 0.0 {
-                    (1.0 / s.write_share) as usize
-                } else {
-                    usize::MAX
-                };
-                let t0 = Instant::now();
-                for p in 0..ws {
-                    // SAFETY: an aligned u64 in page p of the live region; only this thread.
-                    unsafe {
-                        let a = t.region.as_ptr().add(p * PAGE + 8) as *mut u64;
-                        let v = a.read_volatile();
-                        if p % writes_every.max(1) == 0 {
-                            a.write_volatile(v.wrapping_add(1));
-                        }
-                    }
+                for (p, write) in life.switch(tab) {
+                    touch(&t.region, p, write);
+                    let d = &mut counts.switch_touch_digest;
+                    *d = d.wrapping_add(touch_digest(tab, p, write));
                 }
                 // A switch ends when the tab is rendered (issue #3's definition, as sim and
                 // linux time it): its render CPU is part of the latency.
                 spin_for(s.render_cpu_ns);
-                switch_lat.record_ns(t0.elapsed().as_nanos() as u64);
+                let took = t0.elapsed().as_nanos() as u64;
+                switch_lat.record_ns(took);
+                clock += took;
                 recency.used(tab);
                 let alive = tabs.iter().flatten().count() as u32;
                 sink.switched(
                     t0.duration_since(started),
                     started.elapsed(),
                     tab,
-                    nvmswap_core::workload::Workload::phase_name(&test),
+                    test.phase_name(),
                     alive,
                 );
             }
@@ -300,6 +352,7 @@ fn run_pressure_full(
         let mut target = LiveTabs {
             pager: &pager,
             tabs: &mut tabs,
+            life: &mut life,
             budget,
             swap_total,
         };
@@ -318,6 +371,9 @@ fn run_pressure_full(
                 .sum::<u64>()
                 .saturating_sub(st.resident_pages * PAGE as u64);
             sink.stats(last_sample, &st, swapped);
+        }
+        while life.next_second() <= clock {
+            live_second(&mut life, &tabs, &sites, &mut page, opts.seed, &mut counts);
         }
     }
     let (done, total) = test.progress();
@@ -347,7 +403,7 @@ fn run_pressure_full(
     let result = RunResult::build(RunFigures {
         substrate: "live",
         config: cfg.name.clone(),
-        tabs_opened: test.tabs_at_first_discard().unwrap_or(test.tabs_opened()) as u64,
+        tabs_opened: test.tabs_opened(),
         discards,
         switches: &switch_lat,
         faults: &faults,
@@ -361,6 +417,15 @@ fn run_pressure_full(
         extra: {
             let mut extra = pager_extra(&st);
             extra.insert("compressor".into(), compressor.name().into());
+            extra.insert(
+                "background_touches".into(),
+                counts.background_touches.into(),
+            );
+            extra.insert("grown_pages".into(), counts.grown_pages.into());
+            extra.insert(
+                "switch_touch_digest".into(),
+                counts.switch_touch_digest.into(),
+            );
             extra
         },
     });
@@ -379,6 +444,7 @@ fn run_pressure_full(
 struct LiveTabs<'a, 'p> {
     pager: &'a Pager,
     tabs: &'a mut Vec<Option<Tab<'p>>>,
+    life: &'a mut Life,
     budget: u64,
     swap_total: u64,
 }
@@ -388,11 +454,10 @@ impl DiscardTarget for LiveTabs<'_, '_> {
 
     fn snapshot(&mut self) -> Result<MemorySnapshot, Self::Error> {
         let resident = self.pager.stats().resident_pages * PAGE as u64;
-        let swapped: u64 = self
-            .tabs
-            .iter()
-            .flatten()
-            .map(|t| t.region.len() as u64)
+        // A tab holds its current size (its region is mapped at its largest).
+        let swapped: u64 = (0..self.tabs.len() as u32)
+            .filter(|&t| self.tabs[t as usize].is_some())
+            .map(|t| self.life.pages(t) as u64 * PAGE as u64)
             .sum::<u64>()
             .saturating_sub(resident);
         Ok(MemorySnapshot {
@@ -407,6 +472,7 @@ impl DiscardTarget for LiveTabs<'_, '_> {
 
     fn discard(&mut self, tab: TabId) -> Result<(), Self::Error> {
         self.tabs[tab as usize] = None;
+        self.life.gone(tab);
         Ok(())
     }
 }

@@ -3,29 +3,46 @@
 //! every 256 page allocations. The machine knows pages, frames and processes; the driver knows
 //! what a tab is made of (its site's footprint, working set and write share) and what it costs
 //! to load and render.
+//!
+//! Tabs live (`nvmswap_core::workload::life`, the same rules `live` and `linux` follow): a
+//! switch touches a window that shifts by the site's `working_set_shift` each visit; at every
+//! virtual second each tab grows by its `growth_bytes_per_s` (new pages, written) and every tab
+//! but the one in front touches its background set for that second. A second's background work
+//! is carried out when the foreground's clock has passed it: between actions, and second by
+//! second within a sleep (a second that passes during a long open or switch is worked off
+//! right after it). Its faults are charged to the background tab and do not pass on the
+//! foreground's clock; the frames, reclaim and device time they take, the foreground shares.
 
 use nvmswap_core::config::SystemConfig;
 use nvmswap_core::progress::Progress;
 use nvmswap_core::results::RunOutput;
-use nvmswap_core::workload::tabs::{Action, PressureParams, PressureTest, SiteType};
+use nvmswap_core::workload::life::{touch_digest, Life, TabLife};
+use nvmswap_core::workload::tabs::{Action, PressureParams, SiteType};
 use nvmswap_core::workload::Workload;
-use nvmswap_core::PAGE_SIZE;
 
 use crate::engine::Machine;
 use crate::observe::Event;
 use crate::{RunOptions, SimError};
 
-/// The pages of a tab the driver touches on a switch.
-struct Shape {
-    ws_pages: u32,
-    write_pages: u32,
-    site: usize,
+/// What the tabs' life did over the run (the results' `extra`).
+#[derive(Debug, Default)]
+struct LifeCounts {
+    background_touches: u64,
+    grown_pages: u64,
+    tabs_at_growth_limit: u64,
+    /// `life::touch_digest` summed over every switch's touches.
+    switch_touch_digest: u64,
 }
 
 pub struct Driver<'a> {
     pub machine: Machine<'a>,
     sites: Vec<SiteType>,
-    shapes: Vec<Shape>,
+    scale: f64,
+    /// Core's decisions on which pages each tab touches.
+    life: Life,
+    /// Each tab's site.
+    site: Vec<usize>,
+    counts: LifeCounts,
 }
 
 impl<'a> Driver<'a> {
@@ -39,17 +56,13 @@ impl<'a> Driver<'a> {
     ) -> Result<Self, SimError> {
         let cfg = cfg.scaled(opts.scale);
         cfg.validate()?;
-        let sites: Vec<SiteType> = sites
-            .into_iter()
-            .map(|mut s| {
-                s.footprint_bytes = ((s.footprint_bytes as f64 * opts.scale) as u64).max(PAGE_SIZE);
-                s
-            })
-            .collect();
         Ok(Driver {
             machine: Machine::new(cfg, opts.seed, progress)?,
             sites,
-            shapes: Vec::new(),
+            scale: opts.scale,
+            life: Life::new(),
+            site: Vec::new(),
+            counts: LifeCounts::default(),
         })
     }
 
@@ -64,17 +77,8 @@ impl<'a> Driver<'a> {
         params: PressureParams,
         started: std::time::Instant,
     ) -> Result<RunOutput, SimError> {
-        // Phase 1's expected length, for the progress bar only: the memory tabs can fill.
-        let c = &self.machine.cfg;
-        let swap = match c.backend {
-            nvmswap_core::config::Backend::None => 0,
-            nvmswap_core::config::Backend::Zram => c.zram_disksize_bytes,
-            _ => c.swap_bytes,
-        };
-        let memory = c.dram_bytes.saturating_sub(c.os_reserved_bytes) + swap;
-        let expected = nvmswap_core::workload::tabs::expected_tabs(memory, &self.sites);
-        let mut test = PressureTest::new(params, self.sites.len()).with_expected_tabs(expected);
-        self.run_workload(&mut test, started)
+        let mut test = params.workload(self.sites.len());
+        self.run_workload(&mut *test, started)
     }
 
     /// Runs `workload` to its end and summarises it.
@@ -106,7 +110,16 @@ impl<'a> Driver<'a> {
                     self.switch(tab, workload.phase_name())?;
                     workload.observe(self.machine.now - started_at);
                 }
-                Action::Sleep { ns } => self.machine.advance(ns, false),
+                Action::Sleep { ns } => {
+                    let end = self.machine.now + ns;
+                    while self.life.next_second() <= end {
+                        let to = self.life.next_second().max(self.machine.now);
+                        self.machine.advance(to - self.machine.now, false);
+                        self.live_second()?;
+                    }
+                    self.machine
+                        .advance(end.saturating_sub(self.machine.now), false);
+                }
                 Action::Close { tab } => {
                     let m = &mut self.machine;
                     if m.is_alive(tab) {
@@ -117,29 +130,78 @@ impl<'a> Driver<'a> {
                 Action::Done => break,
             }
             self.machine.chrome_discards();
+            while self.life.next_second() <= self.machine.now {
+                self.live_second()?;
+            }
         }
         let (done, total) = workload.progress();
         self.machine.progress.set_total(total);
         self.machine.progress.advance(done);
         let m = &mut self.machine;
         m.sample(m.now);
-        Ok(self.machine.finish(workload.tabs_opened(), started))
+        let counts = std::mem::take(&mut self.counts);
+        let mut out = self.machine.finish(workload.tabs_opened(), started);
+        for (k, v) in [
+            ("background_touches", counts.background_touches),
+            ("grown_pages", counts.grown_pages),
+            ("tabs_at_growth_limit", counts.tabs_at_growth_limit),
+            ("switch_touch_digest", counts.switch_touch_digest),
+        ] {
+            out.result.extra.insert(k.into(), v.into());
+        }
+        Ok(out)
+    }
+
+    /// One second of the tabs' life (core's `Life::second`): each live tab grows, and each
+    /// one not in front touches its background set; then Chrome's rule.
+    fn live_second(&mut self) -> Result<(), SimError> {
+        let m = &self.machine;
+        for t in 0..m.tabs.len() as u32 {
+            if !m.is_alive(t) {
+                self.life.gone(t);
+            }
+        }
+        for ts in self.life.second() {
+            let tab = ts.tab;
+            // A tab discarded by an earlier tab's faults in this second does nothing more.
+            if !self.machine.is_alive(tab) {
+                continue;
+            }
+            if let Some((from, to)) = ts.grow {
+                self.machine.grow_tab(tab, to);
+                self.counts.grown_pages += (to - from) as u64;
+                if self.life.shape(tab).is_some_and(|l| l.max_pages == to) {
+                    self.counts.tabs_at_growth_limit += 1;
+                }
+                for off in from..to {
+                    let p = self.machine.tabs[tab as usize].page(off);
+                    self.machine.touch_in_background(tab, p, true)?;
+                    if !self.machine.is_alive(tab) {
+                        break;
+                    }
+                }
+            }
+            for (off, write) in ts.touches {
+                if !self.machine.is_alive(tab) {
+                    break;
+                }
+                let p = self.machine.tabs[tab as usize].page(off);
+                self.machine.touch_in_background(tab, p, write)?;
+                self.counts.background_touches += 1;
+            }
+        }
+        self.machine.chrome_discards();
+        Ok(())
     }
 
     fn open(&mut self, tab: u32, site: usize) -> Result<(), SimError> {
         let s = &self.sites[site];
-        let pages = (s.footprint_bytes / PAGE_SIZE).max(1) as u32;
-        let ws_pages = ((pages as f64 * s.working_set_share) as u32).max(1);
-        let write_pages = (ws_pages as f64 * s.write_share) as u32;
+        let life = TabLife::of(s, self.scale);
+        let pages = life.pages;
         let (ratio, same, load_cpu) = (s.compress_ratio, s.same_filled_share, s.load_cpu_ns);
         let m = &mut self.machine;
         let started = m.now;
         let base = m.map_tab(tab, pages, ratio, same);
-        self.shapes.push(Shape {
-            ws_pages,
-            write_pages,
-            site,
-        });
         m.use_tab(tab);
         m.charge_user(load_cpu);
         for i in 0..pages {
@@ -160,22 +222,25 @@ impl<'a> Driver<'a> {
             tab,
             site,
         });
+        self.life.opened(tab, life, m.now);
+        self.site.push(site);
         Ok(())
     }
 
     fn switch(&mut self, tab: u32, phase: &str) -> Result<(), SimError> {
-        let base = self.machine.tabs[tab as usize].base;
-        let Shape {
-            ws_pages,
-            write_pages,
-            site,
-        } = self.shapes[tab as usize];
-        let render = self.sites[site].render_cpu_ns;
+        let render = self.sites[self.site[tab as usize]].render_cpu_ns;
+        let touches = self.life.switch(tab);
         let m = &mut self.machine;
         m.use_tab(tab);
         let start = m.now;
-        for i in 0..ws_pages {
-            let t = m.touch(base + i, i < write_pages)?;
+        for (off, write) in touches {
+            if !m.is_alive(tab) {
+                break; // discarded by the OOM path while it came back
+            }
+            let d = &mut self.counts.switch_touch_digest;
+            *d = d.wrapping_add(touch_digest(tab, off, write));
+            let p = m.tabs[tab as usize].page(off);
+            let t = m.touch(p, write)?;
             m.advance(t, true);
         }
         m.charge_user(render);
@@ -189,5 +254,130 @@ impl<'a> Driver<'a> {
             tabs_open,
         });
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::Loc;
+    use nvmswap_core::progress::NoProgress;
+    use nvmswap_core::workload::tabs::default_sites;
+
+    /// Optane at 1 % (about 7,800 frames for tabs), Chrome's rule off (no margin) so that tabs
+    /// are swapped out rather than discarded.
+    fn driver(sites: Vec<SiteType>) -> Driver<'static> {
+        let o = vec!["discard.critical_margin_share=0.0".to_string()];
+        let cfg = SystemConfig::load("optane", &o).unwrap();
+        let opts = RunOptions {
+            seed: 3,
+            scale: 0.01,
+        };
+        Driver::new(&cfg, sites, &opts, &NoProgress).unwrap()
+    }
+
+    /// A 400-page tab (at 1 %) living as given, and a still one.
+    fn sites(bg_share: f64, overlap: f64, shift: f64) -> Vec<SiteType> {
+        let base = SiteType {
+            footprint_bytes: 40_000 * nvmswap_core::PAGE_SIZE,
+            ..default_sites()[0].clone()
+        };
+        vec![
+            SiteType {
+                background_touch_share_per_s: bg_share,
+                background_overlap: overlap,
+                working_set_shift: shift,
+                ..base.clone()
+            },
+            base,
+        ]
+    }
+
+    fn loc(d: &Driver<'_>, tab: u32, off: u32) -> Loc {
+        d.machine.loc[d.machine.tabs[tab as usize].page(off) as usize]
+    }
+
+    /// Opens still tabs 1.. until `tab` has none of `offs` resident.
+    fn push_out(d: &mut Driver<'_>, tab: u32, offs: &[u32]) {
+        for _ in 0..200 {
+            if offs.iter().all(|&o| loc(d, tab, o) == Loc::Out) {
+                return;
+            }
+            let t = d.machine.tabs.len() as u32;
+            d.open(t, 1).unwrap();
+        }
+        panic!("tab {tab}'s pages never left DRAM");
+    }
+
+    #[test]
+    fn a_background_tabs_touches_bring_its_pages_back() {
+        let mut d = driver(sites(0.05, 0.0, 0.0));
+        d.open(0, 0).unwrap();
+        d.open(1, 1).unwrap();
+        // The next second's background set of tab 0 (core's decision, previewed).
+        let next = d.life.clone().second();
+        let ts = next.iter().find(|t| t.tab == 0).unwrap();
+        let offs: Vec<u32> = ts.touches.iter().map(|t| t.0).collect();
+        assert_eq!(offs.len(), 20);
+        push_out(&mut d, 0, &offs);
+        // Work off seconds until the previewed one (opening tabs passed some).
+        let before = d.counts.background_touches;
+        let want = loop {
+            let next = d.life.clone().second();
+            let ts = next.iter().find(|t| t.tab == 0).unwrap().clone();
+            d.live_second().unwrap();
+            if ts.background_second.is_some() {
+                break ts;
+            }
+        };
+        assert!(d.counts.background_touches > before);
+        for (off, _) in &want.touches {
+            assert_eq!(loc(&d, 0, *off), Loc::Resident, "page {off} of tab 0");
+        }
+        // Its pages came back by its own faults, not the foreground's.
+        let bg = d.machine.obs.metrics.c.background_faults;
+        assert!(bg >= want.touches.len() as u64, "{bg} background faults");
+    }
+
+    #[test]
+    fn a_shifting_working_set_touches_new_pages_on_the_next_visit() {
+        let mut d = driver(sites(0.0, 0.0, 0.5));
+        d.open(0, 0).unwrap();
+        let life = d.life.shape(0).unwrap();
+        let v0: Vec<u32> = life.switch_touches(life.pages, 0).map(|t| t.0).collect();
+        let v1: Vec<u32> = life.switch_touches(life.pages, 1).map(|t| t.0).collect();
+        let new: Vec<u32> = v1.iter().copied().filter(|p| !v0.contains(p)).collect();
+        assert_eq!(new.len(), v0.len() / 2);
+        push_out(&mut d, 0, &v0);
+        d.switch(0, "test").unwrap();
+        assert!(v0.iter().all(|&o| loc(&d, 0, o) == Loc::Resident));
+        push_out(&mut d, 0, &v1);
+        let majors = d.machine.obs.metrics.c.swap_in_pages;
+        d.switch(0, "test").unwrap();
+        assert!(v1.iter().all(|&o| loc(&d, 0, o) == Loc::Resident));
+        // The second visit faulted its pages back in, the new ones among them.
+        assert!(d.machine.obs.metrics.c.swap_in_pages - majors >= v1.len() as u64);
+    }
+
+    #[test]
+    fn living_tabs_grow_and_the_run_is_deterministic() {
+        let run = || {
+            let mut s = sites(0.02, 0.5, 0.25);
+            for site in &mut s {
+                site.growth_bytes_per_s = 200.0 * nvmswap_core::PAGE_SIZE as f64;
+            }
+            let d = driver(s);
+            let mut out = d.run_pressure(std::time::Instant::now()).unwrap();
+            out.result.wall_s = 0.0;
+            out
+        };
+        let (a, b) = (run(), run());
+        let grown = a.result.extra["grown_pages"].as_u64().unwrap();
+        assert!(grown > 0, "no tab grew");
+        assert!(a.result.extra["background_touches"].as_u64().unwrap() > 0);
+        assert_eq!(
+            serde_json::to_string(&a).unwrap(),
+            serde_json::to_string(&b).unwrap()
+        );
     }
 }

@@ -50,11 +50,32 @@ pub enum Loc {
     Out,
 }
 
-/// A tab's pages: `pages` from `base`.
+/// A tab's pages: `pages` in all, the first from `base`, the ones it grew by after load in
+/// `runs` (its page offset where a run starts, and the run's first page).
 pub struct Tab {
     pub base: u32,
     pub pages: u32,
     pub alive: bool,
+    /// Contents of the pages it grows by: compressed size / page, same-filled share.
+    ratio: f64,
+    same: f64,
+    runs: Vec<(u32, u32)>,
+}
+
+impl Tab {
+    /// The machine's page at offset `off` of the tab (`off < pages`).
+    pub fn page(&self, off: u32) -> u32 {
+        let i = self.runs.partition_point(|&(start, _)| start <= off);
+        match i.checked_sub(1) {
+            Some(r) => self.runs[r].1 + (off - self.runs[r].0),
+            None => self.base + off,
+        }
+    }
+
+    /// Every page of the tab.
+    fn all_pages(&self) -> impl Iterator<Item = u32> + '_ {
+        (0..self.pages).map(|off| self.page(off))
+    }
 }
 
 /// The back-end's view of the machine during one call (backend::Env), from disjoint fields.
@@ -305,7 +326,21 @@ impl<'a> Machine<'a> {
     pub fn map_tab(&mut self, tab: u32, pages: u32, ratio: f64, same: f64) -> u32 {
         let base = self.loc.len() as u32;
         debug_assert_eq!(tab as usize, self.tabs.len());
-        for _ in 0..pages {
+        self.new_pages(pages, ratio, same);
+        self.tabs.push(Tab {
+            base,
+            pages,
+            alive: true,
+            ratio,
+            same,
+            runs: Vec::new(),
+        });
+        base
+    }
+
+    /// `n` new absent pages at the end of the page table, their contents drawn.
+    fn new_pages(&mut self, n: u32, ratio: f64, same: f64) {
+        for _ in 0..n {
             let size = if self.rng.random_bool(same) {
                 0
             } else {
@@ -318,12 +353,37 @@ impl<'a> Machine<'a> {
         }
         self.backend.grow(self.loc.len());
         self.lru.grow(self.loc.len());
-        self.tabs.push(Tab {
-            base,
-            pages,
-            alive: true,
-        });
-        base
+    }
+
+    /// Tab `tab` grows to `pages` pages (new pages, not touched yet; the workload touches them).
+    pub fn grow_tab(&mut self, tab: u32, pages: u32) {
+        let Some(t) = self.tabs.get(tab as usize) else {
+            return;
+        };
+        if !t.alive || pages <= t.pages {
+            return;
+        }
+        let (old, ratio, same) = (t.pages, t.ratio, t.same);
+        let first = self.loc.len() as u32;
+        self.new_pages(pages - old, ratio, same);
+        let t = &mut self.tabs[tab as usize];
+        // A run that continues the tab's last one in the page table extends it.
+        if t.page(old - 1) + 1 != first {
+            t.runs.push((old, first));
+        }
+        t.pages = pages;
+    }
+
+    /// Tab `tab`'s process touches page `p` while another one is in the foreground (its
+    /// background activity): the fault is taken and charged as tab `tab`'s, and its latency
+    /// does not pass on the foreground's clock (the tab runs on another CPU); what it takes,
+    /// frames, reclaim and the device's queue, the foreground shares.
+    pub fn touch_in_background(&mut self, tab: u32, p: u32, write: bool) -> Result<u64, SimError> {
+        let fg = self.foreground_pid;
+        self.foreground_pid = TAB_PID_BASE + tab;
+        let r = self.touch(p, write);
+        self.foreground_pid = fg;
+        r
     }
 
     /// `tab` is used now (opened or switched to): it runs in the foreground and is the most
@@ -374,11 +434,8 @@ impl<'a> Machine<'a> {
         if !self.is_alive(victim) {
             return;
         }
-        let (base, pages) = (
-            self.tabs[victim as usize].base,
-            self.tabs[victim as usize].pages,
-        );
-        for p in base..base + pages {
+        let pages: Vec<u32> = self.tabs[victim as usize].all_pages().collect();
+        for p in pages {
             let pi = p as usize;
             match self.loc[pi] {
                 Loc::Absent => {}

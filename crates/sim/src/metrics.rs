@@ -40,6 +40,14 @@ pub struct Counters {
     pub discards: u64,
     pub oom_discards: u64,
     pub dram_accesses: u64,
+    /// Pages stored in zswap's pool (reclaim's stores, not its rejects).
+    pub zswap_stores: u64,
+    /// Faults a tab took while another was in front (its background life).
+    pub background_faults: u64,
+    /// Switches, their summed latency, and the summed latency of the faults taken in them.
+    pub switches: u64,
+    pub switch_ns: u64,
+    pub switch_fault_ns: u64,
 }
 
 /// What the back-end adds to the results (backend/mod.rs `SwapBackend::report`).
@@ -68,6 +76,9 @@ pub struct Metrics {
     plugged: (u64, u64),
     /// Swap-in faults read from the device: count, and total software, block-layer, device ns.
     swap_in_cost: [u64; 4],
+    /// The process in front (the last tab used) and its fault time since it came to the front.
+    front_pid: u32,
+    front_fault_ns: u64,
 }
 
 impl Metrics {
@@ -82,6 +93,8 @@ impl Metrics {
             throttles: Default::default(),
             plugged: (0, 0),
             swap_in_cost: [0; 4],
+            front_pid: 0,
+            front_fault_ns: 0,
         }
     }
 }
@@ -103,10 +116,18 @@ impl Observer for Metrics {
                 CpuKind::IoWait => c.cpu_iowait += ns,
             },
             Event::Fault {
-                latency_ns, kind, ..
+                latency_ns,
+                kind,
+                actor,
+                ..
             } => {
                 if kind == FaultKind::LazyMap {
                     c.lazy_maps += 1;
+                }
+                if actor.pid == self.front_pid {
+                    self.front_fault_ns += latency_ns;
+                } else {
+                    c.background_faults += 1;
                 }
                 self.faults.record_ns(latency_ns);
             }
@@ -116,7 +137,12 @@ impl Observer for Metrics {
                     c.readahead_pages += 1;
                 }
             }
-            Event::SwapOut { .. } => c.swap_out_pages += 1,
+            Event::SwapOut { to, .. } => {
+                c.swap_out_pages += 1;
+                if to == crate::observe::Tier::ZswapPool {
+                    c.zswap_stores += 1;
+                }
+            }
             Event::CleanEviction { .. } => c.clean_evictions += 1,
             Event::Zswap { kind, .. } => match kind {
                 ZswapKind::Hit => c.zswap_hits += 1,
@@ -174,7 +200,11 @@ impl Observer for Metrics {
                     c.oom_discards += 1;
                 }
             }
-            Event::TabUsed { .. } | Event::TabOpened { .. } | Event::TabClosed { .. } => {}
+            Event::TabUsed { tab, .. } => {
+                self.front_pid = crate::observe::TAB_PID_BASE + tab;
+                self.front_fault_ns = 0;
+            }
+            Event::TabOpened { .. } | Event::TabClosed { .. } => {}
             Event::Switch {
                 t,
                 end,
@@ -183,6 +213,9 @@ impl Observer for Metrics {
                 ..
             } => {
                 let latency = end - t;
+                c.switches += 1;
+                c.switch_ns += latency;
+                c.switch_fault_ns += self.front_fault_ns;
                 self.switches.record_ns(latency);
                 self.series.switches.push(SwitchSample {
                     tabs_open,
@@ -333,6 +366,39 @@ impl Metrics {
             ("lazy_maps", c.lazy_maps),
             ("lazy_direct_reads", c.lazy_direct_reads),
             ("oom_discards", c.oom_discards),
+        ] {
+            extra.insert(k.into(), v.into());
+        }
+        // The mechanism behind the headlines (issue #10 item 5): how much of the device's
+        // traffic is reads, reads per switch, zswap's hit rate and the device traffic its pool
+        // saved (hits not read from the device, stores not written back), the share of switch
+        // time spent in faults, and faults taken by tabs in the background.
+        let ratio = |a: u64, b: u64| if b == 0 { 0.0 } else { a as f64 / b as f64 };
+        for (k, v) in [
+            (
+                "device_read_share",
+                ratio(c.device_reads, c.device_reads + c.device_writes),
+            ),
+            ("device_reads_per_switch", ratio(c.device_reads, c.switches)),
+            (
+                "zswap_hit_rate",
+                ratio(c.zswap_hits, c.zswap_hits + c.zswap_misses),
+            ),
+            (
+                "switch_fault_time_share",
+                ratio(c.switch_fault_ns, c.switch_ns),
+            ),
+        ] {
+            extra.insert(k.into(), v.into());
+        }
+        for (k, v) in [
+            ("zswap_stores", c.zswap_stores),
+            ("zswap_device_reads_saved", c.zswap_hits),
+            (
+                "zswap_device_writes_saved",
+                c.zswap_stores.saturating_sub(c.zswap_writebacks),
+            ),
+            ("background_faults", c.background_faults),
         ] {
             extra.insert(k.into(), v.into());
         }

@@ -9,6 +9,245 @@
 //!   `share * pages` pages that advances by `(1 - overlap)` of its size each second.
 //! - A tab grows by `growth_bytes_per_s` after load: new pages, written once.
 
+use super::tabs::SiteType;
+
+/// One tab's living shape after scaling: everything a substrate needs to decide which pages a
+/// switch, a background second and growth touch. Built from a [`SiteType`] by [`TabLife::of`]
+/// the same way on every substrate, so they touch the same pages for the same sequence.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct TabLife {
+    /// Pages at load.
+    pub pages: u32,
+    /// Share of the tab's current pages a switch touches.
+    pub working_set_share: f64,
+    pub write_share: f64,
+    pub shift: f64,
+    pub background_share_per_s: f64,
+    pub background_overlap: f64,
+    /// Growth after load in pages per second (after scaling).
+    pub growth_pages_per_s: f64,
+    /// Most pages the tab may grow to: [`GROWTH_LIMIT`] times its load size. A bound on the
+    /// substrates' reservations (linux and live map a tab's room up front), not a model
+    /// parameter: the run reports `grown_pages` so a reader can see whether it was reached.
+    pub max_pages: u32,
+}
+
+/// A tab grows to at most this many times its load footprint (see [`TabLife::max_pages`]).
+pub const GROWTH_LIMIT: u32 = 4;
+
+impl TabLife {
+    /// The shape of a tab of `site` with every size multiplied by `scale` (times are not).
+    pub fn of(site: &SiteType, scale: f64) -> Self {
+        let pages = ((site.footprint_bytes as f64 * scale) as u64 / crate::PAGE_SIZE)
+            .clamp(1, u32::MAX as u64 / GROWTH_LIMIT as u64) as u32;
+        TabLife {
+            pages,
+            working_set_share: site.working_set_share.clamp(0.0, 1.0),
+            write_share: site.write_share.clamp(0.0, 1.0),
+            shift: site.working_set_shift,
+            background_share_per_s: site.background_touch_share_per_s,
+            background_overlap: site.background_overlap,
+            growth_pages_per_s: site.growth_bytes_per_s.max(0.0) * scale / crate::PAGE_SIZE as f64,
+            max_pages: if site.growth_bytes_per_s > 0.0 {
+                pages * GROWTH_LIMIT
+            } else {
+                pages
+            },
+        }
+    }
+
+    /// The tab's size in pages `ns` after its load finished.
+    pub fn pages_after(&self, ns: u64) -> u32 {
+        let grown = (self.growth_pages_per_s * ns as f64 / 1e9) as u64;
+        (self.pages as u64 + grown).min(self.max_pages as u64) as u32
+    }
+
+    /// Pages a switch touches when the tab has `pages_now` pages.
+    pub fn ws_pages(&self, pages_now: u32) -> u32 {
+        ((pages_now as f64 * self.working_set_share) as u32).clamp(1, pages_now.max(1))
+    }
+
+    /// The touches of a switch on visit `visit` (0 = the first switch) to the tab when it has
+    /// `pages_now` pages: (page offset, write), the writes spread evenly over the window.
+    pub fn switch_touches(&self, pages_now: u32, visit: u32) -> impl Iterator<Item = (u32, bool)> {
+        let share = self.write_share;
+        switch_pages(pages_now, self.ws_pages(pages_now), self.shift, visit)
+            .enumerate()
+            .map(move |(i, p)| (p, writes(i as u64, share)))
+    }
+
+    /// The touches of the tab's `second`-th second in the background (counted over its life),
+    /// at `pages_now` pages; they write at the tab's write share.
+    pub fn background_touches(
+        &self,
+        pages_now: u32,
+        second: u64,
+    ) -> impl Iterator<Item = (u32, bool)> {
+        let share = self.write_share;
+        background_pages(
+            pages_now,
+            self.background_share_per_s,
+            self.background_overlap,
+            second,
+        )
+        .enumerate()
+        .map(move |(i, p)| (p, writes(i as u64, share)))
+    }
+}
+
+/// One tab's part in one second of life: it grows from `grow.0` to `grow.1` pages (the new
+/// pages are written once, in order), then touches `touches` (page offset, write) in order.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TabSecond {
+    pub tab: u32,
+    pub grow: Option<(u32, u32)>,
+    /// The tab's background second these touches are ([`TabLife::background_touches`]'s
+    /// `second`); `None` for the tab in front.
+    pub background_second: Option<u64>,
+    pub touches: Vec<(u32, bool)>,
+}
+
+/// The life of every tab of a run: core decides which pages a switch and each second touch,
+/// the substrate (sim, live, linux) carries them out. The clock is the workload's: the
+/// substrate reports loads and switches as they finish and asks for each second once its clock
+/// has passed it ([`Life::next_second`]); a tab in front does not run in the background.
+#[derive(Debug, Clone, Default)]
+pub struct Life {
+    tabs: Vec<Option<LifeTab>>,
+    /// The second worked off next (1 = the first second of the run).
+    seconds: u64,
+    front: Option<u32>,
+}
+
+#[derive(Debug, Clone)]
+struct LifeTab {
+    life: TabLife,
+    pages: u32,
+    visits: u32,
+    background_seconds: u64,
+    loaded_at: u64,
+}
+
+impl Life {
+    pub fn new() -> Self {
+        Life {
+            seconds: 1,
+            ..Default::default()
+        }
+    }
+
+    /// Tab `tab` finished loading at `now` with `life`'s shape; it is in front.
+    pub fn opened(&mut self, tab: u32, life: TabLife, now: u64) {
+        let i = tab as usize;
+        if self.tabs.len() <= i {
+            self.tabs.resize(i + 1, None);
+        }
+        self.tabs[i] = Some(LifeTab {
+            life,
+            pages: life.pages,
+            visits: 0,
+            background_seconds: 0,
+            loaded_at: now,
+        });
+        self.front = Some(tab);
+    }
+
+    /// The tab's process is gone (discarded, killed or closed).
+    pub fn gone(&mut self, tab: u32) {
+        if let Some(t) = self.tabs.get_mut(tab as usize) {
+            *t = None;
+        }
+        if self.front == Some(tab) {
+            self.front = None;
+        }
+    }
+
+    /// Tabs opened so far (gone ones included): the tab numbers are below this.
+    pub fn tab_count(&self) -> u32 {
+        self.tabs.len() as u32
+    }
+
+    /// The tab's current size in pages (0 if gone).
+    pub fn pages(&self, tab: u32) -> u32 {
+        self.tab(tab).map_or(0, |t| t.pages)
+    }
+
+    pub fn shape(&self, tab: u32) -> Option<TabLife> {
+        self.tab(tab).map(|t| t.life)
+    }
+
+    fn tab(&self, tab: u32) -> Option<&LifeTab> {
+        self.tabs.get(tab as usize).and_then(|t| t.as_ref())
+    }
+
+    /// A switch to `tab` (it comes in front): the pages it touches, in order. Empty if gone.
+    pub fn switch(&mut self, tab: u32) -> Vec<(u32, bool)> {
+        let Some(Some(t)) = self.tabs.get_mut(tab as usize) else {
+            return Vec::new();
+        };
+        let touches = t.life.switch_touches(t.pages, t.visits).collect();
+        t.visits += 1;
+        self.front = Some(tab);
+        touches
+    }
+
+    /// Virtual time (ns from the run's start) of the next second to work off.
+    pub fn next_second(&self) -> u64 {
+        self.seconds * crate::NS_PER_S
+    }
+
+    /// Works off the second at [`Life::next_second`]: each live tab's growth, and the
+    /// background touches of each one not in front, in tab order.
+    pub fn second(&mut self) -> Vec<TabSecond> {
+        let at = self.next_second();
+        self.seconds += 1;
+        let front = self.front;
+        let mut out = Vec::new();
+        for (i, t) in self.tabs.iter_mut().enumerate() {
+            let Some(t) = t else { continue };
+            let tab = i as u32;
+            let want = t.life.pages_after(at.saturating_sub(t.loaded_at));
+            let grow = (want > t.pages).then_some((t.pages, want));
+            t.pages = t.pages.max(want);
+            let (background_second, touches) = if front == Some(tab) {
+                (None, Vec::new())
+            } else {
+                let second = t.background_seconds;
+                t.background_seconds += 1;
+                let v: Vec<(u32, bool)> = t.life.background_touches(t.pages, second).collect();
+                (Some(second), v)
+            };
+            if grow.is_some() || !touches.is_empty() {
+                out.push(TabSecond {
+                    tab,
+                    grow,
+                    background_second,
+                    touches,
+                });
+            }
+        }
+        out
+    }
+}
+
+/// A touch's share of a run's touch digest (substrates sum these, wrapping, over the touches
+/// they carried out; equal sums say the same pages were touched the same way): splitmix64 of
+/// the tab, the page offset and whether it wrote.
+pub fn touch_digest(tab: u32, off: u32, write: bool) -> u64 {
+    let mut z =
+        ((tab as u64) << 33 | (off as u64) << 1 | write as u64).wrapping_add(0x9e37_79b9_7f4a_7c15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
+}
+
+/// Whether the `i`-th touch of a set writes, for a write share `share`: the writes spread
+/// evenly (touch i writes when floor((i+1) * share) passes an integer).
+pub fn writes(i: u64, share: f64) -> bool {
+    let s = share.clamp(0.0, 1.0);
+    ((i + 1) as f64 * s).floor() > (i as f64 * s).floor()
+}
+
 /// A window of `len` pages of a tab of `pages` pages starting at `start`, wrapping.
 fn window(pages: u32, start: u64, len: u32) -> impl Iterator<Item = u32> {
     let len = len.min(pages);
@@ -63,6 +302,25 @@ mod tests {
         assert_eq!(still, v0);
         // The window wraps around the tab.
         assert!(switch_pages(100, 60, 1.0, 1).all(|p| p < 100));
+    }
+
+    #[test]
+    fn a_tab_life_writes_its_share_and_grows_to_its_limit() {
+        let site = crate::workload::tabs::SiteType {
+            growth_bytes_per_s: 4096.0 * 100.0,
+            working_set_shift: 0.5,
+            ..crate::workload::tabs::default_sites()[0].clone()
+        };
+        let life = TabLife::of(&site, 0.01);
+        let t: Vec<(u32, bool)> = life.switch_touches(life.pages, 0).collect();
+        let ws = life.ws_pages(life.pages);
+        assert_eq!(t.len() as u32, ws);
+        let w = t.iter().filter(|x| x.1).count() as f64;
+        assert!((w - ws as f64 * site.write_share).abs() <= 1.0);
+        // Scaled growth: 1 page/s at scale 0.01; capped at GROWTH_LIMIT x.
+        assert_eq!(life.pages_after(10_000_000_000), life.pages + 10);
+        assert_eq!(life.pages_after(u64::MAX / 2), life.max_pages);
+        assert!(writes(0, 1.0) && !writes(0, 0.0) && writes(1, 0.5) && !writes(0, 0.5));
     }
 
     #[test]

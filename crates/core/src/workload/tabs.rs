@@ -102,6 +102,31 @@ pub struct PressureParams {
     pub heavy_pause_ns: u64,
     /// Safety stop for phase 1 if no discard ever happens (a device far larger than the test).
     pub max_tabs: u32,
+    /// Whose cadence: the Tast source's (`tast`, the default: [`super::tast`]) or seed 000 §3's
+    /// summary of it (`seed000`, [`PressureTest`]).
+    pub cadence: Cadence,
+}
+
+/// The pressure test's cadence (see [`PressureParams::cadence`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Cadence {
+    #[default]
+    Tast,
+    Seed000,
+}
+
+impl PressureParams {
+    /// The pressure test with these parameters over a rotation of `sites` page kinds.
+    pub fn workload(&self, sites: usize) -> Box<dyn super::Workload> {
+        match self.cadence {
+            Cadence::Tast => Box::new(super::tast::TastTest::new(
+                super::tast::TastParams::from_pressure(self),
+                sites,
+            )),
+            Cadence::Seed000 => Box::new(PressureTest::new(self.clone(), sites)),
+        }
+    }
 }
 
 impl Default for PressureParams {
@@ -114,6 +139,7 @@ impl Default for PressureParams {
             heavy_cycles: 10,
             heavy_pause_ns: 200 * NS_PER_MS,
             max_tabs: 1000,
+            cadence: Cadence::default(),
         }
     }
 }

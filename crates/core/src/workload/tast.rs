@@ -253,6 +253,57 @@ impl TastTest {
     }
 }
 
+impl TastParams {
+    /// The Tast test with the counts and pauses of `p` (the parameters the substrates and
+    /// sweeps set); the warm-up pause and the wiggle stay Tast's.
+    pub fn from_pressure(p: &super::tabs::PressureParams) -> Self {
+        TastParams {
+            initial_tabs: p.pinned_tabs,
+            recent_tabs: p.cycle_every,
+            cold_tabs: p.cold_switches,
+            switch_repeats: p.heavy_cycles,
+            short_pause_ns: p.heavy_pause_ns,
+            settle_ns: p.heavy_sleep_ns,
+            max_tabs: p.max_tabs,
+            ..TastParams::default()
+        }
+    }
+}
+
+/// The Tast test as a [`super::Workload`] for the substrates that run tabs as pages (sim, live,
+/// linux's synthetic tabs). A wiggle is the tab in front for as long as Tast scrolls it
+/// (`steps` down and `steps` back up, `pause_ns` apart), while the other tabs live in the
+/// background; what the scrolling itself touches is not in the tab model (no measured share),
+/// so a wiggle touches nothing of its own.
+impl super::Workload for TastTest {
+    fn next_action(
+        &mut self,
+        discarded: bool,
+        alive: &dyn Fn(super::tabs::TabId) -> bool,
+    ) -> super::tabs::Action {
+        use super::tabs::Action;
+        match self.next(discarded, alive) {
+            Step::Open { tab, site } => Action::Open { tab, site },
+            Step::Switch { tab } => Action::Switch { tab },
+            Step::Wiggle {
+                steps, pause_ns, ..
+            } => Action::Sleep {
+                ns: 2 * steps as u64 * pause_ns,
+            },
+            Step::Sleep { ns } => Action::Sleep { ns },
+            Step::Done => Action::Done,
+        }
+    }
+
+    fn phase_name(&self) -> &'static str {
+        self.phase.name()
+    }
+
+    fn tabs_opened(&self) -> u64 {
+        TastTest::tabs_opened(self) as u64
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
