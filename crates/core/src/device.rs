@@ -331,6 +331,7 @@ const SOURCED_FIELDS: &[&str] = &[
     "endurance_cycles",
     "queue_depth",
     "parallelism",
+    "rotational",
 ];
 
 #[cfg(test)]

@@ -243,7 +243,9 @@ fn run_pressure_full(
             pool_share: (cfg.zswap_max_pool_percent as f64 / 100.0).clamp(0.0, 1.0),
             compressor,
             nvm_backend: Some(
-                nvm_backend.cloned().unwrap_or_else(|| NvmBackend::Emulated(profile.to_string())),
+                nvm_backend
+                    .cloned()
+                    .unwrap_or_else(|| NvmBackend::Emulated(profile.to_string())),
             ),
             nvm_bytes: swap_bytes,
             allocator: "linux-cluster".into(),
@@ -255,7 +257,9 @@ fn run_pressure_full(
             budget_bytes: budget,
             pool_share: 0.0,
             nvm_backend: Some(
-                nvm_backend.cloned().unwrap_or_else(|| NvmBackend::Emulated(profile.to_string())),
+                nvm_backend
+                    .cloned()
+                    .unwrap_or_else(|| NvmBackend::Emulated(profile.to_string())),
             ),
             nvm_bytes: swap_bytes,
             allocator: cfg.nvm_allocator.name().into(),

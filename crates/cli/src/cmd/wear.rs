@@ -254,7 +254,7 @@ fn add_rows(
     runs.push(row)?;
     for (slot, n) in per_slot.iter().enumerate() {
         let mut row = case();
-        row.extend(cells![slot, (*n)]);
+        row.extend(cells![slot, *n]);
         slot_writes.push(row)?;
     }
     Ok(())
