@@ -72,6 +72,7 @@ impl Trace {
 
     /// A complete slice from `start` lasting `dur` ns on track `tid`; clipped to start after the
     /// track's previous slice so that slices on one track nest.
+    #[allow(clippy::too_many_arguments)] // the Chrome trace event's own fields, one each
     pub fn slice(
         &mut self,
         pid: u32,
@@ -136,6 +137,7 @@ impl Trace {
     }
 
     /// An async slice (overlapping ones allowed), e.g. a block request from queue to completion.
+    #[allow(clippy::too_many_arguments)] // the Chrome trace event's own fields, one each
     pub fn async_slice(
         &mut self,
         pid: u32,

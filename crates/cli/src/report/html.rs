@@ -104,7 +104,7 @@ pub fn num(v: f64) -> String {
         let digits = n.unsigned_abs().to_string();
         let mut out = String::new();
         for (i, c) in digits.chars().enumerate() {
-            if i > 0 && (digits.len() - i) % 3 == 0 {
+            if i > 0 && (digits.len() - i).is_multiple_of(3) {
                 out.push(',');
             }
             out.push(c);
@@ -705,6 +705,7 @@ fn percent_over_time(
     share: impl Fn(&TimelineSample, &TimelineSample) -> Option<f64>,
 ) -> Svg {
     svg(|root| {
+        #[allow(clippy::type_complexity)] // (run index, run, points): local to this chart
         let series: Vec<(usize, &RunOutput, Vec<(f64, f64)>)> = outputs
             .iter()
             .enumerate()
