@@ -3,6 +3,7 @@
 
 pub mod content;
 pub mod life;
+pub mod measured;
 pub mod microbench;
 pub mod relaunch;
 pub mod tabs;

@@ -8,15 +8,14 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::{MIB, NS_PER_MS, NS_PER_S};
+use crate::{NS_PER_MS, NS_PER_S};
 
 /// A kind of web site and the memory its tab holds.
 ///
-/// Seed 000 names the services its test opened (YouTube, Maps, Sheets, Docs, Facebook, Twitter,
-/// §3) but not their footprints. The footprints below are our assumption, chosen so that the mean
-/// tab (~125 MiB) fits seed 000's outcome of 164 tabs in 20 GB of effective memory (4 GB DRAM +
-/// 16 GB Optane, §4.1) with room for the OS; they are inputs of the model, documented in
-/// docs/experiments/pressure.md, and are not tuned per configuration.
+/// The bundled rotation ([`default_sites`]) is measured on real Chromium (`nvmswap workload
+/// measure`, [`super::measured`] says which measured figure each field is); seed 000 names the
+/// services its test opened (YouTube, Maps, Sheets, Docs, Facebook, Twitter, §3) but not their
+/// footprints or access patterns, so nothing here is taken from it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct SiteType {
@@ -27,8 +26,8 @@ pub struct SiteType {
     pub working_set_share: f64,
     /// Share of the working set that a switch writes (dirties).
     pub write_share: f64,
-    /// Compressed size / original size of the tab's non-same-filled pages with lzo/lz4. The ChromeOS
-    /// test page compresses to 0.37-0.40 (issue #3; seed 000 §2.3 quotes ~3:1 in production).
+    /// Compressed size / original size of the tab's non-same-filled pages (the measured profile
+    /// takes lzo-rle's, the kernel's default compressor; seed 000 §2.3 quotes ~3:1 in production).
     pub compress_ratio: f64,
     /// Share of pages that are one repeated word (zero pages mostly), stored without data by
     /// zram/zswap.
@@ -55,33 +54,10 @@ pub struct SiteType {
     pub growth_bytes_per_s: f64,
 }
 
-/// The bundled rotation of site types, opened in this order, round-robin.
+/// The bundled rotation of site types, opened in this order, round-robin: the page kinds measured
+/// on real Chromium (profiles/workloads/chromium-measured.toml, [`super::measured`]).
 pub fn default_sites() -> Vec<SiteType> {
-    let site =
-        |name: &str, mib: u64, ws: f64, wr: f64, ratio: f64, same: f64, render_ms: u64| SiteType {
-            name: name.to_string(),
-            footprint_bytes: mib * MIB,
-            working_set_share: ws,
-            write_share: wr,
-            compress_ratio: ratio,
-            same_filled_share: same,
-            render_cpu_ns: render_ms * NS_PER_MS,
-            load_cpu_ns: 10 * render_ms * NS_PER_MS,
-            background_touch_share_per_s: 0.0,
-            background_overlap: 0.0,
-            working_set_shift: 0.0,
-            growth_bytes_per_s: 0.0,
-        };
-    vec![
-        site("docs", 120, 0.30, 0.20, 0.38, 0.10, 30),
-        site("sheets", 140, 0.30, 0.20, 0.38, 0.10, 35),
-        site("maps", 180, 0.35, 0.25, 0.40, 0.08, 45),
-        site("video", 150, 0.40, 0.35, 0.40, 0.05, 50),
-        site("news", 100, 0.25, 0.15, 0.37, 0.12, 25),
-        site("shopping", 110, 0.25, 0.15, 0.37, 0.12, 25),
-        site("social", 130, 0.35, 0.25, 0.39, 0.08, 40),
-        site("mail", 90, 0.30, 0.20, 0.37, 0.10, 25),
-    ]
+    super::measured::bundled_sites()
 }
 
 /// Parameters of the pressure test. Defaults are the ChromeOS test's (seed 000 §3 and issue #3).

@@ -1,0 +1,250 @@
+//! The tab model measured on real Chromium: `profiles/workloads/chromium-measured.toml`, written
+//! by `nvmswap workload measure` (crates/linux/src/chromium/measure.rs says how each figure is
+//! taken), read here into the [`SiteType`]s every substrate runs. This is the default tab model
+//! ([`super::tabs::default_sites`]): no parameter of it is chosen by us except the amount of data
+//! each generated page builds (crates/linux/src/chromium/pages.rs), which the renderer's
+//! footprint is then measured from.
+//!
+//! How a measured figure becomes a model parameter (one rule each, no fitting):
+//!
+//! | model field | measured figure |
+//! |---|---|
+//! | `footprint_bytes` | `anon_mib`: the renderer's anonymous memory after load |
+//! | `working_set_share` | `switch_touch_share`: mean share of anon pages a switch touched |
+//! | `working_set_shift` | `switch_new_share`: share of a visit's set the previous visit did not touch |
+//! | `write_share` | `write_share`: share of the switch's touched pages that were also written |
+//! | `compress_ratio` | `lzo_rle_ratio`: the kernel's lzo-rle over the non-same-filled sampled pages |
+//! | `same_filled_share` | `same_filled_share` |
+//! | `render_cpu_ns`, `load_cpu_ns` | `render_cpu_ms`, `load_cpu_ms`: renderer CPU time |
+//! | `background_touch_share_per_s` | `background_touch_share_per_s` |
+//! | `background_overlap` | `background_overlap` |
+//! | `growth_bytes_per_s` | `anon_growth_mib_per_min`, where positive (see below) |
+//!
+//! What the model cannot take: a negative growth (the renderer's garbage collector returned
+//! memory after load: five of seven kinds) becomes 0, because a tab in the model never shrinks;
+//! the scrolling after a switch (`wiggle_extra_share`) touches pages the model does not touch
+//! (Tast's wiggle is a pause in the model, [`super::tast`]). Both are listed in
+//! docs/experiments/chromium.md.
+
+use serde::Deserialize;
+
+use super::tabs::SiteType;
+use crate::{MIB, NS_PER_MS};
+
+/// The bundled measurement (see the module text for how it was made).
+pub const BUNDLED: &str = include_str!("../../../../profiles/workloads/chromium-measured.toml");
+
+/// One page kind as `nvmswap workload measure` writes it. Only the figures the model takes are
+/// read; the others (footprint series, PSS, cold and warm switch times) stay in the file for
+/// people and are ignored here.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+pub struct MeasuredKind {
+    pub name: String,
+    pub anon_mib: f64,
+    pub anon_growth_mib_per_min: f64,
+    pub background_touch_share_per_s: f64,
+    pub background_overlap: f64,
+    pub switch_touch_share: f64,
+    pub switch_new_share: f64,
+    pub write_share: f64,
+    pub lzo_rle_ratio: f64,
+    pub same_filled_share: f64,
+    pub render_cpu_ms: f64,
+    pub load_cpu_ms: f64,
+}
+
+#[derive(Debug, Deserialize)]
+struct MeasuredFile {
+    kind: Vec<MeasuredKind>,
+}
+
+/// Why a measured profile cannot be used.
+#[derive(Debug, thiserror::Error)]
+pub enum MeasuredError {
+    #[error("the measured tab profile is not valid TOML of `nvmswap workload measure`: {0}")]
+    Parse(#[from] toml::de::Error),
+    #[error("the measured tab profile has no [[kind]]")]
+    Empty,
+    #[error("page kind {kind:?}: {field} = {value} is outside {range}")]
+    OutOfRange {
+        kind: String,
+        field: &'static str,
+        value: f64,
+        range: &'static str,
+    },
+}
+
+impl MeasuredKind {
+    fn check(&self) -> Result<(), MeasuredError> {
+        let share = |field: &'static str, value: f64| {
+            if (0.0..=1.0).contains(&value) {
+                Ok(())
+            } else {
+                Err(MeasuredError::OutOfRange {
+                    kind: self.name.clone(),
+                    field,
+                    value,
+                    range: "[0, 1]",
+                })
+            }
+        };
+        share("switch_touch_share", self.switch_touch_share)?;
+        share("switch_new_share", self.switch_new_share)?;
+        share("write_share", self.write_share)?;
+        share("same_filled_share", self.same_filled_share)?;
+        share(
+            "background_touch_share_per_s",
+            self.background_touch_share_per_s,
+        )?;
+        share("background_overlap", self.background_overlap)?;
+        let positive = |field: &'static str, value: f64, range: &'static str| {
+            if value > 0.0 && value.is_finite() {
+                Ok(())
+            } else {
+                Err(MeasuredError::OutOfRange {
+                    kind: self.name.clone(),
+                    field,
+                    value,
+                    range,
+                })
+            }
+        };
+        positive("anon_mib", self.anon_mib, "(0, inf)")?;
+        positive("lzo_rle_ratio", self.lzo_rle_ratio, "(0, 1.1]")?;
+        if self.lzo_rle_ratio > 1.1 {
+            return Err(MeasuredError::OutOfRange {
+                kind: self.name.clone(),
+                field: "lzo_rle_ratio",
+                value: self.lzo_rle_ratio,
+                range: "(0, 1.1]",
+            });
+        }
+        if !(self.render_cpu_ms >= 0.0 && self.load_cpu_ms >= 0.0) {
+            return Err(MeasuredError::OutOfRange {
+                kind: self.name.clone(),
+                field: "render_cpu_ms/load_cpu_ms",
+                value: self.render_cpu_ms.min(self.load_cpu_ms),
+                range: "[0, inf)",
+            });
+        }
+        Ok(())
+    }
+
+    /// The model's site type for this kind (the table in the module text).
+    pub fn site(&self) -> SiteType {
+        SiteType {
+            name: self.name.clone(),
+            footprint_bytes: (self.anon_mib * MIB as f64) as u64,
+            working_set_share: self.switch_touch_share,
+            write_share: self.write_share,
+            // The compressed pool stores at most a page per page: a ratio above 1 (incompressible
+            // data plus the compressor's framing) is kept as 1.
+            compress_ratio: self.lzo_rle_ratio.min(1.0),
+            same_filled_share: self.same_filled_share,
+            render_cpu_ns: (self.render_cpu_ms * NS_PER_MS as f64) as u64,
+            load_cpu_ns: (self.load_cpu_ms * NS_PER_MS as f64) as u64,
+            background_touch_share_per_s: self.background_touch_share_per_s,
+            background_overlap: self.background_overlap,
+            working_set_shift: self.switch_new_share,
+            growth_bytes_per_s: self.anon_growth_mib_per_min.max(0.0) * MIB as f64 / 60.0,
+        }
+    }
+}
+
+/// The page kinds of a measured profile (TOML text), checked.
+pub fn parse(text: &str) -> Result<Vec<MeasuredKind>, MeasuredError> {
+    let file: MeasuredFile = toml::from_str(text)?;
+    if file.kind.is_empty() {
+        return Err(MeasuredError::Empty);
+    }
+    for k in &file.kind {
+        k.check()?;
+    }
+    Ok(file.kind)
+}
+
+/// The site types of a measured profile (TOML text).
+pub fn sites(text: &str) -> Result<Vec<SiteType>, MeasuredError> {
+    Ok(parse(text)?.iter().map(MeasuredKind::site).collect())
+}
+
+/// The bundled measured site types. The bundled file is checked by this crate's tests, so a
+/// failure here is a build that shipped a broken profile.
+pub fn bundled_sites() -> Vec<SiteType> {
+    sites(BUNDLED).expect("the bundled measured tab profile parses (checked by its unit test)")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_bundled_profile_has_seven_kinds_within_their_ranges() {
+        let kinds = parse(BUNDLED).unwrap();
+        let names: Vec<&str> = kinds.iter().map(|k| k.name.as_str()).collect();
+        assert_eq!(
+            names,
+            ["docs", "sheets", "maps", "video", "news", "social", "mail"]
+        );
+    }
+
+    #[test]
+    fn each_model_field_is_the_measured_figure() {
+        let text = r#"
+            [[kind]]
+            name = "k"
+            anon_mib = 10.0
+            anon_growth_mib_per_min = 6.0
+            background_touch_share_per_s = 0.02
+            background_overlap = 0.5
+            switch_touch_share = 0.25
+            switch_new_share = 0.4
+            write_share = 0.75
+            lzo_rle_ratio = 0.45
+            same_filled_share = 0.05
+            render_cpu_ms = 20.0
+            load_cpu_ms = 300.0
+            footprint_series = [[0.1, 1.0, 2.0, 3.0]]
+        "#;
+        let s = &sites(text).unwrap()[0];
+        assert_eq!(s.footprint_bytes, 10 * MIB);
+        assert_eq!(s.working_set_share, 0.25);
+        assert_eq!(s.working_set_shift, 0.4);
+        assert_eq!(s.write_share, 0.75);
+        assert_eq!(s.compress_ratio, 0.45);
+        assert_eq!(s.same_filled_share, 0.05);
+        assert_eq!(s.render_cpu_ns, 20 * NS_PER_MS);
+        assert_eq!(s.load_cpu_ns, 300 * NS_PER_MS);
+        assert_eq!(s.background_touch_share_per_s, 0.02);
+        assert_eq!(s.background_overlap, 0.5);
+        // 6 MiB per minute is 0.1 MiB per second.
+        assert!((s.growth_bytes_per_s - 0.1 * MIB as f64).abs() < 1e-6);
+    }
+
+    #[test]
+    fn a_shrinking_tab_does_not_grow_and_an_incompressible_one_is_stored_whole() {
+        let mut k = parse(BUNDLED).unwrap().remove(0);
+        k.anon_growth_mib_per_min = -7.8;
+        k.lzo_rle_ratio = 1.04;
+        let s = k.site();
+        assert_eq!(s.growth_bytes_per_s, 0.0);
+        assert_eq!(s.compress_ratio, 1.0);
+    }
+
+    #[test]
+    fn bad_profiles_are_refused_with_the_field_named() {
+        assert!(matches!(sites("kind = []"), Err(MeasuredError::Empty)));
+        assert!(matches!(sites("nonsense"), Err(MeasuredError::Parse(_))));
+        let bad = BUNDLED.replacen(
+            "switch_touch_share = 0.10629381819579548",
+            "switch_touch_share = 1.5",
+            1,
+        );
+        assert_ne!(bad, BUNDLED, "the replacement must hit the bundled file");
+        let err = sites(&bad).unwrap_err().to_string();
+        assert!(
+            err.contains("docs") && err.contains("switch_touch_share"),
+            "{err}"
+        );
+    }
+}
