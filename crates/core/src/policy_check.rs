@@ -100,8 +100,8 @@ impl LruUse for BareLru {
 /// A substrate's use of the zswap pool's policy (`crate::zswap`).
 pub trait ZswapUse {
     /// Page `page` is swapped out with contents `variant` (an index into the caller's table),
-    /// which compress to `size` bytes: whether the pool took it, and the pages written back to
-    /// the device to make room.
+    /// which compress to `size` bytes: whether the pool took it, and the pages the shrink worker
+    /// this store queued wrote back to the device (the worker's run finished before the answer).
     fn store(&mut self, page: u32, variant: usize, size: u64) -> (bool, Vec<u32>);
     /// Page `page`, in the pool, is faulted back in (an exclusive load).
     fn load(&mut self, page: u32);
@@ -158,14 +158,21 @@ pub fn drive_zswap(
     log
 }
 
-/// Core's zswap policy used directly: the reference log.
+/// Core's zswap policy used directly: the reference log. A store that queues the shrink
+/// worker is followed by one run of it before the next event (substrates run the worker in
+/// their own thread or as a later event; their adapters let it finish before they answer).
 pub struct BareZswap(pub ZswapPool);
 
 impl ZswapUse for BareZswap {
     fn store(&mut self, page: u32, _variant: usize, size: u64) -> (bool, Vec<u32>) {
         match self.0.store(page, size) {
             StoreOutcome::Stored => (true, Vec::new()),
-            StoreOutcome::Rejected { written_back } => {
+            StoreOutcome::Rejected { queue_shrink } => {
+                let written_back = if queue_shrink {
+                    self.0.shrink_worker()
+                } else {
+                    Vec::new()
+                };
                 (false, written_back.into_iter().map(|(p, _)| p).collect())
             }
         }
@@ -312,8 +319,8 @@ impl ReadAheadUse for BareReadAhead {
         }
         (d, read)
     }
-    fn hit(&mut self, area: u32, _page: u32) {
-        self.policy.hit(area);
+    fn hit(&mut self, area: u32, page: u32) {
+        self.policy.hit(area, u64::from(page));
     }
 }
 
@@ -324,6 +331,45 @@ pub fn vma_reads(d: &ReadDecision, page: u32, out: impl Fn(u32) -> bool) -> Vec<
             .filter(|&q| q != page && out(q))
             .collect(),
         _ => Vec::new(),
+    }
+}
+
+/// Replays a run's tab events (as a substrate reports them: a tab opened or switched to, a tab
+/// gone by itself, a tab discarded by Chrome's rule) into core's [`crate::discard::TabRecency`]
+/// and checks that every discard took core's victim, the least recently used open tab. Each
+/// substrate's test feeds it the events of a real run (sim through its observers, live through
+/// its pressure sink), so a substrate that tracked recency or chose victims its own way fails.
+#[derive(Debug, Default)]
+pub struct DiscardReplay {
+    recency: crate::discard::TabRecency,
+    /// The victims, in order.
+    pub discards: Vec<u32>,
+    /// One line per discard that was not core's victim.
+    pub wrong: Vec<String>,
+}
+
+impl DiscardReplay {
+    /// `tab` was opened or switched to.
+    pub fn used(&mut self, tab: u32) {
+        self.recency.used(tab);
+    }
+
+    /// `tab` went away by itself (closed, or killed by the kernel's OOM killer).
+    pub fn gone(&mut self, tab: u32) {
+        self.recency.forget(tab);
+    }
+
+    /// Chrome's rule discarded `tab`.
+    pub fn discarded(&mut self, tab: u32) {
+        let want = self.recency.victim();
+        if want != Some(tab) {
+            self.wrong.push(format!(
+                "discard {}: tab {tab}, core's victim {want:?}",
+                self.discards.len()
+            ));
+        }
+        self.recency.forget(tab);
+        self.discards.push(tab);
     }
 }
 
@@ -357,13 +403,27 @@ mod tests {
         let mut bare = BareReadAhead::new(SwapReadAhead::for_kernel(false, false, true, 3), 3, 256);
         let log = drive_readahead(&mut bare, 3, 256, 4000, 1);
         let widest = log.iter().map(|d| d.2.window).max().unwrap_or(0);
-        assert!(
-            widest >= 4,
-            "windows grow on sequential runs: widest {widest}"
-        );
+        assert_eq!(widest, 8, "windows grow to the maximum on sequential runs");
         assert!(
             log.iter().any(|d| d.2.window == 1),
             "random faults read one"
         );
+    }
+
+    #[test]
+    fn the_discard_replay_flags_a_victim_that_is_not_the_least_recently_used() {
+        let mut r = DiscardReplay::default();
+        for t in 0..4 {
+            r.used(t);
+        }
+        r.used(0);
+        r.discarded(1);
+        r.gone(2);
+        r.discarded(3);
+        assert!(r.wrong.is_empty(), "{:?}", r.wrong);
+        r.used(5);
+        r.discarded(5);
+        assert_eq!(r.wrong.len(), 1, "0 was older than 5");
+        assert_eq!(r.discards, [1, 3, 5]);
     }
 }

@@ -102,6 +102,15 @@ impl ReadAheadWindow {
         self.hits = self.hits.saturating_add(1);
     }
 
+    /// A fault on `page` of `area` was served by a page read ahead, on the VMA path: besides the
+    /// hit, the position moves to the hit (`swap_cache_get_folio` stores the hit's address in
+    /// the VMA's `swap_readahead_info` with the hit count), so the next fault past a run of hits
+    /// is sequential to the last hit and reads forward.
+    pub fn hit_at(&mut self, area: u32, page: u32) {
+        self.hit();
+        self.last_fault = Some((area, page));
+    }
+
     /// Pages to read for a fault on `page` of `area` (the faulting page included), at most `max`
     /// (at least 1); the hits counted so far are used up. The VMA read-ahead's rule: the fault's
     /// position is remembered on every call (`swap_vma_ra_win`).
@@ -213,13 +222,19 @@ impl SwapReadAhead {
         self.max
     }
 
-    /// A fault in `area` was served by a page read ahead (`swap_cache_get_folio`: the VMA's
-    /// hit count on the VMA path, `swapin_readahead_hits` on the cluster path).
-    pub fn hit(&mut self, area: u32) {
+    /// A fault on page `page` of `area` was served by a page read ahead
+    /// (`swap_cache_get_folio`: on the VMA path the VMA's hit count, and the hit's address
+    /// becomes the position the next window is placed from; on the cluster path the global
+    /// `swapin_readahead_hits`, position unchanged).
+    pub fn hit(&mut self, area: u32, page: u64) {
         match self.kind {
             ReadAheadKind::None => {}
             ReadAheadKind::Cluster => self.global.hit(),
-            ReadAheadKind::Vma => self.per_area.entry(area).or_default().hit(),
+            ReadAheadKind::Vma => self
+                .per_area
+                .entry(area)
+                .or_default()
+                .hit_at(area, page as u32),
         }
     }
 
@@ -314,6 +329,28 @@ mod tests {
     }
 
     #[test]
+    fn hits_move_the_position_so_a_sequential_run_reads_forward_and_reaches_the_maximum() {
+        use super::{ReadRange, SwapReadAhead};
+        let mut v = SwapReadAhead::for_kernel(false, false, true, 3);
+        v.fault(0, 10, 100, 0);
+        // 11 follows 10: two pages forward, 11 and 12.
+        let d = v.fault(0, 11, 100, 0);
+        assert_eq!(d.range, ReadRange::Pages { start: 11, end: 13 });
+        v.hit(0, 12);
+        // 13 follows the hit at 12: forward again, 1 hit -> 4 pages.
+        let d = v.fault(0, 13, 100, 0);
+        assert_eq!(d.range, ReadRange::Pages { start: 13, end: 17 });
+        for page in 14..17 {
+            v.hit(0, page);
+        }
+        // 3 hits -> 8 pages, forward from the last hit's neighbour.
+        let d = v.fault(0, 17, 100, 0);
+        assert_eq!(d.range, ReadRange::Pages { start: 17, end: 25 });
+        // Without the hits' positions the window would be centred on 17 (the last fault was
+        // 13): 3 pages of it behind the fault, already resident.
+    }
+
+    #[test]
     fn the_kernel_picks_the_read_ahead() {
         use super::{kind, ReadAheadKind::*};
         assert_eq!(kind(true, true, false, true), None, "zram");
@@ -333,12 +370,12 @@ mod tests {
         let d = v.fault(1, 11, 100, 7);
         assert_eq!(d.window, 2, "area 1 remembers page 10");
         assert_eq!(d.range, ReadRange::Pages { start: 11, end: 13 });
-        v.hit(2);
+        v.hit(2, 60);
         assert_eq!(v.fault(2, 70, 100, 9).window, 4, "area 2's hit");
         assert_eq!(v.fault(1, 30, 100, 9).window, 1, "no hits in area 1");
         let mut c = SwapReadAhead::for_kernel(false, true, true, 3);
         assert_eq!(c.fault(1, 10, 100, 40).window, 1);
-        c.hit(7);
+        c.hit(7, 0);
         let d = c.fault(2, 0, 100, 13);
         assert_eq!(
             (d.window, d.range),
@@ -351,7 +388,7 @@ mod tests {
             )
         );
         let mut z = SwapReadAhead::for_kernel(true, true, true, 3);
-        z.hit(1);
+        z.hit(1, 0);
         assert_eq!(z.fault(1, 11, 100, 3).range, ReadRange::None, "zram");
     }
 

@@ -1,9 +1,9 @@
 //! The zswap pool's admission and write-back policy (mm/zswap.c), apart from compression itself:
 //! a pool of compressed pages in DRAM in front of a swap device, limited to `max_pool_percent` of
-//! memory. When a store would exceed the limit the pool is marked full, the page is rejected (it
-//! goes to the swap device) and the least recently stored entries are written back to the device
-//! until the pool is below `accept_threshold_percent` of the limit; while marked full, new stores
-//! are rejected until the pool has shrunk below that threshold (the hysteresis of
+//! memory. When the pool reaches the limit it is marked full, pages offered to it are rejected (they
+//! go to the swap device) and a worker writes the least recently stored entries back to the
+//! device until the pool is below `accept_threshold_percent` of the limit; while marked full, new
+//! stores are rejected until the pool has shrunk below that threshold (the hysteresis of
 //! `zswap_pool_reached_full`). Loads are exclusive: a page read back leaves the pool. A page
 //! that does not shrink — compressed to PAGE_SIZE bytes or more — is rejected and goes to the
 //! swap device as it is (mm/zswap.c `zswap_compress`: a compressed length `>= PAGE_SIZE` fails
@@ -12,37 +12,28 @@
 //!
 //! Pages are named by the caller's `u32` ids; the LRU is a queue with lazy deletion.
 //!
-//! Two ways to write back: [`ZswapPool::store`] writes back inline in the storing task (the
-//! simulator's first model), [`ZswapPool::store_deferred`] + [`ZswapPool::shrink_worker`] as the
-//! 6.18 kernel does it (mm/zswap.c): `zswap_store` checks the limits *before* compressing
+//! Write-back as the 6.18 kernel does it (mm/zswap.c), the one model every substrate uses:
+//! [`ZswapPool::store`] is `zswap_store`, which checks the limits *before* compressing
 //! (`zswap_check_limits`: full when the pool is at or above its limit; full until it is back at
-//! or below the accept threshold), a rejected page goes to the swap device from the storing task
+//! or below the accept threshold); a rejected page goes to the swap device from the storing task
 //! like any swap-out, and when the pool is marked full `zswap_store` queues `shrink_worker` on a
 //! workqueue, which writes entries back from the LRU until the pool is at or below the accept
-//! threshold. The LRU gives each entry a second chance (`shrink_memcg_cb`: an entry is
-//! `referenced` when stored; the first walk clears it and rotates the entry), and the worker gives
-//! up after `MAX_RECLAIM_RETRIES` (16) walks that wrote nothing back.
+//! threshold ([`ZswapPool::shrink_worker`], run by the substrate outside the storing task: sim's
+//! kworker, live's evictor thread). The LRU gives each entry a second chance (`shrink_memcg_cb`:
+//! an entry is `referenced` when stored; the first walk clears it and rotates the entry), and
+//! the worker gives up after `MAX_RECLAIM_RETRIES` (16) walks that wrote nothing back.
 
 use std::collections::{BTreeMap, VecDeque};
 
 use crate::PAGE_SIZE;
 
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum StoreOutcome {
-    /// The page is in the pool.
-    Stored,
-    /// The page must go to the swap device; `written_back` are the pages (oldest first) the pool
-    /// evicted to the device to get back under the accept threshold, with their sizes.
-    Rejected { written_back: Vec<(u32, u64)> },
-}
-
 /// `MAX_RECLAIM_RETRIES` (include/linux/swap.h): walks of the shrink worker that wrote nothing
 /// back before it gives up.
 pub const MAX_RECLAIM_RETRIES: u32 = 16;
 
-/// The outcome of a store as the kernel does it (no inline write-back).
+/// The outcome of a store as the kernel does it (no write-back in the storing task).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum DeferredStore {
+pub enum StoreOutcome {
     Stored,
     /// The page goes to the swap device from the storing task; `queue_shrink`: the pool is marked
     /// full and the shrink worker is to be queued (it runs in a kworker, not in this task).
@@ -106,46 +97,6 @@ impl ZswapPool {
         self.limit_bytes * u64::from(self.accept_threshold_percent) / 100
     }
 
-    /// Offers a page of `size` compressed bytes to the pool.
-    pub fn store(&mut self, page: u32, size: u64) -> StoreOutcome {
-        assert!(!self.contains(page), "page {page} is already in the pool");
-        if self.reached_full && self.bytes <= self.accept_bytes() {
-            self.reached_full = false;
-        }
-        if !self.reached_full && size >= PAGE_SIZE && self.bytes < self.limit_bytes {
-            // The pool is below its limit (the kernel's check before compressing passes), and
-            // the page did not shrink: rejected, no write-back.
-            self.rejected_incompressible += 1;
-            return StoreOutcome::Rejected {
-                written_back: Vec::new(),
-            };
-        }
-        if !self.reached_full && self.bytes + size <= self.limit_bytes {
-            self.bytes += size;
-            let seq = self.next_seq;
-            self.next_seq += 1;
-            self.entries.insert(page, (size, seq));
-            self.lru.push_back((page, seq));
-            return StoreOutcome::Stored;
-        }
-        self.reached_full = true;
-        let mut written_back = Vec::new();
-        while self.bytes > self.accept_bytes() {
-            let Some((victim, seq)) = self.lru.pop_front() else {
-                break;
-            };
-            match self.entries.get(&victim) {
-                Some(&(size, s)) if s == seq => {
-                    self.entries.remove(&victim);
-                    self.bytes -= size;
-                    written_back.push((victim, size));
-                }
-                _ => {} // stale: loaded or invalidated since
-            }
-        }
-        StoreOutcome::Rejected { written_back }
-    }
-
     /// `zswap_check_limits`: is the pool (marked) full?
     fn check_limits(&mut self) -> bool {
         if self.bytes >= self.limit_bytes {
@@ -158,14 +109,14 @@ impl ZswapPool {
 
     /// Offers a page of `size` compressed bytes to the pool as `zswap_store` does: no write-back
     /// here. A rejected page is the caller's to write to the swap device.
-    pub fn store_deferred(&mut self, page: u32, size: u64) -> DeferredStore {
+    pub fn store(&mut self, page: u32, size: u64) -> StoreOutcome {
         assert!(!self.contains(page), "page {page} is already in the pool");
         if self.check_limits() {
-            return DeferredStore::Rejected { queue_shrink: true };
+            return StoreOutcome::Rejected { queue_shrink: true };
         }
         if size >= PAGE_SIZE {
             self.rejected_incompressible += 1;
-            return DeferredStore::Rejected {
+            return StoreOutcome::Rejected {
                 queue_shrink: false,
             };
         }
@@ -175,7 +126,7 @@ impl ZswapPool {
         self.entries.insert(page, (size, seq));
         self.referenced.insert(page);
         self.lru.push_back((page, seq));
-        DeferredStore::Stored
+        StoreOutcome::Stored
     }
 
     /// Is the pool above its accept threshold (the shrink worker has work)?
@@ -221,9 +172,9 @@ impl ZswapPool {
         Some(size)
     }
 
-    /// The device could not take a page the pool wrote back (`Rejected::written_back`): the page
-    /// stays in the pool as its oldest entry. (Sim's block device reserves a slot before the
-    /// store, so its write-backs cannot fail; live's NVM tier allocates at write-back.)
+    /// The device could not take a page the shrink worker wrote back: the page stays in the pool
+    /// as its oldest entry. (Sim's block device reserves a slot before the store, so its
+    /// write-backs cannot fail; live's NVM tier allocates at write-back.)
     pub fn write_back_failed(&mut self, page: u32, size: u64) {
         assert!(!self.contains(page), "page {page} is already in the pool");
         self.bytes += size;
@@ -244,43 +195,28 @@ mod tests {
     use super::*;
 
     #[test]
-    fn writes_back_in_lru_order_down_to_the_accept_threshold() {
-        // Limit 1000 bytes, accept at 50 %: ten 100-byte pages fill it.
-        let mut pool = ZswapPool::new(1000, 50);
+    fn stays_full_until_back_at_the_threshold() {
+        let mut pool = ZswapPool::new(1000, 90);
         for p in 0..10 {
             assert_eq!(pool.store(p, 100), StoreOutcome::Stored);
         }
+        // At the limit: rejected, the worker queued; it writes back to 900 bytes.
+        assert_eq!(
+            pool.store(10, 50),
+            StoreOutcome::Rejected { queue_shrink: true }
+        );
         // Page 3 is read back: it no longer counts and is not written back.
         assert_eq!(pool.load(3), Some(100));
-        assert_eq!(pool.store(10, 100), StoreOutcome::Stored);
-        // Full now (1000 bytes): the next store is rejected and the oldest entries go until the
-        // pool holds at most 500 bytes: 0, 1, 2, 4, 5 (3 is gone).
-        let out = pool.store(11, 100);
-        let expect: Vec<(u32, u64)> = [0, 1, 2, 4, 5].iter().map(|&p| (p, 100)).collect();
-        assert_eq!(
-            out,
-            StoreOutcome::Rejected {
-                written_back: expect
-            }
-        );
-        assert_eq!(pool.bytes(), 500);
-    }
-
-    #[test]
-    fn stays_full_until_below_the_threshold() {
-        let mut pool = ZswapPool::new(1000, 90);
-        for p in 0..10 {
-            pool.store(p, 100);
-        }
-        // Rejected; write-back brings it to 900 (one page).
-        assert!(matches!(
-            pool.store(10, 50),
-            StoreOutcome::Rejected { ref written_back } if written_back.len() == 1
-        ));
-        // 900 bytes is within 90 % of 1000: accepting again (900 + 100 fits the limit).
+        // The worker walks 0..10 once (each referenced: rotated), then writes back from the
+        // oldest until at most 900 bytes remain: 900 already, so nothing.
+        assert!(pool.shrink_worker().is_empty());
+        // 900 bytes is within 90 % of 1000: accepting again.
         assert_eq!(pool.store(11, 100), StoreOutcome::Stored);
-        // Now at the limit again: reject, write back to 900.
-        assert!(matches!(pool.store(12, 100), StoreOutcome::Rejected { .. }));
+        assert_eq!(
+            pool.store(12, 100),
+            StoreOutcome::Rejected { queue_shrink: true }
+        );
+        assert_eq!(pool.shrink_worker(), vec![(0, 100)]);
         assert_eq!(pool.bytes(), 900);
         assert!(!pool.contains(12));
     }
@@ -290,12 +226,12 @@ mod tests {
         // Limit 1000, accept at 50 %.
         let mut pool = ZswapPool::new(1000, 50);
         for p in 0..10 {
-            assert_eq!(pool.store_deferred(p, 100), DeferredStore::Stored);
+            assert_eq!(pool.store(p, 100), StoreOutcome::Stored);
         }
         // At the limit: rejected, nothing written back by the storing task.
         assert_eq!(
-            pool.store_deferred(10, 100),
-            DeferredStore::Rejected { queue_shrink: true }
+            pool.store(10, 100),
+            StoreOutcome::Rejected { queue_shrink: true }
         );
         assert_eq!(pool.bytes(), 1000);
         // The worker: all ten entries are referenced, so its first ten walks rotate them (ten
@@ -305,14 +241,14 @@ mod tests {
         assert_eq!(pages, vec![0, 1, 2, 3, 4]);
         assert_eq!(pool.bytes(), 500);
         // Still marked full until the check sees it at the threshold: now it accepts again.
-        assert_eq!(pool.store_deferred(11, 100), DeferredStore::Stored);
+        assert_eq!(pool.store(11, 100), StoreOutcome::Stored);
     }
 
     #[test]
     fn the_worker_gives_up_after_sixteen_rotations() {
         let mut pool = ZswapPool::new(2000, 0);
         for p in 0..20 {
-            pool.store_deferred(p, 100);
+            pool.store(p, 100);
         }
         // Every entry is referenced: 16 rotations, no write-back.
         assert!(pool.shrink_worker().is_empty());
@@ -325,27 +261,26 @@ mod tests {
     }
 
     #[test]
-    fn incompressible_pages_are_rejected_without_write_back() {
+    fn incompressible_pages_are_rejected_without_queueing_the_worker() {
         let mut pool = ZswapPool::new(100_000, 90);
         assert_eq!(pool.store(1, 1000), StoreOutcome::Stored);
         assert_eq!(
             pool.store(2, PAGE_SIZE),
             StoreOutcome::Rejected {
-                written_back: vec![]
+                queue_shrink: false
             }
         );
         assert_eq!(pool.rejected_incompressible, 1);
         assert!(!pool.contains(2));
         assert_eq!(pool.store(3, PAGE_SIZE - 1), StoreOutcome::Stored);
-        // A full pool writes back first, as the kernel checks the limit before compressing.
+        // A full pool queues the worker first, as the kernel checks the limit before it
+        // compresses: the page is not counted as incompressible.
         let mut full = ZswapPool::new(2000, 50);
         full.store(1, 1000);
         full.store(2, 1000);
         assert_eq!(
             full.store(4, PAGE_SIZE),
-            StoreOutcome::Rejected {
-                written_back: vec![(1, 1000)]
-            }
+            StoreOutcome::Rejected { queue_shrink: true }
         );
         assert_eq!(full.rejected_incompressible, 0);
     }
@@ -356,17 +291,16 @@ mod tests {
         for p in 0..3 {
             pool.store(p, 100);
         }
-        let StoreOutcome::Rejected { written_back } = pool.store(3, 100) else {
-            panic!("full")
-        };
-        assert_eq!(written_back, vec![(0, 100), (1, 100)]);
+        assert_eq!(
+            pool.store(3, 100),
+            StoreOutcome::Rejected { queue_shrink: true }
+        );
+        // First walk rotates the three referenced entries, then 0 and 1 go (down to 150).
+        assert_eq!(pool.shrink_worker(), vec![(0, 100), (1, 100)]);
         pool.write_back_failed(1, 100);
         assert_eq!(pool.bytes(), 200);
-        // Next write-back takes page 1 first again.
-        let StoreOutcome::Rejected { written_back } = pool.store(4, 200) else {
-            panic!("full")
-        };
-        assert_eq!(written_back, vec![(1, 100)]);
+        // The next run takes page 1 first again.
+        assert_eq!(pool.shrink_worker(), vec![(1, 100)]);
     }
 
     #[test]

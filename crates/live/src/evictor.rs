@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use crate::staging::{prepare, MoveBatch, Staging, STAGE_SLOTS};
 use crate::state::{Inner, Loc, Locked, Shared, State, RELEASE_CAPACITY};
-use crate::store::{drain_releases, store, store_prepared};
+use crate::store::{drain_releases, run_shrink_worker, store, store_prepared};
 use crate::tiers::Codec;
 use crate::uffd_ops::{copy_in, move_page, read_page, zap, zap_range};
 use crate::PAGE;
@@ -51,6 +51,7 @@ pub(crate) fn evictor_loop(shared: &Shared, mut codec: Option<Codec>) {
         while !shared.shutdown.load(Ordering::SeqCst)
             && inner.resident <= shared.high_pages
             && inner.releases.len() < RELEASE_CAPACITY / 2
+            && !inner.zswap_shrink_queued
         {
             inner.evictor_sleeping = true;
             inner.wait(&shared.evict_wanted, None);
@@ -60,6 +61,7 @@ pub(crate) fn evictor_loop(shared: &Shared, mut codec: Option<Codec>) {
             return;
         }
         drain_releases(&mut inner);
+        run_shrink_worker(&mut inner);
         shared.wake_room(&inner);
         let mut stuck = false;
         while inner.resident > shared.low_pages && !stuck {
@@ -89,6 +91,9 @@ pub(crate) fn evictor_loop(shared: &Shared, mut codec: Option<Codec>) {
                     let_faults_in(shared, &mut inner, handled);
                 }
             }
+            // The shrink worker a store of this batch queued runs here, in this thread, as the
+            // kernel's runs in a kworker apart from the storing task.
+            run_shrink_worker(&mut inner);
             // Every victim of the batch is stored or back: the state is whole again.
             #[cfg(debug_assertions)]
             inner.check_invariants(shared.budget_pages);
@@ -189,7 +194,7 @@ pub(crate) fn evict_batch_by_move(
                 let id = inner.id(rid, idx);
                 inner.order.evicted(id);
                 inner.stats.evictions += 1;
-                inner.tiers_full = false;
+                inner.tiers_have_room(shared.budget_pages);
             }
             None => {
                 // No tier has room: the page goes back where it was, and back on the LRU's
@@ -288,8 +293,8 @@ fn evict_by_copy(
     mm.state = State::Evicted;
     mm.batch = batch;
     inner.order.evicted(id);
-    inner.tiers_full = false;
     inner.resident -= 1;
+    inner.tiers_have_room(shared.budget_pages);
     inner.stats.evictions += 1;
     true
 }

@@ -178,6 +178,7 @@ impl Pager {
                         cfg.zswap_accept_threshold_percent,
                     )
                 }),
+                zswap_shrink_queued: false,
                 pool,
                 nvm,
                 stats: PagerStats {
@@ -448,7 +449,7 @@ impl Drop for Region<'_> {
             inner.order.remove_region(info.first_id);
             inner.ra.policy.forget(self.id);
         }
-        inner.tiers_full = false;
+        inner.tiers_have_room(shared.budget_pages);
         shared.wake_room(&inner);
     }
 }

@@ -41,7 +41,7 @@ impl ReadAheadCache {
         };
         out.copy_from_slice(&self.pages[i]);
         self.owner[i] = None;
-        self.policy.hit(rid);
+        self.policy.hit(rid, u64::from(idx));
         debug_assert!(
             !self.owner.contains(&Some((rid, idx, slot))),
             "a page is cached once"

@@ -69,7 +69,8 @@ pub(crate) struct Inner {
     pub(crate) order: EvictOrder,
     /// Stale tier copies to free, by page id.
     pub(crate) releases: VecDeque<(u32, Loc)>,
-    /// The last eviction failed because no tier had room: faults may exceed the budget.
+    /// An eviction failed because no tier had room, and the pager has not been back within its
+    /// budget since: faults may exceed the budget ([`Inner::tiers_have_room`]).
     pub(crate) tiers_full: bool,
     /// Threads waiting on `Shared::room`, and whether the evictor sleeps on `evict_wanted`: a
     /// condition variable's notify is a system call even without waiters, and the fault path
@@ -82,6 +83,10 @@ pub(crate) struct Inner {
     /// zswap's admission and write-back policy (`nvmswap_core::zswap`) over the pool, when the
     /// pool sits in front of the NVM tier; without an NVM tier the pool keeps every page (zram).
     pub(crate) zswap: Option<ZswapPool>,
+    /// A store found the pool full and queued zswap's shrink worker (`zswap_store` ->
+    /// `queue_work(shrink_wq)`): the evictor thread runs it after its batch
+    /// ([`crate::store::run_shrink_worker`]), not the task that stored.
+    pub(crate) zswap_shrink_queued: bool,
     pub(crate) nvm: Option<Nvm>,
     pub(crate) stats: PagerStats,
 }
@@ -275,6 +280,16 @@ impl Inner {
         if let (Some(z), Some(_)) = (&self.zswap, &self.pool) {
             assert!(z.len() >= pooled, "the policy knows every pool page");
         }
+    }
+}
+
+impl Inner {
+    /// A tier took a page again, or a region's pages went: faults stop going over the budget
+    /// once the resident pages are back within it. Until then they still may: clearing the
+    /// flag while over the budget would leave the pager over it with faults told to wait, a
+    /// state the invariants (and the evictor's progress) do not allow.
+    pub(crate) fn tiers_have_room(&mut self, budget_pages: u64) {
+        self.tiers_full = self.tiers_full && self.resident > budget_pages;
     }
 }
 

@@ -56,9 +56,9 @@ pub(crate) fn store(inner: &mut Inner, rid: u32, idx: u32, buf: &[u8; PAGE]) -> 
 
 /// `store` with the same-filled check and compression already done. With an NVM tier behind
 /// the pool every pool decision is `nvmswap_core::zswap`'s: it admits the page or rejects it
-/// (pool full, with the hysteresis of its accept threshold, or the page did not shrink) and
-/// names the entries to write back; this function carries that out. Without an NVM tier the
-/// pool keeps every page (zram).
+/// (pool full, with the hysteresis of its accept threshold, or the page did not shrink); a
+/// rejection at the limit queues the shrink worker, which the evictor thread runs
+/// ([`run_shrink_worker`]). Without an NVM tier the pool keeps every page (zram).
 pub(crate) fn store_prepared(
     inner: &mut Inner,
     rid: u32,
@@ -81,11 +81,9 @@ pub(crate) fn store_prepared(
                     inner.pool.as_mut().expect("pool").insert(id, data);
                     return Some(Loc::Pool);
                 }
-                StoreOutcome::Rejected { written_back } => {
+                StoreOutcome::Rejected { queue_shrink } => {
                     inner.stats.pool_rejects += 1;
-                    for (victim, size) in written_back {
-                        write_back(inner, victim, size);
-                    }
+                    inner.zswap_shrink_queued |= queue_shrink;
                 }
             }
         }
@@ -93,6 +91,21 @@ pub(crate) fn store_prepared(
     }
     let slot = inner.nvm.as_mut()?.store(buf)?;
     Some(Loc::Nvm(slot))
+}
+
+/// zswap's shrink worker, if a store queued it: the entries core's policy picks are moved to the
+/// NVM tier, oldest first. Run by the evictor thread (the kernel's kworker), never by a fault.
+pub(crate) fn run_shrink_worker(inner: &mut Inner) {
+    if !std::mem::take(&mut inner.zswap_shrink_queued) {
+        return;
+    }
+    drain_releases(inner);
+    let Some(zswap) = inner.zswap.as_mut() else {
+        return;
+    };
+    for (victim, size) in zswap.shrink_worker() {
+        write_back(inner, victim, size);
+    }
 }
 
 /// Move pool page `id` (`size` compressed bytes) to NVM, as the zswap policy decided; when the

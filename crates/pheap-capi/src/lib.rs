@@ -183,9 +183,10 @@ pub unsafe extern "C" fn nvmswap_pheap_delete(h: *mut NvmswapPheap, key: *const 
 /// `h` is NULL or a live handle.
 #[no_mangle]
 pub unsafe extern "C" fn nvmswap_pheap_len(h: *mut NvmswapPheap) -> u64 {
-    // SAFETY: function contract.
     guarded(0, || {
-        Ok(unsafe { handle(h)? }.pht.len(&unsafe { handle(h)? }.heap))
+        // SAFETY: `h` is NULL or a live handle (function contract).
+        let t = unsafe { handle(h)? };
+        Ok(t.pht.len(&t.heap))
     })
 }
 

@@ -4,7 +4,7 @@ use std::cell::RefCell;
 use std::rc::Rc;
 
 use nvmswap_core::config::SystemConfig;
-use nvmswap_core::discard::TabRecency;
+use nvmswap_core::policy_check::DiscardReplay;
 use nvmswap_core::progress::NoProgress;
 use nvmswap_sim::observe::{Event, Observer};
 use nvmswap_sim::{run_pressure_observed, RunOptions};
@@ -80,33 +80,16 @@ fn an_observer_sees_what_the_results_count() {
     }
 }
 
-/// Replays the run's tab events into core's `TabRecency` and checks every discard took core's
-/// victim: the least recently used open tab.
-struct DiscardCheck {
-    recency: TabRecency,
-    discards: Vec<u32>,
-    wrong: Vec<String>,
-}
-
-struct Replay(Rc<RefCell<DiscardCheck>>);
+/// Feeds the run's tab events to core's discard replay (`policy_check::DiscardReplay`).
+struct Replay(Rc<RefCell<DiscardReplay>>);
 
 impl Observer for Replay {
     fn on_event(&mut self, e: &Event<'_>) {
         let mut c = self.0.borrow_mut();
         match *e {
-            Event::TabUsed { tab, .. } => c.recency.used(tab),
-            Event::TabClosed { tab, .. } => {
-                c.recency.forget(tab);
-            }
-            Event::Discard { tab, .. } => {
-                let want = c.recency.victim();
-                if want != Some(tab) {
-                    c.wrong
-                        .push(format!("discarded {tab}, core's victim {want:?}"));
-                }
-                c.recency.forget(tab);
-                c.discards.push(tab);
-            }
+            Event::TabUsed { tab, .. } => c.used(tab),
+            Event::TabClosed { tab, .. } => c.gone(tab),
+            Event::Discard { tab, .. } => c.discarded(tab),
             _ => {}
         }
     }
@@ -116,11 +99,7 @@ impl Observer for Replay {
 fn every_discard_is_cores_victim() {
     for name in ["baseline-zram", "optane-zswap", "nvm-swap"] {
         let cfg = SystemConfig::load(name, &[]).unwrap();
-        let check = Rc::new(RefCell::new(DiscardCheck {
-            recency: TabRecency::default(),
-            discards: Vec::new(),
-            wrong: Vec::new(),
-        }));
+        let check = Rc::new(RefCell::new(DiscardReplay::default()));
         let out = run_pressure_observed(
             &cfg,
             &RunOptions {

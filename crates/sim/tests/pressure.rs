@@ -80,7 +80,6 @@ fn a_bigger_swap_device_opens_more_tabs() {
 }
 
 #[test]
-#[ignore = "fails on the merged main (plugged writes + new read-ahead): poll no longer spends more kernel CPU than interrupts at scale 0.05; cause not yet measured (closing note, stop 18)"]
 fn the_block_layer_reports_blktrace_stages_and_polling_spends_cpu_instead_of_iowait() {
     let irq = run("optane", &["completion=interrupt"], 1, 0.05).result;
     let poll = run("optane", &["completion=poll"], 1, 0.05).result;

@@ -422,7 +422,9 @@ impl BlockSwap {
     /// A resident page is used: the first use of a page read ahead is a hit for its window.
     pub(super) fn used(&mut self, p: u32) {
         if std::mem::take(&mut self.ra_unused[p as usize]) {
-            self.ra.hit(self.area_of[p as usize]);
+            let area = self.area_of[p as usize];
+            let base = self.areas[area as usize].0;
+            self.ra.hit(area, u64::from(p - base));
         }
     }
 

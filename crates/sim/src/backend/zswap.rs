@@ -14,7 +14,7 @@
 //! write-back finds the page in the swap cache and gives up on that entry, `-EEXIST`; ours
 //! frees it instead, so the pool does not stay stuck at its limit).
 //!
-//! Admission and write-back as the 6.18 kernel runs them (`ZswapPool::store_deferred`,
+//! Admission and write-back as the 6.18 kernel runs them (`ZswapPool::store`,
 //! `shrink_worker`): `zswap_store` checks the limits before compressing and, while the pool is
 //! marked full (`accept_threshold_percent` hysteresis), rejects the page, which reclaim writes to
 //! the device like any swap-out, and queues `shrink_worker` on a workqueue. The worker (a kworker
@@ -30,7 +30,7 @@ use std::collections::{BTreeSet, VecDeque};
 
 use nvmswap_core::config::SystemConfig;
 use nvmswap_core::reclaim::{swap_out_route, SwapOutRoute};
-use nvmswap_core::zswap::{DeferredStore, ZswapPool};
+use nvmswap_core::zswap::{StoreOutcome, ZswapPool};
 
 use super::block::{BlockSwap, Held};
 use super::{BuildArgs, Env, Fault, Spent, SwapBackend, SwapIn};
@@ -196,14 +196,14 @@ impl SwapBackend for Zswap {
             self.dev.held[p as usize] = Held::Zero;
             return Some(spent);
         }
-        let to = match self.pool.store_deferred(p, size) {
-            DeferredStore::Stored => {
+        let to = match self.pool.store(p, size) {
+            StoreOutcome::Stored => {
                 spent.cpu += env.costs.compress(size, env.rng);
                 self.dev.held[p as usize] = Held::Pool;
                 env.obs.emit(Event::DramAccesses { t, n: 2 });
                 Tier::ZswapPool
             }
-            DeferredStore::Rejected { queue_shrink } => {
+            StoreOutcome::Rejected { queue_shrink } => {
                 env.obs.emit(Event::Zswap {
                     t,
                     page: p,
