@@ -167,6 +167,7 @@ impl Io {
         obs.emit(Event::BlockQueued {
             t,
             issued,
+            pages: pages.max(1),
             actor: by,
             id,
             op,

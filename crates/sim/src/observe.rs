@@ -170,6 +170,8 @@ pub enum Event<'e> {
     BlockQueued {
         t: u64,
         issued: u64,
+        /// Pages the request carries (a plugged write of adjacent slots carries several).
+        pages: u64,
         actor: Actor,
         id: u64,
         op: Op,

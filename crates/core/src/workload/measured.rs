@@ -76,29 +76,8 @@ pub enum MeasuredError {
 
 impl MeasuredKind {
     fn check(&self) -> Result<(), MeasuredError> {
-        let share = |field: &'static str, value: f64| {
-            if (0.0..=1.0).contains(&value) {
-                Ok(())
-            } else {
-                Err(MeasuredError::OutOfRange {
-                    kind: self.name.clone(),
-                    field,
-                    value,
-                    range: "[0, 1]",
-                })
-            }
-        };
-        share("switch_touch_share", self.switch_touch_share)?;
-        share("switch_new_share", self.switch_new_share)?;
-        share("write_share", self.write_share)?;
-        share("same_filled_share", self.same_filled_share)?;
-        share(
-            "background_touch_share_per_s",
-            self.background_touch_share_per_s,
-        )?;
-        share("background_overlap", self.background_overlap)?;
-        let positive = |field: &'static str, value: f64, range: &'static str| {
-            if value > 0.0 && value.is_finite() {
+        let within = |field: &'static str, value: f64, ok: bool, range: &'static str| {
+            if ok {
                 Ok(())
             } else {
                 Err(MeasuredError::OutOfRange {
@@ -109,25 +88,33 @@ impl MeasuredKind {
                 })
             }
         };
-        positive("anon_mib", self.anon_mib, "(0, inf)")?;
-        positive("lzo_rle_ratio", self.lzo_rle_ratio, "(0, 1.1]")?;
-        if self.lzo_rle_ratio > 1.1 {
-            return Err(MeasuredError::OutOfRange {
-                kind: self.name.clone(),
-                field: "lzo_rle_ratio",
-                value: self.lzo_rle_ratio,
-                range: "(0, 1.1]",
-            });
-        }
-        if !(self.render_cpu_ms >= 0.0 && self.load_cpu_ms >= 0.0) {
-            return Err(MeasuredError::OutOfRange {
-                kind: self.name.clone(),
-                field: "render_cpu_ms/load_cpu_ms",
-                value: self.render_cpu_ms.min(self.load_cpu_ms),
-                range: "[0, inf)",
-            });
-        }
-        Ok(())
+        let share =
+            |field, value: f64| within(field, value, (0.0..=1.0).contains(&value), "[0, 1]");
+        share("switch_touch_share", self.switch_touch_share)?;
+        share("switch_new_share", self.switch_new_share)?;
+        share("write_share", self.write_share)?;
+        share("same_filled_share", self.same_filled_share)?;
+        share(
+            "background_touch_share_per_s",
+            self.background_touch_share_per_s,
+        )?;
+        share("background_overlap", self.background_overlap)?;
+        let a = self.anon_mib;
+        within("anon_mib", a, a > 0.0 && a.is_finite(), "(0, inf)")?;
+        let r = self.lzo_rle_ratio;
+        within("lzo_rle_ratio", r, r > 0.0 && r <= 1.1, "(0, 1.1]")?;
+        within(
+            "render_cpu_ms",
+            self.render_cpu_ms,
+            self.render_cpu_ms >= 0.0,
+            "[0, inf)",
+        )?;
+        within(
+            "load_cpu_ms",
+            self.load_cpu_ms,
+            self.load_cpu_ms >= 0.0,
+            "[0, inf)",
+        )
     }
 
     /// The model's site type for this kind (the table in the module text).
