@@ -124,6 +124,8 @@ pub struct TastTest {
     queue: VecDeque<Step>,
     /// Tabs opened when phase 1 ended (Tast's `tast_opened_tab_count_1`).
     opened_at_end: Option<u32>,
+    /// Switches handed out since phase 1 ended (for progress only).
+    switches_after: u64,
 }
 
 impl TastTest {
@@ -136,6 +138,7 @@ impl TastTest {
             opened: 0,
             queue: VecDeque::new(),
             opened_at_end: None,
+            switches_after: 0,
         }
     }
 
@@ -282,7 +285,11 @@ impl super::Workload for TastTest {
         alive: &dyn Fn(super::tabs::TabId) -> bool,
     ) -> super::tabs::Action {
         use super::tabs::Action;
-        match self.next(discarded, alive) {
+        let step = self.next(discarded, alive);
+        if matches!(step, Step::Switch { .. }) && self.opened_at_end.is_some() {
+            self.switches_after += 1;
+        }
+        match step {
             Step::Open { tab, site } => Action::Open { tab, site },
             Step::Switch { tab } => Action::Switch { tab },
             Step::Wiggle {
@@ -301,6 +308,24 @@ impl super::Workload for TastTest {
 
     fn tabs_opened(&self) -> u64 {
         TastTest::tabs_opened(self) as u64
+    }
+
+    /// (done, total): tabs opened, then the switches of the cold and heavy phases. Phase 1's
+    /// length is not known before its first discard, so until then the total is one more tab
+    /// than opened plus the phases after it (`cold_tabs` and the heavy phase's warm-up and
+    /// repeated cycles over the pinned tabs, an upper bound: lost tabs are skipped).
+    fn progress(&self) -> (u64, u64) {
+        let p = &self.p;
+        let tail = p.cold_tabs as u64 + (1 + p.switch_repeats as u64) * p.initial_tabs as u64;
+        let opened = self.opened as u64;
+        let done = opened + self.switches_after;
+        match self.phase {
+            TastPhase::Initial | TastPhase::Light | TastPhase::Pressure => {
+                (opened, opened + 1 + tail)
+            }
+            TastPhase::Done => (done, done),
+            TastPhase::Cold | TastPhase::Heavy => (done, (opened + tail).max(done)),
+        }
     }
 }
 
@@ -388,5 +413,24 @@ mod tests {
             .count();
         assert_eq!(heavy, 55);
         assert_eq!(steps.last().unwrap().1, Step::Done);
+    }
+
+    #[test]
+    fn progress_only_grows_and_ends_at_its_total() {
+        use crate::workload::Workload;
+        let mut t = TastTest::new(TastParams::default(), 7);
+        let mut last = 0;
+        loop {
+            let lost = t.opened >= 12;
+            let a = t.next_action(lost, &|tab| !(lost && tab == 6));
+            let (done, total) = Workload::progress(&t);
+            assert!(done >= last && done <= total, "{done}/{total}");
+            last = done;
+            if a == crate::workload::tabs::Action::Done {
+                assert_eq!(done, total);
+                assert!(done > 12, "tabs and the later phases' switches: {done}");
+                break;
+            }
+        }
     }
 }
