@@ -164,3 +164,69 @@ fn trace_is_refused_for_the_linux_substrate_before_anything_runs() {
     assert!(String::from_utf8_lossy(&o.stderr).contains("--trace"));
     assert!(!std::path::Path::new(&trace).exists());
 }
+
+#[test]
+fn a_live_run_writes_a_trace_with_its_switches_discards_and_pager_counters() {
+    let out = scratch("trace-live", "out");
+    let trace = scratch("trace-live", "t.json");
+    // A small device (41 MiB of DRAM and 10 MiB of NVM at this scale): ~20 tabs fill it.
+    let o = nvmswap(&[
+        "pressure",
+        "--substrate",
+        "live",
+        "--config",
+        "nvm-swap",
+        "--scale",
+        "0.02",
+        "--set",
+        "dram_bytes=2GiB",
+        "--set",
+        "swap_bytes=512MiB",
+        "--trace",
+        &trace,
+        "--out",
+        &out,
+        "--json",
+        "-q",
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let results: Value = serde_json::from_slice(&o.stdout).unwrap();
+    let run = &results["runs"][0];
+    assert_eq!(run["substrate"], "live");
+    let v: Value = serde_json::from_slice(&std::fs::read(&trace).unwrap()).unwrap();
+    let events = v["traceEvents"].as_array().unwrap();
+    assert!(events.iter().any(|e| e["ph"] == "M"
+        && e["name"] == "process_name"
+        && e["args"]["name"] == "live:nvm-swap"));
+    let timed: Vec<&Value> = events.iter().filter(|e| e["ph"] != "M").collect();
+    let mut last = 0.0;
+    for e in &timed {
+        let ts = f(e, "ts");
+        assert!(ts >= last, "out of order: {ts} after {last}: {e}");
+        last = ts;
+    }
+    let count = |cat: &str| timed.iter().filter(|e| e["cat"] == cat).count() as u64;
+    // One slice per switch and per opened tab, one instant per discard, as the results count.
+    assert_eq!(count("switch"), run["switches"].as_u64().unwrap());
+    assert!(count("tab") >= run["tabs_opened"].as_u64().unwrap());
+    let discards = run["discards"].as_u64().unwrap();
+    assert!(discards > 0, "the small device discards");
+    assert_eq!(count("discard"), discards);
+    for name in [
+        "free memory (MiB)",
+        "resident tab memory (MiB)",
+        "swap used (MiB)",
+        "faults per interval",
+        "evictor: pages evicted per interval",
+    ] {
+        let values: Vec<f64> = timed
+            .iter()
+            .filter(|e| e["ph"] == "C" && e["name"] == name)
+            .map(|e| f(&e["args"], "value"))
+            .collect();
+        assert!(values.len() >= 2, "{name}: {} samples", values.len());
+        assert!(values.iter().all(|v| v.is_finite() && *v >= 0.0), "{name}");
+    }
+    let _ = std::fs::remove_dir_all(&out);
+    let _ = std::fs::remove_file(&trace);
+}
