@@ -252,6 +252,10 @@ pub struct TimelineSample {
     pub cpu_iowait_s: f64,
     pub cpu_idle_s: f64,
     pub resident_bytes: u64,
+    /// Memory free for allocation: sim's free frames; on linux the cgroup's limit less its usage
+    /// (the figure Chrome's discard rule reads as `free`).
+    #[serde(default)]
+    pub free_bytes: u64,
     /// Bytes of compressed data held in DRAM (zram or zswap pool).
     pub pool_bytes: u64,
     pub swap_in_bytes: u64,

@@ -241,6 +241,7 @@ impl Observer for Metrics {
                 tabs_open,
                 resident_bytes,
                 pool_bytes,
+                free_bytes,
                 ..
             } => {
                 let busy = c.cpu_user + c.cpu_kernel;
@@ -253,6 +254,7 @@ impl Observer for Metrics {
                     cpu_iowait_s: c.cpu_iowait as f64 / 1e9,
                     cpu_idle_s: total.saturating_sub(busy + c.cpu_iowait) as f64 / 1e9,
                     resident_bytes,
+                    free_bytes,
                     pool_bytes,
                     swap_in_bytes: c.swap_in_pages * PAGE_SIZE,
                     swap_out_bytes: c.swap_out_pages * PAGE_SIZE,

@@ -164,3 +164,20 @@ fn under_a_cgroup_limit_all_reclaim_is_done_by_the_charging_task() {
     assert_eq!(r.extra["kswapd_pages"].as_u64().unwrap(), 0);
     assert!(r.extra["direct_reclaim_pages"].as_u64().unwrap() > 0);
 }
+
+#[test]
+fn the_timeline_carries_free_memory_that_falls_as_tabs_fill_dram() {
+    let out = run("optane", &[], 1, 0.05);
+    let dram = SystemConfig::load("optane", &[])
+        .unwrap()
+        .scaled(0.05)
+        .dram_bytes;
+    let t = &out.series.timeline;
+    assert!(t.len() > 10, "{} samples", t.len());
+    for s in t {
+        assert!(s.free_bytes + s.resident_bytes <= dram, "{s:?}");
+    }
+    // Tabs fill DRAM: free memory ends far below where it started.
+    let (first, last) = (t[0].free_bytes, t[t.len() - 1].free_bytes);
+    assert!(first > 0 && last < first / 2, "free {first} -> {last}");
+}

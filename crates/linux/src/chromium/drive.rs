@@ -260,10 +260,12 @@ fn drive(
                 .unwrap_or(&0)
                 .saturating_sub(*vm0.get(k).unwrap_or(&0))
         };
+        let usage = cgroup::usage_bytes(&setup.cgroup).unwrap_or(0);
         series.timeline.push(TimelineSample {
             t_s: started.elapsed().as_secs_f64(),
             tabs_open: tabs.len() as u32,
-            resident_bytes: cgroup::usage_bytes(&setup.cgroup).unwrap_or(0),
+            resident_bytes: usage,
+            free_bytes: (limit + baseline).saturating_sub(usage),
             swap_in_bytes: (d("pswpin") + d("zswpin")) * PAGE_SIZE,
             swap_out_bytes: (d("pswpout") + d("zswpout")) * PAGE_SIZE,
             zswap_hits: d("zswpin"),
