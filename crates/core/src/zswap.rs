@@ -207,8 +207,7 @@ mod tests {
         );
         // Page 3 is read back: it no longer counts and is not written back.
         assert_eq!(pool.load(3), Some(100));
-        // The worker walks 0..10 once (each referenced: rotated), then writes back from the
-        // oldest until at most 900 bytes remain: 900 already, so nothing.
+        // The pool is back at its accept threshold (900 bytes): the worker has nothing to do.
         assert!(pool.shrink_worker().is_empty());
         // 900 bytes is within 90 % of 1000: accepting again.
         assert_eq!(pool.store(11, 100), StoreOutcome::Stored);
@@ -216,13 +215,15 @@ mod tests {
             pool.store(12, 100),
             StoreOutcome::Rejected { queue_shrink: true }
         );
+        // Now at 1,000 bytes: the worker rotates the ten referenced entries once (0..10 less 3,
+        // and 11), then writes back the oldest, 0, down to 900.
         assert_eq!(pool.shrink_worker(), vec![(0, 100)]);
         assert_eq!(pool.bytes(), 900);
         assert!(!pool.contains(12));
     }
 
     #[test]
-    fn deferred_store_rejects_at_the_limit_and_leaves_write_back_to_the_worker() {
+    fn a_store_at_the_limit_is_rejected_and_leaves_write_back_to_the_worker() {
         // Limit 1000, accept at 50 %.
         let mut pool = ZswapPool::new(1000, 50);
         for p in 0..10 {

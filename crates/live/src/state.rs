@@ -218,6 +218,14 @@ pub(crate) struct Shared {
 }
 
 impl Inner {
+    /// A tier took a page again, or a region's pages went: faults stop going over the budget
+    /// once the resident pages are back within it. Until then they still may: clearing the
+    /// flag while over the budget would leave the pager over it with faults told to wait, a
+    /// state the invariants (and the evictor's progress) do not allow.
+    pub(crate) fn tiers_have_room(&mut self, budget_pages: u64) {
+        self.tiers_full = self.tiers_full && self.resident > budget_pages;
+    }
+
     /// The id of page `idx` of region `rid` (eviction order, pool entries, releases).
     pub(crate) fn id(&self, rid: u32, idx: u32) -> u32 {
         self.regions[&rid].first_id + idx
@@ -280,16 +288,6 @@ impl Inner {
         if let (Some(z), Some(_)) = (&self.zswap, &self.pool) {
             assert!(z.len() >= pooled, "the policy knows every pool page");
         }
-    }
-}
-
-impl Inner {
-    /// A tier took a page again, or a region's pages went: faults stop going over the budget
-    /// once the resident pages are back within it. Until then they still may: clearing the
-    /// flag while over the budget would leave the pager over it with faults told to wait, a
-    /// state the invariants (and the evictor's progress) do not allow.
-    pub(crate) fn tiers_have_room(&mut self, budget_pages: u64) {
-        self.tiers_full = self.tiers_full && self.resident > budget_pages;
     }
 }
 
