@@ -3,7 +3,10 @@
 //! taken), read here into the [`SiteType`]s every substrate runs. This is the default tab model
 //! ([`super::tabs::default_sites`]): no parameter of it is chosen by us except the amount of data
 //! each generated page builds (crates/linux/src/chromium/pages.rs), which the renderer's
-//! footprint is then measured from.
+//! footprint is then measured from. What is assumed is the shape, not a number: the model lays
+//! a switch's pages out as one window of the tab ([`super::life`]); the measurement records how
+//! many pages a switch touches, not where they lie, and that layout decides how much the swap
+//! read-ahead helps (docs/experiments/pressure.md, the NAND finding).
 //!
 //! How a measured figure becomes a model parameter (one rule each, no fitting):
 //!
