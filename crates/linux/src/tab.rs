@@ -162,7 +162,7 @@ fn tab_main(
         let mut done = Touches::default();
         match u64::from_le_bytes(cmd) {
             SWITCH => {
-                for (p, write) in shape.life.switch_touches(pages, visit) {
+                for (p, write) in shape.life.switch_touches(tab, pages, visit) {
                     touch(memory, &mut done, faults, p, write);
                 }
                 visit += 1;
@@ -185,7 +185,7 @@ fn tab_main(
                     pages = p + 1;
                 }
                 if second != NONE {
-                    for (p, write) in shape.life.background_touches(pages, second) {
+                    for (p, write) in shape.life.background_touches(tab, pages, second) {
                         touch(memory, &mut done, faults, p, write);
                     }
                 }

@@ -90,6 +90,19 @@ pub fn run_pressure_with(
         .run_pressure_with(params.clone(), started)
 }
 
+/// Runs the pressure test on `cfg` with `sites` as the tab rotation instead of the bundled
+/// measured one (e.g. another `nvmswap workload measure` profile, [`nvmswap_core::workload::measured::sites`]).
+pub fn run_pressure_with_sites(
+    cfg: &SystemConfig,
+    opts: &RunOptions,
+    sites: Vec<nvmswap_core::workload::tabs::SiteType>,
+    progress: &dyn Progress,
+) -> Result<RunOutput, SimError> {
+    check_scale(opts.scale).map_err(|e| SimError::Scale(e.0))?;
+    let started = std::time::Instant::now();
+    driver::Driver::new(cfg, sites, opts, progress)?.run_pressure(started)
+}
+
 /// Runs the memory-capacity pressure test on `cfg` with `observers` watching every event of the
 /// machine (observe.rs), after the metrics that make the results.
 pub fn run_pressure_observed(

@@ -3,10 +3,13 @@
 //! by `nvmswap workload measure`). Every substrate asks these functions, so `sim`, `live` and
 //! `linux` touch the same pages.
 //!
-//! - A switch on visit `v` touches a window of `ws` pages that starts `v * shift * ws` pages on
-//!   (wrapping around the tab): consecutive visits share `1 - shift` of their pages.
-//! - A background tab touches, in its `s`-th second in the background, a window of
-//!   `share * pages` pages that advances by `(1 - overlap)` of its size each second.
+//! - A switch on visit `v` touches `ws` pages of the tab, laid out in runs and gaps as measured
+//!   ([`super::layout`]); each visit moves `shift` of the runs, so consecutive visits share
+//!   `1 - shift` of their pages. A tab without a measured layout (the relaunch apps) touches one
+//!   window that starts `v * shift * ws` pages on, wrapping around the tab.
+//! - A background tab touches, in its `s`-th second in the background, `share * pages` pages,
+//!   laid out as measured for background sets, of which `1 - overlap` moved since the last
+//!   second (or, without a layout, a window that advances by `1 - overlap` of its size).
 //! - A tab grows by `growth_bytes_per_s` after load: new pages, written once.
 //! - Chrome throttles hidden pages' timers: once a tab has been hidden for
 //!   [`INTENSIVE_THROTTLING_AFTER_NS`], its background work runs only on one second in
@@ -16,6 +19,7 @@
 
 use crate::NS_PER_S;
 
+use super::layout::{Log2Shares, SwitchLayout, BACKGROUND_SALT, SWITCH_SALT};
 use super::tabs::SiteType;
 
 /// One tab's living shape after scaling: everything a substrate needs to decide which pages a
@@ -37,6 +41,10 @@ pub struct TabLife {
     /// substrates' reservations (linux and live map a tab's room up front), not a model
     /// parameter: the run reports `grown_pages` so a reader can see whether it was reached.
     pub max_pages: u32,
+    /// Where a switch's pages lie, and a background second's ([`super::layout`]); unknown =
+    /// one window.
+    pub layout: SwitchLayout,
+    pub background_layout: SwitchLayout,
 }
 
 /// How long a page must have been hidden before Chrome's intensive wake-up throttling applies
@@ -89,6 +97,18 @@ impl TabLife {
             } else {
                 pages
             },
+            layout: SwitchLayout {
+                runs: Log2Shares::from_shares(&site.switch_run_log2),
+                gaps: Log2Shares::from_shares(&site.switch_gap_log2),
+                places: site.switch_places,
+                salt: SWITCH_SALT,
+            },
+            background_layout: SwitchLayout {
+                runs: Log2Shares::from_shares(&site.background_run_log2),
+                gaps: Log2Shares::from_shares(&site.background_gap_log2),
+                places: 0,
+                salt: BACKGROUND_SALT,
+            },
         }
     }
 
@@ -103,31 +123,63 @@ impl TabLife {
         ((pages_now as f64 * self.working_set_share) as u32).clamp(1, pages_now.max(1))
     }
 
-    /// The touches of a switch on visit `visit` (0 = the first switch) to the tab when it has
-    /// `pages_now` pages: (page offset, write), the writes spread evenly over the window.
-    pub fn switch_touches(&self, pages_now: u32, visit: u32) -> impl Iterator<Item = (u32, bool)> {
+    /// The touches of a switch on visit `visit` (0 = the first switch) to tab `tab` (its number
+    /// seeds the layout) when it has `pages_now` pages: (page offset, write) in address order,
+    /// the writes spread evenly over them. With a known layout the pages lie in runs
+    /// ([`SwitchLayout::set_pages`]), else in one window ([`switch_pages`]).
+    pub fn switch_touches(
+        &self,
+        tab: u32,
+        pages_now: u32,
+        visit: u32,
+    ) -> impl Iterator<Item = (u32, bool)> {
         let share = self.write_share;
-        switch_pages(pages_now, self.ws_pages(pages_now), self.shift, visit)
+        let pages: Vec<u32> = if self.layout.is_known() {
+            self.layout
+                .set_pages(tab, pages_now, self.working_set_share, self.shift, visit)
+        } else {
+            switch_pages(pages_now, self.ws_pages(pages_now), self.shift, visit).collect()
+        };
+        pages
+            .into_iter()
             .enumerate()
             .map(move |(i, p)| (p, writes(i as u64, share)))
     }
 
-    /// The touches of the tab's `second`-th second in the background (counted over its life),
-    /// at `pages_now` pages; they write at the tab's write share.
+    /// The touches of tab `tab`'s `second`-th second in the background (counted over its
+    /// life), at `pages_now` pages, in address order; they write at the tab's write share. With
+    /// a known background layout the pages lie in runs that move by `1 - overlap` a second and
+    /// keep wandering; else in one window ([`background_pages`]).
     pub fn background_touches(
         &self,
+        tab: u32,
         pages_now: u32,
         second: u64,
     ) -> impl Iterator<Item = (u32, bool)> {
         let share = self.write_share;
-        background_pages(
-            pages_now,
-            self.background_share_per_s,
-            self.background_overlap,
-            second,
-        )
-        .enumerate()
-        .map(move |(i, p)| (p, writes(i as u64, share)))
+        let pages: Vec<u32> = if self.background_share_per_s <= 0.0 {
+            Vec::new()
+        } else if self.background_layout.is_known() {
+            self.background_layout.set_pages(
+                tab,
+                pages_now,
+                self.background_share_per_s,
+                1.0 - self.background_overlap,
+                second.min(u32::MAX as u64) as u32,
+            )
+        } else {
+            background_pages(
+                pages_now,
+                self.background_share_per_s,
+                self.background_overlap,
+                second,
+            )
+            .collect()
+        };
+        pages
+            .into_iter()
+            .enumerate()
+            .map(move |(i, p)| (p, writes(i as u64, share)))
     }
 }
 
@@ -224,7 +276,7 @@ impl Life {
         let Some(Some(t)) = self.tabs.get_mut(tab as usize) else {
             return Vec::new();
         };
-        let touches = t.life.switch_touches(t.pages, t.visits).collect();
+        let touches = t.life.switch_touches(tab, t.pages, t.visits).collect();
         t.visits += 1;
         self.front = Some(tab);
         touches
@@ -257,7 +309,7 @@ impl Life {
             } else {
                 let second = t.background_seconds;
                 t.background_seconds += 1;
-                let v: Vec<(u32, bool)> = t.life.background_touches(t.pages, second).collect();
+                let v: Vec<(u32, bool)> = t.life.background_touches(tab, t.pages, second).collect();
                 (Some(second), v)
             };
             if grow.is_some() || !touches.is_empty() {
@@ -349,13 +401,17 @@ mod tests {
 
     #[test]
     fn a_tab_life_writes_its_share_and_grows_to_its_limit() {
+        // One window (no layout), so the switch touches exactly its share.
         let site = crate::workload::tabs::SiteType {
             growth_bytes_per_s: 4096.0 * 100.0,
             working_set_shift: 0.5,
+            switch_run_log2: Vec::new(),
+            switch_gap_log2: Vec::new(),
             ..crate::workload::tabs::default_sites()[0].clone()
         };
         let life = TabLife::of(&site, 0.01);
-        let t: Vec<(u32, bool)> = life.switch_touches(life.pages, 0).collect();
+        assert!(!life.layout.is_known());
+        let t: Vec<(u32, bool)> = life.switch_touches(0, life.pages, 0).collect();
         let ws = life.ws_pages(life.pages);
         assert_eq!(t.len() as u32, ws);
         let w = t.iter().filter(|x| x.1).count() as f64;

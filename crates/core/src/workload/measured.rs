@@ -3,10 +3,7 @@
 //! taken), read here into the [`SiteType`]s every substrate runs. This is the default tab model
 //! ([`super::tabs::default_sites`]): no parameter of it is chosen by us except the amount of data
 //! each generated page builds (crates/linux/src/chromium/pages.rs), which the renderer's
-//! footprint is then measured from. What is assumed is the shape, not a number: the model lays
-//! a switch's pages out as one window of the tab ([`super::life`]); the measurement records how
-//! many pages a switch touches, not where they lie, and that layout decides how much the swap
-//! read-ahead helps (docs/experiments/pressure.md, the NAND finding).
+//! footprint is then measured from.
 //!
 //! How a measured figure becomes a model parameter (one rule each, no fitting):
 //!
@@ -15,6 +12,9 @@
 //! | `footprint_bytes` | `anon_mib`: the renderer's anonymous memory after load |
 //! | `working_set_share` | `switch_touch_share`: mean share of anon pages a switch touched |
 //! | `working_set_shift` | `switch_new_share`: share of a visit's set the previous visit did not touch |
+//! | `switch_run_log2`, `switch_gap_log2` | the same: lengths of the runs of touched neighbours and of the gaps between them ([`super::layout`]) |
+//! | `switch_places` | derived from `switch_unseen_shares` by [`places_for`]: how many places a run moves between |
+//! | `background_run_log2`, `background_gap_log2` | the same, of the background intervals' sets |
 //! | `write_share` | `write_share`: share of the switch's touched pages that were also written |
 //! | `compress_ratio` | `lzo_rle_ratio`: the kernel's lzo-rle over the non-same-filled sampled pages |
 //! | `same_filled_share` | `same_filled_share` |
@@ -24,13 +24,16 @@
 //! | `growth_bytes_per_s` | `anon_growth_mib_per_min`, where positive (see below) |
 //!
 //! What the model cannot take: a negative growth (the renderer's garbage collector returned
-//! memory after load: five of seven kinds) becomes 0, because a tab in the model never shrinks;
-//! the scrolling after a switch (`wiggle_extra_share`) touches pages the model does not touch
-//! (Tast's wiggle is a pause in the model, [`super::tast`]). Both are listed in
-//! docs/experiments/chromium.md.
+//! memory after load: six of seven kinds in the bundled measurement) becomes 0, because a tab in
+//! the model never shrinks; the scrolling after a switch (`wiggle_extra_share`) touches pages the
+//! model does not touch (Tast's wiggle is a pause in the model, [`super::tast`]). What the model
+//! assumes where the measurement is silent: the order of a switch's touches, which runs move
+//! together, and that background sets keep wandering ([`super::layout`] says why). All are listed
+//! in docs/experiments/chromium.md.
 
 use serde::Deserialize;
 
+use super::layout::places_for;
 use super::tabs::SiteType;
 use crate::{MIB, NS_PER_MS};
 
@@ -54,6 +57,11 @@ pub struct MeasuredKind {
     pub same_filled_share: f64,
     pub render_cpu_ms: f64,
     pub load_cpu_ms: f64,
+    pub switch_unseen_shares: Vec<f64>,
+    pub switch_run_log2: Vec<f64>,
+    pub switch_gap_log2: Vec<f64>,
+    pub background_run_log2: Vec<f64>,
+    pub background_gap_log2: Vec<f64>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -117,7 +125,25 @@ impl MeasuredKind {
             self.load_cpu_ms,
             self.load_cpu_ms >= 0.0,
             "[0, inf)",
-        )
+        )?;
+        for &x in &self.switch_unseen_shares {
+            share("switch_unseen_shares", x)?;
+        }
+        for (field, shares) in [
+            ("switch_run_log2", &self.switch_run_log2),
+            ("switch_gap_log2", &self.switch_gap_log2),
+            ("background_run_log2", &self.background_run_log2),
+            ("background_gap_log2", &self.background_gap_log2),
+        ] {
+            for &x in shares.iter() {
+                share(field, x)?;
+            }
+            // Empty is allowed: no layout, the pages lie in one window ([`super::life`]).
+            let total: f64 = shares.iter().sum();
+            let ok = shares.is_empty() || (total - 1.0).abs() < 1e-6;
+            within(field, total, ok, "shares summing to 1, or none")?;
+        }
+        Ok(())
     }
 
     /// The model's site type for this kind (the table in the module text).
@@ -137,6 +163,11 @@ impl MeasuredKind {
             background_overlap: self.background_overlap,
             working_set_shift: self.switch_new_share,
             growth_bytes_per_s: self.anon_growth_mib_per_min.max(0.0) * MIB as f64 / 60.0,
+            switch_run_log2: self.switch_run_log2.clone(),
+            switch_gap_log2: self.switch_gap_log2.clone(),
+            switch_places: places_for(self.switch_new_share, &self.switch_unseen_shares),
+            background_run_log2: self.background_run_log2.clone(),
+            background_gap_log2: self.background_gap_log2.clone(),
         }
     }
 }
@@ -194,6 +225,11 @@ mod tests {
             same_filled_share = 0.05
             render_cpu_ms = 20.0
             load_cpu_ms = 300.0
+            switch_unseen_shares = [0.4, 0.4]
+            switch_run_log2 = [0.5, 0.5]
+            switch_gap_log2 = [0.25, 0.25, 0.5]
+            background_run_log2 = [1.0]
+            background_gap_log2 = [0.0, 1.0]
             footprint_series = [[0.1, 1.0, 2.0, 3.0]]
         "#;
         let s = &sites(text).unwrap()[0];
@@ -207,6 +243,14 @@ mod tests {
         assert_eq!(s.load_cpu_ns, 300 * NS_PER_MS);
         assert_eq!(s.background_touch_share_per_s, 0.02);
         assert_eq!(s.background_overlap, 0.5);
+        assert_eq!(s.switch_run_log2, [0.5, 0.5]);
+        assert_eq!(s.switch_gap_log2, [0.25, 0.25, 0.5]);
+        assert_eq!(s.background_run_log2, [1.0]);
+        assert_eq!(s.background_gap_log2, [0.0, 1.0]);
+        // Visits that keep moving to new pages: every move to a new place, and 2 visits after
+        // the first move each run at most once at a shift of 0.4 (union 1.8 for any places >= 2).
+        assert_eq!(s.switch_places, places_for(0.4, &[0.4, 0.4]));
+        assert_eq!(s.switch_places, 2);
         // 6 MiB per minute is 0.1 MiB per second.
         assert!((s.growth_bytes_per_s - 0.1 * MIB as f64).abs() < 1e-6);
     }
@@ -226,7 +270,7 @@ mod tests {
         assert!(matches!(sites("kind = []"), Err(MeasuredError::Empty)));
         assert!(matches!(sites("nonsense"), Err(MeasuredError::Parse(_))));
         let bad = BUNDLED.replacen(
-            "switch_touch_share = 0.10629381819579548",
+            "switch_touch_share = 0.09112991080367465",
             "switch_touch_share = 1.5",
             1,
         );
@@ -236,5 +280,8 @@ mod tests {
             err.contains("docs") && err.contains("switch_touch_share"),
             "{err}"
         );
+        let bad = BUNDLED.replacen("switch_run_log2 = [", "switch_run_log2 = [0.5, ", 1);
+        let err = sites(&bad).unwrap_err().to_string();
+        assert!(err.contains("switch_run_log2"), "{err}");
     }
 }

@@ -2,6 +2,7 @@
 //! pressure test (tabs), page contents with a modelled compressibility, and (later) app relaunch.
 
 pub mod content;
+pub mod layout;
 pub mod life;
 pub mod measured;
 pub mod microbench;

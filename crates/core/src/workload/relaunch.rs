@@ -160,6 +160,12 @@ pub fn apps(category: &str) -> Option<Vec<SiteType>> {
                 background_overlap: 0.0,
                 working_set_shift: 0.0,
                 growth_bytes_per_s: 0.0,
+                // Seed 001 gives an app's working set, not its layout: one window.
+                switch_run_log2: Vec::new(),
+                switch_gap_log2: Vec::new(),
+                switch_places: 0,
+                background_run_log2: Vec::new(),
+                background_gap_log2: Vec::new(),
             }
         })
         .collect();
@@ -176,6 +182,11 @@ pub fn apps(category: &str) -> Option<Vec<SiteType>> {
         background_overlap: 0.0,
         working_set_shift: 0.0,
         growth_bytes_per_s: 0.0,
+        switch_run_log2: Vec::new(),
+        switch_gap_log2: Vec::new(),
+        switch_places: 0,
+        background_run_log2: Vec::new(),
+        background_gap_log2: Vec::new(),
     });
     Some(out)
 }

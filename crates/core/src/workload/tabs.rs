@@ -52,6 +52,28 @@ pub struct SiteType {
     /// and written while the tab lives).
     #[serde(default)]
     pub growth_bytes_per_s: f64,
+    /// Where a switch's pages lie in the tab ([`super::layout`]): the shares of the runs of
+    /// touched neighbouring pages per power-of-two length bucket ([1], [2,3], [4,7], ...), and
+    /// the same for the gaps between runs. Both empty = the switch's pages are one window of the
+    /// tab ([`super::life::switch_pages`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub switch_run_log2: Vec<f64>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub switch_gap_log2: Vec<f64>,
+    /// How many places each run of a switch's set moves between ([`super::layout::places_for`]);
+    /// 0 = it keeps wandering over its territory.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub switch_places: u32,
+    /// The layout of a background second's set, as the switch's (it wanders: the measurement
+    /// has two background intervals, too few to tell). Both empty = one window.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub background_run_log2: Vec<f64>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub background_gap_log2: Vec<f64>,
+}
+
+fn is_zero(x: &u32) -> bool {
+    *x == 0
 }
 
 /// The bundled rotation of site types, opened in this order, round-robin: the page kinds measured

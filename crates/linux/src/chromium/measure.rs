@@ -22,7 +22,12 @@
 //!   scratch zram device with lzo-rle and then lz4 (the kernel's own compressors:
 //!   compr_data_size / orig_data_size of mm_stat), lz4 also with `lz4_flex` here; the share of
 //!   same-filled pages (one repeated 8-byte word);
-//! - **render CPU**: renderer CPU time of a switch with everything resident (a warm switch).
+//! - **render CPU**: renderer CPU time of a switch with everything resident (a warm switch);
+//! - **layout**: where a switch's (and a background interval's) pages lie among the paged-out
+//!   pages in address order: the lengths of runs of touched neighbours and of the gaps between
+//!   them ([`nvmswap_core::workload::layout`]), and how many of the runs' neighbours are
+//!   neighbours in virtual memory too. Page-cluster 0 (the set-up) keeps the swap read-ahead from
+//!   bringing back pages nobody touched.
 
 use std::collections::BTreeSet;
 use std::fmt::Write as _;
@@ -31,6 +36,7 @@ use std::time::{Duration, Instant};
 
 use nvmswap_core::progress::Progress;
 use nvmswap_core::workload::content::is_same_filled;
+use nvmswap_core::workload::layout::{self, Log2Shares};
 
 use super::browser::{self, Chromium};
 use super::pages::{Pages, KINDS};
@@ -98,8 +104,28 @@ pub struct KindProfile {
     /// Per visit after the first: share of the visit's set the previous visit did not touch.
     pub switch_new_shares: Vec<f64>,
     pub switch_new_share: f64,
+    /// Per visit after the first: share of the visit's set that no earlier visit touched (how
+    /// far the set wanders over many visits: equal to `switch_new_shares` if it keeps moving to
+    /// new pages, near 0 if it moves between a few places).
+    pub switch_unseen_shares: Vec<f64>,
     /// Share of anon pages the wiggle after a switch touched beyond the switch's set.
     pub wiggle_extra_share: f64,
+    /// Layout of the switches' sets over the paged-out pages in address order (the dense page
+    /// space of [`nvmswap_core::workload::layout`]): runs of touched neighbours and the gaps
+    /// between them, as shares per power-of-two length bucket, over all visits; and the means.
+    pub switch_run_log2: Vec<f64>,
+    pub switch_gap_log2: Vec<f64>,
+    pub switch_mean_run_pages: f64,
+    pub switch_mean_gap_pages: f64,
+    /// Of the neighbours in the dense space inside the switches' runs, the share that are also
+    /// neighbours in virtual memory (the rest straddle a hole between mappings, where the
+    /// kernel's VMA read-ahead would stop).
+    pub switch_run_virtual_adjacency: f64,
+    /// The same layout for the background intervals' sets.
+    pub background_run_log2: Vec<f64>,
+    pub background_gap_log2: Vec<f64>,
+    pub background_mean_run_pages: f64,
+    pub background_mean_gap_pages: f64,
     pub write_share: f64,
     pub lzo_rle_ratio: f64,
     pub lz4_ratio: f64,
@@ -252,6 +278,59 @@ fn back(pid: u32, before: &BTreeSet<u64>) -> Result<BTreeSet<u64>, LinuxError> {
         .collect())
 }
 
+/// Runs and gaps of touched sets over the paged-out pages in address order, summed over sets.
+#[derive(Default)]
+struct LayoutTally {
+    runs: Vec<u32>,
+    gaps: Vec<u32>,
+    /// Neighbours inside runs, and how many of them are neighbours in virtual memory too.
+    run_neighbours: u64,
+    virtual_neighbours: u64,
+}
+
+impl LayoutTally {
+    /// One set: `touched` of the pages `out` (virtual addresses) that were paged out.
+    fn add(&mut self, out: &BTreeSet<u64>, touched: &BTreeSet<u64>) {
+        let dense: Vec<bool> = out.iter().map(|a| touched.contains(a)).collect();
+        let (runs, gaps) = layout::runs_and_gaps(&dense);
+        self.runs.extend(runs);
+        self.gaps.extend(gaps);
+        let addrs: Vec<u64> = out.iter().copied().collect();
+        for (i, w) in dense.windows(2).enumerate() {
+            if w[0] && w[1] {
+                self.run_neighbours += 1;
+                if addrs[i + 1] == addrs[i] + 4096 {
+                    self.virtual_neighbours += 1;
+                }
+            }
+        }
+    }
+
+    /// (run shares, gap shares, mean run, mean gap), lengths in pages.
+    fn summary(&self) -> (Vec<f64>, Vec<f64>, f64, f64) {
+        let mean = |v: &[u32]| {
+            if v.is_empty() {
+                0.0
+            } else {
+                v.iter().map(|&x| x as f64).sum::<f64>() / v.len() as f64
+            }
+        };
+        (
+            Log2Shares::of(self.runs.iter().copied()).shares(),
+            Log2Shares::of(self.gaps.iter().copied()).shares(),
+            mean(&self.runs),
+            mean(&self.gaps),
+        )
+    }
+
+    fn virtual_adjacency(&self) -> f64 {
+        share(
+            self.virtual_neighbours as usize,
+            self.run_neighbours as usize,
+        )
+    }
+}
+
 fn pswpout() -> u64 {
     sysfs::vmstat()
         .ok()
@@ -391,10 +470,12 @@ fn measure_in(
         progress.message(&format!("{name}: background touches"));
         let mut bg_sets = Vec::new();
         let mut bg_shares = Vec::new();
+        let mut bg_layout = LayoutTally::default();
         for _ in 0..2 {
             let out_set = page_out_all(pid)?;
             std::thread::sleep(opts.background_interval);
             let b = back(pid, &out_set)?;
+            bg_layout.add(&out_set, &b);
             bg_shares.push(share(b.len(), out_set.len()) / opts.background_interval.as_secs_f64());
             bg_sets.push(b);
         }
@@ -403,11 +484,19 @@ fn measure_in(
             bg_sets[1].intersection(&bg_sets[0]).count(),
             bg_sets[1].len(),
         );
+        (
+            p.background_run_log2,
+            p.background_gap_log2,
+            p.background_mean_run_pages,
+            p.background_mean_gap_pages,
+        ) = bg_layout.summary();
 
         // Switch working sets over visits; the write share from a second page-out.
         progress.message(&format!("{name}: switches"));
         let mut prev: Option<BTreeSet<u64>> = None;
         let mut writes = Vec::new();
+        let mut sw_layout = LayoutTally::default();
+        let mut seen: BTreeSet<u64> = BTreeSet::new();
         for _ in 0..opts.visits.max(2) {
             browser::switch_to(&home)?;
             std::thread::sleep(Duration::from_millis(500));
@@ -415,13 +504,19 @@ fn measure_in(
             let d = browser::switch_to(&tab)?;
             p.cold_switch_ms.push(d.as_secs_f64() * 1e3);
             let s = back(pid, &out_set)?;
+            sw_layout.add(&out_set, &s);
             p.switch_touch_shares.push(share(s.len(), out_set.len()));
             if let Some(prev) = &prev {
                 p.switch_new_shares.push(share(
                     s.iter().filter(|a| !prev.contains(a)).count(),
                     s.len(),
                 ));
+                p.switch_unseen_shares.push(share(
+                    s.iter().filter(|a| !seen.contains(a)).count(),
+                    s.len(),
+                ));
             }
+            seen.extend(s.iter().copied());
             // Page the switch's set out again: only dirtied pages are written.
             let w0 = pswpout();
             let ranges: Vec<(u64, u64)> = s.iter().map(|&a| (a, a + 4096)).collect();
@@ -443,6 +538,13 @@ fn measure_in(
         p.switch_touch_share = mean(&p.switch_touch_shares);
         p.switch_new_share = mean(&p.switch_new_shares);
         p.write_share = mean(&writes);
+        (
+            p.switch_run_log2,
+            p.switch_gap_log2,
+            p.switch_mean_run_pages,
+            p.switch_mean_gap_pages,
+        ) = sw_layout.summary();
+        p.switch_run_virtual_adjacency = sw_layout.virtual_adjacency();
         browser::switch_to(&home)?;
         progress.message(&format!(
             "{name}: anon {:.0} MiB, switch touches {:.1} %, background {:.2} %/s",
