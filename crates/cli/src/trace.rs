@@ -85,10 +85,14 @@ impl Trace {
     ) {
         let end = start + dur;
         let prev = self.track_end.entry((pid, tid)).or_insert(0);
-        let start = start.max(*prev);
-        if end <= start {
+        let clipped = start.max(*prev);
+        // A slice swallowed by the previous one is dropped; one that lasted no time (a switch
+        // to a resident tab whose measured render CPU is under a clock tick) is kept at length
+        // 0, so every switch the results count has its slice.
+        if end < clipped || (end == clipped && dur > 0) {
             return;
         }
+        let start = clipped;
         *prev = end;
         self.events.push(Ev {
             ts_ns: start,

@@ -80,7 +80,8 @@ fn a_sim_run_writes_a_trace_with_slices_counters_and_block_requests() {
     let mut by_track: HashMap<(u64, u64), Vec<(f64, f64)>> = HashMap::new();
     for e in timed.iter().filter(|e| e["ph"] == "X") {
         let d = f(e, "dur");
-        assert!(d > 0.0, "{e}");
+        // Zero only for a switch that took no time (a resident tab, render CPU under a tick).
+        assert!(d > 0.0 || (d == 0.0 && e["cat"] == "switch"), "{e}");
         let key = (e["pid"].as_u64().unwrap(), e["tid"].as_u64().unwrap());
         by_track
             .entry(key)
