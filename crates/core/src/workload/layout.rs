@@ -11,7 +11,7 @@
 //! - the lengths of each are kept as a [`Log2Shares`]: the share of runs (or gaps) whose length
 //!   lies in [2^b, 2^(b+1)).
 //!
-//! [`SwitchLayout`] lays a tab out from the two distributions: runs and gaps drawn in turn from a
+//! [`TouchLayout`] lays a tab out from the two distributions: runs and gaps drawn in turn from a
 //! seeded generator (so sim, live and linux lay out the same tab the same way), the gaps
 //! stretched by one factor so that runs cover the measured share of the tab. Each visit moves a
 //! share `shift` of the runs within their territory (the run and the gap behind it), so
@@ -165,7 +165,7 @@ struct Run {
 /// A tab's layout of one kind of touched set (a switch's, or a background second's): runs and
 /// gaps over its dense page space, and how the runs move between sets (see the module text).
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub struct SwitchLayout {
+pub struct TouchLayout {
     pub runs: Log2Shares,
     pub gaps: Log2Shares,
     /// How many places each run moves between, in turn (its home and `places - 1` others
@@ -184,7 +184,7 @@ pub const BACKGROUND_SALT: u64 = 0x6c61_796f_7574_0002;
 /// a run that wanders from one that cycles.
 pub const MAX_PLACES: u32 = 16;
 
-impl SwitchLayout {
+impl TouchLayout {
     /// Whether both distributions are present (a profile without them lays a switch's pages out
     /// as one window, [`super::life::switch_pages`]).
     pub fn is_known(&self) -> bool {
@@ -312,8 +312,8 @@ mod tests {
         assert_eq!(Log2Shares::from_shares(&[2.0, 2.0]).shares(), [0.5, 0.5]);
     }
 
-    fn layout(runs: &[f64], gaps: &[f64]) -> SwitchLayout {
-        SwitchLayout {
+    fn layout(runs: &[f64], gaps: &[f64]) -> TouchLayout {
+        TouchLayout {
             runs: Log2Shares::from_shares(runs),
             gaps: Log2Shares::from_shares(gaps),
             places: 2,
@@ -376,7 +376,7 @@ mod tests {
         };
         assert!(union(6) > union(3) && union(3) > union(1));
         // Another salt lays the same tab out elsewhere.
-        let other = SwitchLayout {
+        let other = TouchLayout {
             salt: BACKGROUND_SALT,
             ..l
         };

@@ -19,7 +19,7 @@
 
 use crate::NS_PER_S;
 
-use super::layout::{Log2Shares, SwitchLayout, BACKGROUND_SALT, SWITCH_SALT};
+use super::layout::{Log2Shares, TouchLayout, BACKGROUND_SALT, SWITCH_SALT};
 use super::tabs::SiteType;
 
 /// One tab's living shape after scaling: everything a substrate needs to decide which pages a
@@ -43,8 +43,8 @@ pub struct TabLife {
     pub max_pages: u32,
     /// Where a switch's pages lie, and a background second's ([`super::layout`]); unknown =
     /// one window.
-    pub layout: SwitchLayout,
-    pub background_layout: SwitchLayout,
+    pub layout: TouchLayout,
+    pub background_layout: TouchLayout,
 }
 
 /// How long a page must have been hidden before Chrome's intensive wake-up throttling applies
@@ -97,13 +97,13 @@ impl TabLife {
             } else {
                 pages
             },
-            layout: SwitchLayout {
+            layout: TouchLayout {
                 runs: Log2Shares::from_shares(&site.switch_run_log2),
                 gaps: Log2Shares::from_shares(&site.switch_gap_log2),
                 places: site.switch_places,
                 salt: SWITCH_SALT,
             },
-            background_layout: SwitchLayout {
+            background_layout: TouchLayout {
                 runs: Log2Shares::from_shares(&site.background_run_log2),
                 gaps: Log2Shares::from_shares(&site.background_gap_log2),
                 places: 0,
@@ -126,7 +126,7 @@ impl TabLife {
     /// The touches of a switch on visit `visit` (0 = the first switch) to tab `tab` (its number
     /// seeds the layout) when it has `pages_now` pages: (page offset, write) in address order,
     /// the writes spread evenly over them. With a known layout the pages lie in runs
-    /// ([`SwitchLayout::set_pages`]), else in one window ([`switch_pages`]).
+    /// ([`TouchLayout::set_pages`]), else in one window ([`switch_pages`]).
     pub fn switch_touches(
         &self,
         tab: u32,
