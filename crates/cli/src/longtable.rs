@@ -1,12 +1,14 @@
 //! Long-format tables, each written twice beside the other outputs: `NAME.csv` (the `csv` crate:
 //! RFC 4180 quoting, so a configuration named `a,b` or `say "x"` stays one field) and
-//! `NAME.parquet` (typed, nullable columns, Snappy-compressed, one row group), which pandas
-//! (`pd.read_parquet`, with pyarrow), R (`arrow::read_parquet`) and DuckDB load in one call.
+//! `NAME.parquet` (typed, nullable columns, Snappy-compressed, a row group per 65,536 rows),
+//! which pandas (`pd.read_parquet`, with pyarrow), R (`arrow::read_parquet`) and DuckDB load in
+//! one call. A `Table` is built whole, then written; a `Writer` writes rows as they come.
 //!
 //! A column has a kind (text, unsigned integer, float); every cell may be null ("does not apply",
 //! as in results.json), written as an empty CSV field and a Parquet null.
 
-use std::path::Path;
+use std::fs::File;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use anyhow::{bail, Context};
@@ -119,45 +121,64 @@ impl Table {
 
     /// Appends a row; a row of the wrong width or a cell of the wrong kind is refused.
     pub fn push(&mut self, row: Vec<Value>) -> anyhow::Result<()> {
-        if row.len() != self.columns.len() {
-            bail!(
-                "a row of {} cells for a table of {} columns",
-                row.len(),
-                self.columns.len()
-            );
-        }
-        for (v, (name, kind)) in row.iter().zip(&self.columns) {
-            if !v.fits(*kind) {
-                bail!("column {name} holds {kind:?} values, not {v:?}");
-            }
-        }
+        check(&self.columns, &row)?;
         self.rows.push(row);
         Ok(())
     }
 
     /// Writes `dir/NAME.csv` and `dir/NAME.parquet`.
     pub fn write(&self, dir: &Path, name: &str) -> anyhow::Result<()> {
-        self.write_csv(&dir.join(format!("{name}.csv")))?;
-        self.write_parquet(&dir.join(format!("{name}.parquet")))
-    }
-
-    pub fn write_csv(&self, path: &Path) -> anyhow::Result<()> {
-        let mut w =
-            csv::Writer::from_path(path).with_context(|| format!("creating {}", path.display()))?;
-        w.write_record(self.columns.iter().map(|(n, _)| n))
-            .with_context(|| format!("writing {}", path.display()))?;
+        let mut w = Writer::create(dir, name, self.columns.clone())?;
         for row in &self.rows {
-            w.write_record(row.iter().map(Value::csv_field))
-                .with_context(|| format!("writing {}", path.display()))?;
+            w.push(row.clone())?;
         }
-        w.flush()
-            .with_context(|| format!("writing {}", path.display()))?;
-        Ok(())
+        w.finish()
     }
+}
 
-    pub fn write_parquet(&self, path: &Path) -> anyhow::Result<()> {
+/// A row fits `columns`: as many cells, each of its column's kind.
+fn check(columns: &[(String, Kind)], row: &[Value]) -> anyhow::Result<()> {
+    if row.len() != columns.len() {
+        bail!(
+            "a row of {} cells for a table of {} columns",
+            row.len(),
+            columns.len()
+        );
+    }
+    for (v, (name, kind)) in row.iter().zip(columns) {
+        if !v.fits(*kind) {
+            bail!("column {name} holds {kind:?} values, not {v:?}");
+        }
+    }
+    Ok(())
+}
+
+/// Rows per Parquet row group: what a `Writer` holds in memory at most.
+const ROW_GROUP: usize = 64 * 1024;
+
+/// A table written as its rows come: each row goes to NAME.csv at once and to NAME.parquet a row
+/// group at a time, so a table of millions of rows (`blk_requests`) never sits in memory whole.
+pub struct Writer {
+    columns: Vec<(String, Kind)>,
+    csv_path: PathBuf,
+    parquet_path: PathBuf,
+    csv: csv::Writer<File>,
+    parquet: ArrowWriter<File>,
+    schema: Arc<Schema>,
+    pending: Vec<Vec<Value>>,
+}
+
+impl Writer {
+    /// Creates `dir/NAME.csv` (with its header) and `dir/NAME.parquet`.
+    pub fn create(dir: &Path, name: &str, columns: Vec<(String, Kind)>) -> anyhow::Result<Writer> {
+        let csv_path = dir.join(format!("{name}.csv"));
+        let parquet_path = dir.join(format!("{name}.parquet"));
+        let mut csv = csv::Writer::from_path(&csv_path)
+            .with_context(|| format!("creating {}", csv_path.display()))?;
+        csv.write_record(columns.iter().map(|(n, _)| n))
+            .with_context(|| format!("writing {}", csv_path.display()))?;
         let schema = Arc::new(Schema::new(
-            self.columns
+            columns
                 .iter()
                 .map(|(name, kind)| {
                     let t = match kind {
@@ -169,12 +190,46 @@ impl Table {
                 })
                 .collect::<Vec<_>>(),
         ));
+        let props = WriterProperties::builder()
+            .set_compression(Compression::SNAPPY)
+            .build();
+        let file = File::create(&parquet_path)
+            .with_context(|| format!("creating {}", parquet_path.display()))?;
+        let parquet = ArrowWriter::try_new(file, schema.clone(), Some(props))
+            .with_context(|| format!("writing {}", parquet_path.display()))?;
+        Ok(Writer {
+            columns,
+            csv_path,
+            parquet_path,
+            csv,
+            parquet,
+            schema,
+            pending: Vec::new(),
+        })
+    }
+
+    /// Writes a row; a row of the wrong width or a cell of the wrong kind is refused.
+    pub fn push(&mut self, row: Vec<Value>) -> anyhow::Result<()> {
+        check(&self.columns, &row)?;
+        self.csv
+            .write_record(row.iter().map(Value::csv_field))
+            .with_context(|| format!("writing {}", self.csv_path.display()))?;
+        self.pending.push(row);
+        if self.pending.len() >= ROW_GROUP {
+            self.flush_row_group()?;
+        }
+        Ok(())
+    }
+
+    /// The pending rows as one Parquet row group.
+    fn flush_row_group(&mut self) -> anyhow::Result<()> {
+        let rows = std::mem::take(&mut self.pending);
         let arrays: Vec<ArrayRef> = self
             .columns
             .iter()
             .enumerate()
             .map(|(i, (_, kind))| -> ArrayRef {
-                let cells = self.rows.iter().map(|r| &r[i]);
+                let cells = rows.iter().map(|r| &r[i]);
                 match kind {
                     Kind::Text => Arc::new(
                         cells
@@ -203,19 +258,26 @@ impl Table {
                 }
             })
             .collect();
-        let batch = RecordBatch::try_new(schema.clone(), arrays)
+        let path = &self.parquet_path;
+        let batch = RecordBatch::try_new(self.schema.clone(), arrays)
             .with_context(|| format!("building the table of {}", path.display()))?;
-        let props = WriterProperties::builder()
-            .set_compression(Compression::SNAPPY)
-            .build();
-        let file =
-            std::fs::File::create(path).with_context(|| format!("creating {}", path.display()))?;
-        let mut w = ArrowWriter::try_new(file, schema, Some(props))
-            .with_context(|| format!("writing {}", path.display()))?;
-        w.write(&batch)
-            .with_context(|| format!("writing {}", path.display()))?;
-        w.close()
-            .with_context(|| format!("writing {}", path.display()))?;
+        self.parquet
+            .write(&batch)
+            .and_then(|()| self.parquet.flush())
+            .with_context(|| format!("writing {}", path.display()))
+    }
+
+    /// Writes what is pending and closes both files.
+    pub fn finish(mut self) -> anyhow::Result<()> {
+        if !self.pending.is_empty() {
+            self.flush_row_group()?;
+        }
+        self.csv
+            .flush()
+            .with_context(|| format!("writing {}", self.csv_path.display()))?;
+        self.parquet
+            .close()
+            .with_context(|| format!("writing {}", self.parquet_path.display()))?;
         Ok(())
     }
 }

@@ -1,26 +1,45 @@
-//! docs/analysis.md's pandas example, run as written (`python -c`) with the project's `.venv`
-//! (scripts/install-deps) on a small pressure run: it must load the CSV and Parquet tables and
-//! redraw seed 000 Fig. 4, whose shares must equal the ones computed here from switches.csv.
-//! Skips with a message where pandas, pyarrow or matplotlib is missing.
+//! docs/analysis.md's pandas examples, run as written (`python -c`) with the project's `.venv`
+//! (scripts/install-deps) on a small pressure run: the first must load the CSV and Parquet tables
+//! and redraw seed 000 Fig. 4, whose shares must equal the ones computed here from switches.csv;
+//! the second must count the requests of blk_requests as the CSV has them. Skips with a message
+//! where pandas, pyarrow or matplotlib is missing.
 
 mod common;
 
 use std::collections::BTreeMap;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use common::{nvmswap, scratch};
 
-/// The first ```python block of docs/analysis.md.
-fn example() -> String {
+/// The ```python blocks of docs/analysis.md, in order.
+fn examples() -> Vec<String> {
     let doc = std::fs::read_to_string(concat!(
         env!("CARGO_MANIFEST_DIR"),
         "/../../docs/analysis.md"
     ))
     .unwrap();
-    let start = doc.find("```python\n").expect("a python block") + "```python\n".len();
-    let len = doc[start..].find("```").expect("the block ends");
-    doc[start..start + len].to_string()
+    doc.split("```python\n")
+        .skip(1)
+        .map(|rest| rest[..rest.find("```").expect("the block ends")].to_string())
+        .collect()
+}
+
+/// Runs `code` with `python` in `dir`; its standard output.
+fn run_python(python: &Path, code: &str, dir: &Path) -> String {
+    let run = Command::new(python)
+        .arg("-c")
+        .arg(code)
+        .current_dir(dir)
+        .output()
+        .expect("python runs");
+    let stdout = String::from_utf8_lossy(&run.stdout).to_string();
+    assert!(
+        run.status.success(),
+        "the example failed:\n{stdout}\n{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    stdout
 }
 
 /// The venv's python when it has what the example imports.
@@ -59,22 +78,14 @@ fn the_pandas_example_redraws_seed000_fig4_from_the_tables() {
         "nvm-swap,optane-zswap",
         "--scale",
         "0.05",
+        "--blk-requests",
         "--out",
         out.to_str().unwrap(),
     ]);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    let run = Command::new(&python)
-        .arg("-c")
-        .arg(example())
-        .current_dir(&dir)
-        .output()
-        .expect("python runs");
-    let stdout = String::from_utf8_lossy(&run.stdout);
-    assert!(
-        run.status.success(),
-        "the example failed:\n{stdout}\n{}",
-        String::from_utf8_lossy(&run.stderr)
-    );
+    let examples = examples();
+    assert_eq!(examples.len(), 2, "Fig. 4 and the block requests");
+    let stdout = run_python(&python, &examples[0], &dir);
     assert!(stdout.contains("optane-zswap"), "prints the runs: {stdout}");
     let png = std::fs::read(dir.join("fig4.png")).unwrap();
     assert!(png.starts_with(b"\x89PNG"), "fig4.png is a PNG");
@@ -117,5 +128,38 @@ fn the_pandas_example_redraws_seed000_fig4_from_the_tables() {
             "{k:?}: pandas {share}, here {over}/{n}"
         );
     }
+
+    // The second example: requests per (config, op) as blk_requests.csv has them.
+    run_python(&python, &examples[1], &dir);
+    let mut expected: BTreeMap<(String, String), u64> = BTreeMap::new();
+    let mut r = csv::Reader::from_path(out.join("blk_requests.csv")).unwrap();
+    let h = r.headers().unwrap().clone();
+    let idx = |n: &str| h.iter().position(|c| c == n).unwrap();
+    let (ci, oi) = (idx("config"), idx("op"));
+    for rec in r.records() {
+        let rec = rec.unwrap();
+        *expected
+            .entry((rec[ci].to_string(), rec[oi].to_string()))
+            .or_default() += 1;
+    }
+    assert!(
+        !expected.is_empty(),
+        "optane-zswap writes back to its device"
+    );
+    let mut r = csv::Reader::from_path(dir.join("blk_p99.csv")).unwrap();
+    let h = r.headers().unwrap().clone();
+    let idx = |n: &str| h.iter().position(|c| c == n).unwrap();
+    let (ci, oi, ni) = (idx("config"), idx("op"), idx("requests"));
+    let got: BTreeMap<(String, String), u64> = r
+        .records()
+        .map(|rec| {
+            let rec = rec.unwrap();
+            (
+                (rec[ci].to_string(), rec[oi].to_string()),
+                rec[ni].parse().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(got, expected, "requests per (config, op)");
     std::fs::remove_dir_all(&dir).unwrap();
 }

@@ -112,6 +112,22 @@ const CASES: &[(&[&str], &[&str])] = &[
         &["pressure", "--substrate", "simm"],
         &["--substrate", "sim"],
     ),
+    // The per-request table where no block layer is traced: refused, not an empty table.
+    (
+        &["pressure", "--substrate", "live", "--blk-requests"],
+        &["--blk-requests", "live has no block layer"],
+    ),
+    (
+        &[
+            "pressure",
+            "--substrate",
+            "linux",
+            "--workload",
+            "chromium",
+            "--blk-requests",
+        ],
+        &["--blk-requests", "--workload chromium"],
+    ),
     // sim has no costs for zstd: said, not silently replaced.
     (
         &[

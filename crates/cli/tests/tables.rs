@@ -157,7 +157,111 @@ fn pressure_tables_are_the_same_in_csv_and_parquet_and_carry_their_keys() {
         .1
         .iter()
         .any(|r| r[col(&t, "stage")] == "q2c" && r[col(&t, "statistic")] == "p99"));
+    // The per-request table is written only when asked (--blk-requests).
+    for ext in ["csv", "parquet"] {
+        let p = Path::new(&out).join(format!("blk_requests.{ext}"));
+        assert!(!p.exists(), "{} written unasked", p.display());
+    }
     std::fs::remove_dir_all(&out).unwrap();
+}
+
+/// `pressure --blk-requests` on sim: one row per request the block layer queued, the same ones
+/// results.json counts (`extra.device_reads` / `device_writes`, `device_*_pages`); each with
+/// Q <= D <= C and whole pages; byte-identical on a rerun (sim is deterministic).
+#[test]
+fn blk_requests_are_sims_requests_one_row_each_and_deterministic() {
+    let run = |name: &str| {
+        let out = scratch("tables", name);
+        let o = nvmswap(&[
+            "pressure",
+            "--config",
+            "nand,nvm-swap",
+            "--scale",
+            "0.02",
+            "--seed",
+            "3",
+            "--blk-requests",
+            "--json",
+            "--out",
+            &out,
+        ]);
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        let report: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+        (out, report)
+    };
+    let (out, report) = run("blk");
+    let t = same_table(&out, "blk_requests");
+    let head: Vec<&str> = t.0.iter().map(String::as_str).collect();
+    assert_eq!(
+        head,
+        [
+            "command",
+            "substrate",
+            "config",
+            "seed",
+            "scale",
+            "op",
+            "sector",
+            "slot",
+            "bytes",
+            "merged",
+            "q_ns",
+            "d_ns",
+            "c_ns"
+        ]
+    );
+    let n = |r: &[String], c: &str| r[col(&t, c)].parse::<u64>().unwrap();
+    for r in &t.1 {
+        assert_eq!(r[col(&t, "substrate")], "sim");
+        assert_eq!(r[col(&t, "seed")], "3");
+        assert!(
+            n(r, "q_ns") <= n(r, "d_ns") && n(r, "d_ns") <= n(r, "c_ns"),
+            "{r:?}"
+        );
+        let bytes = n(r, "bytes");
+        assert!(bytes > 0 && bytes % 4096 == 0, "{r:?}");
+        // A plug's request of several pages: its other pages' bios were merged into it.
+        assert_eq!(n(r, "merged"), bytes / 4096 - 1, "{r:?}");
+        assert_eq!(n(r, "slot") * 8, n(r, "sector"), "{r:?}");
+    }
+    for run in report["runs"].as_array().unwrap() {
+        let config = run["config"].as_str().unwrap();
+        let rows: Vec<&Vec<String>> =
+            t.1.iter()
+                .filter(|r| r[col(&t, "config")] == config)
+                .collect();
+        if run["extra"].get("blktrace").is_none() {
+            // NVM-Swap's NVM is on the memory bus: no block requests.
+            assert!(rows.is_empty(), "{config} has no block device");
+            continue;
+        }
+        for op in ["read", "write"] {
+            let mine: Vec<_> = rows.iter().filter(|r| r[col(&t, "op")] == op).collect();
+            let pages: u64 = mine.iter().map(|r| n(r, "bytes") / 4096).sum();
+            assert_eq!(
+                mine.len() as u64,
+                run["extra"][format!("device_{op}s")].as_u64().unwrap(),
+                "{config} {op}: one row per request"
+            );
+            assert_eq!(
+                pages,
+                run["extra"][format!("device_{op}_pages")].as_u64().unwrap(),
+                "{config} {op}: pages"
+            );
+            assert!(!mine.is_empty(), "{config} {op}: requests at this scale");
+        }
+    }
+    let (again, _) = run("blk-again");
+    for ext in ["csv", "parquet"] {
+        let file = format!("blk_requests.{ext}");
+        assert!(
+            std::fs::read(Path::new(&out).join(&file)).unwrap()
+                == std::fs::read(Path::new(&again).join(&file)).unwrap(),
+            "{file} differs between two runs of the same seed"
+        );
+    }
+    std::fs::remove_dir_all(&out).unwrap();
+    std::fs::remove_dir_all(&again).unwrap();
 }
 
 #[test]

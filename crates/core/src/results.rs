@@ -271,6 +271,29 @@ pub struct RunSeries {
     /// Fault-latency histogram: (bucket upper bound in µs, count), buckets in increasing order.
     pub fault_latency_us_hist: Vec<(f64, u64)>,
     pub timeline: Vec<TimelineSample>,
+    /// Every block request of the swap device, in completion order: only when asked (`pressure
+    /// --blk-requests`; a full-size sim run makes millions), else empty and left out of JSON.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub block_requests: Vec<BlockRequest>,
+}
+
+/// One block request to the swap device with blktrace's three events: Q (queued), D (issued to
+/// the driver), C (completed), in ns on the run's clock (sim: virtual time since the run began;
+/// linux: since the trace's first event). The `blk_requests` table's row (docs/results-schema.md
+/// says what a request is on each substrate).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct BlockRequest {
+    pub op: crate::block::Op,
+    /// First 512-byte sector on the device.
+    pub sector: u64,
+    /// Swap slot (4 KiB page of the swap area) of that sector.
+    pub slot: u64,
+    pub bytes: u64,
+    /// Bios merged into the request before it was issued, besides its first.
+    pub merged: u32,
+    pub q_ns: u64,
+    pub d_ns: u64,
+    pub c_ns: u64,
 }
 
 /// What a substrate returns for one run: the summary (results.json) and the series (CSV, plots).

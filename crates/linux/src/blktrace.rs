@@ -25,7 +25,10 @@ use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 
+use nvmswap_core::block::{Op, SECTOR_BYTES};
 use nvmswap_core::metrics::LatencyRecorder;
+use nvmswap_core::results::BlockRequest;
+use nvmswap_core::PAGE_SIZE;
 
 const DEBUGFS: &str = "/sys/kernel/debug";
 
@@ -37,7 +40,7 @@ pub struct Tracer {
     child: Option<Child>,
     dir: PathBuf,
     device: String,
-    extents: Vec<(u64, u64)>,
+    extents: Vec<Extent>,
     mounted_debugfs: bool,
     tracefs: Option<Tracefs>,
 }
@@ -175,6 +178,28 @@ fn tracefs_to_blkparse(text: &str) -> String {
 /// Why a trace could not be taken; the run goes on without it.
 pub type Unavailable = String;
 
+/// A finished trace: the swap file's requests, and their summary (`extra.blktrace`: Q2D, D2C,
+/// Q2C per direction, how it was traced).
+pub struct Traced {
+    pub summary: serde_json::Value,
+    /// In completion order, times in ns since the trace's first event.
+    pub requests: Vec<BlockRequest>,
+}
+
+impl Traced {
+    /// The trace of `tracer`, or why there is none as the summary (`{"unavailable": why}`) with
+    /// no requests: a run reports a missing trace, it does not fail for it.
+    pub fn of(tracer: Result<Tracer, Unavailable>) -> Traced {
+        match tracer.and_then(Tracer::finish) {
+            Ok(t) => t,
+            Err(why) => Traced {
+                summary: serde_json::json!({ "unavailable": why }),
+                requests: Vec::new(),
+            },
+        }
+    }
+}
+
 impl Tracer {
     /// Starts tracing the disk that holds `file`: blktrace if the kernel lets it, else the same
     /// block tracepoints through tracefs.
@@ -200,7 +225,7 @@ impl Tracer {
         })
     }
 
-    fn start_blktrace(device: &str, extents: &[(u64, u64)]) -> Result<Tracer, Unavailable> {
+    fn start_blktrace(device: &str, extents: &[Extent]) -> Result<Tracer, Unavailable> {
         for tool in ["blktrace", "blkparse"] {
             if !in_path(tool) {
                 return Err(format!(
@@ -293,8 +318,8 @@ impl Tracer {
         out
     }
 
-    /// Stops the trace and summarises the swap file's requests.
-    pub fn finish(mut self) -> Result<serde_json::Value, Unavailable> {
+    /// Stops the trace; the swap file's requests and their summary.
+    pub fn finish(mut self) -> Result<Traced, Unavailable> {
         let (text, method) = if let Some(t) = self.tracefs.as_mut() {
             (
                 t.collect()?,
@@ -316,9 +341,13 @@ impl Tracer {
             }
             (String::from_utf8_lossy(&out.stdout).to_string(), "blktrace")
         };
-        let mut v = summarise(&text, &self.extents, &self.device);
-        v["method"] = method.into();
-        Ok(v)
+        let parsed = parse(&text, &self.extents);
+        let mut summary = summarise(&parsed, &self.device);
+        summary["method"] = method.into();
+        Ok(Traced {
+            summary,
+            requests: parsed.requests,
+        })
     }
 
     fn stop_child(&mut self) {
@@ -378,7 +407,7 @@ fn disk_of(file: &Path) -> Result<(String, u64, u64), Unavailable> {
 }
 
 /// The file's physical extents in 512-byte sectors, [start, end).
-fn extents_of(file: &Path) -> Result<Vec<(u64, u64)>, Unavailable> {
+fn extents_of(file: &Path) -> Result<Vec<Extent>, Unavailable> {
     let out = Command::new("filefrag")
         .args(["-v", "-b512"])
         .arg(file)
@@ -398,40 +427,87 @@ fn extents_of(file: &Path) -> Result<Vec<(u64, u64)>, Unavailable> {
     Ok(extents)
 }
 
-/// Lines like `   0:        0..  262143:   34816..  296959: 262144: ...`: the physical range.
-fn parse_filefrag(text: &str) -> Vec<(u64, u64)> {
+/// One extent of a file on its disk, in 512-byte sectors: the file's sector `logical` lies at
+/// the disk's sector `start`, up to `end` (exclusive).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Extent {
+    logical: u64,
+    start: u64,
+    end: u64,
+}
+
+/// Lines like `   0:        0..  262143:   34816..  296959: 262144: ...`: the logical start and
+/// the physical range.
+fn parse_filefrag(text: &str) -> Vec<Extent> {
     text.lines()
         .filter_map(|l| {
             let fields: Vec<&str> = l.split(':').map(str::trim).collect();
             if fields.len() < 4 || fields[0].parse::<u64>().is_err() {
                 return None;
             }
+            let logical: u64 = fields[1].split_once("..")?.0.trim().parse().ok()?;
             let (a, b) = fields[2].split_once("..")?;
             let start: u64 = a.trim().parse().ok()?;
             let end: u64 = b.trim().parse().ok()?;
-            Some((start, end + 1))
+            Some(Extent {
+                logical,
+                start,
+                end: end + 1,
+            })
         })
         .collect()
 }
 
-/// Q2D, D2C, Q2C in µs per direction for the requests inside `extents`.
-fn summarise(blkparse: &str, extents: &[(u64, u64)], device: &str) -> serde_json::Value {
-    let inside = |s: u64| extents.iter().any(|&(a, b)| s >= a && s < b);
-    // (direction, sector) -> (Q time, D time)
-    let mut open: BTreeMap<(usize, u64), (Option<u64>, Option<u64>)> = BTreeMap::new();
-    let mut stages: [[LatencyRecorder; 3]; 2] = Default::default();
-    let mut merged = [0u64; 2];
+/// The swap file's requests from blkparse-format text (`action RWBS sector bytes seconds`, one
+/// event per line), and the bios queued inside the file that were never issued on their own.
+#[derive(Debug, Default)]
+struct Parsed {
+    /// Requests with a Q, a D and a C in that order, in completion order; times are ns since the
+    /// trace's first event.
+    requests: Vec<BlockRequest>,
+    /// Per direction (read, write): bios merged into another request or whose request the trace
+    /// missed (a Q with no D at its sector).
+    merged_or_unmatched: [u64; 2],
+}
+
+/// What is known of a request at one sector before its C: Q time, D time, D's bytes, bios merged.
+#[derive(Debug, Default, Clone, Copy)]
+struct Open {
+    q: Option<u64>,
+    d: Option<u64>,
+    bytes: u64,
+    merged: u32,
+}
+
+/// A request is matched by its start sector: its Q, D and C share it. A bio merged into it (by the
+/// plug or the scheduler) has a Q of its own inside the request's sectors but no D; it is counted
+/// as the request's `merged` when the request's D covers it, else as unmatched at the end.
+fn parse(blkparse: &str, extents: &[Extent]) -> Parsed {
+    let slot_of = |s: u64| {
+        extents
+            .iter()
+            .find(|e| s >= e.start && s < e.end)
+            .map(|e| (e.logical + s - e.start) * SECTOR_BYTES / PAGE_SIZE)
+    };
+    let mut out = Parsed::default();
+    let mut open: BTreeMap<(usize, u64), Open> = BTreeMap::new();
+    let mut origin = None;
     for line in blkparse.lines() {
         let f: Vec<&str> = line.split_whitespace().collect();
         if f.len() != 5 {
             continue;
         }
-        let (Ok(sector), Some(t)) = (f[2].parse::<u64>(), parse_time_ns(f[4])) else {
+        let (Ok(sector), Ok(bytes), Some(t)) = (
+            f[2].parse::<u64>(),
+            f[3].parse::<u64>(),
+            parse_time_ns(f[4]),
+        ) else {
             continue;
         };
-        if !inside(sector) {
+        let t = t.saturating_sub(*origin.get_or_insert(t));
+        let Some(slot) = slot_of(sector) else {
             continue;
-        }
+        };
         let dir = if f[1].contains('W') {
             1
         } else if f[1].contains('R') {
@@ -439,41 +515,86 @@ fn summarise(blkparse: &str, extents: &[(u64, u64)], device: &str) -> serde_json
         } else {
             continue;
         };
-        let e = open.entry((dir, sector)).or_default();
         match f[0] {
             "Q" => {
-                if e.0.is_some() && e.1.is_none() {
-                    merged[dir] += 1; // an earlier Q here never issued: it was merged
+                let e = open.entry((dir, sector)).or_default();
+                if e.q.is_some() && e.d.is_none() {
+                    out.merged_or_unmatched[dir] += 1; // an earlier Q here never issued
                 }
-                *e = (Some(t), None);
+                *e = Open {
+                    q: Some(t),
+                    ..Open::default()
+                };
             }
-            "D" => e.1 = Some(t),
+            "D" => {
+                // Bios queued inside this request's sectors with no D of their own joined it.
+                let end = sector + bytes.div_ceil(SECTOR_BYTES);
+                let joined: Vec<(usize, u64)> = open
+                    .range((dir, sector + 1)..(dir, end))
+                    .filter(|(_, o)| o.q.is_some() && o.d.is_none())
+                    .map(|(k, _)| *k)
+                    .collect();
+                for k in &joined {
+                    open.remove(k);
+                }
+                out.merged_or_unmatched[dir] += joined.len() as u64;
+                let e = open.entry((dir, sector)).or_default();
+                e.d = Some(t);
+                e.bytes = bytes;
+                e.merged = joined.len() as u32;
+            }
             "C" => {
-                if let (Some(q), Some(d)) = *e {
+                if let Some(Open {
+                    q: Some(q),
+                    d: Some(d),
+                    bytes: issued,
+                    merged,
+                }) = open.remove(&(dir, sector))
+                {
                     if q <= d && d <= t {
-                        stages[dir][0].record_ns(d - q);
-                        stages[dir][1].record_ns(t - d);
-                        stages[dir][2].record_ns(t - q);
+                        out.requests.push(BlockRequest {
+                            op: if dir == 1 { Op::Write } else { Op::Read },
+                            sector,
+                            slot,
+                            bytes: if issued > 0 { issued } else { bytes },
+                            merged,
+                            q_ns: q,
+                            d_ns: d,
+                            c_ns: t,
+                        });
                     }
                 }
-                open.remove(&(dir, sector));
             }
             _ => {}
         }
     }
-    merged[0] += open
-        .iter()
-        .filter(|((d, _), (q, dd))| *d == 0 && q.is_some() && dd.is_none())
-        .count() as u64;
-    merged[1] += open
-        .iter()
-        .filter(|((d, _), (q, dd))| *d == 1 && q.is_some() && dd.is_none())
-        .count() as u64;
+    for ((dir, _), o) in &open {
+        if o.q.is_some() && o.d.is_none() {
+            out.merged_or_unmatched[*dir] += 1;
+        }
+    }
+    out
+}
+
+/// Q2D, D2C, Q2C in µs per direction of the parsed requests.
+fn summarise(parsed: &Parsed, device: &str) -> serde_json::Value {
+    let mut stages: [[LatencyRecorder; 3]; 2] = Default::default();
+    let mut requests = [0u64; 2];
+    for r in &parsed.requests {
+        let dir = (r.op == Op::Write) as usize;
+        requests[dir] += 1;
+        stages[dir][0].record_ns(r.d_ns - r.q_ns);
+        stages[dir][1].record_ns(r.c_ns - r.d_ns);
+        stages[dir][2].record_ns(r.c_ns - r.q_ns);
+    }
     let mut out = serde_json::Map::new();
     out.insert("device".into(), device.into());
     for (dir, name) in [(0, "read"), (1, "write")] {
-        out.insert(format!("{name}_requests"), stages[dir][0].count().into());
-        out.insert(format!("{name}_merged_or_unmatched"), merged[dir].into());
+        out.insert(format!("{name}_requests"), requests[dir].into());
+        out.insert(
+            format!("{name}_merged_or_unmatched"),
+            parsed.merged_or_unmatched[dir].into(),
+        );
         for (i, stage) in ["q2d_us", "d2c_us", "q2c_us"].into_iter().enumerate() {
             if stages[dir][i].count() > 0 {
                 let v = serde_json::to_value(stages[dir][i].summary(1_000))
@@ -509,10 +630,32 @@ mod tests {
 
     use super::*;
 
+    fn whole(start: u64, end: u64) -> Vec<Extent> {
+        vec![Extent {
+            logical: 0,
+            start,
+            end,
+        }]
+    }
+
     #[test]
     fn filefrag_extents_become_sector_ranges() {
         let text = "Filesystem type is: ef53\nFile size of /var/tmp/x is 1048576 (2048 blocks of 512 bytes)\n ext:     logical_offset:        physical_offset: length:   expected: flags:\n   0:        0..    1023:     34816..     35839:   1024:            \n   1:     1024..    2047:     40960..     41983:   1024:      35840: last,eof\n/var/tmp/x: 2 extents found\n";
-        assert_eq!(parse_filefrag(text), vec![(34816, 35840), (40960, 41984)]);
+        assert_eq!(
+            parse_filefrag(text),
+            vec![
+                Extent {
+                    logical: 0,
+                    start: 34816,
+                    end: 35840
+                },
+                Extent {
+                    logical: 1024,
+                    start: 40960,
+                    end: 41984
+                }
+            ]
+        );
     }
 
     #[test]
@@ -529,7 +672,7 @@ Q R 999999 4096 3.0
 D R 999999 4096 3.1
 C R 999999 4096 3.2
 ";
-        let v = summarise(text, &[(0, 1000)], "vda");
+        let v = summarise(&parse(text, &whole(0, 1000)), "vda");
         assert_eq!(v["write_requests"], 1);
         assert_eq!(v["write_q2d_us"]["mean"].as_f64().unwrap().round(), 10.0);
         assert_eq!(v["write_d2c_us"]["mean"].as_f64().unwrap().round(), 50.0);
@@ -542,6 +685,74 @@ C R 999999 4096 3.2
     }
 
     #[test]
+    fn blkparse_events_become_one_row_per_request_of_the_file() {
+        // A file in two extents; a plugged write of three pages (two bios merged into the
+        // first), a read in the second extent, a request outside the file, a Q never issued.
+        let extents = [
+            Extent {
+                logical: 0,
+                start: 34816,
+                end: 35840,
+            },
+            Extent {
+                logical: 1024,
+                start: 40960,
+                end: 41984,
+            },
+        ];
+        let text = "\
+Q R 8 4096 0.400000000
+Q WS 34824 4096 0.500000000
+Q WS 34832 4096 0.500001000
+Q WS 34840 4096 0.500002000
+D WS 34824 12288 0.500010000
+D R 8 4096 0.550000000
+C WS 34824 12288 0.500060000
+C R 8 4096 0.560000000
+Q R 40968 4096 0.600000000
+D R 40968 4096 0.600004000
+C R 40968 4096 0.600104000
+Q R 41000 4096 0.700000000
+garbage line
+";
+        let parsed = parse(text, &extents);
+        assert_eq!(
+            parsed.requests,
+            vec![
+                BlockRequest {
+                    op: Op::Write,
+                    sector: 34824,
+                    slot: 1,
+                    bytes: 12288,
+                    merged: 2,
+                    q_ns: 100_000_000,
+                    d_ns: 100_010_000,
+                    c_ns: 100_060_000,
+                },
+                BlockRequest {
+                    op: Op::Read,
+                    sector: 40968,
+                    slot: 129,
+                    bytes: 4096,
+                    merged: 0,
+                    q_ns: 200_000_000,
+                    d_ns: 200_004_000,
+                    c_ns: 200_104_000,
+                },
+            ],
+            "times from the trace's first event (sector 8, outside the file)"
+        );
+        let v = summarise(&parsed, "vda");
+        assert_eq!(v["write_requests"], 1);
+        assert_eq!(v["write_merged_or_unmatched"], 2);
+        assert_eq!(v["read_requests"], 1);
+        assert_eq!(
+            v["read_merged_or_unmatched"], 1,
+            "sector 41000 never issued"
+        );
+    }
+
+    #[test]
     fn tracefs_lines_become_q_d_c_events() {
         let text = "# tracer: nop\n\
               dd-10920   [001] ..... 15409.562140: block_bio_queue: 254,0 WS 357051424 + 8 [dd]\n\
@@ -551,9 +762,23 @@ C R 999999 4096 3.2
             tracefs_to_blkparse(text),
             "Q WS 357051424 4096 15409.562140\nD WS 357051424 4096 15409.562142\nC WS 357051424 4096 15409.562191\n"
         );
-        let v = summarise(&tracefs_to_blkparse(text), &[(357051424, 357051432)], "vda");
+        let parsed = parse(&tracefs_to_blkparse(text), &whole(357051424, 357051432));
+        let v = summarise(&parsed, "vda");
         assert_eq!(v["write_requests"], 1);
         assert_eq!(v["write_q2c_us"]["mean"].as_f64().unwrap().round(), 51.0);
+        assert_eq!(
+            parsed.requests,
+            vec![BlockRequest {
+                op: Op::Write,
+                sector: 357051424,
+                slot: 0,
+                bytes: 4096,
+                merged: 0,
+                q_ns: 0,
+                d_ns: 2_000,
+                c_ns: 51_000,
+            }]
+        );
     }
 
     #[test]

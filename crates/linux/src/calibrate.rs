@@ -373,12 +373,7 @@ pub fn probe_swap_path(
             fault.record_ns(worker::monotonic_ns() - t);
         }
         let pswpin = vmstat_counter("pswpin")? - in0;
-        let trace = match tracer {
-            Ok(t) => t
-                .finish()
-                .unwrap_or_else(|why| serde_json::json!({ "unavailable": why })),
-            Err(why) => serde_json::json!({ "unavailable": why }),
-        };
+        let trace = crate::blktrace::Traced::of(tracer).summary;
         let fault_us = fault.summary(NS_PER_US);
         let mean = |k: &str| trace[k]["mean"].as_f64();
         let breakdown = match (

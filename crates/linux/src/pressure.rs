@@ -48,6 +48,9 @@ pub struct PressureOptions {
     pub state_file: Option<PathBuf>,
     /// Test hook: stop with an error after this many actions (the set-up must still be undone).
     pub fail_after_actions: Option<u64>,
+    /// Keep every traced request of the swap file in `series.block_requests` (the
+    /// `blk_requests` table), not only their summary.
+    pub block_requests: bool,
 }
 
 impl Default for PressureOptions {
@@ -58,6 +61,7 @@ impl Default for PressureOptions {
             params: PressureParams::default(),
             state_file: None,
             fail_after_actions: None,
+            block_requests: false,
         }
     }
 }
@@ -327,12 +331,10 @@ fn drive(
         progress.advance(actions);
     }
     drop(tabs);
-    let blktrace = match tracer {
-        Ok(t) => t
-            .finish()
-            .unwrap_or_else(|why| serde_json::json!({ "unavailable": why })),
-        Err(why) => serde_json::json!({ "unavailable": why }),
-    };
+    let traced = crate::blktrace::Traced::of(tracer);
+    if opts.block_requests {
+        series.block_requests = traced.requests;
+    }
     let vm1 = sysfs::vmstat()?;
     let d = |k: &str| {
         vm1.get(k)
@@ -358,7 +360,7 @@ fn drive(
          of every page at load (demand-zero) and every working-set touch at a switch"
             .into(),
     );
-    extra.insert("blktrace".into(), blktrace);
+    extra.insert("blktrace".into(), traced.summary);
     extra.insert(
         "energy".into(),
         "not measured on linux (0 is not a measurement)".into(),

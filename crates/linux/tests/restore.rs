@@ -5,6 +5,7 @@
 use std::path::PathBuf;
 use std::sync::Mutex;
 
+use nvmswap_core::block::Op;
 use nvmswap_core::progress::{NoProgress, Progress};
 use nvmswap_core::workload::microbench::MicrobenchSpec;
 use nvmswap_core::MIB;
@@ -199,6 +200,7 @@ fn swap_file_run_traces_the_swap_device_and_unmounts_what_it_mounted() {
     let opts = nvmswap_linux::PressureOptions {
         scale: 0.05,
         state_file: Some(state_path("trace")),
+        block_requests: true,
         ..Default::default()
     };
     let out = nvmswap_linux::run_pressure("linux-swapfile", &opts, &NoProgress).unwrap();
@@ -212,6 +214,16 @@ fn swap_file_run_traces_the_swap_device_and_unmounts_what_it_mounted() {
             trace["write_q2c_us"]["p99"].as_f64().unwrap() > 0.0,
             "{trace}"
         );
+        // The rows (`block_requests`, asked for) are the requests the summary counts.
+        let rows = &out.series.block_requests;
+        let n = |op| rows.iter().filter(|r| r.op == op).count() as u64;
+        assert_eq!(n(Op::Read), trace["read_requests"].as_u64().unwrap());
+        assert_eq!(n(Op::Write), trace["write_requests"].as_u64().unwrap());
+        for r in rows {
+            assert!(r.q_ns <= r.d_ns && r.d_ns <= r.c_ns, "{r:?}");
+            assert!(r.bytes > 0 && r.bytes % 4096 == 0, "{r:?}");
+            assert!(r.slot > 0, "slot 0 is the swap header: {r:?}");
+        }
     }
     assert_eq!(
         before.differences(&MachineSnapshot::capture().unwrap()),

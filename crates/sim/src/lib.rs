@@ -7,10 +7,13 @@
 //! `memory.rs` frames and watermarks, `reclaim.rs` kswapd, direct and memcg reclaim,
 //! `backend/` the swap back-ends (one file each, chosen through `backend::REGISTRY`), `io.rs`
 //! the block layer's submission path, `driver.rs` the workload driver, `observe.rs` the events
-//! and their observers, `metrics.rs` the results built from them, `costs.rs` the software costs
-//! and their sources; `iosched.rs` the block layer alone (`nvmswap iosched`); `relaunch.rs` runs seed 001's app-relaunch workload.
+//! and their observers (`blkreq.rs` one of them: every block request as a row), `metrics.rs`
+//! the results built from them, `costs.rs` the software costs and their sources; `iosched.rs`
+//! the block layer alone (`nvmswap iosched`); `relaunch.rs` runs seed 001's app-relaunch
+//! workload.
 
 mod backend;
+pub mod blkreq;
 mod costs;
 mod driver;
 mod engine;

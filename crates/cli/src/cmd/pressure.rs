@@ -32,8 +32,9 @@ pub struct Args {
     /// Shrink every size (DRAM, swap, tab footprints) by this factor, in (0, 1], for quick runs.
     #[arg(long, default_value_t = 1.0, allow_negative_numbers = true, value_parser = crate::args::unit_fraction)]
     scale: f64,
-    /// Directory for results.json, the tables (runs, switches, faults, timeline, blktrace; each
-    /// as .csv and .parquet) and report.html (replaced as a whole).
+    /// Directory for results.json, the tables (runs, switches, faults, timeline, blktrace, and
+    /// blk_requests with --blk-requests; each as .csv and .parquet) and report.html (replaced as
+    /// a whole).
     #[arg(long, default_value = "out/pressure")]
     out: PathBuf,
     /// Print results as one `nvmswap.results/1` JSON object on stdout instead of the table.
@@ -50,6 +51,13 @@ pub struct Args {
     /// tab switches, faults, reclaim, kswapd, block requests, memory counters. sim and live.
     #[arg(long, value_name = "FILE")]
     trace: Option<PathBuf>,
+    /// Also write blk_requests.csv and .parquet: one row per block request to the swap device
+    /// (sim's block-layer model; on linux the traced requests inside the swap file; live has no
+    /// block layer): op, first sector (512 B), swap slot (4 KiB), size in bytes, bios merged
+    /// into it, and its queue (Q), dispatch (D) and completion (C) times in ns. Off by default:
+    /// the full-size main job makes millions of requests, about 100 bytes of CSV each.
+    #[arg(long)]
+    blk_requests: bool,
 }
 
 impl Args {
@@ -66,6 +74,7 @@ impl Args {
             list: false,
             workload: "tabs".into(),
             trace: None,
+            blk_requests: false,
         }
     }
 }
@@ -156,6 +165,12 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     if args.trace.is_some() && substrates.contains(&Substrate::Linux) {
         bail!("--trace records sim and live runs; the linux substrate's timeline is blktrace's");
     }
+    if args.blk_requests && substrates.iter().all(|s| *s == Substrate::Live) {
+        bail!("--blk-requests records sim's and linux's block requests; live has no block layer");
+    }
+    if args.blk_requests && chromium {
+        bail!("--blk-requests: --workload chromium does not trace the swap device's requests");
+    }
     let trace = std::sync::Arc::new(std::sync::Mutex::new(crate::trace::Trace::default()));
     let mut outputs: Vec<RunOutput> = Vec::new();
     for (run, (substrate, name, cfg)) in plan.iter().enumerate() {
@@ -168,6 +183,10 @@ pub fn run(args: Args) -> anyhow::Result<()> {
                     scale: args.scale,
                 };
                 let mut observers: Vec<Box<dyn nvmswap_sim::observe::Observer>> = Vec::new();
+                let requests = nvmswap_sim::blkreq::BlockRequestLog::new();
+                if args.blk_requests {
+                    observers.push(requests.observer());
+                }
                 if args.trace.is_some() {
                     observers.push(Box::new(crate::trace::SimTracer::new(
                         trace.clone(),
@@ -178,6 +197,10 @@ pub fn run(args: Args) -> anyhow::Result<()> {
                     )));
                 }
                 nvmswap_sim::run_pressure_observed(cfg, &opts, &bar, observers)
+                    .map(|mut out| {
+                        out.series.block_requests = requests.take();
+                        out
+                    })
                     .map_err(anyhow::Error::from)
             }
             (Substrate::Live, Some(cfg)) => {
@@ -216,6 +239,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
                 let opts = nvmswap_linux::PressureOptions {
                     seed: args.seed,
                     scale: args.scale,
+                    block_requests: args.blk_requests,
                     ..Default::default()
                 };
                 nvmswap_linux::run_pressure(name, &opts, &bar).map_err(anyhow::Error::from)
@@ -241,7 +265,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         args.seed,
         outputs.iter().map(|o| o.result.clone()).collect(),
     );
-    report::write_pressure(&args.out, &report, &outputs, args.scale)
+    report::write_pressure(&args.out, &report, &outputs, args.scale, args.blk_requests)
         .with_context(|| format!("writing the report to {}", args.out.display()))?;
     if let Some(path) = &args.trace {
         let mut t = trace

@@ -10,19 +10,24 @@
 //! - `timeline`: the periodic samples (virtual time in sim, real time on live and linux);
 //! - `blktrace`: the swap device's request stages (Q2D, D2C, Q2C per direction) as traced,
 //!   one row per (run, direction, stage, statistic); runs without a block device have none;
-//! - `relaunches` (relaunch only): per run and kind of launch, the count and latency summary.
+//! - `relaunches` (relaunch only): per run and kind of launch, the count and latency summary;
+//! - `blk_requests` (`pressure --blk-requests` only): one row per block request of the swap
+//!   device with its Q, D and C times; written row by row (`longtable::Writer`), as a full-size
+//!   sim run makes millions.
 
 use std::path::Path;
 
 use nvmswap_core::results::{LatencySummary, RunOutput};
 
-use crate::longtable::{cells, columns, Kind, Table, Value};
+use crate::longtable::{cells, columns, Kind, Table, Value, Writer};
 
 /// What every row of a run's tables starts with.
 pub(crate) struct Context<'a> {
     pub command: &'a str,
     pub seed: u64,
     pub scale: f64,
+    /// Write the `blk_requests` table (asked for with `--blk-requests`).
+    pub blk_requests: bool,
 }
 
 const KEYS: [(&str, Kind); 5] = [
@@ -78,7 +83,43 @@ pub(crate) fn write(dir: &Path, ctx: &Context, outputs: &[RunOutput]) -> anyhow:
     for (name, t) in tables(ctx, outputs)? {
         t.write(dir, name)?;
     }
+    if ctx.blk_requests {
+        blk_requests(dir, ctx, outputs)?;
+    }
     Ok(())
+}
+
+/// `blk_requests.csv` / `.parquet`: every block request of every run, in completion order.
+fn blk_requests(dir: &Path, ctx: &Context, outputs: &[RunOutput]) -> anyhow::Result<()> {
+    let mut cols = columns(&KEYS);
+    cols.extend(columns(&[
+        ("op", Kind::Text),
+        ("sector", Kind::Count),
+        ("slot", Kind::Count),
+        ("bytes", Kind::Count),
+        ("merged", Kind::Count),
+        ("q_ns", Kind::Count),
+        ("d_ns", Kind::Count),
+        ("c_ns", Kind::Count),
+    ]));
+    let mut w = Writer::create(dir, "blk_requests", cols)?;
+    for o in outputs {
+        for r in &o.series.block_requests {
+            let mut row = key(ctx, o);
+            row.extend(cells![
+                r.op.name(),
+                r.sector,
+                r.slot,
+                r.bytes,
+                r.merged,
+                r.q_ns,
+                r.d_ns,
+                r.c_ns,
+            ]);
+            w.push(row)?;
+        }
+    }
+    w.finish()
 }
 
 fn runs(ctx: &Context, outputs: &[RunOutput]) -> anyhow::Result<Table> {

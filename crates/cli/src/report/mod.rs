@@ -16,19 +16,26 @@ use nvmswap_core::results::{RunOutput, RunsReport};
 pub use html::num;
 pub use table::{print_relaunch_table, print_table};
 
-/// Writes results.json, the tables (CSV and Parquet) and report.html of a pressure run at
-/// `scale` into `dir`, replacing it.
+/// Writes results.json, the tables (CSV and Parquet; `blk_requests` too when asked) and
+/// report.html of a pressure run at `scale` into `dir`, replacing it.
 pub fn write_pressure(
     dir: &Path,
     report: &RunsReport,
     outputs: &[RunOutput],
     scale: f64,
+    blk_requests: bool,
 ) -> anyhow::Result<()> {
+    let ctx = data::Context {
+        command: &report.command,
+        seed: report.seed,
+        scale,
+        blk_requests,
+    };
     write_dir(
         dir,
         report,
         outputs,
-        scale,
+        &ctx,
         &html::pressure(report, outputs)?,
     )
 }
@@ -41,11 +48,17 @@ pub fn write_relaunch(
     outputs: &[RunOutput],
     scale: f64,
 ) -> anyhow::Result<()> {
+    let ctx = data::Context {
+        command: &report.command,
+        seed: report.seed,
+        scale,
+        blk_requests: false,
+    };
     write_dir(
         dir,
         report,
         outputs,
-        scale,
+        &ctx,
         &html::relaunch(report, outputs)?,
     )
 }
@@ -56,7 +69,7 @@ fn write_dir(
     dir: &Path,
     report: &RunsReport,
     outputs: &[RunOutput],
-    scale: f64,
+    ctx: &data::Context,
     html_page: &str,
 ) -> anyhow::Result<()> {
     let parent = match dir.parent() {
@@ -76,12 +89,7 @@ fn write_dir(
             tmp.join("results.json"),
             serde_json::to_string_pretty(report)?,
         )?;
-        let ctx = data::Context {
-            command: &report.command,
-            seed: report.seed,
-            scale,
-        };
-        data::write(&tmp, &ctx, outputs)?;
+        data::write(&tmp, ctx, outputs)?;
         std::fs::write(tmp.join("report.html"), html_page)?;
         Ok(())
     })();

@@ -21,10 +21,32 @@ pub const SECTOR_BYTES: u64 = 512;
 /// `max_sectors_kb` (often 128–1280 KiB); we take 512 KiB.
 pub const MAX_MERGED_BYTES: u64 = 512 * 1024;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+/// A request's direction; `read`/`write` in results and tables (`results::BlockRequest`).
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    PartialOrd,
+    Ord,
+    serde::Serialize,
+    serde::Deserialize,
+    schemars::JsonSchema,
+)]
+#[serde(rename_all = "lowercase")]
 pub enum Op {
     Read,
     Write,
+}
+
+impl Op {
+    pub fn name(self) -> &'static str {
+        match self {
+            Op::Read => "read",
+            Op::Write => "write",
+        }
+    }
 }
 
 /// One block I/O request. `merged_ids` lists requests back-merged into this one; they complete
