@@ -116,6 +116,10 @@ pub struct SystemConfig {
     /// their sources), e.g. this machine's calibrated figures from `nvmswap linux calibrate`.
     #[serde(default)]
     pub costs: CostOverrides,
+    /// Dual use (seed 004 §3): a persistent heap on the NVM-Swap device, sharing its capacity
+    /// and channel (`crate::dual_use`; sim only). None: no heap, the run as without the section.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub persistent_heap: Option<crate::dual_use::PersistentHeapConfig>,
 }
 
 /// Software costs a configuration may set instead of the simulator's sourced defaults; every
@@ -403,6 +407,10 @@ impl SystemConfig {
                 }
             }
         }
+        if let Some(h) = &self.persistent_heap {
+            h.check(self)
+                .map_err(|(field, message)| bad(field, message))?;
+        }
         Ok(())
     }
 
@@ -430,6 +438,7 @@ impl SystemConfig {
             zram_disksize_bytes: s(self.zram_disksize_bytes),
             zram_mem_limit_bytes: s(self.zram_mem_limit_bytes),
             swap_bytes: s(self.swap_bytes),
+            persistent_heap: self.persistent_heap.as_ref().map(|h| h.scaled(scale)),
             ..self.clone()
         }
     }

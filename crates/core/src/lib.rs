@@ -11,6 +11,7 @@ pub mod config;
 pub mod cost;
 pub mod device;
 pub mod discard;
+pub mod dual_use;
 pub mod kinds;
 pub mod lru;
 pub mod metrics;

@@ -182,6 +182,14 @@ fn run_pressure_full(
     sink: &mut dyn PressureSink,
 ) -> Result<RunOutput, LiveError> {
     check_scale(opts.scale).map_err(|e| LiveError::Spec(e.to_string()))?;
+    if cfg.persistent_heap.is_some() {
+        // A modelled heap sharing the device's channel is sim's; live's dual use is a real one.
+        return Err(LiveError::Spec(format!(
+            "configuration '{}': [persistent_heap] is modelled in sim only; in live, \
+             `nvmswap pheap dual` runs a real heap beside the NVM tier",
+            cfg.name
+        )));
+    }
     let started = Instant::now();
     let budget = (((cfg.dram_bytes.saturating_sub(cfg.os_reserved_bytes)) as f64 * opts.scale)
         as u64)

@@ -6,6 +6,7 @@
 //! Layout (all offsets from the start; regions page aligned):
 //! `[header 4 KiB][root 4 KiB][transaction log][allocator metadata][heap]`.
 
+use std::cell::RefCell;
 use std::fs::{File, OpenOptions};
 use std::path::{Path, PathBuf};
 
@@ -304,6 +305,21 @@ pub enum Event {
     Done(u64),
 }
 
+/// One access of a pool line, for a model of the device under the pool
+/// (`PoolOptions::trace_lines`): sim's dual use replays a PHT's accesses against its cache and
+/// NVM channel models (crates/sim/src/backend/dual_heap.rs).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LineAccess {
+    /// A load from the line (`Pool::read`).
+    Load(u64),
+    /// A store into the line (`Pool::write`).
+    Store(u64),
+    /// The line written back (`Pool::flush_line`), and why.
+    Flush(u64, Cause),
+    /// A fence: the write-backs issued before it are durable when it returns.
+    Fence,
+}
+
 /// A flush call site the crash checker's own tests can remove (seeded bug).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum OmitFlush {
@@ -360,12 +376,21 @@ pub struct PoolOptions {
     pub record: bool,
     /// Remove one flush site (the crash checker's seeded bug).
     pub omit: Option<OmitFlush>,
+    /// Note every line loaded, stored, written back and every fence, by line number
+    /// (`Pool::take_lines`); off by default (the benchmark's timing is not disturbed).
+    pub trace_lines: bool,
 }
 
 /// Per flushed line latency of a device profile: its 4 KiB write latency over the 64 lines of a
 /// page (our assumption: a page write is 64 line writes back to back; the profile gives pages).
 pub fn line_write_ns(profile: &nvmswap_core::device::DeviceProfile) -> u64 {
     (profile.write_4k.mean_ns / (PAGE as f64 / LINE as f64)).round() as u64
+}
+
+/// Per line read latency of a device profile: its 4 KiB read latency over the 64 lines of a page
+/// (the same assumption as `line_write_ns`).
+pub fn line_read_ns(profile: &nvmswap_core::device::DeviceProfile) -> u64 {
+    (profile.read_4k.mean_ns / (PAGE as f64 / LINE as f64)).round() as u64
 }
 
 pub struct Pool {
@@ -378,6 +403,9 @@ pub struct Pool {
     trace: Vec<Event>,
     /// Lines written back per heap/metadata page (wear), indexed by page number in the pool.
     pub page_writes: Vec<u32>,
+    /// With `PoolOptions::trace_lines`: the line accesses since the last `take_lines` (loads
+    /// come through `&self`, hence the cell).
+    lines: RefCell<Vec<LineAccess>>,
 }
 
 impl Pool {
@@ -536,6 +564,7 @@ impl Pool {
             opts,
             trace: Vec::new(),
             page_writes: vec![0; pages],
+            lines: RefCell::new(Vec::new()),
         }
     }
 
@@ -569,6 +598,24 @@ impl Pool {
             self.trace.push(Event::Done(op));
         }
     }
+    /// Turn line tracing (`PoolOptions::trace_lines`) on or off from here on.
+    pub fn set_trace_lines(&mut self, on: bool) {
+        self.opts.trace_lines = on;
+    }
+    /// The line accesses noted since the last call (empty unless tracing).
+    pub fn take_lines(&mut self) -> Vec<LineAccess> {
+        self.lines.take()
+    }
+    /// Notes an access of every line of `[off, off + len)`.
+    fn note_lines(&self, off: u64, len: u64, access: fn(u64) -> LineAccess) {
+        if len == 0 {
+            return;
+        }
+        let mut lines = self.lines.borrow_mut();
+        for line in off / LINE as u64..=(off + len - 1) / LINE as u64 {
+            lines.push(access(line));
+        }
+    }
     /// The whole media (the crash checker's starting image).
     pub fn image(&self) -> Vec<u8> {
         self.mem.bytes().to_vec()
@@ -576,6 +623,9 @@ impl Pool {
 
     #[inline]
     pub fn read(&self, off: u64, len: usize) -> &[u8] {
+        if self.opts.trace_lines {
+            self.note_lines(off, len as u64, LineAccess::Load);
+        }
         &self.mem.bytes()[off as usize..off as usize + len]
     }
     #[inline]
@@ -587,6 +637,9 @@ impl Pool {
     #[inline]
     pub fn write(&mut self, off: u64, data: &[u8]) {
         self.mem.bytes_mut()[off as usize..off as usize + data.len()].copy_from_slice(data);
+        if self.opts.trace_lines {
+            self.note_lines(off, data.len() as u64, LineAccess::Store);
+        }
         if self.opts.record {
             self.trace.push(Event::Store {
                 off,
@@ -625,6 +678,9 @@ impl Pool {
         if self.opts.record {
             self.trace.push(Event::Flush { line });
         }
+        if self.opts.trace_lines {
+            self.lines.get_mut().push(LineAccess::Flush(line, cause));
+        }
     }
 
     pub fn fence(&mut self, cause: Cause) {
@@ -632,6 +688,9 @@ impl Pool {
         self.stats.fences.add(cause, 1);
         if self.opts.record {
             self.trace.push(Event::Fence);
+        }
+        if self.opts.trace_lines {
+            self.lines.get_mut().push(LineAccess::Fence);
         }
     }
 }

@@ -453,16 +453,19 @@ impl<'a> Machine<'a> {
     }
 
     /// The results of the run, `tabs_opened` as the workload counts them.
-    pub fn finish(self, tabs_opened: u64, started: std::time::Instant) -> RunOutput {
+    pub fn finish(mut self, tabs_opened: u64, started: std::time::Instant) -> RunOutput {
         let backend = self.backend.report();
-        self.obs.metrics.finish(RunEnd {
+        let extra = self.backend.finish_extra(self.now);
+        let mut out = self.obs.metrics.finish(RunEnd {
             cfg: &self.cfg,
             now: self.now,
             tabs_opened,
             lru: &self.lru.stats,
             backend,
             started,
-        })
+        });
+        out.result.extra.extend(extra);
+        out
     }
 }
 

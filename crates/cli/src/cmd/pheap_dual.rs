@@ -1,7 +1,16 @@
-//! `nvmswap pheap dual`: seed 004 §3's co-running NVMCap and NVMPersist on one NVM device, in
-//! `live`. One region file holds both: its first part is the live pager's NVM-Swap tier (file
-//! back-end, slots from offset 0), the rest a persistent heap. The swap side is the live
-//! pressure test (default) or the live microbenchmark; the heap side the PHT benchmark.
+//! `nvmswap pheap dual`: seed 004 §3's co-running NVMCap and NVMPersist on one NVM device.
+//!
+//! `--substrate live` (default): one region file holds both: its first part is the live
+//! pager's NVM-Swap tier (file back-end, slots from offset 0), the rest a persistent heap. The
+//! swap side is the live pressure test (default) or the live microbenchmark; the heap side the
+//! PHT benchmark.
+//!
+//! `--substrate sim`: the pressure test in sim with a `[persistent_heap]` section
+//! (`nvmswap_core::dual_use`, crates/sim/src/backend/dual_heap.rs), three runs: without the
+//! heap (the whole device swaps), with its region taken and the heap idle (the swap side
+//! alone), and with the heap running (both). The heap alone is the same model's heap over the
+//! same time with no swap traffic (`extra.persistent_heap.ops_alone`). sim is deterministic:
+//! one run of each says it all.
 //!
 //! Each side is measured alone and while the other side runs *throughout* (the co-runner is
 //! restarted until the measured run ends: a run of the two side by side, once, overlaps only
@@ -31,6 +40,13 @@ use crate::units::parse_size;
 
 #[derive(clap::Args, Debug)]
 pub struct DualArgs {
+    /// Where to run: `live` (a real heap and the live pager on one region file) or `sim` (the
+    /// pressure test in sim with a modelled heap on the NVM-Swap device).
+    #[arg(long, default_value = "live", value_parser = ["live", "sim"])]
+    substrate: String,
+    /// sim: operations per second the heap aims at (default: as many as it can).
+    #[arg(long)]
+    ops_per_s: Option<f64>,
     /// PHT elements put by the measured heap side (the co-running heap keeps this many live:
     /// a put of a new key and, past this count, a delete of the oldest).
     #[arg(long, default_value_t = 1_000_000)]
@@ -44,11 +60,12 @@ pub struct DualArgs {
     /// tier on the shared region) or `micro` (the live microbenchmark, NVM-Swap tier only).
     #[arg(long, default_value = "pressure", value_parser = ["pressure", "micro"])]
     swap_side: String,
-    /// Pressure side: the configuration (an NVM-Swap one) and the scale of its budget and tabs.
+    /// Pressure side: the configuration (an NVM-Swap one) and the scale of its budget and tabs
+    /// (default: 0.05 in live, 1 in sim; in sim the heap's region and keys scale too).
     #[arg(long, default_value = "nvm-swap")]
     config: String,
-    #[arg(long, default_value_t = 0.05)]
-    scale: f64,
+    #[arg(long)]
+    scale: Option<f64>,
     /// Micro side: working set and DRAM budget of the live microbenchmark.
     #[arg(long, default_value = "256MiB")]
     working_set: String,
@@ -185,6 +202,12 @@ fn ratio_summary(v: &[f64]) -> Value {
 }
 
 pub fn run(a: DualArgs) -> anyhow::Result<()> {
+    if a.substrate == "sim" {
+        return run_sim(&a);
+    }
+    if a.ops_per_s.is_some() {
+        bail!("--ops-per-s paces sim's modelled heap; live's heap runs as fast as it can");
+    }
     let alloc = AllocKind::parse(&a.allocator)?;
     let logging = LogKind::parse(&a.logging)?;
     if a.elements == 0 {
@@ -213,7 +236,7 @@ pub fn run(a: DualArgs) -> anyhow::Result<()> {
         }
         let opts = PressureOptions {
             seed: a.seed,
-            scale: a.scale,
+            scale: a.scale.unwrap_or(0.05),
             params: Default::default(),
         };
         SwapSide::Pressure(Box::new(cfg), opts)
@@ -362,6 +385,164 @@ pub fn run(a: DualArgs) -> anyhow::Result<()> {
             heap_bytes / MIB,
             out["heap_slowdown"],
             out["swap_slowdown"]
+        );
+    }
+    Ok(())
+}
+
+/// `--substrate sim`: the pressure test without the heap, with its region and the heap idle,
+/// and with the heap running; the slowdowns and wear from the last two.
+fn run_sim(a: &DualArgs) -> anyhow::Result<()> {
+    if a.swap_side != "pressure" {
+        bail!("--substrate sim runs the pressure test as the swap side (--swap-side pressure)");
+    }
+    AllocKind::parse(&a.allocator)?;
+    LogKind::parse(&a.logging)?;
+    let scale = a.scale.unwrap_or(1.0);
+    // The heap's region: the pool pheap's benchmark makes for `--elements` (what live's dual
+    // gives its heap), before scaling.
+    let region = pool_size(a.elements);
+    let mut heap = vec![
+        format!("persistent_heap.region_bytes={region}"),
+        format!("persistent_heap.elements={}", a.elements),
+        format!("persistent_heap.allocator=\"{}\"", a.allocator),
+        format!("persistent_heap.logging=\"{}\"", a.logging),
+    ];
+    let load = |sets: &[String]| -> anyhow::Result<SystemConfig> {
+        let cfg = SystemConfig::load(&a.config, sets)
+            .with_context(|| format!("--config {}", a.config))?;
+        Ok(cfg)
+    };
+    let without = load(&[])?;
+    if without.backend != nvmswap_core::config::Backend::NvmSwap {
+        bail!("--config {}: the heap shares the NVM device of an NVM-Swap tier; name an nvm-swap configuration", a.config);
+    }
+    let slots_without = without.scaled(scale).swap_bytes / nvmswap_core::PAGE_SIZE;
+    let mut idle = heap.clone();
+    idle.push("persistent_heap.ops_per_s=0".into());
+    if let Some(r) = a.ops_per_s {
+        heap.push(format!("persistent_heap.ops_per_s={r}"));
+    }
+    let opts = nvmswap_sim::RunOptions {
+        seed: a.seed,
+        scale,
+    };
+    let mut results = Vec::new();
+    for (what, cfg) in [
+        ("without_heap", without),
+        ("heap_idle", load(&idle)?),
+        ("heap_running", load(&heap)?),
+    ] {
+        tracing::info!("pheap dual --substrate sim: {what}");
+        let out = nvmswap_sim::run_pressure(&cfg, &opts, &NoProgress)
+            .with_context(|| format!("sim run {what}"))?;
+        results.push((what, out.result));
+    }
+    let (none, alone, both) = (&results[0].1, &results[1].1, &results[2].1);
+    let ph = |r: &nvmswap_core::results::RunResult| {
+        r.extra
+            .get("persistent_heap")
+            .cloned()
+            .unwrap_or(Value::Null)
+    };
+    let (ph_idle, ph_both) = (ph(alone), ph(both));
+    let f = |v: &Value| v.as_f64().unwrap_or(f64::NAN);
+    let swap_in_mean = |v: &Value| f(&v["swap"]["swap_in_us"]["mean"]);
+    let side = |r: &nvmswap_core::results::RunResult| {
+        json!({
+            "tabs_opened": r.tabs_opened,
+            "switch_latency_ms": r.switch_latency_ms,
+            "fault_latency_us": r.fault_latency_us,
+            "swap_in_bytes": r.swap_in_bytes,
+            "swap_out_bytes": r.swap_out_bytes,
+            "nvm_writes": r.nvm_writes,
+            "wear_max_over_mean": r.wear_max_over_mean,
+            "swap_in_us": ph(r)["swap"]["swap_in_us"],
+        })
+    };
+    let ratio = |x: f64, y: f64| if y > 0.0 { x / y } else { f64::NAN };
+    let out = json!({
+        "substrate": "sim",
+        "config": a.config,
+        "scale": scale,
+        "seed": a.seed,
+        "region_bytes": ph_both["region_bytes"],
+        "swap_slots": ph_both["swap_slots"],
+        "swap_slots_without_heap": slots_without,
+        "heap": {
+            "allocator": a.allocator,
+            "logging": a.logging,
+            "elements": ph_both["elements"],
+            "ops_per_s_alone": ph_both["ops_per_s_alone"],
+            "ops_per_s_with_swap": ph_both["ops_per_s"],
+            "slowdown": ph_both["slowdown"],
+            "channel_wait_ms": ph_both["channel_wait_ms"],
+            "channel_busy_share": ph_both["channel_busy_share"],
+            "per_put": ph_both["per_put"],
+            "per_delete": ph_both["per_delete"],
+        },
+        "swap": {
+            "without_heap": side(none),
+            "alone": side(alone),
+            "with_heap": side(both),
+            "switch_slowdown": ratio(both.switch_latency_ms.mean, alone.switch_latency_ms.mean),
+            "fault_slowdown": ratio(both.fault_latency_us.mean, alone.fault_latency_us.mean),
+            "swap_in_slowdown": ratio(swap_in_mean(&ph_both), swap_in_mean(&ph_idle)),
+            "accesses_that_waited": ph_both["swap"]["waited"],
+            "accesses": ph_both["swap"]["accesses"],
+            "wait_ns_mean": ph_both["swap"]["wait_ns_mean"],
+            "channel_busy_share": ph_both["swap"]["channel_busy_share"],
+        },
+        "wear": {
+            "swap_page_writes": both.nvm_writes,
+            "swap_wear_max_over_mean": both.wear_max_over_mean,
+            "heap_line_writes": ph_both["line_writes"],
+            "heap_line_writes_by_region": ph_both["line_writes_by_region"],
+            "heap_hottest_line": ph_both["hottest_line"],
+            "heap_max_page_line_writes": ph_both["max_page_line_writes"],
+        },
+        "virtual_s": both.extra.get("virtual_s"),
+        "runs": results.iter().map(|(what, r)| json!({"run": what, "result": r})).collect::<Vec<_>>(),
+    });
+    if a.json {
+        println!("{}", serde_json::to_string_pretty(&out)?);
+    } else {
+        println!(
+            "sim {} at scale {scale}: heap region {:.1} MiB of the device, swap keeps {} slots",
+            a.config,
+            f(&ph_both["region_bytes"]) / MIB as f64,
+            ph_both["swap_slots"]
+        );
+        println!(
+            "heap: {:.0} ops/s alone, {:.0} with the pressure test: slowdown {:.4}x (waited {:.1} ms for the channel)",
+            f(&ph_both["ops_per_s_alone"]),
+            f(&ph_both["ops_per_s"]),
+            f(&ph_both["slowdown"]),
+            f(&ph_both["channel_wait_ms"])
+        );
+        println!(
+            "swap: mean switch {:.3} ms alone, {:.3} ms with the heap ({:.4}x); swap-in {:.3} us -> {:.3} us ({:.4}x); tabs {} / {} / {} (without heap / alone / with)",
+            alone.switch_latency_ms.mean,
+            both.switch_latency_ms.mean,
+            out["swap"]["switch_slowdown"].as_f64().unwrap_or(f64::NAN),
+            swap_in_mean(&ph_idle),
+            swap_in_mean(&ph_both),
+            out["swap"]["swap_in_slowdown"].as_f64().unwrap_or(f64::NAN),
+            none.tabs_opened,
+            alone.tabs_opened,
+            both.tabs_opened
+        );
+        let hot = &ph_both["hottest_line"];
+        println!(
+            "wear: swap {} page writes (max/mean per slot {}); heap {} line writes, the hottest a {} line at pool offset {}: {} writes ({:.0}/s)",
+            both.nvm_writes,
+            both.wear_max_over_mean
+                .map_or("-".to_string(), |w| format!("{w:.2}")),
+            ph_both["line_writes"],
+            hot["region"].as_str().unwrap_or("-"),
+            hot["pool_offset"],
+            hot["writes"],
+            f(&hot["writes_per_s"])
         );
     }
     Ok(())

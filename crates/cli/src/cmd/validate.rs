@@ -124,6 +124,7 @@ pub fn sim_equivalent(
         memcg_v2: std::path::Path::new("/sys/fs/cgroup/cgroup.controllers").exists(),
         cpus: 2,
         costs,
+        persistent_heap: None,
     }
 }
 

@@ -9,6 +9,7 @@
 //! configuration (docs/adr/0004-sim-components.md: how to add one).
 
 mod block;
+mod dual_heap;
 mod none;
 mod nvm_swap;
 #[cfg(test)]
@@ -187,6 +188,12 @@ pub trait SwapBackend {
 
     /// What the back-end adds to the results.
     fn report(&self) -> BackendReport;
+
+    /// Keys the back-end adds to the results' `extra` at the run's end `end` (NVM-Swap's
+    /// `persistent_heap` under dual use); none by default.
+    fn finish_extra(&mut self, _end: u64) -> serde_json::Map<String, serde_json::Value> {
+        serde_json::Map::new()
+    }
 }
 
 /// What building a back-end needs besides the (scaled, validated) configuration.

@@ -3,6 +3,10 @@
 //! (migrations included), a fault a copy back with no block layer; with Lazy Swap-in (§3.2) a
 //! read fault maps the NVM page read-only instead, and only a write, or a second read within
 //! T, copies it to DRAM.
+//!
+//! With a `[persistent_heap]` section (dual use, seed 004 §3) the device also holds a
+//! persistent heap: its region is taken from the swap slots, and every access here waits for
+//! the heap's use of the device's channel and holds it for the heap (dual_heap.rs).
 
 use nvmswap_core::alloc::{by_name, AllocParams, SlotAllocator};
 use nvmswap_core::config::SystemConfig;
@@ -10,6 +14,7 @@ use nvmswap_core::device::DeviceProfile;
 use nvmswap_core::wear::WearTable;
 use nvmswap_core::{NS_PER_S, PAGE_SIZE};
 
+use super::dual_heap::DualHeap;
 use super::{profile, BuildArgs, Env, Fault, Spent, SwapBackend, SwapIn};
 use crate::costs::NVM_SWAP_IN_SOFTWARE_NS;
 use crate::metrics::BackendReport;
@@ -38,12 +43,24 @@ pub struct NvmSwap {
     slot_of: Vec<u32>,
     /// When a lazily mapped page was last mapped or read from NVM.
     lazy_read_at: Vec<u64>,
+    /// Dual use: the persistent heap sharing the device (None without `[persistent_heap]`).
+    dual: Option<DualHeap>,
 }
 
 impl NvmSwap {
     pub fn build(cfg: &SystemConfig, args: &BuildArgs) -> Result<Box<dyn SwapBackend>, SimError> {
-        let swap_slots = cfg.swap_bytes / PAGE_SIZE;
         let nvm = profile(&cfg.swap_profile)?;
+        // Dual use: the heap's region comes off the device's capacity.
+        let swap_slots = match &cfg.persistent_heap {
+            Some(h) => h.swap_slots(cfg.swap_bytes),
+            None => cfg.swap_bytes / PAGE_SIZE,
+        };
+        let dual = match &cfg.persistent_heap {
+            Some(h) => {
+                Some(DualHeap::new(h, &nvm, swap_slots, args.seed).map_err(SimError::Config)?)
+            }
+            None => None,
+        };
         let params = AllocParams {
             threshold: cfg.nvm_threshold,
             cpus: cfg.cpus as usize,
@@ -64,7 +81,17 @@ impl NvmSwap {
             state: Vec::new(),
             slot_of: Vec::new(),
             lazy_read_at: Vec::new(),
+            dual,
         }))
+    }
+
+    /// A device access arriving at `at` holding the device for `busy` ns: how long it waits
+    /// for the persistent heap (0 without one).
+    fn channel(&mut self, at: u64, busy: u64) -> u64 {
+        match &mut self.dual {
+            Some(d) => d.swap_access(at, busy),
+            None => 0,
+        }
     }
 
     fn free_slot_of(&mut self, p: u32) {
@@ -92,6 +119,8 @@ impl SwapBackend for NvmSwap {
         for _ in &placement.migrations {
             cpu += self.nvm.read_4k.sample(env.rng) + self.nvm.write_4k.sample(env.rng);
         }
+        // The copy stalls the reclaiming CPU while it waits for the channel.
+        cpu += self.channel(t, cpu);
         self.wear.record(&placement);
         let m = placement.migrations.len() as u64;
         env.obs.emit(Event::NvmAccess {
@@ -126,8 +155,9 @@ impl SwapBackend for NvmSwap {
                     ns: NVM_SWAP_IN_SOFTWARE_NS,
                 });
                 let read = self.nvm.read_4k.sample(env.rng);
+                let wait = self.channel(now + NVM_SWAP_IN_SOFTWARE_NS, read);
                 Fault::InPlace {
-                    latency: NVM_SWAP_IN_SOFTWARE_NS + read,
+                    latency: NVM_SWAP_IN_SOFTWARE_NS + read + wait,
                     kind: Some(FaultKind::LazyMap),
                 }
             }
@@ -137,8 +167,9 @@ impl SwapBackend for NvmSwap {
                 // A read after T: served from NVM, the page gets a new chance.
                 self.lazy_read_at[pi] = now;
                 env.obs.emit(Event::LazyDirectRead { t: now, page: p });
+                let read = self.nvm.read_4k.sample(env.rng);
                 Fault::InPlace {
-                    latency: self.nvm.read_4k.sample(env.rng),
+                    latency: read + self.channel(now, read),
                     kind: None,
                 }
             }
@@ -150,7 +181,12 @@ impl SwapBackend for NvmSwap {
     /// Copies a page from NVM to a DRAM frame and frees its slot.
     fn swap_in(&mut self, p: u32, _write: bool, start: u64, by: Actor, env: &mut Env) -> SwapIn {
         let copy = self.nvm.read_4k.sample(env.rng);
-        let cost = NVM_SWAP_IN_SOFTWARE_NS + copy;
+        // The fault's software comes first, then the copy, which may wait for the channel.
+        let wait = self.channel(start + NVM_SWAP_IN_SOFTWARE_NS, copy);
+        let cost = NVM_SWAP_IN_SOFTWARE_NS + copy + wait;
+        if let Some(d) = &mut self.dual {
+            d.swap_in_took(cost);
+        }
         env.obs.emit(Event::Cpu {
             t: start,
             actor: by,
@@ -176,6 +212,20 @@ impl SwapBackend for NvmSwap {
 
     fn release(&mut self, p: u32, _env: &mut Env) {
         self.free_slot_of(p);
+    }
+
+    fn catch_up(&mut self, t: u64, _obs: &mut crate::observe::Observers) {
+        if let Some(d) = &mut self.dual {
+            d.commit(t);
+        }
+    }
+
+    fn finish_extra(&mut self, end: u64) -> serde_json::Map<String, serde_json::Value> {
+        let mut m = serde_json::Map::new();
+        if let Some(d) = &mut self.dual {
+            m.insert("persistent_heap".into(), d.report(end));
+        }
+        m
     }
 
     fn report(&self) -> BackendReport {
