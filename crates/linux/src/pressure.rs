@@ -173,7 +173,7 @@ fn drive(
     // clock: opens and switches as they took, sleeps as the workload asked for them.
     let mut life = Life::new();
     let mut clock = 0u64;
-    let (mut background_faults, mut grown_pages) = (0u64, 0u64);
+    let (mut background_faults, mut grown_pages, mut scroll_faults) = (0u64, 0u64, 0u64);
     let procs = CString::new(setup.cgroup.join("cgroup.procs").display().to_string())
         .map_err(|_| LinuxError::Worker("cgroup path has a NUL byte".into()))?;
     let swap = swap_path(setup);
@@ -234,12 +234,10 @@ fn drive(
                 grown_pages += g;
             }};
         }
-        match action {
-            Action::Done => break,
-            // The pressure test never closes a tab (only app relaunch does, in sim).
-            Action::Close { .. } => unreachable!("the pressure test does not close tabs"),
-            Action::Sleep { ns } => {
-                let end = clock + ns;
+        // Lets `ns` of the workload's clock pass, working off the tabs' seconds on the way.
+        macro_rules! pass {
+            ($ns:expr) => {{
+                let end = clock + $ns;
                 while life.next_second() <= end {
                     let to = life.next_second().max(clock);
                     sleep(to - clock);
@@ -248,6 +246,47 @@ fn drive(
                 }
                 sleep(end - clock);
                 clock = end;
+            }};
+        }
+        match action {
+            Action::Done => break,
+            // The pressure test never closes a tab (only app relaunch does, in sim).
+            Action::Close { .. } => unreachable!("the pressure test does not close tabs"),
+            Action::Sleep { ns } => pass!(ns),
+            // Tast's wiggle: each step the tab touches its part of the scroll set (it computes
+            // the set itself, core's `TabLife::scroll_touches`), then a pause; then the way
+            // back up (core's `Action::Scroll`).
+            Action::Scroll {
+                tab,
+                steps,
+                pause_ns,
+            } => {
+                let _ = life.scroll(tab);
+                for step in 0..steps {
+                    let t1 = std::time::Instant::now();
+                    let Some(proc_) = tabs.get_mut(&tab) else {
+                        break;
+                    };
+                    match proc_.scroll(step, steps) {
+                        Some((answer, lat)) => {
+                            scroll_faults += answer.faulting_touches;
+                            major_faults += answer.major_faults;
+                            for ns in lat {
+                                fault_ns.record_ns(ns);
+                            }
+                        }
+                        None => {
+                            tabs.remove(&tab);
+                            recency.forget(tab);
+                            life.gone(tab);
+                            oom_kills += 1;
+                            break;
+                        }
+                    }
+                    clock += t1.elapsed().as_nanos() as u64;
+                    pass!(pause_ns);
+                }
+                pass!(steps as u64 * pause_ns);
             }
             Action::Open { tab, site } => {
                 let (proc_, loaded) = TabProcess::spawn(&procs, shapes[site], opts.seed, tab)?;
@@ -347,6 +386,7 @@ fn drive(
     }
     extra.insert("oom_kills".into(), oom_kills.into());
     extra.insert("background_faults".into(), background_faults.into());
+    extra.insert("scroll_faults".into(), scroll_faults.into());
     extra.insert("grown_pages".into(), grown_pages.into());
     extra.insert("major_faults".into(), major_faults.into());
     extra.insert("scale".into(), opts.scale.into());

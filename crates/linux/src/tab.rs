@@ -1,9 +1,10 @@
 //! A tab as a real process: a forked child in the memory cgroup that holds the site's memory as
 //! real bytes and, on command, touches its working set and renders.
 //!
-//! Protocol (8-byte little-endian words over pipes): the driver writes `SWITCH`, `EXIT`, or
-//! `LIVE` followed by `[background_second or NONE, grow_from, grow_to]`; after loading, after
-//! each switch and after each second of life the tab answers `[latency_ns, faulting_touches,
+//! Protocol (8-byte little-endian words over pipes): the driver writes `SWITCH`, `EXIT`,
+//! `LIVE` followed by `[background_second or NONE, grow_from, grow_to]`, or `SCROLL` followed by
+//! `[step, steps, 0]`; after loading, after each switch, each scroll step and each second of
+//! life the tab answers `[latency_ns, faulting_touches,
 //! major_faults]` and has written the latency of each faulting touch into its shared fault
 //! buffer. A tab killed (discard, or the cgroup's OOM killer) closes its answer pipe, which the
 //! driver reads as EOF.
@@ -19,7 +20,7 @@ use std::ffi::CString;
 use std::sync::atomic::Ordering;
 
 use nvmswap_core::workload::content::fill_page;
-use nvmswap_core::workload::life::TabLife;
+use nvmswap_core::workload::life::{scroll_step, TabLife};
 use nvmswap_core::workload::tabs::SiteType;
 use nvmswap_core::PAGE_SIZE;
 
@@ -29,6 +30,7 @@ use crate::worker::{self, Mapping};
 const SWITCH: u64 = 1;
 const EXIT: u64 = 0;
 const LIVE: u64 = 2;
+const SCROLL: u64 = 3;
 /// `LIVE`'s background second when the tab is in front (it only grows).
 const NONE: u64 = u64::MAX;
 
@@ -127,6 +129,16 @@ fn read_exact(fd: libc::c_int, buf: &mut [u8]) -> bool {
     true
 }
 
+/// A command's three argument words; `None` when the driver's end closed.
+fn read_args(fd: libc::c_int) -> Option<[u64; 3]> {
+    let mut buf = [0u8; 24];
+    if !read_exact(fd, &mut buf) {
+        return None;
+    }
+    let w = |i: usize| u64::from_le_bytes(buf[i * 8..i * 8 + 8].try_into().unwrap_or([0; 8]));
+    Some([w(0), w(1), w(2)])
+}
+
 /// The child's life: join the cgroup, load, then serve switches until told to exit. The
 /// arguments are the pieces prepared before the fork (no struct: nothing may allocate).
 #[allow(clippy::too_many_arguments)]
@@ -170,15 +182,21 @@ fn tab_main(
                 spin(shape.render_cpu_ns);
                 done.ns += worker::monotonic_ns() - r0;
             }
-            LIVE => {
-                let mut args = [0u8; 24];
-                if !read_exact(cmd_fd, &mut args) {
+            SCROLL => {
+                let Some([step, steps, _]) = read_args(cmd_fd) else {
                     return 0;
-                }
-                let w = |i: usize| {
-                    u64::from_le_bytes(args[i * 8..i * 8 + 8].try_into().unwrap_or([0; 8]))
                 };
-                let (second, from, to) = (w(0), w(1) as u32, w(2) as u32);
+                let (step, steps) = (step as u32, steps as u32);
+                let touches = shape.life.scroll_touches(tab, pages, visit);
+                for &(p, write) in &touches[scroll_step(touches.len(), step, steps)] {
+                    touch(memory, &mut done, faults, p, write);
+                }
+            }
+            LIVE => {
+                let Some([second, from, to]) = read_args(cmd_fd) else {
+                    return 0;
+                };
+                let (from, to) = (from as u32, to as u32);
                 // Growth: new pages written with their contents, never past the mapping.
                 for p in from.max(pages)..to.min(shape.life.max_pages) {
                     fill(memory, &mut done, faults, shape, seed, tab, p);
@@ -352,6 +370,15 @@ impl TabProcess {
     pub fn live(&mut self, second: Option<u64>, grow: Option<(u32, u32)>) -> bool {
         let (from, to) = grow.unwrap_or((0, 0));
         self.command(&[LIVE, second.unwrap_or(NONE), from as u64, to as u64])
+    }
+
+    /// Step `step` of `steps` of a scroll (the tab is in front): the tab touches its part of
+    /// its scroll set and answers. `None` when the tab died.
+    pub fn scroll(&mut self, step: u32, steps: u32) -> Option<(Answer, Vec<u64>)> {
+        if !self.command(&[SCROLL, step as u64, steps as u64, 0]) {
+            return None;
+        }
+        self.answer()
     }
 
     /// The answer to the last command and its faults' latencies; `None` when the tab died.

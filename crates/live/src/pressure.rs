@@ -27,7 +27,7 @@ use nvmswap_core::progress::Progress;
 use nvmswap_core::readahead::{ReadAheadKind, SwapReadAhead};
 use nvmswap_core::results::{RunFigures, RunOutput, RunResult, RunSeries};
 use nvmswap_core::workload::content::fill_page;
-use nvmswap_core::workload::life::{touch_digest, Life, TabLife};
+use nvmswap_core::workload::life::{scroll_step, touch_digest, Life, TabLife};
 use nvmswap_core::workload::tabs::{default_sites, Action, PressureParams, SiteType, TabId};
 
 use crate::{Compressor, LiveError, Pager, PagerConfig, Region, PAGE};
@@ -114,6 +114,31 @@ struct LifeCounts {
     grown_pages: u64,
     /// `life::touch_digest` summed over every switch's touches (as sim sums it).
     switch_touch_digest: u64,
+    /// Touches of the scrolls (Tast's wiggles), and their digest.
+    scroll_touches: u64,
+    scroll_touch_digest: u64,
+}
+
+/// Lets `ns` of the workload's clock pass (sleeping at most [`MAX_SLEEP`] of it), working off
+/// the tabs' seconds on the way.
+#[allow(clippy::too_many_arguments)]
+fn pass(
+    ns: u64,
+    clock: &mut u64,
+    life: &mut Life,
+    tabs: &[Option<Tab<'_>>],
+    sites: &[SiteType],
+    page: &mut [u8; PAGE],
+    seed: u64,
+    counts: &mut LifeCounts,
+) {
+    std::thread::sleep(Duration::from_nanos(ns).min(MAX_SLEEP));
+    let end = *clock + ns;
+    while life.next_second() <= end {
+        *clock = (*clock).max(life.next_second());
+        live_second(life, tabs, sites, page, seed, counts);
+    }
+    *clock = end;
 }
 
 /// One second of life carried out on the live tabs.
@@ -296,18 +321,49 @@ fn run_pressure_full(
         let alive: Vec<bool> = tabs.iter().map(|t| t.is_some()).collect();
         let action = test.next_action(discards > 0, &|t| alive.get(t as usize) == Some(&true));
         let t0 = Instant::now();
+        macro_rules! pass {
+            ($ns:expr) => {
+                pass(
+                    $ns,
+                    &mut clock,
+                    &mut life,
+                    &tabs,
+                    &sites,
+                    &mut page,
+                    opts.seed,
+                    &mut counts,
+                )
+            };
+        }
         match action {
             Action::Done => break,
             // The pressure test never closes a tab (only app relaunch does, in sim).
             Action::Close { .. } => unreachable!("the pressure test does not close tabs"),
             Action::Sleep { ns } => {
-                std::thread::sleep(Duration::from_nanos(ns).min(MAX_SLEEP));
-                let end = clock + ns;
-                while life.next_second() <= end {
-                    clock = clock.max(life.next_second());
-                    live_second(&mut life, &tabs, &sites, &mut page, opts.seed, &mut counts);
+                pass!(ns);
+            }
+            // Tast's wiggle: each step touches its part of the scroll set, then pauses; then
+            // the way back up (core's `Action::Scroll`).
+            Action::Scroll {
+                tab,
+                steps,
+                pause_ns,
+            } => {
+                let touches = life.scroll(tab);
+                for step in 0..steps {
+                    let t1 = Instant::now();
+                    if let Some(Some(t)) = tabs.get(tab as usize) {
+                        for &(p, write) in &touches[scroll_step(touches.len(), step, steps)] {
+                            touch(&t.region, p, write);
+                            let d = &mut counts.scroll_touch_digest;
+                            *d = d.wrapping_add(touch_digest(tab, p, write));
+                            counts.scroll_touches += 1;
+                        }
+                    }
+                    clock += t1.elapsed().as_nanos() as u64;
+                    pass!(pause_ns);
                 }
-                clock = end;
+                pass!(steps as u64 * pause_ns);
             }
             Action::Open { tab, site } => {
                 let t_open = started.elapsed();
@@ -437,6 +493,11 @@ fn run_pressure_full(
             extra.insert(
                 "switch_touch_digest".into(),
                 counts.switch_touch_digest.into(),
+            );
+            extra.insert("scroll_touches".into(), counts.scroll_touches.into());
+            extra.insert(
+                "scroll_touch_digest".into(),
+                counts.scroll_touch_digest.into(),
             );
             extra
         },

@@ -64,6 +64,19 @@ fn sim_and_live_touch_the_same_pages_for_the_same_sequence() {
     let digest = |r: &nvmswap_core::results::RunResult| r.extra["switch_touch_digest"].as_u64();
     assert!(digest(&live).is_some_and(|d| d != 0));
     assert_eq!(digest(&live), digest(&sim));
+    // The scrolls (Tast's wiggles) too: the same touches, and some.
+    let scrolls = |r: &nvmswap_core::results::RunResult| {
+        (
+            r.extra["scroll_touches"].as_u64(),
+            r.extra["scroll_touch_digest"].as_u64(),
+        )
+    };
+    assert!(
+        scrolls(&live).0.is_some_and(|n| n > 0),
+        "{:?}",
+        scrolls(&live)
+    );
+    assert_eq!(scrolls(&live), scrolls(&sim));
 }
 
 /// Live's run reports its tab events to a sink; replayed into core's discard replay, every

@@ -16,7 +16,7 @@
 use nvmswap_core::config::SystemConfig;
 use nvmswap_core::progress::Progress;
 use nvmswap_core::results::RunOutput;
-use nvmswap_core::workload::life::{touch_digest, Life, TabLife};
+use nvmswap_core::workload::life::{scroll_step, touch_digest, Life, TabLife};
 use nvmswap_core::workload::tabs::{Action, PressureParams, SiteType};
 use nvmswap_core::workload::Workload;
 
@@ -32,6 +32,9 @@ struct LifeCounts {
     tabs_at_growth_limit: u64,
     /// `life::touch_digest` summed over every switch's touches.
     switch_touch_digest: u64,
+    /// Touches of the scrolls (Tast's wiggles), and their digest.
+    scroll_touches: u64,
+    scroll_touch_digest: u64,
 }
 
 pub struct Driver<'a> {
@@ -110,16 +113,12 @@ impl<'a> Driver<'a> {
                     self.switch(tab, workload.phase_name())?;
                     workload.observe(self.machine.now - started_at);
                 }
-                Action::Sleep { ns } => {
-                    let end = self.machine.now + ns;
-                    while self.life.next_second() <= end {
-                        let to = self.life.next_second().max(self.machine.now);
-                        self.machine.advance(to - self.machine.now, false);
-                        self.live_second()?;
-                    }
-                    self.machine
-                        .advance(end.saturating_sub(self.machine.now), false);
-                }
+                Action::Sleep { ns } => self.sleep(ns)?,
+                Action::Scroll {
+                    tab,
+                    steps,
+                    pause_ns,
+                } => self.scroll(tab, steps, pause_ns)?,
                 Action::Close { tab } => {
                     let m = &mut self.machine;
                     if m.is_alive(tab) {
@@ -146,10 +145,47 @@ impl<'a> Driver<'a> {
             ("grown_pages", counts.grown_pages),
             ("tabs_at_growth_limit", counts.tabs_at_growth_limit),
             ("switch_touch_digest", counts.switch_touch_digest),
+            ("scroll_touches", counts.scroll_touches),
+            ("scroll_touch_digest", counts.scroll_touch_digest),
         ] {
             out.result.extra.insert(k.into(), v.into());
         }
         Ok(out)
+    }
+
+    /// Lets `ns` pass, working off the tabs' seconds on the way.
+    fn sleep(&mut self, ns: u64) -> Result<(), SimError> {
+        let end = self.machine.now + ns;
+        while self.life.next_second() <= end {
+            let to = self.life.next_second().max(self.machine.now);
+            self.machine.advance(to - self.machine.now, false);
+            self.live_second()?;
+        }
+        self.machine
+            .advance(end.saturating_sub(self.machine.now), false);
+        Ok(())
+    }
+
+    /// Tast's wiggle (core's `Action::Scroll`): each step touches its part of the scroll set
+    /// in front (its faults stall the tab, as a switch's do) and pauses; then the way back up.
+    fn scroll(&mut self, tab: u32, steps: u32, pause_ns: u64) -> Result<(), SimError> {
+        let touches = self.life.scroll(tab);
+        for step in 0..steps {
+            for &(off, write) in &touches[scroll_step(touches.len(), step, steps)] {
+                let m = &mut self.machine;
+                if !m.is_alive(tab) {
+                    break;
+                }
+                let d = &mut self.counts.scroll_touch_digest;
+                *d = d.wrapping_add(touch_digest(tab, off, write));
+                self.counts.scroll_touches += 1;
+                let p = m.tabs[tab as usize].page(off);
+                let t = m.touch(p, write)?;
+                m.advance(t, true);
+            }
+            self.sleep(pause_ns)?;
+        }
+        self.sleep(steps as u64 * pause_ns)
     }
 
     /// One second of the tabs' life (core's `Life::second`): each live tab grows, and each

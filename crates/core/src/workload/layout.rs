@@ -176,9 +176,10 @@ pub struct TouchLayout {
     pub salt: u64,
 }
 
-/// Salts of the tab's two layouts: a switch's and a background second's.
+/// Salts of the tab's layouts: a switch's, a background second's and a scroll's.
 pub const SWITCH_SALT: u64 = 0x6c61_796f_7574_0001;
 pub const BACKGROUND_SALT: u64 = 0x6c61_796f_7574_0002;
+pub const SCROLL_SALT: u64 = 0x6c61_796f_7574_0003;
 
 /// The most places [`places_for`] gives a run: beyond this many the measured visits cannot tell
 /// a run that wanders from one that cycles.

@@ -166,6 +166,8 @@ pub fn apps(category: &str) -> Option<Vec<SiteType>> {
                 switch_places: 0,
                 background_run_log2: Vec::new(),
                 background_gap_log2: Vec::new(),
+                // Nothing scrolls in seed 001's relaunch model.
+                scroll_touch_share: 0.0,
             }
         })
         .collect();
@@ -187,6 +189,7 @@ pub fn apps(category: &str) -> Option<Vec<SiteType>> {
         switch_places: 0,
         background_run_log2: Vec::new(),
         background_gap_log2: Vec::new(),
+        scroll_touch_share: 0.0,
     });
     Some(out)
 }

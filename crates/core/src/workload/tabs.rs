@@ -70,10 +70,19 @@ pub struct SiteType {
     pub background_run_log2: Vec<f64>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub background_gap_log2: Vec<f64>,
+    /// Share of the tab's pages that scrolling it after a switch or a load (the Tast test's
+    /// wiggle, [`super::tast`]) touches beyond the switch's set. 0 = a scroll touches nothing of
+    /// its own (it is then only time in front).
+    #[serde(default, skip_serializing_if = "is_zero_share")]
+    pub scroll_touch_share: f64,
 }
 
 fn is_zero(x: &u32) -> bool {
     *x == 0
+}
+
+fn is_zero_share(x: &f64) -> bool {
+    *x == 0.0
 }
 
 /// The bundled rotation of site types, opened in this order, round-robin: the page kinds measured
@@ -153,6 +162,16 @@ pub enum Action {
     Switch { tab: TabId },
     /// Let `ns` of time pass (background reclaim keeps running).
     Sleep { ns: u64 },
+    /// Scroll `tab`, which is in front (the Tast test's wiggle): `steps` times, touch the next
+    /// of `steps` equal parts of the tab's scroll set ([`super::life::Life::scroll`],
+    /// [`super::life::scroll_step`]) and let `pause_ns` pass; then scroll back up for another
+    /// `steps * pause_ns`, which shows what is already resident and touches nothing new. Not
+    /// timed: the test measures switches only.
+    Scroll {
+        tab: TabId,
+        steps: u32,
+        pause_ns: u64,
+    },
     /// The tab's process exits by itself (not a discard): its memory is freed. The pressure test
     /// never closes; app relaunch closes each operation's memory.
     Close { tab: TabId },

@@ -274,10 +274,9 @@ impl TastParams {
 }
 
 /// The Tast test as a [`super::Workload`] for the substrates that run tabs as pages (sim, live,
-/// linux's synthetic tabs). A wiggle is the tab in front for as long as Tast scrolls it
-/// (`steps` down and `steps` back up, `pause_ns` apart), while the other tabs live in the
-/// background; what the scrolling itself touches is not in the tab model (no measured share),
-/// so a wiggle touches nothing of its own.
+/// linux's synthetic tabs). A wiggle is a [`super::tabs::Action::Scroll`]: the tab in front for
+/// as long as Tast scrolls it (`steps` down and `steps` back up, `pause_ns` apart), touching
+/// its measured scroll set on the way down, while the other tabs live in the background.
 impl super::Workload for TastTest {
     fn next_action(
         &mut self,
@@ -293,9 +292,13 @@ impl super::Workload for TastTest {
             Step::Open { tab, site } => Action::Open { tab, site },
             Step::Switch { tab } => Action::Switch { tab },
             Step::Wiggle {
-                steps, pause_ns, ..
-            } => Action::Sleep {
-                ns: 2 * steps as u64 * pause_ns,
+                tab,
+                steps,
+                pause_ns,
+            } => Action::Scroll {
+                tab,
+                steps,
+                pause_ns,
             },
             Step::Sleep { ns } => Action::Sleep { ns },
             Step::Done => Action::Done,
@@ -387,6 +390,26 @@ mod tests {
         assert!(matches!(p1[16], Step::Wiggle { tab: 5, .. }));
         // No cycle before tab 6..9 (6 tabs open is not a multiple of 5).
         assert_eq!(p1[17], Step::Open { tab: 6, site: 6 });
+    }
+
+    /// As a workload, a wiggle is a scroll of its tab with Tast's steps and pause.
+    #[test]
+    fn a_wiggle_is_a_scroll_of_its_tab() {
+        use super::super::tabs::Action;
+        use super::super::Workload;
+        let mut t = TastTest::new(TastParams::default(), 7);
+        assert_eq!(
+            t.next_action(false, &|_| true),
+            Action::Open { tab: 0, site: 0 }
+        );
+        assert_eq!(
+            t.next_action(false, &|_| true),
+            Action::Scroll {
+                tab: 0,
+                steps: 50,
+                pause_ns: 50 * NS_PER_MS,
+            }
+        );
     }
 
     #[test]
