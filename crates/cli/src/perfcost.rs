@@ -1,6 +1,8 @@
 //! Seed 001's performance per cost (Eq. 1-3, `nvmswap_core::cost`) attached to the runs of
 //! `relaunch`, `pressure` and `sweep`: each run gets `extra.cost` (Eq. 3 with the run's own swap
-//! traffic), and a set of runs gets `extra.perf_per_cost` against its first configuration.
+//! traffic), and a set of runs gets `extra.perf_per_cost` against its first configuration. The
+//! traffic is 4 KiB pages moved (`extra.device_read_pages` / `device_write_pages`), the unit of
+//! Table 4's energies, not block requests (a plugged write request carries several pages).
 
 use std::collections::BTreeMap;
 
@@ -8,24 +10,20 @@ use nvmswap_core::config::SystemConfig;
 use nvmswap_core::cost::{self, RunCost};
 use nvmswap_core::results::{RunOutput, RunResult};
 
-fn extra_u64(r: &RunResult, key: &str) -> u64 {
-    r.extra.get(key).and_then(|v| v.as_u64()).unwrap_or(0)
-}
-
 fn extra_f64(r: &RunResult, key: &str) -> f64 {
     r.extra.get(key).and_then(|v| v.as_f64()).unwrap_or(0.0)
 }
 
-/// Eq. 3 of `cfg`'s swap area for the swap traffic `reads`/`writes` over `seconds`; None for zram
-/// (its swap area is in the DRAM the device has anyway).
+/// Eq. 3 of `cfg`'s swap area for the swap traffic `read_pages`/`write_pages` over `seconds`;
+/// None for zram (its swap area is in the DRAM the device has anyway).
 fn cost_of(
     cfg: &SystemConfig,
-    reads: u64,
-    writes: u64,
+    read_pages: u64,
+    write_pages: u64,
     seconds: f64,
 ) -> anyhow::Result<Option<RunCost>> {
     match cost::swap_medium_of(cfg) {
-        Ok(Some(m)) => Ok(Some(cost::run_cost(&m, reads, writes, seconds)?)),
+        Ok(Some(m)) => Ok(Some(cost::run_cost(&m, read_pages, write_pages, seconds)?)),
         Ok(None) => Ok(None),
         // A profile without a price or energy (e.g. optane-ssd has no published price): no cost.
         Err(cost::CostError::MissingParameter { .. }) => Ok(None),
@@ -33,10 +31,11 @@ fn cost_of(
     }
 }
 
-/// Puts `extra.cost` (Eq. 3 with the run's device reads and writes over its virtual time) on a
-/// sim run of `cfg`; `extra.cost_unavailable` says why where it cannot be computed.
+/// Puts `extra.cost` (Eq. 3 with the pages the run read from and wrote to its swap device over
+/// its virtual time) on a sim run of `cfg`; `extra.cost_unavailable` says why where it cannot be
+/// computed.
 pub fn attach(cfg: &SystemConfig, r: &mut RunResult) -> anyhow::Result<()> {
-    let (reads, writes) = (extra_u64(r, "device_reads"), extra_u64(r, "device_writes"));
+    let (reads, writes) = cost::device_pages(&r.extra);
     let secs = extra_f64(r, "virtual_s");
     match cost_of(cfg, reads, writes, secs)? {
         Some(c) => {
@@ -79,7 +78,7 @@ fn config_of(o: &RunOutput) -> String {
 
 /// Seed 001 Fig. 15 for `relaunch` runs (one per configuration x category, `configs` in the same
 /// order as the configurations were run): Eq. 1 over every app of every category against the
-/// first configuration, Eq. 3 with the configuration's swap traffic over all its runs.
+/// first configuration, Eq. 3 with the configuration's swap traffic (pages) over all its runs.
 pub fn relaunch(
     configs: &[SystemConfig],
     outputs: &mut [RunOutput],
@@ -105,8 +104,9 @@ pub fn relaunch(
             }
         }
         let e = traffic.entry(name).or_default();
-        e.0 += extra_u64(&o.result, "device_reads");
-        e.1 += extra_u64(&o.result, "device_writes");
+        let (read_pages, write_pages) = cost::device_pages(&o.result.extra);
+        e.0 += read_pages;
+        e.1 += write_pages;
         e.2 += extra_f64(&o.result, "virtual_s");
     }
     let Some(base_cfg) = configs.first() else {
@@ -153,7 +153,7 @@ pub fn relaunch(
 
 /// The pressure test's analogue: Eq. 1's form with one term, the mean tab-switch latency of the
 /// first configuration over this one's (the pressure test has no relaunch/execution split), and
-/// Eq. 3 with the run's swap traffic.
+/// Eq. 3 with the run's swap traffic (pages).
 pub fn pressure(
     configs: &[SystemConfig],
     outputs: &mut [RunOutput],
@@ -169,10 +169,11 @@ pub fn pressure(
         } else {
             f64::NAN
         };
+        let (read_pages, write_pages) = cost::device_pages(&o.result.extra);
         let c = cost_of(
             cfg,
-            extra_u64(&o.result, "device_reads"),
-            extra_u64(&o.result, "device_writes"),
+            read_pages,
+            write_pages,
             extra_f64(&o.result, "virtual_s"),
         )?;
         rows.push(PerfCostRow {
@@ -208,7 +209,7 @@ pub fn print_table(title: &str, rows: &[PerfCostRow]) {
     println!("\n{title}");
     println!(
         "{:<24} {:>8} {:>10} {:>10} {:>11} {:>10} {:>10} {:>8}",
-        "config", "perf", "rd/s", "wr/s", "energy $", "device $", "perf/$", "norm"
+        "config", "perf", "rd pg/s", "wr pg/s", "energy $", "device $", "perf/$", "norm"
     );
     let opt = |v: Option<f64>, prec: usize| match v {
         Some(v) => format!("{v:.prec$}"),
@@ -228,8 +229,45 @@ pub fn print_table(title: &str, rows: &[PerfCostRow]) {
         );
     }
     println!(
-        "(Eq. 3: swap traffic of the run, T = {} years (assumed), {} $/kWh; n/a: no price or energy for the swap medium, or zram)",
+        "(Eq. 3: swap traffic of the run in 4 KiB pages, T = {} years (assumed), {} $/kWh; n/a: no price or energy for the swap medium, or zram)",
         cost::ASSUMED_DEVICE_LIFETIME_YEARS,
         cost::SEED001_ELECTRICITY_USD_PER_KWH
     );
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Eq. 3's N_wr is pages: a run whose one write request carried 8 pages is charged 8 pages'
+    /// write energy (the eMMC's 2.9e-5 J each), in `extra.cost` and in the pressure table alike.
+    #[test]
+    fn cost_counts_pages_not_requests() {
+        let cfg = SystemConfig::load("nand", &["swap_profile=emmc".to_string()]).unwrap();
+        let mut r = RunResult::default();
+        for (k, v) in [
+            ("device_reads", 0u64),
+            ("device_writes", 1),
+            ("device_read_pages", 0),
+            ("device_write_pages", 8),
+        ] {
+            r.extra.insert(k.into(), v.into());
+        }
+        r.extra.insert("virtual_s".into(), 1.0.into());
+        attach(&cfg, &mut r).unwrap();
+        let c: RunCost = serde_json::from_value(r.extra["cost"].clone()).unwrap();
+        assert_eq!(c.writes_per_s, 8.0);
+        assert!(
+            (c.measured.access_w - 8.0 * 2.9e-5).abs() < 1e-15,
+            "{:?}",
+            c.measured
+        );
+        let mut outs = vec![RunOutput {
+            result: r,
+            ..Default::default()
+        }];
+        outs[0].result.config = cfg.name.clone();
+        let rows = pressure(std::slice::from_ref(&cfg), &mut outs).unwrap();
+        assert_eq!(rows[0].cost.unwrap().writes_per_s, 8.0);
+    }
 }

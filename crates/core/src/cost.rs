@@ -12,6 +12,10 @@
 //!   multiplied by the area's size), `T` the device's lifetime, `C_E` the electricity price
 //!   (Table 4: "~0.12 $/KW", read as $/kWh) and `C_price` the $/GB of the swap medium.
 //!
+//! `E` is per 4 KiB page (Table 4: "J/4KB"), so `N` counts pages moved, not device requests: a
+//! block-layer write request that carries a plugged run of 8 swap slots costs 8 pages' energy
+//! (`device_pages` reads a run's page counts, `extra.device_read_pages` / `device_write_pages`).
+//!
 //! No I/O: callers hand in device profiles and counts.
 
 use serde::{Deserialize, Serialize};
@@ -197,10 +201,11 @@ pub fn cost(m: &SwapMedium, u: &Usage) -> Result<Cost, CostError> {
 }
 
 /// Energy of a span of activity on a medium (the access and idle terms of Eq. 3 over `seconds`
-/// rather than a lifetime), joules.
-pub fn energy_j(m: &SwapMedium, reads: u64, writes: u64, seconds: f64) -> f64 {
-    m.read_j * reads as f64
-        + m.write_j * writes as f64
+/// rather than a lifetime), joules; `read_pages` and `write_pages` are 4 KiB pages moved (not
+/// device requests, which may carry several).
+pub fn energy_j(m: &SwapMedium, read_pages: u64, write_pages: u64, seconds: f64) -> f64 {
+    m.read_j * read_pages as f64
+        + m.write_j * write_pages as f64
         + (m.standby_w_per_gb + m.refresh_w_per_gb) * m.size_bytes as f64 / BYTES_PER_GB * seconds
 }
 
@@ -220,10 +225,20 @@ pub fn swap_medium_of(cfg: &crate::config::SystemConfig) -> Result<Option<SwapMe
     }
 }
 
-/// One run's Eq. 3: the swap device's accesses over the run's (virtual) time as N_rd and N_wr,
-/// and the same medium under Table 4's own usage.
+/// The 4 KiB pages a run moved to and from its swap device, (read, write), from its results'
+/// `extra.device_read_pages` / `device_write_pages` (0 where absent): Eq. 3's N_rd and N_wr count
+/// these, not the requests in `extra.device_reads` / `device_writes` (a plugged write request
+/// carries several pages).
+pub fn device_pages(extra: &serde_json::Map<String, serde_json::Value>) -> (u64, u64) {
+    let get = |k: &str| extra.get(k).and_then(|v| v.as_u64()).unwrap_or(0);
+    (get("device_read_pages"), get("device_write_pages"))
+}
+
+/// One run's Eq. 3: the pages the swap device read and wrote over the run's (virtual) time as
+/// N_rd and N_wr, and the same medium under Table 4's own usage.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct RunCost {
+    /// N_rd, N_wr: 4 KiB pages read from and written to the swap device per second.
     pub reads_per_s: f64,
     pub writes_per_s: f64,
     pub lifetime_years: f64,
@@ -234,15 +249,15 @@ pub struct RunCost {
     pub seed001_usage: Cost,
 }
 
-/// Eq. 3 for a run that read and wrote the swap device `reads` and `writes` times (pages) in
-/// `seconds`.
+/// Eq. 3 for a run that read `read_pages` and wrote `write_pages` 4 KiB pages on the swap device
+/// in `seconds` (pages, not requests: see `device_pages`).
 pub fn run_cost(
     m: &SwapMedium,
-    reads: u64,
-    writes: u64,
+    read_pages: u64,
+    write_pages: u64,
     seconds: f64,
 ) -> Result<RunCost, CostError> {
-    let u = Usage::measured(reads, writes, seconds);
+    let u = Usage::measured(read_pages, write_pages, seconds);
     Ok(RunCost {
         reads_per_s: u.reads_per_s,
         writes_per_s: u.writes_per_s,
@@ -369,6 +384,32 @@ mod tests {
         )
         .unwrap();
         assert!(close(energy_j(&m, 1000, 3000, 100.0), c.energy_j, 1e-12));
+    }
+
+    #[test]
+    fn eq3_counts_pages_not_requests() {
+        // One block write request carrying a plugged run of 8 slots, in one second, on the eMMC
+        // (2.9e-5 J per 4 KiB page): N_wr is 8 pages/s and the write power 8 x 2.9e-5 W. Counting
+        // the request (what `extra.device_writes` holds) would give 2.9e-5 W.
+        let mut extra = serde_json::Map::new();
+        extra.insert("device_reads".into(), 0.into());
+        extra.insert("device_writes".into(), 1.into());
+        extra.insert("device_read_pages".into(), 0.into());
+        extra.insert("device_write_pages".into(), 8.into());
+        let (rd, wr) = device_pages(&extra);
+        assert_eq!((rd, wr), (0, 8));
+        let m = medium("emmc", 256);
+        let c = run_cost(&m, rd, wr, 1.0).unwrap();
+        assert_eq!(c.writes_per_s, 8.0);
+        assert!(close(c.measured.access_w, 8.0 * 2.9e-5, 1e-12), "{c:?}");
+        let idle_j = (m.standby_w_per_gb + m.refresh_w_per_gb) * 0.256;
+        assert!(close(
+            energy_j(&m, rd, wr, 1.0),
+            8.0 * 2.9e-5 + idle_j,
+            1e-12
+        ));
+        // Results without page counts cost no accesses (never the request counts).
+        assert_eq!(device_pages(&serde_json::Map::new()), (0, 0));
     }
 
     #[test]

@@ -329,16 +329,18 @@ impl Metrics {
                 mw_j(swap.refresh_mw_per_gb, cfg.swap_bytes),
                 &mut energy,
             );
+            // The profiles' energies are per 4 KiB page (seed 001 Table 4: J/4KB), so they
+            // multiply the pages moved, not the requests (a plugged write carries several).
             term(
                 "swap_read_j",
                 swap.read_energy_nj
-                    .map(|nj| nj * 1e-9 * c.device_reads as f64),
+                    .map(|nj| nj * 1e-9 * c.device_read_pages as f64),
                 &mut energy,
             );
             term(
                 "swap_write_j",
                 swap.write_energy_nj
-                    .map(|nj| nj * 1e-9 * c.device_writes as f64),
+                    .map(|nj| nj * 1e-9 * c.device_write_pages as f64),
                 &mut energy,
             );
         }
@@ -495,5 +497,56 @@ impl Metrics {
             result,
             series: self.series,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::observe::Actor;
+
+    /// The swap device's energy terms count 4 KiB pages (the profiles' unit, seed 001 Table 4's
+    /// J/4KB), not block requests: one plugged write request of 8 slots costs 8 pages' energy.
+    #[test]
+    fn swap_energy_counts_pages_not_requests() {
+        let cfg = SystemConfig::load("nand", &[]).unwrap();
+        let swap = DeviceProfile::resolve(&cfg.swap_profile).unwrap();
+        let mut m = Metrics::new(cfg.cpus);
+        let actor = Actor { cpu: 0, pid: 1 };
+        for (op, pages, id) in [(Op::Write, 8, 1), (Op::Read, 1, 2), (Op::Read, 2, 3)] {
+            m.on_event(&Event::BlockQueued {
+                t: 0,
+                issued: 0,
+                pages,
+                actor,
+                id,
+                op,
+                sync: false,
+                sector: 0,
+            });
+        }
+        let lru = LruStats::default();
+        let out = m.finish(RunEnd {
+            cfg: &cfg,
+            now: NS_PER_S,
+            tabs_opened: 0,
+            lru: &lru,
+            backend: BackendReport::default(),
+            started: std::time::Instant::now(),
+        });
+        let x = &out.result.extra;
+        assert_eq!(x["device_writes"], 1);
+        assert_eq!(x["device_write_pages"], 8);
+        assert_eq!(x["device_reads"], 2);
+        assert_eq!(x["device_read_pages"], 3);
+        let terms = &x["energy_j_by_term"];
+        let (wr, rd) = (
+            terms["swap_write_j"].as_f64().unwrap(),
+            terms["swap_read_j"].as_f64().unwrap(),
+        );
+        let want_wr = 8.0 * swap.write_energy_nj.unwrap() * 1e-9;
+        let want_rd = 3.0 * swap.read_energy_nj.unwrap() * 1e-9;
+        assert!((wr - want_wr).abs() <= 1e-12 * want_wr, "{wr} vs {want_wr}");
+        assert!((rd - want_rd).abs() <= 1e-12 * want_rd, "{rd} vs {want_rd}");
     }
 }

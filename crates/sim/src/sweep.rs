@@ -430,17 +430,9 @@ pub fn run_metrics(cfg: &SystemConfig, r: &RunResult) -> Vec<(String, f64)> {
         m.push(("zswap_hit_rate".into(), h));
     }
     if let Ok(Some(medium)) = cost::swap_medium_of(cfg) {
-        let reads = r
-            .extra
-            .get("device_reads")
-            .and_then(|v| v.as_u64())
-            .unwrap_or(0);
-        let writes = r
-            .extra
-            .get("device_writes")
-            .and_then(|v| v.as_u64())
-            .unwrap_or(0);
-        if let Ok(c) = cost::run_cost(&medium, reads, writes, x("virtual_s")) {
+        // Pages moved, the unit of Table 4's energies (not block requests).
+        let (read_pages, write_pages) = cost::device_pages(&r.extra);
+        if let Ok(c) = cost::run_cost(&medium, read_pages, write_pages, x("virtual_s")) {
             m.push(("cost_usd".into(), c.measured.total_usd));
             m.push(("cost_energy_usd".into(), c.measured.energy_usd));
         }
@@ -522,5 +514,35 @@ mod tests {
         assert_eq!(a, p.run().unwrap());
         let tabs = a.iter().find(|(k, _)| k == "tabs_opened").unwrap().1;
         assert!(tabs <= 8.0, "{tabs}");
+    }
+
+    #[test]
+    fn cost_counts_pages_not_requests() {
+        // One plugged write request of 8 pages in 1 s on the eMMC (2.9e-5 J per 4 KiB page):
+        // the energy is 8 pages' over the config's lifetime, not the one request's.
+        let cfg = SystemConfig::load("nand", &["swap_profile=emmc".to_string()]).unwrap();
+        let medium = cost::swap_medium_of(&cfg).unwrap().unwrap();
+        let mut r = RunResult::default();
+        for (k, v) in [
+            ("device_reads", 0.0),
+            ("device_writes", 1.0),
+            ("device_read_pages", 0.0),
+            ("device_write_pages", 8.0),
+        ] {
+            r.extra.insert(k.into(), (v as u64).into());
+        }
+        r.extra.insert("virtual_s".into(), 1.0.into());
+        let m = run_metrics(&cfg, &r);
+        let got = m.iter().find(|(k, _)| k == "cost_energy_usd").unwrap().1;
+        let want = cost::run_cost(&medium, 0, 8, 1.0)
+            .unwrap()
+            .measured
+            .energy_usd;
+        let requests = cost::run_cost(&medium, 0, 1, 1.0)
+            .unwrap()
+            .measured
+            .energy_usd;
+        assert_eq!(got, want);
+        assert!(got > requests, "{got} vs {requests}");
     }
 }
