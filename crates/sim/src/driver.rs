@@ -20,7 +20,7 @@ use nvmswap_core::workload::life::{scroll_step, touch_digest, Life, TabLife};
 use nvmswap_core::workload::tabs::{Action, PressureParams, SiteType};
 use nvmswap_core::workload::Workload;
 
-use crate::engine::Machine;
+use crate::engine::{Loc, Machine};
 use crate::observe::Event;
 use crate::{RunOptions, SimError};
 
@@ -35,6 +35,8 @@ struct LifeCounts {
     /// Touches of the scrolls (Tast's wiggles), and their digest.
     scroll_touches: u64,
     scroll_touch_digest: u64,
+    /// Scroll touches of pages that were not resident (the scroll's faults).
+    scroll_faults: u64,
 }
 
 pub struct Driver<'a> {
@@ -147,6 +149,7 @@ impl<'a> Driver<'a> {
             ("switch_touch_digest", counts.switch_touch_digest),
             ("scroll_touches", counts.scroll_touches),
             ("scroll_touch_digest", counts.scroll_touch_digest),
+            ("scroll_faults", counts.scroll_faults),
         ] {
             out.result.extra.insert(k.into(), v.into());
         }
@@ -180,6 +183,9 @@ impl<'a> Driver<'a> {
                 *d = d.wrapping_add(touch_digest(tab, off, write));
                 self.counts.scroll_touches += 1;
                 let p = m.tabs[tab as usize].page(off);
+                if m.loc[p as usize] != Loc::Resident {
+                    self.counts.scroll_faults += 1;
+                }
                 let t = m.touch(p, write)?;
                 m.advance(t, true);
             }
@@ -296,7 +302,6 @@ impl<'a> Driver<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::engine::Loc;
     use nvmswap_core::progress::NoProgress;
     use nvmswap_core::workload::tabs::default_sites;
 
