@@ -53,6 +53,20 @@ const CASES: &[(&[&str], &[&str])] = &[
     (&["pressure", "--scale", "-0.5"], &["--scale", "(0, 1]"]),
     (&["relaunch", "--scale", "-0.5"], &["--scale", "(0, 1]"]),
     (&["validate", "--scale", "0"], &["--scale", "(0, 1]"]),
+    // The matrix picks its own configurations, scales and seeds.
+    (
+        &["validate", "--matrix", "--configs", "linux-zram"],
+        &["--matrix", "--configs"],
+    ),
+    (
+        &["validate", "--matrix", "--matrix-scales", "0.25,2"],
+        &["--matrix-scales", "(0, 1]"],
+    ),
+    (&["validate", "--matrix-seeds", "3"], &["--matrix"]),
+    (
+        &["validate", "--matrix", "--matrix-seeds", "1,1"],
+        &["--matrix-seeds", "twice"],
+    ),
     // A --set typo blamed "configuration bundled:nvm-swap is malformed".
     (
         &["pressure", "--config", "nvm-swap", "--set", "swap_byts=5"],

@@ -37,6 +37,29 @@ pub struct Args {
     /// error is against the mean (sim is deterministic: one run).
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
     repeat: u32,
+    /// Run the validation matrix (docs/commands/validate.md) instead of `--configs` at one scale
+    /// and seed: linux-zram, linux-swapfile and linux-zswap at each of `--matrix-scales` and
+    /// `--matrix-seeds`, then the variants in profiles/linux/matrix/ (schedulers none, kyber,
+    /// bfq; page-cluster 0; a 1 % zswap pool) at the first scale and seed; one table at the end.
+    #[arg(long, conflicts_with_all = ["configs", "scale", "seed"])]
+    matrix: bool,
+    /// Scales of the matrix's bundled configurations (the variants run at the first).
+    #[arg(
+        long,
+        value_delimiter = ',',
+        default_value = "0.25,0.1",
+        requires = "matrix",
+        value_parser = crate::args::unit_fraction
+    )]
+    matrix_scales: Vec<f64>,
+    /// Seeds of the matrix's bundled configurations (the variants run at the first).
+    #[arg(
+        long,
+        value_delimiter = ',',
+        default_value = "1,2",
+        requires = "matrix"
+    )]
+    matrix_seeds: Vec<u64>,
     /// Print one nvmswap.results/1 object (sim and linux runs; relative errors in the sim runs'
     /// `extra.validation`) on stdout.
     #[arg(long)]
@@ -210,112 +233,467 @@ fn mean_and_range(runs: &[RunResult]) -> Vec<(&'static str, f64, f64, f64)> {
         .collect()
 }
 
-pub fn run(args: Args) -> anyhow::Result<()> {
-    if args.repeat == 0 {
-        anyhow::bail!("--repeat must be at least 1");
-    }
-    let disk = args.disk_profile.display().to_string();
-    nvmswap_core::device::DeviceProfile::resolve(&disk)
-        .with_context(|| format!("disk profile {disk}: run `nvmswap linux calibrate` first"))?;
-    let costs_path = (args.costs != "none").then(|| PathBuf::from(&args.costs));
-    if let Some(p) = &costs_path {
-        if !p.exists() {
-            anyhow::bail!(
-                "--costs {}: not found; run `nvmswap linux calibrate` first, or pass --costs none",
-                p.display()
-            );
+/// Relative error past which a figure is flagged.
+const FLAG_REL: f64 = 0.25;
+/// Tabs before the first discard are flagged when sim and the linux mean are more than this many
+/// tabs apart (at these scales 25 % of the tabs is 2-5 tabs; one tab is the resolution).
+const FLAG_TABS: f64 = 1.0;
+
+/// One compared figure of one scenario.
+#[derive(Debug, Clone, PartialEq)]
+struct Row {
+    figure: &'static str,
+    linux_mean: f64,
+    linux_min: f64,
+    linux_max: f64,
+    sim: f64,
+    /// `(sim - linux mean) / linux mean`; None where linux is 0 or only one substrate has the
+    /// figure (printed `n/a`, never flagged).
+    rel_error: Option<f64>,
+    /// Outside [`FLAG_REL`] (tabs: more than [`FLAG_TABS`] apart).
+    flagged: bool,
+}
+
+impl Row {
+    /// The linux mean and min..max as printed: `n/a` where linux lacks the figure.
+    fn linux_text(&self) -> (String, String) {
+        if self.linux_mean.is_nan() {
+            ("n/a".into(), "n/a".into())
+        } else {
+            (
+                format!("{:.2}", self.linux_mean),
+                format!("{:.2}..{:.2}", self.linux_min, self.linux_max),
+            )
         }
     }
-    let mut runs = Vec::new();
-    for name in &args.configs {
-        let linux_cfg = LinuxConfig::load(name)?;
-        let costs = match (&costs_path, algorithm(&linux_cfg)) {
-            (Some(p), alg) => nvmswap_linux::calibrate::load_costs(p, alg.unwrap_or(""))
-                .with_context(|| format!("--costs {}", p.display()))?,
-            (None, _) => Default::default(),
-        };
-        let mut sim_cfg = sim_equivalent(&linux_cfg, &disk, costs);
-        if let SwapSetup::Zswap {
-            max_pool_percent, ..
-        } = &linux_cfg.swap
-        {
-            sim_cfg.zswap_max_pool_percent =
-                zswap_share_of_cgroup(*max_pool_percent, &linux_cfg, args.scale);
-        }
-        let mut linux_runs = Vec::new();
-        for i in 0..args.repeat {
-            tracing::info!(
-                "validate {name}: linux run {}/{} (scale {})",
-                i + 1,
-                args.repeat,
-                args.scale
-            );
-            let linux_opts = nvmswap_linux::PressureOptions {
-                seed: args.seed,
-                scale: args.scale,
-                ..Default::default()
+
+    fn to_json(&self) -> serde_json::Value {
+        serde_json::json!({
+            "figure": self.figure,
+            "linux_mean": self.linux_mean,
+            "linux_min": self.linux_min,
+            "linux_max": self.linux_max,
+            "sim": self.sim,
+            "rel_error": self.rel_error,
+            "flagged": self.flagged,
+        })
+    }
+
+    fn rel_text(&self) -> String {
+        let e = self
+            .rel_error
+            .map_or("n/a".to_string(), |e| format!("{:+.0}%", e * 100.0));
+        format!("{e}{}", if self.flagged { " *" } else { "" })
+    }
+}
+
+/// The table builder: each figure of sim against the linux runs' mean and range. Figures neither
+/// substrate has (the swap device's trace with zram) are left out.
+fn compare(linux_runs: &[RunResult], sim: &RunResult) -> Vec<Row> {
+    mean_and_range(linux_runs)
+        .into_iter()
+        .zip(figures(sim))
+        .filter(|((_, l, ..), (_, s))| !(l.is_nan() && s.is_nan()))
+        .map(|((figure, l, lo, hi), (_, s))| {
+            let rel_error = rel(s, l).filter(|e| e.is_finite());
+            let flagged = if figure == "tabs_before_discard" {
+                (s - l).abs() > FLAG_TABS
+            } else {
+                rel_error.is_some_and(|e| e.abs() > FLAG_REL)
             };
-            let linux =
-                nvmswap_linux::run_pressure(name, &linux_opts, &nvmswap_core::progress::NoProgress)
-                    .with_context(|| format!("linux run of {name}"))?
-                    .result;
-            linux_runs.push(linux);
+            Row {
+                figure,
+                linux_mean: l,
+                linux_min: lo,
+                linux_max: hi,
+                sim: s,
+                rel_error,
+                flagged,
+            }
+        })
+        .collect()
+}
+
+/// One validated point: a linux configuration at a scale and a seed.
+#[derive(Debug, Clone, PartialEq)]
+struct Scenario {
+    config: String,
+    scale: f64,
+    seed: u64,
+}
+
+impl Scenario {
+    /// The configuration's name without directory and `.toml`, its scale and seed.
+    fn label(&self) -> String {
+        let name = self
+            .config
+            .rsplit('/')
+            .next()
+            .unwrap_or(&self.config)
+            .trim_end_matches(".toml");
+        format!("{name} x{} seed {}", self.scale, self.seed)
+    }
+
+    fn to_json(&self) -> serde_json::Value {
+        serde_json::json!({"config": self.config, "scale": self.scale, "seed": self.seed})
+    }
+}
+
+/// The bundled configurations the matrix runs at every scale and seed.
+const MATRIX_BASE: [&str; 3] = ["linux-zram", "linux-swapfile", "linux-zswap"];
+
+/// The matrix's variants, at its first scale and seed: the I/O schedulers beside linux-swapfile's
+/// mq-deadline, page-cluster 0 beside its 3, and zswap with a 1 % pool beside linux-zswap's 20 %.
+const MATRIX_VARIANTS: [&str; 5] = [
+    "profiles/linux/matrix/linux-swapfile-none.toml",
+    "profiles/linux/matrix/linux-swapfile-kyber.toml",
+    "profiles/linux/matrix/linux-swapfile-bfq.toml",
+    "profiles/linux/matrix/linux-swapfile-pc0.toml",
+    "profiles/linux/matrix/linux-zswap-pool1.toml",
+];
+
+/// The matrix's scenarios in the order they run: the bundled configurations at every scale and
+/// seed (scale-major), then the variants at the first scale and seed.
+fn matrix_scenarios(scales: &[f64], seeds: &[u64]) -> Vec<Scenario> {
+    let mut out = Vec::new();
+    for &scale in scales {
+        for &seed in seeds {
+            for config in MATRIX_BASE {
+                out.push(Scenario {
+                    config: config.into(),
+                    scale,
+                    seed,
+                });
+            }
         }
-        tracing::info!("validate {name}: sim run");
-        let sim_opts = nvmswap_sim::RunOptions {
-            seed: args.seed,
-            scale: args.scale,
+    }
+    if let (Some(&scale), Some(&seed)) = (scales.first(), seeds.first()) {
+        for config in MATRIX_VARIANTS {
+            out.push(Scenario {
+                config: config.into(),
+                scale,
+                seed,
+            });
+        }
+    }
+    out
+}
+
+/// What every scenario shares: the disk profile, the costs file, the linux runs per scenario.
+struct Common {
+    disk: String,
+    costs_path: Option<PathBuf>,
+    repeat: u32,
+}
+
+impl Common {
+    fn new(args: &Args) -> anyhow::Result<Self> {
+        let disk = args.disk_profile.display().to_string();
+        nvmswap_core::device::DeviceProfile::resolve(&disk)
+            .with_context(|| format!("disk profile {disk}: run `nvmswap linux calibrate` first"))?;
+        let costs_path = (args.costs != "none").then(|| PathBuf::from(&args.costs));
+        if let Some(p) = &costs_path {
+            if !p.exists() {
+                anyhow::bail!(
+                    "--costs {}: not found; run `nvmswap linux calibrate` first, or pass --costs none",
+                    p.display()
+                );
+            }
+        }
+        Ok(Common {
+            disk,
+            costs_path,
+            repeat: args.repeat,
+        })
+    }
+}
+
+/// One scenario validated: its linux runs, its sim run (carrying the comparison in `extra`) and
+/// the compared rows.
+struct Compared {
+    scenario: Scenario,
+    linux_runs: Vec<RunResult>,
+    sim: RunResult,
+    rows: Vec<Row>,
+}
+
+/// Runs one scenario: `common.repeat` linux runs, then sim once.
+fn validate_scenario(common: &Common, scenario: &Scenario) -> anyhow::Result<Compared> {
+    let name = &scenario.config;
+    let linux_cfg = LinuxConfig::load(name)?;
+    let costs = match (&common.costs_path, algorithm(&linux_cfg)) {
+        (Some(p), alg) => nvmswap_linux::calibrate::load_costs(p, alg.unwrap_or(""))
+            .with_context(|| format!("--costs {}", p.display()))?,
+        (None, _) => Default::default(),
+    };
+    let mut sim_cfg = sim_equivalent(&linux_cfg, &common.disk, costs);
+    if let SwapSetup::Zswap {
+        max_pool_percent, ..
+    } = &linux_cfg.swap
+    {
+        sim_cfg.zswap_max_pool_percent =
+            zswap_share_of_cgroup(*max_pool_percent, &linux_cfg, scenario.scale);
+    }
+    let mut linux_runs = Vec::new();
+    for i in 0..common.repeat {
+        tracing::info!(
+            "validate {}: linux run {}/{}",
+            scenario.label(),
+            i + 1,
+            common.repeat
+        );
+        let linux_opts = nvmswap_linux::PressureOptions {
+            seed: scenario.seed,
+            scale: scenario.scale,
+            ..Default::default()
         };
-        let mut sim =
-            nvmswap_sim::run_pressure(&sim_cfg, &sim_opts, &nvmswap_core::progress::NoProgress)
-                .with_context(|| format!("sim run of {}", sim_cfg.name))?
+        let mut linux =
+            nvmswap_linux::run_pressure(name, &linux_opts, &nvmswap_core::progress::NoProgress)
+                .with_context(|| format!("linux run of {name}"))?
                 .result;
-        let mut errors = serde_json::Map::new();
+        linux.extra.insert("scenario".into(), scenario.to_json());
+        linux_runs.push(linux);
+    }
+    tracing::info!("validate {}: sim run", scenario.label());
+    let sim_opts = nvmswap_sim::RunOptions {
+        seed: scenario.seed,
+        scale: scenario.scale,
+    };
+    let mut sim =
+        nvmswap_sim::run_pressure(&sim_cfg, &sim_opts, &nvmswap_core::progress::NoProgress)
+            .with_context(|| format!("sim run of {}", sim_cfg.name))?
+            .result;
+    let rows = compare(&linux_runs, &sim);
+    let errors: serde_json::Map<String, serde_json::Value> = rows
+        .iter()
+        .map(|r| (r.figure.to_string(), r.rel_error.into()))
+        .collect();
+    sim.extra
+        .insert("validation".into(), serde_json::Value::Object(errors));
+    sim.extra.insert(
+        "validation_table".into(),
+        rows.iter().map(Row::to_json).collect(),
+    );
+    sim.extra.insert("validates".into(), name.clone().into());
+    sim.extra
+        .insert("linux_runs".into(), (linux_runs.len() as u64).into());
+    sim.extra.insert("scenario".into(), scenario.to_json());
+    Ok(Compared {
+        scenario: scenario.clone(),
+        linux_runs,
+        sim,
+        rows,
+    })
+}
+
+/// Every run of the compared scenarios, each scenario's linux runs then its sim run.
+fn all_runs(done: Vec<Compared>) -> Vec<RunResult> {
+    done.into_iter()
+        .flat_map(|c| c.linux_runs.into_iter().chain(std::iter::once(c.sim)))
+        .collect()
+}
+
+pub fn run(args: Args) -> anyhow::Result<()> {
+    if args.matrix {
+        return run_matrix(&args);
+    }
+    let common = Common::new(&args)?;
+    let mut done = Vec::new();
+    for name in &args.configs {
+        let scenario = Scenario {
+            config: name.clone(),
+            scale: args.scale,
+            seed: args.seed,
+        };
+        let c = validate_scenario(&common, &scenario)?;
         if !args.json {
             println!(
                 "\n{name} (scale {}, seed {}, {} linux run(s){})",
                 args.scale,
                 args.seed,
                 args.repeat,
-                if costs_path.is_some() {
+                if common.costs_path.is_some() {
                     ", sim with calibrated costs"
                 } else {
                     ""
                 }
             );
             println!(
-                "{:22} {:>10} {:>21} {:>10} {:>9}",
+                "{:22} {:>10} {:>21} {:>10} {:>11}",
                 "figure", "linux", "linux min..max", "sim", "rel.err"
             );
-        }
-        for ((key, l, lo, hi), (_, s)) in mean_and_range(&linux_runs).into_iter().zip(figures(&sim))
-        {
-            if l.is_nan() && s.is_nan() {
-                continue; // a trace figure neither substrate has (zram)
-            }
-            let e = rel(s, l).filter(|e| e.is_finite());
-            errors.insert(key.into(), e.map_or(serde_json::Value::Null, Into::into));
-            if !args.json {
-                let e = e.map_or("n/a".to_string(), |e| format!("{:+.0}%", e * 100.0));
-                let range = format!("{lo:.2}..{hi:.2}");
-                println!("{key:22} {l:>10.2} {range:>21} {s:>10.2} {e:>9}");
+            for r in &c.rows {
+                let (mean, range) = r.linux_text();
+                println!(
+                    "{:22} {mean:>10} {range:>21} {:>10.2} {:>11}",
+                    r.figure,
+                    r.sim,
+                    r.rel_text()
+                );
             }
         }
-        sim.extra
-            .insert("validation".into(), serde_json::Value::Object(errors));
-        sim.extra.insert("validates".into(), name.clone().into());
-        sim.extra
-            .insert("linux_runs".into(), (linux_runs.len() as u64).into());
-        runs.extend(linux_runs);
-        runs.push(sim);
+        done.push(c);
     }
     if args.json {
         println!(
             "{}",
-            serde_json::to_string_pretty(&RunsReport::new("validate", args.seed, runs))?
+            serde_json::to_string_pretty(&RunsReport::new("validate", args.seed, all_runs(done)))?
         );
     }
     Ok(())
+}
+
+/// Checks the matrix's flags and configurations before anything runs.
+fn matrix_plan(args: &Args) -> anyhow::Result<Vec<Scenario>> {
+    for (i, s) in args.matrix_scales.iter().enumerate() {
+        if args.matrix_scales[..i].contains(s) {
+            anyhow::bail!("--matrix-scales: {s} is given twice");
+        }
+    }
+    for (i, s) in args.matrix_seeds.iter().enumerate() {
+        if args.matrix_seeds[..i].contains(s) {
+            anyhow::bail!("--matrix-seeds: {s} is given twice");
+        }
+    }
+    if args.matrix_scales.is_empty() || args.matrix_seeds.is_empty() {
+        anyhow::bail!("--matrix-scales and --matrix-seeds need at least one value each");
+    }
+    let scenarios = matrix_scenarios(&args.matrix_scales, &args.matrix_seeds);
+    for config in MATRIX_BASE.iter().chain(MATRIX_VARIANTS.iter()) {
+        LinuxConfig::load(config).with_context(|| {
+            format!(
+                "--matrix: configuration {config}: the variants are files of the nvmswap \
+                 checkout, run from its top directory"
+            )
+        })?;
+    }
+    Ok(scenarios)
+}
+
+fn run_matrix(args: &Args) -> anyhow::Result<()> {
+    let scenarios = matrix_plan(args)?;
+    let common = Common::new(args)?;
+    nvmswap_linux::require_root().context("--matrix runs every scenario on the kernel")?;
+    let started = std::time::Instant::now();
+    // A linux run's length grows about with the scale: the ETA weighs scenarios by it.
+    let total_weight: f64 = scenarios.iter().map(|s| s.scale).sum();
+    let mut done_weight = 0.0;
+    let mut done: Vec<Compared> = Vec::new();
+    for (i, scenario) in scenarios.iter().enumerate() {
+        let elapsed = started.elapsed().as_secs_f64();
+        let eta = if done_weight > 0.0 {
+            format!(
+                ", about {:.0} min left",
+                elapsed / done_weight * (total_weight - done_weight) / 60.0
+            )
+        } else {
+            String::new()
+        };
+        tracing::info!(
+            "validate --matrix: scenario {}/{} {} ({:.0} min elapsed{eta})",
+            i + 1,
+            scenarios.len(),
+            scenario.label(),
+            elapsed / 60.0
+        );
+        match validate_scenario(&common, scenario) {
+            Ok(c) => done.push(c),
+            Err(e) => {
+                // The finished scenarios' table, then the error: a long run is not lost.
+                if !done.is_empty() {
+                    eprint!(
+                        "{}",
+                        matrix_table(&done, args.repeat, started.elapsed().as_secs_f64())
+                    );
+                }
+                return Err(e.context(format!(
+                    "--matrix: scenario {}/{} {} (the table above has the {} finished)",
+                    i + 1,
+                    scenarios.len(),
+                    scenario.label(),
+                    done.len()
+                )));
+            }
+        }
+        done_weight += scenario.scale;
+    }
+    let table = matrix_table(&done, args.repeat, started.elapsed().as_secs_f64());
+    if args.json {
+        // stdout has the one JSON object; the table goes to stderr so one run gives both.
+        eprint!("{table}");
+        let seed = args.matrix_seeds.first().copied().unwrap_or(1);
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&RunsReport::new("validate", seed, all_runs(done)))?
+        );
+    } else {
+        print!("{table}");
+    }
+    Ok(())
+}
+
+/// The matrix's one table: a row per scenario and figure, then how many are within bounds and
+/// the worst ones.
+fn matrix_table(done: &[Compared], repeat: u32, wall_s: f64) -> String {
+    use std::fmt::Write;
+    let mut t = String::new();
+    let _ = writeln!(
+        t,
+        "\nvalidate --matrix: {} scenarios, {repeat} linux run(s) each, {:.1} min; sim against \
+         the linux runs' mean; * = outside {:.0} % (tabs: more than {FLAG_TABS} tab apart)",
+        done.len(),
+        wall_s / 60.0,
+        FLAG_REL * 100.0
+    );
+    let width = done
+        .iter()
+        .map(|c| c.scenario.label().len())
+        .max()
+        .unwrap_or(8)
+        .max(8);
+    let _ = writeln!(
+        t,
+        "{:width$} {:20} {:>10} {:>21} {:>10} {:>10}",
+        "scenario", "figure", "linux mean", "linux min..max", "sim", "rel.err"
+    );
+    let (mut compared, mut flagged, mut na) = (0, 0, 0);
+    let mut worst: Vec<(f64, String)> = Vec::new();
+    for c in done {
+        let label = c.scenario.label();
+        for r in &c.rows {
+            let (mean, range) = r.linux_text();
+            let figure = r.figure.trim_end_matches("_before_discard");
+            let _ = writeln!(
+                t,
+                "{label:width$} {figure:20} {mean:>10} {range:>21} {:>10.2} {:>10}",
+                r.sim,
+                r.rel_text()
+            );
+            match r.rel_error {
+                Some(e) => {
+                    compared += 1;
+                    if r.flagged {
+                        flagged += 1;
+                        worst.push((e.abs(), format!("{label} {figure} {}", r.rel_text())));
+                    }
+                }
+                None => na += 1,
+            }
+        }
+    }
+    let _ = writeln!(
+        t,
+        "{} of {compared} compared figures within {:.0} % (tabs: {FLAG_TABS} tab), {flagged} \
+         flagged, {na} n/a (only one substrate has the figure, or linux is 0)",
+        compared - flagged,
+        FLAG_REL * 100.0
+    );
+    worst.sort_by(|a, b| b.0.total_cmp(&a.0));
+    if !worst.is_empty() {
+        let list: Vec<&str> = worst.iter().take(5).map(|w| w.1.as_str()).collect();
+        let _ = writeln!(t, "worst: {}", list.join("; "));
+    }
+    t
 }
 
 #[cfg(test)]
@@ -343,5 +721,209 @@ mod tests {
             .find(|(k, ..)| *k == "write_q2c_us_p50")
             .unwrap();
         assert!(mean.is_nan());
+    }
+
+    fn parse(argv: &[&str]) -> Result<Args, clap::Error> {
+        #[derive(clap::Parser)]
+        struct Cli {
+            #[command(flatten)]
+            args: Args,
+        }
+        <Cli as clap::Parser>::try_parse_from(
+            std::iter::once("validate").chain(argv.iter().copied()),
+        )
+        .map(|c| c.args)
+    }
+
+    #[test]
+    fn the_matrix_expands_to_the_documented_scenarios() {
+        let args = parse(&["--matrix", "--repeat", "3"]).unwrap();
+        assert_eq!(args.matrix_scales, [0.25, 0.1]);
+        assert_eq!(args.matrix_seeds, [1, 2]);
+        let got: Vec<String> = matrix_scenarios(&args.matrix_scales, &args.matrix_seeds)
+            .iter()
+            .map(Scenario::label)
+            .collect();
+        let mut want = Vec::new();
+        for scale in ["0.25", "0.1"] {
+            for seed in [1, 2] {
+                for c in ["linux-zram", "linux-swapfile", "linux-zswap"] {
+                    want.push(format!("{c} x{scale} seed {seed}"));
+                }
+            }
+        }
+        for v in [
+            "linux-swapfile-none",
+            "linux-swapfile-kyber",
+            "linux-swapfile-bfq",
+            "linux-swapfile-pc0",
+            "linux-zswap-pool1",
+        ] {
+            want.push(format!("{v} x0.25 seed 1"));
+        }
+        assert_eq!(got, want);
+
+        // Every configuration in profiles/linux/matrix/ is a variant, each loads, and the command's
+        // page names each one.
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+        let mut files: Vec<String> = std::fs::read_dir(root.join("profiles/linux/matrix"))
+            .unwrap()
+            .map(|e| {
+                format!(
+                    "profiles/linux/matrix/{}",
+                    e.unwrap().file_name().to_string_lossy()
+                )
+            })
+            .collect();
+        files.sort();
+        let mut variants: Vec<String> = MATRIX_VARIANTS.iter().map(|v| v.to_string()).collect();
+        variants.sort();
+        assert_eq!(files, variants);
+        let page = std::fs::read_to_string(root.join("docs/commands/validate.md")).unwrap();
+        for v in MATRIX_VARIANTS {
+            let cfg = LinuxConfig::load(root.join(v).to_str().unwrap()).unwrap();
+            assert!(
+                page.contains(v),
+                "docs/commands/validate.md does not name {v}"
+            );
+            assert!(matches!(
+                cfg.swap,
+                SwapSetup::Swapfile { .. } | SwapSetup::Zswap { .. }
+            ));
+        }
+        // The variants differ from their base in the one documented field.
+        let load = |v: &str| LinuxConfig::load(root.join(v).to_str().unwrap()).unwrap();
+        let sched = |v: &str| load(v).scheduler;
+        assert_eq!(sched(MATRIX_VARIANTS[0]), Some(Scheduler::None));
+        assert_eq!(sched(MATRIX_VARIANTS[1]), Some(Scheduler::Kyber));
+        assert_eq!(sched(MATRIX_VARIANTS[2]), Some(Scheduler::Bfq));
+        assert_eq!(load(MATRIX_VARIANTS[3]).page_cluster, Some(0));
+        assert!(matches!(
+            load(MATRIX_VARIANTS[4]).swap,
+            SwapSetup::Zswap {
+                max_pool_percent: 1,
+                ..
+            }
+        ));
+
+        // A reduced matrix: one scale and seed gives the three bundled ones plus the variants.
+        assert_eq!(matrix_scenarios(&[0.1], &[7]).len(), 8);
+    }
+
+    #[test]
+    fn matrix_flags_are_checked() {
+        assert!(parse(&["--matrix", "--configs", "linux-zram"]).is_err());
+        assert!(parse(&["--matrix", "--scale", "0.5"]).is_err());
+        assert!(
+            parse(&["--matrix-scales", "0.5"]).is_err(),
+            "needs --matrix"
+        );
+        assert!(parse(&["--matrix", "--matrix-scales", "0"]).is_err());
+        let twice = parse(&["--matrix", "--matrix-seeds", "1,1"]).unwrap();
+        let e = matrix_plan(&twice).unwrap_err().to_string();
+        assert!(e.contains("--matrix-seeds") && e.contains("twice"), "{e}");
+    }
+
+    /// A run with the given tabs, swap-in MiB and (optionally) a traced read Q2C p50.
+    fn run_with(tabs: u64, swap_in_mib: u64, read_q2c_p50: Option<f64>) -> RunResult {
+        let mut r = RunResult {
+            tabs_opened: tabs,
+            swap_in_bytes: swap_in_mib << 20,
+            swap_out_bytes: 100 << 20,
+            ..Default::default()
+        };
+        r.switch_latency_ms.mean = 40.0;
+        r.switch_latency_ms.p50 = 35.0;
+        r.switch_latency_ms.p99 = 100.0;
+        r.fault_latency_us.p50 = 3.0;
+        r.fault_latency_us.p99 = 300.0;
+        if let Some(q) = read_q2c_p50 {
+            r.extra.insert(
+                "blktrace".into(),
+                serde_json::json!({"read_q2c_us": {"p50": q}}),
+            );
+        }
+        r
+    }
+
+    #[test]
+    fn the_table_builder_flags_what_is_outside_its_bounds() {
+        // linux: tabs 15, 15, 16 (mean 15.33); swap-in 100, 100, 100 MiB.
+        let linux = [
+            run_with(15, 100, None),
+            run_with(15, 100, None),
+            run_with(16, 100, None),
+        ];
+        let row = |rows: &[Row], f: &str| rows.iter().find(|r| r.figure == f).cloned();
+
+        // sim 17 tabs (1.67 apart: flagged although only +11 %), swap-in +26 % (flagged),
+        // a read Q2C linux has not traced (n/a, not flagged).
+        let bad = compare(&linux, &run_with(17, 126, Some(50.0)));
+        let tabs = row(&bad, "tabs_before_discard").unwrap();
+        assert!((tabs.linux_mean - 46.0 / 3.0).abs() < 1e-9);
+        assert_eq!(
+            (tabs.linux_min, tabs.linux_max, tabs.sim),
+            (15.0, 16.0, 17.0)
+        );
+        assert!(tabs.flagged);
+        let swap_in = row(&bad, "swap_in_mib").unwrap();
+        assert!((swap_in.rel_error.unwrap() - 0.26).abs() < 1e-9);
+        assert!(swap_in.flagged);
+        let q2c = row(&bad, "read_q2c_us_p50").unwrap();
+        assert_eq!(q2c.rel_error, None);
+        assert!(!q2c.flagged);
+        assert!(
+            row(&bad, "write_q2c_us_p99").is_none(),
+            "neither traced: no row"
+        );
+        let switch = row(&bad, "switch_ms_mean").unwrap();
+        assert_eq!(switch.rel_error, Some(0.0));
+        assert!(!switch.flagged);
+
+        // sim 16 tabs (0.67 apart) and swap-in -24 %: nothing flagged.
+        let good = compare(&linux, &run_with(16, 76, None));
+        assert!(good.iter().all(|r| !r.flagged), "{good:?}");
+
+        // The printed table marks the flagged rows and counts them.
+        let scenario = |c: &str| Scenario {
+            config: c.into(),
+            scale: 0.25,
+            seed: 1,
+        };
+        let done = [
+            Compared {
+                scenario: scenario("linux-swapfile"),
+                linux_runs: linux.to_vec(),
+                sim: run_with(17, 126, Some(50.0)),
+                rows: bad,
+            },
+            Compared {
+                scenario: scenario("profiles/linux/matrix/linux-swapfile-pc0.toml"),
+                linux_runs: linux.to_vec(),
+                sim: run_with(16, 76, None),
+                rows: good,
+            },
+        ];
+        let table = matrix_table(&done, 3, 60.0);
+        let line = |scenario: &str, figure: &str| {
+            table
+                .lines()
+                .find(|l| l.starts_with(scenario) && l.contains(&format!(" {figure} ")))
+                .unwrap_or_else(|| panic!("no {scenario} {figure} row in\n{table}"))
+                .to_string()
+        };
+        assert!(line("linux-swapfile x0.25 seed 1", "swap_in_mib").ends_with("+26% *"));
+        assert!(line("linux-swapfile x0.25 seed 1", "tabs").ends_with("+11% *"));
+        let q2c = line("linux-swapfile x0.25 seed 1", "read_q2c_us_p50");
+        assert!(q2c.ends_with("n/a") && !q2c.contains("NaN"), "{q2c}");
+        assert!(line("linux-swapfile-pc0 x0.25 seed 1", "swap_in_mib").ends_with("-24%"));
+        // 8 figures each (tabs, 3 switch, 2 fault, 2 swap; q2c rows only where traced): the
+        // first scenario has 8 compared + 1 n/a with 2 flagged, the second 8 compared.
+        assert!(
+            table.contains("14 of 16 compared figures within 25 %"),
+            "{table}"
+        );
+        assert!(table.contains("2 flagged, 1 n/a"), "{table}");
+        assert!(table.contains("worst: linux-swapfile x0.25 seed 1 swap_in_mib +26% *"));
     }
 }
