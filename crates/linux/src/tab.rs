@@ -166,6 +166,9 @@ fn tab_main(
     }
     let mut visit = 0u32;
     let mut pages = shape.life.pages;
+    // The scroll under way: its set is drawn once, at its first step, as sim and live draw it
+    // (the tab may grow between steps; the set must not change with it).
+    let mut scroll: Vec<(u32, bool)> = Vec::new();
     loop {
         let mut cmd = [0u8; 8];
         if !read_exact(cmd_fd, &mut cmd) {
@@ -187,8 +190,10 @@ fn tab_main(
                     return 0;
                 };
                 let (step, steps) = (step as u32, steps as u32);
-                let touches = shape.life.scroll_touches(tab, pages, visit);
-                for &(p, write) in &touches[scroll_step(touches.len(), step, steps)] {
+                if step == 0 {
+                    scroll = shape.life.scroll_touches(tab, pages, visit);
+                }
+                for &(p, write) in &scroll[scroll_step(scroll.len(), step, steps)] {
                     touch(memory, &mut done, faults, p, write);
                 }
             }
