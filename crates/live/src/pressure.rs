@@ -119,11 +119,12 @@ struct LifeCounts {
     scroll_touch_digest: u64,
 }
 
-/// Lets `ns` of the workload's clock pass (sleeping at most [`MAX_SLEEP`] of it), working off
-/// the tabs' seconds on the way.
+/// Lets `ns` of the workload's clock pass while sleeping `real` (the caller keeps an action's
+/// real sleep within [`MAX_SLEEP`]), working off the tabs' seconds on the way.
 #[allow(clippy::too_many_arguments)]
 fn pass(
     ns: u64,
+    real: Duration,
     clock: &mut u64,
     life: &mut Life,
     tabs: &[Option<Tab<'_>>],
@@ -132,7 +133,7 @@ fn pass(
     seed: u64,
     counts: &mut LifeCounts,
 ) {
-    std::thread::sleep(Duration::from_nanos(ns).min(MAX_SLEEP));
+    std::thread::sleep(real);
     let end = *clock + ns;
     while life.next_second() <= end {
         *clock = (*clock).max(life.next_second());
@@ -322,9 +323,10 @@ fn run_pressure_full(
         let action = test.next_action(discards > 0, &|t| alive.get(t as usize) == Some(&true));
         let t0 = Instant::now();
         macro_rules! pass {
-            ($ns:expr) => {
+            ($ns:expr, $real:expr) => {
                 pass(
                     $ns,
+                    $real,
                     &mut clock,
                     &mut life,
                     &tabs,
@@ -340,7 +342,7 @@ fn run_pressure_full(
             // The pressure test never closes a tab (only app relaunch does, in sim).
             Action::Close { .. } => unreachable!("the pressure test does not close tabs"),
             Action::Sleep { ns } => {
-                pass!(ns);
+                pass!(ns, Duration::from_nanos(ns).min(MAX_SLEEP));
             }
             // Tast's wiggle: each step touches its part of the scroll set, then pauses; then
             // the way back up (core's `Action::Scroll`).
@@ -350,6 +352,9 @@ fn run_pressure_full(
                 pause_ns,
             } => {
                 let touches = life.scroll(tab);
+                // The whole scroll sleeps at most MAX_SLEEP for real, as one pause does.
+                let whole = Duration::from_nanos(2 * steps as u64 * pause_ns);
+                let real = whole.min(MAX_SLEEP) / (steps + 1);
                 for step in 0..steps {
                     let t1 = Instant::now();
                     if let Some(Some(t)) = tabs.get(tab as usize) {
@@ -361,9 +366,9 @@ fn run_pressure_full(
                         }
                     }
                     clock += t1.elapsed().as_nanos() as u64;
-                    pass!(pause_ns);
+                    pass!(pause_ns, real);
                 }
-                pass!(steps as u64 * pause_ns);
+                pass!(steps as u64 * pause_ns, real);
             }
             Action::Open { tab, site } => {
                 let t_open = started.elapsed();
