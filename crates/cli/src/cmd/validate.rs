@@ -37,6 +37,11 @@ pub struct Args {
     /// error is against the mean (sim is deterministic: one run).
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
     repeat: u32,
+    /// Take the linux runs from an earlier `nvmswap validate [--matrix] --json` output instead of
+    /// running the kernel (each run's `extra.scenario` names its scenario); only sim runs. Needs
+    /// no root. The number of linux runs per scenario is the file's.
+    #[arg(long, value_name = "FILE", conflicts_with = "repeat")]
+    linux_from: Option<PathBuf>,
     /// Run the validation matrix (docs/commands/validate.md) instead of `--configs` at one scale
     /// and seed: linux-zram, linux-swapfile and linux-zswap at each of `--matrix-scales` and
     /// `--matrix-seeds`, then the variants in profiles/linux/matrix/ (schedulers none, kyber,
@@ -379,11 +384,13 @@ fn matrix_scenarios(scales: &[f64], seeds: &[u64]) -> Vec<Scenario> {
     out
 }
 
-/// What every scenario shares: the disk profile, the costs file, the linux runs per scenario.
+/// What every scenario shares: the disk profile, the costs file, the linux runs per scenario,
+/// and the earlier output the linux runs come from instead of the kernel (`--linux-from`).
 struct Common {
     disk: String,
     costs_path: Option<PathBuf>,
     repeat: u32,
+    linux_from: Option<LinuxFrom>,
 }
 
 impl Common {
@@ -400,12 +407,170 @@ impl Common {
                 );
             }
         }
+        let linux_from = args
+            .linux_from
+            .as_deref()
+            .map(LinuxFrom::load)
+            .transpose()?;
         Ok(Common {
             disk,
             costs_path,
             repeat: args.repeat,
+            linux_from,
         })
     }
+
+    /// With `--linux-from`: checks that the file has linux runs of every scenario of the plan,
+    /// made with the configuration as it is now, before any sim runs.
+    fn check_plan(&self, scenarios: &[Scenario]) -> anyhow::Result<()> {
+        if let Some(from) = &self.linux_from {
+            for scenario in scenarios {
+                let cfg = LinuxConfig::load(&scenario.config)?;
+                from.runs_of(scenario, &cfg)?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The linux runs of an earlier `nvmswap validate [--matrix] --json` output (`--linux-from`),
+/// found by their `extra.scenario`.
+struct LinuxFrom {
+    path: PathBuf,
+    /// The file's linux runs, in its order.
+    runs: Vec<RunResult>,
+}
+
+impl LinuxFrom {
+    fn load(path: &std::path::Path) -> anyhow::Result<Self> {
+        let text = std::fs::read_to_string(path).with_context(|| {
+            format!(
+                "--linux-from {}: cannot read it (it should be the `--json` output of an \
+                 earlier `nvmswap validate`)",
+                path.display()
+            )
+        })?;
+        Self::parse(path, &text)
+    }
+
+    fn parse(path: &std::path::Path, text: &str) -> anyhow::Result<Self> {
+        let not_validate = |why: String| {
+            anyhow::anyhow!(
+                "--linux-from {}: not the output of `nvmswap validate --json` ({why})",
+                path.display()
+            )
+        };
+        let report: RunsReport =
+            serde_json::from_str(text).map_err(|e| not_validate(format!("{e}")))?;
+        if report.schema != nvmswap_core::results::PRESSURE_SCHEMA || report.command != "validate" {
+            return Err(not_validate(format!(
+                "schema {:?}, command {:?}; want {:?}, \"validate\"",
+                report.schema,
+                report.command,
+                nvmswap_core::results::PRESSURE_SCHEMA
+            )));
+        }
+        let runs: Vec<RunResult> = report
+            .runs
+            .into_iter()
+            .filter(|r| r.substrate == "linux")
+            .collect();
+        if runs.is_empty() {
+            return Err(not_validate("it has no linux runs".into()));
+        }
+        if let Some(r) = runs.iter().find(|r| scenario_of(r).is_none()) {
+            return Err(not_validate(format!(
+                "a linux run of {} has no extra.scenario {{config, scale, seed}}",
+                r.config
+            )));
+        }
+        Ok(LinuxFrom {
+            path: path.to_path_buf(),
+            runs,
+        })
+    }
+
+    /// The file's linux runs of `scenario`, checked against its configuration `linux` as it is
+    /// now: the configuration's name, the scale and the scaled cgroup limit (every run has
+    /// them), and the whole scaled configuration where the run recorded it
+    /// (`extra.linux_config`).
+    fn runs_of(&self, scenario: &Scenario, linux: &LinuxConfig) -> anyhow::Result<Vec<RunResult>> {
+        let runs: Vec<RunResult> = self
+            .runs
+            .iter()
+            .filter(|r| scenario_of(r).as_ref() == Some(scenario))
+            .cloned()
+            .collect();
+        if runs.is_empty() {
+            let mut have: Vec<String> = Vec::new();
+            for r in &self.runs {
+                if let Some(label) = scenario_of(r).map(|s| s.label()) {
+                    if !have.contains(&label) {
+                        have.push(label);
+                    }
+                }
+            }
+            anyhow::bail!(
+                "--linux-from {}: no linux runs of scenario {} (config {:?}, scale {}, seed {}); \
+                 the file has: {}",
+                self.path.display(),
+                scenario.label(),
+                scenario.config,
+                scenario.scale,
+                scenario.seed,
+                have.join(", ")
+            );
+        }
+        let want = nvmswap_linux::pressure::scaled(linux, scenario.scale);
+        for (i, r) in runs.iter().enumerate() {
+            let mismatch = |what: String| {
+                anyhow::anyhow!(
+                    "--linux-from {}: linux run {} of scenario {} does not match configuration {} \
+                     as it is now: {what}; run the kernel again (without --linux-from)",
+                    self.path.display(),
+                    i + 1,
+                    scenario.label(),
+                    scenario.config
+                )
+            };
+            if r.config != linux.name {
+                return Err(mismatch(format!(
+                    "the run's configuration is named {:?}, the file now {:?}",
+                    r.config, linux.name
+                )));
+            }
+            if let Some(limit) = r.extra.get("cgroup_limit_bytes").and_then(|v| v.as_u64()) {
+                if limit != want.cgroup_limit_bytes {
+                    return Err(mismatch(format!(
+                        "cgroup limit {limit} bytes in the run, {} now",
+                        want.cgroup_limit_bytes
+                    )));
+                }
+            }
+            if let Some(recorded) = r.extra.get("linux_config") {
+                let recorded: LinuxConfig = serde_json::from_value(recorded.clone())
+                    .map_err(|e| mismatch(format!("extra.linux_config does not parse: {e}")))?;
+                if recorded != want {
+                    return Err(mismatch(format!(
+                        "the run's scaled configuration {} differs from {}",
+                        serde_json::to_string(&recorded).unwrap_or_default(),
+                        serde_json::to_string(&want).unwrap_or_default()
+                    )));
+                }
+            }
+        }
+        Ok(runs)
+    }
+}
+
+/// A run's `extra.scenario`, if it has one.
+fn scenario_of(r: &RunResult) -> Option<Scenario> {
+    let s = r.extra.get("scenario")?;
+    Some(Scenario {
+        config: s.get("config")?.as_str()?.to_string(),
+        scale: s.get("scale")?.as_f64()?,
+        seed: s.get("seed")?.as_u64()?,
+    })
 }
 
 /// One scenario validated: its linux runs, its sim run (carrying the comparison in `extra`) and
@@ -434,13 +599,34 @@ fn validate_scenario(common: &Common, scenario: &Scenario) -> anyhow::Result<Com
         sim_cfg.zswap_max_pool_percent =
             zswap_share_of_cgroup(*max_pool_percent, &linux_cfg, scenario.scale);
     }
+    let linux_runs = match &common.linux_from {
+        Some(from) => from.runs_of(scenario, &linux_cfg)?,
+        None => run_linux(common.repeat, scenario, &linux_cfg)?,
+    };
+    compare_with_sim(common, scenario, &linux_runs, &sim_cfg).map(|(sim, rows)| Compared {
+        scenario: scenario.clone(),
+        linux_runs,
+        sim,
+        rows,
+    })
+}
+
+/// `repeat` runs of the scenario on the kernel, each carrying `extra.scenario` and the scaled
+/// configuration it ran (`extra.linux_config`, which `--linux-from` checks).
+fn run_linux(
+    repeat: u32,
+    scenario: &Scenario,
+    linux_cfg: &LinuxConfig,
+) -> anyhow::Result<Vec<RunResult>> {
+    let name = &scenario.config;
+    let scaled = serde_json::to_value(nvmswap_linux::pressure::scaled(linux_cfg, scenario.scale))?;
     let mut linux_runs = Vec::new();
-    for i in 0..common.repeat {
+    for i in 0..repeat {
         tracing::info!(
             "validate {}: linux run {}/{}",
             scenario.label(),
             i + 1,
-            common.repeat
+            repeat
         );
         let linux_opts = nvmswap_linux::PressureOptions {
             seed: scenario.seed,
@@ -452,18 +638,31 @@ fn validate_scenario(common: &Common, scenario: &Scenario) -> anyhow::Result<Com
                 .with_context(|| format!("linux run of {name}"))?
                 .result;
         linux.extra.insert("scenario".into(), scenario.to_json());
+        linux.extra.insert("linux_config".into(), scaled.clone());
         linux_runs.push(linux);
     }
+    Ok(linux_runs)
+}
+
+/// Sim once on `sim_cfg` at the scenario's scale and seed, compared with `linux_runs`: the sim
+/// run (carrying the comparison in `extra`) and the rows.
+fn compare_with_sim(
+    common: &Common,
+    scenario: &Scenario,
+    linux_runs: &[RunResult],
+    sim_cfg: &SystemConfig,
+) -> anyhow::Result<(RunResult, Vec<Row>)> {
+    let name = &scenario.config;
     tracing::info!("validate {}: sim run", scenario.label());
     let sim_opts = nvmswap_sim::RunOptions {
         seed: scenario.seed,
         scale: scenario.scale,
     };
     let mut sim =
-        nvmswap_sim::run_pressure(&sim_cfg, &sim_opts, &nvmswap_core::progress::NoProgress)
+        nvmswap_sim::run_pressure(sim_cfg, &sim_opts, &nvmswap_core::progress::NoProgress)
             .with_context(|| format!("sim run of {}", sim_cfg.name))?
             .result;
-    let rows = compare(&linux_runs, &sim);
+    let rows = compare(linux_runs, &sim);
     let errors: serde_json::Map<String, serde_json::Value> = rows
         .iter()
         .map(|r| (r.figure.to_string(), r.rel_error.into()))
@@ -478,12 +677,11 @@ fn validate_scenario(common: &Common, scenario: &Scenario) -> anyhow::Result<Com
     sim.extra
         .insert("linux_runs".into(), (linux_runs.len() as u64).into());
     sim.extra.insert("scenario".into(), scenario.to_json());
-    Ok(Compared {
-        scenario: scenario.clone(),
-        linux_runs,
-        sim,
-        rows,
-    })
+    if let Some(from) = &common.linux_from {
+        sim.extra
+            .insert("linux_from".into(), from.path.display().to_string().into());
+    }
+    Ok((sim, rows))
 }
 
 /// Every run of the compared scenarios, each scenario's linux runs then its sim run.
@@ -498,20 +696,26 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         return run_matrix(&args);
     }
     let common = Common::new(&args)?;
-    let mut done = Vec::new();
-    for name in &args.configs {
-        let scenario = Scenario {
+    let scenarios: Vec<Scenario> = args
+        .configs
+        .iter()
+        .map(|name| Scenario {
             config: name.clone(),
             scale: args.scale,
             seed: args.seed,
-        };
-        let c = validate_scenario(&common, &scenario)?;
+        })
+        .collect();
+    common.check_plan(&scenarios)?;
+    let mut done = Vec::new();
+    for scenario in &scenarios {
+        let name = &scenario.config;
+        let c = validate_scenario(&common, scenario)?;
         if !args.json {
             println!(
                 "\n{name} (scale {}, seed {}, {} linux run(s){})",
                 args.scale,
                 args.seed,
-                args.repeat,
+                c.linux_runs.len(),
                 if common.costs_path.is_some() {
                     ", sim with calibrated costs"
                 } else {
@@ -573,7 +777,11 @@ fn matrix_plan(args: &Args) -> anyhow::Result<Vec<Scenario>> {
 fn run_matrix(args: &Args) -> anyhow::Result<()> {
     let scenarios = matrix_plan(args)?;
     let common = Common::new(args)?;
-    nvmswap_linux::require_root().context("--matrix runs every scenario on the kernel")?;
+    if common.linux_from.is_some() {
+        common.check_plan(&scenarios)?;
+    } else {
+        nvmswap_linux::require_root().context("--matrix runs every scenario on the kernel")?;
+    }
     let started = std::time::Instant::now();
     // A linux run's length grows about with the scale: the ETA weighs scenarios by it.
     let total_weight: f64 = scenarios.iter().map(|s| s.scale).sum();
@@ -601,10 +809,7 @@ fn run_matrix(args: &Args) -> anyhow::Result<()> {
             Err(e) => {
                 // The finished scenarios' table, then the error: a long run is not lost.
                 if !done.is_empty() {
-                    eprint!(
-                        "{}",
-                        matrix_table(&done, args.repeat, started.elapsed().as_secs_f64())
-                    );
+                    eprint!("{}", matrix_table(&done, started.elapsed().as_secs_f64()));
                 }
                 return Err(e.context(format!(
                     "--matrix: scenario {}/{} {} (the table above has the {} finished)",
@@ -617,7 +822,7 @@ fn run_matrix(args: &Args) -> anyhow::Result<()> {
         }
         done_weight += scenario.scale;
     }
-    let table = matrix_table(&done, args.repeat, started.elapsed().as_secs_f64());
+    let table = matrix_table(&done, started.elapsed().as_secs_f64());
     if args.json {
         // stdout has the one JSON object; the table goes to stderr so one run gives both.
         eprint!("{table}");
@@ -634,9 +839,16 @@ fn run_matrix(args: &Args) -> anyhow::Result<()> {
 
 /// The matrix's one table: a row per scenario and figure, then how many are within bounds and
 /// the worst ones.
-fn matrix_table(done: &[Compared], repeat: u32, wall_s: f64) -> String {
+fn matrix_table(done: &[Compared], wall_s: f64) -> String {
     use std::fmt::Write;
     let mut t = String::new();
+    let lo = done.iter().map(|c| c.linux_runs.len()).min().unwrap_or(0);
+    let hi = done.iter().map(|c| c.linux_runs.len()).max().unwrap_or(0);
+    let repeat = if lo == hi {
+        lo.to_string()
+    } else {
+        format!("{lo}-{hi}")
+    };
     let _ = writeln!(
         t,
         "\nvalidate --matrix: {} scenarios, {repeat} linux run(s) each, {:.1} min; sim against \
@@ -904,7 +1116,7 @@ mod tests {
                 rows: good,
             },
         ];
-        let table = matrix_table(&done, 3, 60.0);
+        let table = matrix_table(&done, 60.0);
         let line = |scenario: &str, figure: &str| {
             table
                 .lines()
@@ -925,5 +1137,170 @@ mod tests {
         );
         assert!(table.contains("2 flagged, 1 n/a"), "{table}");
         assert!(table.contains("worst: linux-swapfile x0.25 seed 1 swap_in_mib +26% *"));
+    }
+
+    /// A validate output with the given linux runs (and a sim run, which `--linux-from` skips).
+    fn validate_output(runs: Vec<RunResult>) -> String {
+        let mut all = runs;
+        all.push(RunResult {
+            substrate: "sim".into(),
+            config: "sim:linux-zram".into(),
+            ..Default::default()
+        });
+        serde_json::to_string(&RunsReport::new("validate", 1, all)).unwrap()
+    }
+
+    /// A linux run of `config` at `scale`, seed 1, as validate writes it.
+    fn linux_run(config: &str, scale: f64, tabs: u64) -> RunResult {
+        let cfg = LinuxConfig::load(config).unwrap();
+        let mut r = run_with(tabs, 100, None);
+        r.substrate = "linux".into();
+        r.config = cfg.name.clone();
+        r.extra.insert(
+            "scenario".into(),
+            serde_json::json!({"config": config, "scale": scale, "seed": 1}),
+        );
+        r.extra.insert(
+            "cgroup_limit_bytes".into(),
+            nvmswap_linux::pressure::scaled(&cfg, scale)
+                .cgroup_limit_bytes
+                .into(),
+        );
+        r
+    }
+
+    fn common_from(text: &str) -> Common {
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+        Common {
+            disk: root
+                .join("profiles/linux/calibrated-vda.toml")
+                .display()
+                .to_string(),
+            costs_path: None,
+            repeat: 1,
+            linux_from: Some(LinuxFrom::parse(std::path::Path::new("earlier.json"), text).unwrap()),
+        }
+    }
+
+    #[test]
+    fn linux_from_compares_sim_with_the_files_linux_runs() {
+        let scale = 0.05;
+        let mut recorded = linux_run("linux-zram", scale, 15);
+        recorded.extra.insert(
+            "linux_config".into(),
+            serde_json::to_value(nvmswap_linux::pressure::scaled(
+                &LinuxConfig::load("linux-zram").unwrap(),
+                scale,
+            ))
+            .unwrap(),
+        );
+        let file_runs = vec![
+            recorded,
+            linux_run("linux-zram", scale, 15),
+            linux_run("linux-zram", scale, 16),
+            // Another scenario's run: not taken.
+            linux_run("linux-zram", 0.1, 40),
+        ];
+        let common = common_from(&validate_output(file_runs.clone()));
+        let scenario = Scenario {
+            config: "linux-zram".into(),
+            scale,
+            seed: 1,
+        };
+        common.check_plan(std::slice::from_ref(&scenario)).unwrap();
+        let c = validate_scenario(&common, &scenario).unwrap();
+        assert_eq!(
+            c.linux_runs,
+            file_runs[..3],
+            "the file's runs of the scenario"
+        );
+        assert_eq!(c.sim.substrate, "sim");
+        assert_eq!(c.sim.extra["linux_runs"], 3);
+        assert_eq!(c.sim.extra["linux_from"], "earlier.json");
+        // The rows compare this sim run with the file's runs: tabs 15, 15, 16.
+        let tabs = c
+            .rows
+            .iter()
+            .find(|r| r.figure == "tabs_before_discard")
+            .unwrap();
+        assert!((tabs.linux_mean - 46.0 / 3.0).abs() < 1e-9);
+        assert_eq!((tabs.linux_min, tabs.linux_max), (15.0, 16.0));
+        assert_eq!(tabs.sim, c.sim.tabs_opened as f64);
+        let swap_in = c.rows.iter().find(|r| r.figure == "swap_in_mib").unwrap();
+        assert_eq!(swap_in.linux_mean, 100.0);
+        assert_eq!(swap_in.sim, c.sim.swap_in_bytes as f64 / (1 << 20) as f64);
+    }
+
+    #[test]
+    fn linux_from_names_a_missing_scenario_and_a_mismatch() {
+        let common = common_from(&validate_output(vec![linux_run("linux-zram", 0.05, 15)]));
+        let zswap = Scenario {
+            config: "linux-zswap".into(),
+            scale: 0.05,
+            seed: 1,
+        };
+        let e = common.check_plan(&[zswap]).unwrap_err().to_string();
+        assert!(
+            e.contains("no linux runs of scenario linux-zswap x0.05 seed 1")
+                && e.contains("the file has: linux-zram x0.05 seed 1"),
+            "{e}"
+        );
+        // Another seed is another scenario.
+        let seed2 = Scenario {
+            config: "linux-zram".into(),
+            scale: 0.05,
+            seed: 2,
+        };
+        assert!(common.check_plan(&[seed2]).is_err());
+
+        // A run whose configuration was not the one now in the file.
+        let zram = Scenario {
+            config: "linux-zram".into(),
+            scale: 0.05,
+            seed: 1,
+        };
+        let mut other_limit = linux_run("linux-zram", 0.05, 15);
+        other_limit
+            .extra
+            .insert("cgroup_limit_bytes".into(), (1u64 << 30).into());
+        let e = common_from(&validate_output(vec![other_limit]))
+            .check_plan(std::slice::from_ref(&zram))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("does not match") && e.contains("cgroup limit"),
+            "{e}"
+        );
+        let mut other_config = linux_run("linux-zram", 0.05, 15);
+        let mut changed =
+            nvmswap_linux::pressure::scaled(&LinuxConfig::load("linux-zram").unwrap(), 0.05);
+        changed.page_cluster = Some(3);
+        other_config.extra.insert(
+            "linux_config".into(),
+            serde_json::to_value(changed).unwrap(),
+        );
+        let e = common_from(&validate_output(vec![other_config]))
+            .check_plan(&[zram])
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("scaled configuration"), "{e}");
+
+        // Not a validate output.
+        let path = std::path::Path::new("x.json");
+        let pressure = serde_json::to_string(&RunsReport::new("pressure", 1, vec![])).unwrap();
+        let e = LinuxFrom::parse(path, &pressure).err().unwrap().to_string();
+        assert!(
+            e.contains("not the output of `nvmswap validate --json`"),
+            "{e}"
+        );
+        assert!(LinuxFrom::parse(path, "{\"schema\": 1}").is_err());
+        let e = LinuxFrom::load(std::path::Path::new("/nonexistent/v.json"))
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(e.contains("--linux-from /nonexistent/v.json"), "{e}");
+        // --linux-from takes the file's runs: --repeat makes no sense with it.
+        assert!(parse(&["--linux-from", "v.json", "--repeat", "3"]).is_err());
+        assert!(parse(&["--matrix", "--linux-from", "v.json"]).is_ok());
     }
 }
