@@ -40,7 +40,8 @@ pub struct PressureOptions {
     /// Seeds the page contents.
     pub seed: u64,
     /// Shrinks tab footprints, the cgroup limit and swap sizes together (1.0 = the configuration
-    /// as written). CPU times and sleeps are not scaled, as in `sim`.
+    /// as written). CPU times are not scaled, as in `sim`; the workload's sleeps and scroll
+    /// pauses are slept for real at `scale` times their length (its clock counts them whole).
     pub scale: f64,
     /// Test parameters (pinned tabs, cycles, ...); the ChromeOS defaults when not changed.
     pub params: PressureParams,
@@ -100,13 +101,98 @@ pub fn run_pressure(
         .state_file
         .clone()
         .unwrap_or_else(state::default_state_path);
+    let t_setup = std::time::Instant::now();
     let mut setup = Setup::apply(&scaled_config, &state_path)?;
+    let lock_wait_s = setup.lock_wait.as_secs_f64();
+    let setup_s = t_setup.elapsed().as_secs_f64() - lock_wait_s;
     let result = drive(&mut setup, opts, progress);
+    let t_restore = std::time::Instant::now();
     let diffs = setup.restore()?;
+    let restore_s = t_restore.elapsed().as_secs_f64();
     if !diffs.is_empty() {
         return Err(LinuxError::Restore(diffs.join("; ")));
     }
-    result
+    let mut out = result?;
+    if let Some(split) = out
+        .result
+        .extra
+        .get_mut("wall_split_s")
+        .and_then(|v| v.as_object_mut())
+    {
+        split.insert("lock_wait".into(), lock_wait_s.into());
+        split.insert("setup".into(), setup_s.into());
+        split.insert("restore".into(), restore_s.into());
+    }
+    tracing::info!(
+        "linux {} x{}: {}",
+        config.name,
+        opts.scale,
+        WallSplit::line(
+            &out.result.extra,
+            lock_wait_s + setup_s + out.result.wall_s + restore_s
+        )
+    );
+    Ok(out)
+}
+
+/// Where a linux run's wall time went (`extra.wall_split_s`), in seconds: what the workload
+/// prescribes (its sleeps and the scroll's pauses, slept for real at `scale` times their length)
+/// and what the run spends working or waiting around them.
+#[derive(Debug, Default, Clone, Copy)]
+struct WallSplit {
+    /// Starting the swap-device trace (blktrace's set-up wait included).
+    trace_start: f64,
+    /// The workload's `Sleep`s as slept (light/heavy-phase pauses, settle sleeps).
+    sleep: f64,
+    /// The scroll's pauses between and after its steps, as slept.
+    scroll_pause: f64,
+    /// What the workload asked to sleep in all, times the scale (the two above less what the
+    /// kernel overslept at the end).
+    asked_sleep: f64,
+    /// Tabs' loads (fork, join the cgroup, fill pages, load CPU).
+    open: f64,
+    /// Switches (touches, render CPU).
+    switch: f64,
+    /// The scroll steps' touches.
+    scroll_touch: f64,
+    /// The tabs' seconds of life (background touches, growth).
+    life: f64,
+    /// After each action: the discard rule's snapshot(s), discards, vmstat and the timeline.
+    discard_and_sample: f64,
+    /// Killing and reaping the tabs left at the end.
+    tabs_exit: f64,
+    /// Stopping the trace and parsing it (blkparse).
+    trace_finish: f64,
+}
+
+impl WallSplit {
+    fn to_json(self) -> serde_json::Value {
+        serde_json::json!({
+            "trace_start": self.trace_start,
+            "sleep": self.sleep,
+            "scroll_pause": self.scroll_pause,
+            "asked_sleep": self.asked_sleep,
+            "open": self.open,
+            "switch": self.switch,
+            "scroll_touch": self.scroll_touch,
+            "life": self.life,
+            "discard_and_sample": self.discard_and_sample,
+            "tabs_exit": self.tabs_exit,
+            "trace_finish": self.trace_finish,
+        })
+    }
+
+    /// One line for the log: every phase in seconds, then the total.
+    fn line(extra: &serde_json::Map<String, serde_json::Value>, total_s: f64) -> String {
+        let Some(split) = extra.get("wall_split_s").and_then(|v| v.as_object()) else {
+            return String::new();
+        };
+        let parts: Vec<String> = split
+            .iter()
+            .map(|(k, v)| format!("{k} {:.2}", v.as_f64().unwrap_or(0.0)))
+            .collect();
+        format!("{total_s:.1} s: {} (s)", parts.join(", "))
+    }
 }
 
 /// Our swap area's size and use in bytes from /proc/swaps.
@@ -179,6 +265,8 @@ fn drive(
     let swap = swap_path(setup);
     // blktrace of the swap file's disk, for Q2D/D2C/Q2C (seed 000 §5-§6). A trace that cannot be
     // taken is reported, not fatal; the tracer stops and cleans up when dropped, also on error.
+    let mut split = WallSplit::default();
+    let t_trace = std::time::Instant::now();
     let tracer = match &setup.config.swap {
         SwapSetup::Swapfile { path, .. } | SwapSetup::Zswap { path, .. } => {
             crate::blktrace::Tracer::start(std::path::Path::new(path))
@@ -188,6 +276,7 @@ fn drive(
             .to_string()),
         SwapSetup::None => Err("no swap device".to_string()),
     };
+    split.trace_start = t_trace.elapsed().as_secs_f64();
     if let Ok(t) = &tracer {
         for change in t.journal() {
             setup.journal(change)?;
@@ -207,6 +296,8 @@ fn drive(
     let mut series = RunSeries::default();
     let mut major_faults = 0u64;
     progress.stage(&format!("linux {}", setup.config.name), 0);
+    // Real time slept (with the kernel's overshoot) and asked for, in seconds.
+    let (slept, asked) = (std::cell::Cell::new(0.0f64), std::cell::Cell::new(0.0f64));
 
     loop {
         if signals::interrupted() {
@@ -222,14 +313,25 @@ fn drive(
         let action = test.next_action(discards + oom_kills > 0, &|t| alive.contains(&t));
         let phase = test.phase_name();
         let t0 = std::time::Instant::now();
+        let (slept0, life0) = (slept.get(), split.life);
+        // Sleeps `ns` of the workload's time, scaled. The kernel wakes a sleeper late (~0.1 ms
+        // each, ~0.4 s over a run's ~5,000 sleeps): what it overslept so far is taken off this
+        // sleep, so the real time slept stays what the workload asked for in all.
         let sleep = |ns: u64| {
-            std::thread::sleep(std::time::Duration::from_nanos(
-                (ns as f64 * opts.scale) as u64,
-            ))
+            let want = (ns as f64 * opts.scale) / 1e9;
+            asked.set(asked.get() + want);
+            let owed = asked.get() - slept.get();
+            if owed > 0.0 {
+                let s0 = std::time::Instant::now();
+                std::thread::sleep(std::time::Duration::from_secs_f64(owed.min(want)));
+                slept.set(slept.get() + s0.elapsed().as_secs_f64());
+            }
         };
         macro_rules! lived {
             () => {{
+                let l0 = std::time::Instant::now();
                 let (f, g) = live_second(&mut life, &mut tabs, &mut fault_ns, &mut oom_kills);
+                split.life += l0.elapsed().as_secs_f64();
                 background_faults += f;
                 grown_pages += g;
             }};
@@ -334,9 +436,22 @@ fn drive(
                 }
             }
         }
+        // The action's own time, less the sleeps and seconds of life inside it.
+        let (dt, ds) = (t0.elapsed().as_secs_f64(), slept.get() - slept0);
+        let work = (dt - ds - (split.life - life0)).max(0.0);
+        match action {
+            Action::Open { .. } => split.open += work,
+            Action::Switch { .. } => split.switch += work,
+            Action::Scroll { .. } => {
+                split.scroll_pause += ds;
+                split.scroll_touch += work;
+            }
+            _ => split.sleep += ds + work,
+        }
         while life.next_second() <= clock {
             lived!();
         }
+        let t_sample = std::time::Instant::now();
         for t in life_tabs_gone(&life, &tabs) {
             recency.forget(t);
             life.gone(t);
@@ -367,10 +482,16 @@ fn drive(
             zswap_misses: if setup.zswap { d("pswpin") } else { 0 },
             ..Default::default()
         });
+        split.discard_and_sample += t_sample.elapsed().as_secs_f64();
         progress.advance(actions);
     }
+    let t_exit = std::time::Instant::now();
     drop(tabs);
+    split.tabs_exit = t_exit.elapsed().as_secs_f64();
+    let t_finish = std::time::Instant::now();
     let traced = crate::blktrace::Traced::of(tracer);
+    split.trace_finish = t_finish.elapsed().as_secs_f64();
+    split.asked_sleep = asked.get();
     if opts.block_requests {
         series.block_requests = traced.requests;
     }
@@ -401,6 +522,7 @@ fn drive(
             .into(),
     );
     extra.insert("blktrace".into(), traced.summary);
+    extra.insert("wall_split_s".into(), split.to_json());
     extra.insert(
         "energy".into(),
         "not measured on linux (0 is not a measurement)".into(),

@@ -36,6 +36,8 @@ pub struct Setup {
     /// Held (flock) from before the snapshot until after the restore: one run per machine, so two
     /// runs never record each other's changes as "prior state".
     _machine_lock: std::fs::File,
+    /// How long [`Setup::apply`] waited for another run to release the machine-wide lock.
+    pub lock_wait: std::time::Duration,
     pub config: LinuxConfig,
 }
 
@@ -183,7 +185,9 @@ impl Setup {
         if crate::signals::interrupted() {
             return Err(LinuxError::Interrupted);
         }
+        let waiting = std::time::Instant::now();
         let machine_lock = lock_machine()?;
+        let lock_wait = waiting.elapsed();
         let before = MachineSnapshot::capture()?;
         let mut setup = Setup {
             state_path: state_path.to_path_buf(),
@@ -197,6 +201,7 @@ impl Setup {
             swap_device: None,
             zswap: false,
             _machine_lock: machine_lock,
+            lock_wait,
             config: config.clone(),
         };
         setup.state.save(state_path)?;
