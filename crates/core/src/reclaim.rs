@@ -9,7 +9,9 @@
 //!   becomes a new request; the plug is flushed to the I/O scheduler when it holds
 //!   `BLK_MAX_REQUEST_COUNT` requests (`blk_add_rq_to_plug`, block/blk-mq.c) and at
 //!   `blk_finish_plug`. Swap slots come from a per-CPU cluster (mm/swapfile.c), so the pages of
-//!   one scan get consecutive slots and their writes merge.
+//!   one scan get consecutive slots and their writes merge. The swap-in read-ahead
+//!   (`swap_cluster_readahead`, `swap_vma_readahead`, mm/swap_state.c) reads its window under a
+//!   plug too, the faulting page among them: reads of adjacent slots merge the same way.
 //! - [`Writeback`]: the reclaiming task does not wait for its writes. A page under writeback is
 //!   put back on the inactive list (`shrink_folio_list`, `pageout` -> `keep_locked`) and is freed
 //!   only when reclaim finds it again after the write ended; `pageout` marks it `PG_reclaim`, and
@@ -41,24 +43,28 @@ use std::collections::BTreeMap;
 pub const BLK_MAX_REQUEST_COUNT: usize = 32;
 
 /// One request as the plug built it: `pages` (in submission order) to consecutive swap slots
-/// starting at `first_slot`.
+/// starting at `first_slot`. `queued_at` is when its first bio was submitted: blktrace's Q of
+/// the request (the parser matches a request by its start sector, whose Q is the first bio's),
+/// so the time a request waits in the plug is part of its Q2D on the kernel and must be in sim.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct PluggedWrite {
+pub struct PluggedRequest {
     pub first_slot: u64,
     pub pages: Vec<u32>,
+    pub queued_at: Nanos,
 }
 
-impl PluggedWrite {
+impl PluggedRequest {
     pub fn slots(&self) -> u64 {
         self.pages.len() as u64
     }
 }
 
-/// A block plug holding reclaim's swap-out writes (see the module text).
+/// A task's block plug: reclaim's swap-out writes, or a swap-in's read-ahead reads (see the
+/// module text and `nvmswap_core::readahead`).
 #[derive(Debug, Clone)]
 pub struct Plug {
     max_pages_per_request: u64,
-    requests: Vec<PluggedWrite>,
+    requests: Vec<PluggedRequest>,
 }
 
 impl Plug {
@@ -81,9 +87,11 @@ impl Plug {
         self.requests.len()
     }
 
-    /// A one-page write of `page` to swap slot `slot` enters the plug. Returns the requests to
-    /// hand to the I/O scheduler now: none, or all of them when the plug became full.
-    pub fn add(&mut self, page: u32, slot: u64) -> Vec<PluggedWrite> {
+    /// A one-page bio of `page` to swap slot `slot`, submitted at `at`, enters the plug. Returns
+    /// the requests to hand to the I/O scheduler now: none, or all of them when the plug became
+    /// full. A front merge makes the new bio the request's start sector, so its Q (`at`) becomes
+    /// the request's.
+    pub fn add(&mut self, page: u32, slot: u64, at: Nanos) -> Vec<PluggedRequest> {
         if let Some(last) = self.requests.last_mut() {
             if last.slots() < self.max_pages_per_request {
                 if slot == last.first_slot + last.slots() {
@@ -93,27 +101,27 @@ impl Plug {
                 if slot + 1 == last.first_slot {
                     last.first_slot = slot;
                     last.pages.insert(0, page);
+                    last.queued_at = at;
                     return Vec::new();
                 }
             }
         }
-        if self.requests.len() >= BLK_MAX_REQUEST_COUNT {
-            let out = self.finish();
-            self.requests.push(PluggedWrite {
-                first_slot: slot,
-                pages: vec![page],
-            });
-            return out;
-        }
-        self.requests.push(PluggedWrite {
+        let request = PluggedRequest {
             first_slot: slot,
             pages: vec![page],
-        });
+            queued_at: at,
+        };
+        if self.requests.len() >= BLK_MAX_REQUEST_COUNT {
+            let out = self.finish();
+            self.requests.push(request);
+            return out;
+        }
+        self.requests.push(request);
         Vec::new()
     }
 
     /// `blk_finish_plug`: every request held, in the order they were made.
-    pub fn finish(&mut self) -> Vec<PluggedWrite> {
+    pub fn finish(&mut self) -> Vec<PluggedRequest> {
         std::mem::take(&mut self.requests)
     }
 }
@@ -390,18 +398,21 @@ mod tests {
         let mut plug = Plug::new(1024 * 1024);
         // 32 pages reclaimed into consecutive slots 100..132: one request of 32 pages.
         for p in 0..32 {
-            assert!(plug.add(p, 100 + u64::from(p)).is_empty());
+            assert!(plug.add(p, 100 + u64::from(p), u64::from(p)).is_empty());
         }
         // A page whose slot is not adjacent starts a second request.
-        assert!(plug.add(99, 500).is_empty());
+        assert!(plug.add(99, 500, 40).is_empty());
         // A page just before the last request's first slot front-merges.
-        assert!(plug.add(98, 499).is_empty());
+        assert!(plug.add(98, 499, 41).is_empty());
         let out = plug.finish();
         assert_eq!(out.len(), 2);
         assert_eq!(out[0].first_slot, 100);
         assert_eq!(out[0].slots(), 32);
         assert_eq!(out[1].first_slot, 499);
         assert_eq!(out[1].pages, vec![98, 99]);
+        // Q of a request is its start sector's bio: the first bio, or a front merge's.
+        assert_eq!(out[0].queued_at, 0);
+        assert_eq!(out[1].queued_at, 41);
         assert!(plug.is_empty());
     }
 
@@ -409,12 +420,12 @@ mod tests {
     fn only_the_last_request_takes_merges_and_size_is_bounded() {
         // Requests of at most 2 pages.
         let mut plug = Plug::new(2 * crate::PAGE_SIZE);
-        plug.add(0, 10);
-        plug.add(1, 20);
+        plug.add(0, 10, 0);
+        plug.add(1, 20, 0);
         // Adjacent to the first request (slot 11), but the plug only tries its tail: new request.
-        plug.add(2, 11);
-        plug.add(3, 12); // merges with slot 11
-        plug.add(4, 13); // the request is at its size limit: new request
+        plug.add(2, 11, 0);
+        plug.add(3, 12, 0); // merges with slot 11
+        plug.add(4, 13, 0); // the request is at its size limit: new request
         let out = plug.finish();
         let shapes: Vec<(u64, u64)> = out.iter().map(|r| (r.first_slot, r.slots())).collect();
         assert_eq!(shapes, vec![(10, 1), (20, 1), (11, 2), (13, 1)]);
@@ -424,9 +435,9 @@ mod tests {
     fn a_full_plug_is_flushed_at_thirty_two_requests() {
         let mut plug = Plug::new(1024 * 1024);
         for p in 0..32u32 {
-            assert!(plug.add(p, u64::from(p) * 10).is_empty());
+            assert!(plug.add(p, u64::from(p) * 10, 0).is_empty());
         }
-        let flushed = plug.add(32, 1000);
+        let flushed = plug.add(32, 1000, 0);
         assert_eq!(flushed.len(), 32);
         assert_eq!(plug.len(), 1);
     }

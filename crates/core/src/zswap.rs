@@ -5,10 +5,12 @@
 //! device until the pool is below `accept_threshold_percent` of the limit; while marked full, new
 //! stores are rejected until the pool has shrunk below that threshold (the hysteresis of
 //! `zswap_pool_reached_full`). Loads are exclusive: a page read back leaves the pool. A page
-//! that does not shrink — compressed to PAGE_SIZE bytes or more — is rejected and goes to the
-//! swap device as it is (mm/zswap.c `zswap_compress`: a compressed length `>= PAGE_SIZE` fails
-//! the store, counted in `reject_compress_poor`); the kernel checks the pool limit before it
-//! compresses, so a full pool's write-back still runs for such a page.
+//! that does not shrink — compressed to PAGE_SIZE bytes or more — is stored as it is, a whole
+//! page in the pool (mm/zswap.c `zswap_compress` since 6.18: "store <PAGE_SIZE compression
+//! failed page as-is", counted in debugfs `stored_incompressible_pages`, which this machine's
+//! 6.18 kernel has), so the LRU order of write-back holds for it too; before 6.18 such a page
+//! was rejected to the swap device (`reject_compress_poor`). The kernel checks the pool limit
+//! before it compresses, so a full pool rejects such a page like any other.
 //!
 //! Pages are named by the caller's `u32` ids; the LRU is a queue with lazy deletion.
 //!
@@ -54,8 +56,9 @@ pub struct ZswapPool {
     referenced: std::collections::BTreeSet<u32>,
     lru: VecDeque<(u32, u64)>,
     next_seq: u64,
-    /// Pages rejected because they compressed to PAGE_SIZE or more (`reject_compress_poor`).
-    pub rejected_incompressible: u64,
+    /// Pages stored as they are, a whole page each, because they compressed to PAGE_SIZE or
+    /// more (debugfs `stored_incompressible_pages`).
+    pub stored_incompressible: u64,
 }
 
 impl ZswapPool {
@@ -73,7 +76,7 @@ impl ZswapPool {
             referenced: std::collections::BTreeSet::new(),
             lru: VecDeque::new(),
             next_seq: 0,
-            rejected_incompressible: 0,
+            stored_incompressible: 0,
         }
     }
 
@@ -114,12 +117,12 @@ impl ZswapPool {
         if self.check_limits() {
             return StoreOutcome::Rejected { queue_shrink: true };
         }
-        if size >= PAGE_SIZE {
-            self.rejected_incompressible += 1;
-            return StoreOutcome::Rejected {
-                queue_shrink: false,
-            };
-        }
+        let size = if size >= PAGE_SIZE {
+            self.stored_incompressible += 1;
+            PAGE_SIZE
+        } else {
+            size
+        };
         self.bytes += size;
         let seq = self.next_seq;
         self.next_seq += 1;
@@ -262,20 +265,19 @@ mod tests {
     }
 
     #[test]
-    fn incompressible_pages_are_rejected_without_queueing_the_worker() {
+    fn incompressible_pages_are_stored_as_a_whole_page() {
         let mut pool = ZswapPool::new(100_000, 90);
         assert_eq!(pool.store(1, 1000), StoreOutcome::Stored);
-        assert_eq!(
-            pool.store(2, PAGE_SIZE),
-            StoreOutcome::Rejected {
-                queue_shrink: false
-            }
-        );
-        assert_eq!(pool.rejected_incompressible, 1);
-        assert!(!pool.contains(2));
+        // Compressed to more than a page: kept as it is, a page's bytes in the pool.
+        assert_eq!(pool.store(2, PAGE_SIZE + 17), StoreOutcome::Stored);
+        assert_eq!(pool.stored_incompressible, 1);
+        assert!(pool.contains(2));
+        assert_eq!(pool.bytes(), 1000 + PAGE_SIZE);
+        assert_eq!(pool.load(2), Some(PAGE_SIZE));
         assert_eq!(pool.store(3, PAGE_SIZE - 1), StoreOutcome::Stored);
-        // A full pool queues the worker first, as the kernel checks the limit before it
-        // compresses: the page is not counted as incompressible.
+        assert_eq!(pool.stored_incompressible, 1);
+        // A full pool rejects first, as the kernel checks the limit before it compresses: the
+        // page is not counted as incompressible.
         let mut full = ZswapPool::new(2000, 50);
         full.store(1, 1000);
         full.store(2, 1000);
@@ -283,7 +285,7 @@ mod tests {
             full.store(4, PAGE_SIZE),
             StoreOutcome::Rejected { queue_shrink: true }
         );
-        assert_eq!(full.rejected_incompressible, 0);
+        assert_eq!(full.stored_incompressible, 0);
     }
 
     #[test]

@@ -304,7 +304,7 @@ impl Pager {
         s.resident_pages = inner.resident;
         s.lru = inner.order.stats();
         if let Some(z) = &inner.zswap {
-            s.pool_rejected_incompressible = z.rejected_incompressible;
+            s.pool_stored_incompressible = z.stored_incompressible;
         }
         if let Some(p) = &inner.pool {
             s.pool_bytes_in = p.bytes_in;

@@ -569,6 +569,7 @@ fn pager_extra(st: &crate::PagerStats) -> serde_json::Map<String, serde_json::Va
         ("read_ahead_pages", st.read_ahead_pages),
         ("pool_writebacks", st.pool_writebacks),
         ("pool_rejects", st.pool_rejects),
+        ("pool_stored_incompressible", st.pool_stored_incompressible),
         ("lru_scanned", st.lru.scanned),
         ("lru_activated", st.lru.activated),
         ("lru_deactivated", st.lru.deactivated),

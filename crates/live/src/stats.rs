@@ -52,9 +52,10 @@ pub struct PagerStats {
     pub evictions_clean: u64,
     pub nvm_writes_saved: u64,
     pub pool_writebacks: u64,
-    /// Pages the zswap policy turned away because they compressed to a page or more.
-    pub pool_rejected_incompressible: u64,
-    /// Pages the zswap policy turned away (pool full or incompressible); they went to NVM.
+    /// Pages the zswap policy stored as they are, a whole page each, because they compressed to a
+    /// page or more (the 6.18 kernel's `stored_incompressible_pages`).
+    pub pool_stored_incompressible: u64,
+    /// Pages the zswap policy turned away (pool full); they went to NVM.
     pub pool_rejects: u64,
     /// The eviction order's decisions (core's LRU: scans, activations, refaults).
     pub lru: LruStats,

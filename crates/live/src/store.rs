@@ -55,8 +55,8 @@ pub(crate) fn store(inner: &mut Inner, rid: u32, idx: u32, buf: &[u8; PAGE]) -> 
 }
 
 /// `store` with the same-filled check and compression already done. With an NVM tier behind
-/// the pool every pool decision is `nvmswap_core::zswap`'s: it admits the page or rejects it
-/// (pool full, with the hysteresis of its accept threshold, or the page did not shrink); a
+/// the pool every pool decision is `nvmswap_core::zswap`'s: it admits the page (one that did not
+/// shrink as a whole page) or rejects it (pool full, with the hysteresis of its accept threshold); a
 /// rejection at the limit queues the shrink worker, which the evictor thread runs
 /// ([`run_shrink_worker`]). Without an NVM tier the pool keeps every page (zram).
 pub(crate) fn store_prepared(
@@ -78,6 +78,13 @@ pub(crate) fn store_prepared(
             };
             match zswap.store(id, data.len() as u64) {
                 StoreOutcome::Stored => {
+                    // A page that did not shrink is kept as it is (the 6.18 kernel's
+                    // `zswap_compress`): a whole page, which `Pool::load` copies back.
+                    let data = if data.len() >= PAGE {
+                        buf.to_vec()
+                    } else {
+                        data
+                    };
                     inner.pool.as_mut().expect("pool").insert(id, data);
                     return Some(Loc::Pool);
                 }

@@ -146,12 +146,17 @@ impl Pool {
     }
 
     /// Decompress an entry into `out` (one page), leaving it in the pool; false if absent.
-    /// Allocates nothing.
+    /// An entry of exactly a page is a page stored as it is (it did not shrink; a compressed
+    /// entry is always shorter, store.rs) and is copied. Allocates nothing.
     pub fn load(&mut self, id: u32, out: &mut [u8]) -> bool {
         let Some(data) = self.entries.get(&id) else {
             return false;
         };
-        self.codec.decompress(data, out);
+        if data.len() == PAGE {
+            out.copy_from_slice(data);
+        } else {
+            self.codec.decompress(data, out);
+        }
         true
     }
 

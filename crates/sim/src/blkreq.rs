@@ -59,7 +59,10 @@ impl Observer for Recorder {
             } => {
                 self.queued.insert(id, (sector, pages));
             }
-            Event::BlockCompleted { done, tag_wait } => {
+            Event::BlockCompleted {
+                done,
+                plug_and_tag_wait,
+            } => {
                 // io.rs emits BlockQueued as it submits, before the layer can complete it.
                 let (sector, pages) = self
                     .queued
@@ -71,7 +74,7 @@ impl Observer for Recorder {
                     slot: sector * SECTOR_BYTES / PAGE_SIZE,
                     bytes: done.bytes,
                     merged: pages.saturating_sub(1) as u32,
-                    q_ns: done.q - tag_wait,
+                    q_ns: done.q - plug_and_tag_wait,
                     d_ns: done.d,
                     c_ns: done.c,
                 };

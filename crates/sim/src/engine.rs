@@ -264,11 +264,8 @@ impl<'a> Machine<'a> {
     fn swap_in(&mut self, p: u32, write: bool, me: Actor) -> Result<u64, SimError> {
         let mut stall = self.frame_or_discard()?;
         let start = self.now + stall;
-        let cost = match self.backend.swap_in(p, write, start, me, env!(self)) {
-            SwapIn::Done { cost } => {
-                self.place(p);
-                cost
-            }
+        let (cost, readahead) = match self.backend.swap_in(p, write, start, me, env!(self)) {
+            SwapIn::Done { cost, readahead } => (cost, readahead),
             SwapIn::Wait {
                 id,
                 issued,
@@ -278,26 +275,26 @@ impl<'a> Machine<'a> {
                 let cost = self
                     .backend
                     .finish_swap_in(p, write, id, issued, env!(self));
-                self.place(p);
-                for q in readahead {
-                    if self.loc[q as usize] != Loc::Out {
-                        continue; // its tab was discarded while we waited
-                    }
-                    match self.allocate_frame() {
-                        Some(s) => stall += s,
-                        None => break,
-                    }
-                    let now = self.now;
-                    stall += self.backend.readahead_in(q, now, env!(self));
-                    // Read-ahead pages come in unmapped (no accessed bit), at the head of the
-                    // inactive list.
-                    self.loc[q as usize] = Loc::Resident;
-                    self.lru.add_faulted(q);
-                    self.lru.clear_accessed(q);
-                }
-                cost
+                (cost, readahead)
             }
         };
+        self.place(p);
+        for q in readahead {
+            if self.loc[q as usize] != Loc::Out {
+                continue; // its tab was discarded while we waited
+            }
+            match self.allocate_frame() {
+                Some(s) => stall += s,
+                None => break,
+            }
+            let now = self.now;
+            stall += self.backend.readahead_in(q, now, env!(self));
+            // Read-ahead pages come in unmapped (no accessed bit), at the head of the
+            // inactive list.
+            self.loc[q as usize] = Loc::Resident;
+            self.lru.add_faulted(q);
+            self.lru.clear_accessed(q);
+        }
         Ok(stall + cost)
     }
 

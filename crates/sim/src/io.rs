@@ -26,8 +26,9 @@ pub struct Io {
     next_id: u64,
     /// Requests the queue holds before a submitter must wait (BLKDEV_DEFAULT_RQ or the depth).
     max_requests: usize,
-    /// Requests that waited for a tag: id -> when they were issued. blktrace's Q is the bio's
-    /// arrival, before the tag wait, so Q2D and Q2C include that wait.
+    /// Requests whose blktrace Q is earlier than their entry into the layer: id -> Q. Q is the
+    /// first bio's arrival, before its plug was flushed and before any wait for a tag, so Q2D
+    /// and Q2C include both.
     issued_at: BTreeMap<u64, u64>,
     /// Completed synchronous requests not yet collected by their waiter.
     finished_sync: BTreeMap<u64, Completed>,
@@ -86,10 +87,10 @@ impl Io {
         let t = t.max(self.clock);
         self.clock = t;
         for done in self.layer.advance_to(t) {
-            let tag_wait = self.issued_at.remove(&done.id).map_or(0, |i| done.q - i);
+            let plug_and_tag_wait = self.issued_at.remove(&done.id).map_or(0, |i| done.q - i);
             obs.emit(Event::BlockCompleted {
                 done: &done,
-                tag_wait,
+                plug_and_tag_wait,
             });
             if done.sync {
                 self.finished_sync.insert(done.id, done);
@@ -110,21 +111,9 @@ impl Io {
         }
     }
 
-    /// Queues a 4 KiB request for `slot` at `t` (or when a request tag frees up); returns its id
-    /// and when it was queued.
-    pub fn submit(
-        &mut self,
-        op: Op,
-        sync: bool,
-        slot: u32,
-        t: u64,
-        by: Actor,
-        obs: &mut Observers,
-    ) -> (u64, u64) {
-        self.submit_pages(op, sync, slot, 1, t, by, obs)
-    }
-
-    /// Queues one request of `pages` consecutive slots from `slot` (a plug's merged request).
+    /// Queues one request of `pages` consecutive slots from `slot` (a plug's merged request) at
+    /// `t`, when its plug is flushed; `first_bio_at` (at most `t`) is when its first bio entered
+    /// the plug, blktrace's Q of the request, so its plug time counts in Q2D as on the kernel.
     #[allow(clippy::too_many_arguments)]
     pub fn submit_pages(
         &mut self,
@@ -132,12 +121,13 @@ impl Io {
         sync: bool,
         slot: u32,
         pages: u64,
+        first_bio_at: u64,
         t: u64,
         by: Actor,
         obs: &mut Observers,
     ) -> (u64, u64) {
         let mut t = t.max(self.clock);
-        let issued = t;
+        let issued = first_bio_at.min(t);
         self.advance(t, obs);
         while self.layer.in_flight() >= self.max_requests {
             let next = self
@@ -177,17 +167,20 @@ impl Io {
         (id, t)
     }
 
-    /// Submits an asynchronous swap-out write of `pages` slots from `slot` at `t`; returns its id
-    /// and how long the submitter waited for a request tag.
+    /// Submits an asynchronous swap-out write of `pages` slots from `slot` at `t`, its first bio
+    /// plugged since `first_bio_at`; returns its id and how long the submitter waited for a
+    /// request tag.
     pub fn write(
         &mut self,
         slot: u32,
         pages: u64,
+        first_bio_at: u64,
         t: u64,
         by: Actor,
         obs: &mut Observers,
     ) -> (u64, u64) {
-        let (id, queued) = self.submit_pages(Op::Write, false, slot, pages, t, by, obs);
+        let (id, queued) =
+            self.submit_pages(Op::Write, false, slot, pages, first_bio_at, t, by, obs);
         (id, queued - t)
     }
 

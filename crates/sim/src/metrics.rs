@@ -74,7 +74,7 @@ pub struct Metrics {
     switches: LatencyRecorder,
     series: RunSeries,
     /// blktrace's Q2D, D2C, Q2C for reads [0] and writes [1].
-    trace: [[LatencyRecorder; 3]; 2],
+    pub(crate) trace: [[LatencyRecorder; 3]; 2],
     /// Reclaim's sleeps by reason: (count, total ns).
     throttles: std::collections::BTreeMap<&'static str, (u64, u64)>,
     /// Write requests a block plug submitted, and the pages in them.
@@ -180,9 +180,16 @@ impl Observer for Metrics {
                     c.device_write_pages += pages;
                 }
             },
-            Event::BlockCompleted { done, tag_wait } => {
+            Event::BlockCompleted {
+                done,
+                plug_and_tag_wait,
+            } => {
                 let dir = (done.op == Op::Write) as usize;
-                let stages = [done.q2d() + tag_wait, done.d2c(), done.q2c() + tag_wait];
+                let stages = [
+                    done.q2d() + plug_and_tag_wait,
+                    done.d2c(),
+                    done.q2c() + plug_and_tag_wait,
+                ];
                 for (i, ns) in stages.into_iter().enumerate() {
                     self.trace[dir][i].record_ns(ns);
                 }

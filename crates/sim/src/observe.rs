@@ -178,10 +178,11 @@ pub enum Event<'e> {
         sync: bool,
         sector: u64,
     },
-    /// A request completed; `tag_wait` is how long it waited for a tag before it was queued.
+    /// A request completed; `plug_and_tag_wait` is how long it waited between its Q (its first
+    /// bio, in a plug) and its entry into the queue: the plug's residence and a wait for a tag.
     BlockCompleted {
         done: &'e Completed,
-        tag_wait: u64,
+        plug_and_tag_wait: u64,
     },
     /// `actor` slept in reclaim for `ns` from `t`: `reason` "writeback", "isolated",
     /// "noprogress" (`reclaim_throttle`) or "wait_writeback" (waited for a page's write).

@@ -24,7 +24,7 @@ use std::collections::BTreeMap;
 
 use nvmswap_core::config::SystemConfig;
 use nvmswap_core::readahead::{ReadDecision, ReadRange, SwapReadAhead};
-use nvmswap_core::reclaim::{Plug, PluggedWrite, Writeback};
+use nvmswap_core::reclaim::{Plug, PluggedRequest, Writeback};
 use nvmswap_core::PAGE_SIZE;
 
 use super::{profile, BuildArgs, Env, Fault, Spent, SwapBackend, SwapIn};
@@ -175,16 +175,21 @@ impl BlockSwap {
     /// Submits the plug's requests at `t` for `by`; returns the wait for request tags.
     fn submit_plugged(
         &mut self,
-        reqs: Vec<PluggedWrite>,
+        reqs: Vec<PluggedRequest>,
         t: u64,
         by: Actor,
         obs: &mut Observers,
     ) -> u64 {
         let mut wait = 0;
         for r in reqs {
-            let (id, w) = self
-                .io
-                .write(r.first_slot as u32, r.slots(), t + wait, by, obs);
+            let (id, w) = self.io.write(
+                r.first_slot as u32,
+                r.slots(),
+                r.queued_at,
+                t + wait,
+                by,
+                obs,
+            );
             wait += w;
             obs.emit(Event::PluggedWrite {
                 t: t + wait,
@@ -341,7 +346,9 @@ impl BlockSwap {
             // zswap's write-back also sets PG_reclaim (`zswap_writeback_entry`).
             self.writeback.start_write(p, true);
         }
-        let full = self.plug.add(p, u64::from(self.slot_of[pi]));
+        let full = self
+            .plug
+            .add(p, u64::from(self.slot_of[pi]), t + spent.total());
         spent.wait += self.submit_plugged(full, t + spent.total(), by, obs);
         self.held[pi] = Held::Device;
     }
@@ -365,9 +372,11 @@ impl BlockSwap {
     /// (`SwapReadAhead::fault`): the cluster read-ahead reads every allocated slot of the aligned
     /// block around the fault's slot (mm/swap_state.c `swap_cluster_readahead`), the VMA
     /// read-ahead every swapped-out page of the window around the faulting page in its tab's
-    /// mapping (`swap_vma_readahead`); each read is its own request that the block layer merges
-    /// with its neighbours; pages in a pool in front are taken from it instead. Neighbours come
-    /// in unmapped (no accessed bit), at the head of the inactive list (engine.rs).
+    /// mapping (`swap_vma_readahead`). Both submit their reads under a block plug, the faulting
+    /// page's among them, so reads of adjacent slots reach the scheduler as one request; the
+    /// faulting task waits for the request that holds its page. Pages in a pool in front are
+    /// taken from it instead (`zswap_load`). Neighbours come in unmapped (no accessed bit), at
+    /// the head of the inactive list (engine.rs).
     pub(super) fn start_read(
         &mut self,
         p: u32,
@@ -375,19 +384,58 @@ impl BlockSwap {
         me: Actor,
         obs: &mut Observers,
     ) -> SwapIn {
-        let slot = self.slot_of[p as usize];
         let issued = start + self.swap_in_ns / 2;
+        let mut readahead = Vec::new();
+        let mut plug = Plug::new(nvmswap_core::block::MAX_MERGED_BYTES);
+        let mut full = Vec::new();
+        for (q, s) in self.readahead_window(p) {
+            if q == p {
+                full.extend(plug.add(q, u64::from(s), issued));
+                continue;
+            }
+            if self.held[q as usize] == Held::Device {
+                full.extend(plug.add(q, u64::from(s), issued));
+            }
+            readahead.push(q);
+        }
+        full.extend(plug.finish());
+        let mut waited_for = None;
+        for r in full {
+            let sync = r.pages.contains(&p);
+            let (id, _) = self.io.submit_pages(
+                Op::Read,
+                sync,
+                r.first_slot as u32,
+                r.slots(),
+                r.queued_at,
+                issued,
+                me,
+                obs,
+            );
+            if sync {
+                waited_for = Some(id);
+            }
+        }
+        let id = waited_for.expect("the faulting page is in its window");
+        SwapIn::Wait {
+            id,
+            issued,
+            readahead,
+        }
+    }
+
+    /// The read-ahead decision for a fault on `p` (recorded in `last_decision`) and the pages of
+    /// its window that the swap area holds, `p` among them, in the order their reads are
+    /// submitted: slot order (cluster) or address order (VMA). Each is (page, slot).
+    pub(super) fn readahead_window(&mut self, p: u32) -> Vec<(u32, u32)> {
+        let slot = self.slot_of[p as usize];
         let area = self.area_of[p as usize];
         let (base, len) = self.areas[area as usize];
         let decision = self
             .ra
             .fault(area, u64::from(p - base), u64::from(len), u64::from(slot));
         self.last_decision = Some(decision);
-        let mut readahead = Vec::new();
-        let mut submitted = None;
-        // The pages to read, in the order their reads are submitted: slot order (cluster) or
-        // address order (VMA).
-        let owners: Vec<(u32, u32)> = match decision.range {
+        let candidates: Vec<(u32, u32)> = match decision.range {
             ReadRange::None => vec![(p, slot)],
             ReadRange::Slots { first, last } => (first..=last.min(self.swap_slots - 1))
                 .map(|s| (self.slot_owner[s as usize], s as u32))
@@ -399,24 +447,15 @@ impl BlockSwap {
                 })
                 .collect(),
         };
-        for (q, s) in owners {
-            if q == p {
-                submitted = Some(self.io.submit(Op::Read, true, slot, issued, me, obs));
-                continue;
-            }
-            if q != NO_OWNER && self.held[q as usize] != Held::No && self.slot_of[q as usize] == s {
-                if self.held[q as usize] == Held::Device {
-                    self.io.submit(Op::Read, false, s, issued, me, obs);
-                }
-                readahead.push(q);
-            }
-        }
-        let (id, _) = submitted.expect("the faulting page is in its window");
-        SwapIn::Wait {
-            id,
-            issued,
-            readahead,
-        }
+        candidates
+            .into_iter()
+            .filter(|&(q, s)| {
+                q == p
+                    || (q != NO_OWNER
+                        && self.held[q as usize] != Held::No
+                        && self.slot_of[q as usize] == s)
+            })
+            .collect()
     }
 
     /// A resident page is used: the first use of a page read ahead is a hit for its window.
@@ -577,7 +616,10 @@ impl SwapBackend for BlockSwap {
 
     fn swap_in(&mut self, p: u32, write: bool, start: u64, by: Actor, env: &mut Env) -> SwapIn {
         if let Some(cost) = self.swap_in_without_io(p, write, start, by, env.obs) {
-            return SwapIn::Done { cost };
+            return SwapIn::Done {
+                cost,
+                readahead: Vec::new(),
+            };
         }
         self.start_read(p, start, by, env.obs)
     }

@@ -75,8 +75,10 @@ pub enum Fault {
 /// The first half of a swap-in into a frame.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum SwapIn {
-    /// Done, costing the foreground `cost` (besides finding the frame).
-    Done { cost: u64 },
+    /// Done, costing the foreground `cost` (besides finding the frame). `readahead`: pages the
+    /// same swap-in brings without a wait of its own (neighbours of a zswap pool hit, which the
+    /// kernel's read-ahead loads too), handled as `Wait`'s.
+    Done { cost: u64, readahead: Vec<u32> },
     /// Waiting for synchronous I/O request `id`; then `finish_swap_in`. `readahead`: pages the
     /// same I/O brings (the engine gives each a frame while there is one, then `readahead_in`).
     Wait {

@@ -207,7 +207,10 @@ impl SwapBackend for NvmSwap {
             readahead: false,
         });
         self.free_slot_of(p);
-        SwapIn::Done { cost }
+        SwapIn::Done {
+            cost,
+            readahead: Vec::new(),
+        }
     }
 
     fn release(&mut self, p: u32, _env: &mut Env) {

@@ -114,7 +114,13 @@ impl Rig {
         let t = self.t;
         b.fault(p, false, t, ME, &mut self.env());
         match b.swap_in(p, false, t, ME, &mut self.env()) {
-            SwapIn::Done { .. } => Vec::new(),
+            SwapIn::Done { readahead, .. } => {
+                for &q in &readahead {
+                    let t = self.t;
+                    b.readahead_in(q, t, &mut self.env());
+                }
+                readahead
+            }
             SwapIn::Wait {
                 id,
                 issued,
@@ -286,7 +292,12 @@ impl ZswapUse for SimZswap {
 
 #[test]
 fn sim_admits_and_writes_back_as_core_zswap() {
-    let cfg = config("nand-zswap", &["zswap_exclusive_loads=true"]);
+    // page_cluster 0: a pool hit reads nothing ahead (a one-page window), so each of the
+    // driver's loads takes exactly its page out of the pool, as core's bare pool does.
+    let cfg = config(
+        "nand-zswap",
+        &["zswap_exclusive_loads=true", "page_cluster=0"],
+    );
     let limit = cfg.dram_bytes * u64::from(cfg.zswap_max_pool_percent) / 100;
     // About half the pages sit in the pool at a time (the driver loads a pooled page it picks),
     // at ~2,200 bytes each: 700 bytes per page of the driver overfills the pool, so the worker

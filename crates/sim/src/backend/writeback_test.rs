@@ -1,7 +1,9 @@
 //! Known answers for reclaim's write path in sim (block.rs, zswap.rs): the plug merges a
 //! batch's adjacent writes into one request, a page under writeback keeps its frame until its
 //! write completes, a fault on it is served from the swap cache, zero pages are not written,
-//! and zswap's shrinker runs in its worker, not in the task that stores or faults.
+//! and zswap's shrinker runs in its worker, not in the task that stores or faults. And the
+//! read side: a swap-in's read-ahead reaches the device as merged requests, a request's Q is
+//! its first bio's, and a zswap pool hit reads ahead as a device read does.
 
 use nvmswap_core::config::SystemConfig;
 use rand::SeedableRng;
@@ -56,6 +58,15 @@ impl Rig {
 
     fn writes_queued(&self) -> u64 {
         self.obs.metrics.c.device_writes
+    }
+
+    /// Pages 0..n swapped out by one reclaim batch (consecutive slots), their writes done.
+    fn swap_out_in_one_batch(&mut self, n: u32) {
+        for p in 0..n {
+            self.store(p, 1_000, ME);
+        }
+        self.backend.finish_plug(50_000, &mut self.obs);
+        self.drain();
     }
 
     /// Runs the device until nothing is pending.
@@ -185,4 +196,106 @@ fn zswap_shrinker_runs_in_its_worker_not_in_the_storing_task() {
     // pool was at its accept threshold.
     assert!(rig.obs.metrics.c.zswap_writebacks > 0);
     assert!(accepted_after_reject);
+}
+
+/// Faults pages 0..n in order as engine.rs does (every frame free): each swap-in's read-ahead
+/// pages come in and are used (a hit for the window). Returns (requests, pages) read per fault.
+fn fault_in_order(rig: &mut Rig, n: u32) -> Vec<(u64, u64)> {
+    let mut resident = vec![false; n as usize];
+    let mut per_fault = Vec::new();
+    let mut t = 1_000_000_000;
+    for p in 0..n {
+        if resident[p as usize] {
+            rig.backend.touched(p);
+            continue;
+        }
+        t += 1_000_000;
+        rig.backend.advance_to(t, &mut rig.obs);
+        let (reqs, pages) = (
+            rig.obs.metrics.c.device_reads,
+            rig.obs.metrics.c.device_read_pages,
+        );
+        rig.call(|b, env| b.fault(p, false, t, ME, env));
+        let readahead = match rig.call(|b, env| b.swap_in(p, false, t, ME, env)) {
+            SwapIn::Done { readahead, .. } => readahead,
+            SwapIn::Wait {
+                id,
+                issued,
+                readahead,
+            } => {
+                while !rig.backend.io_finished(id) {
+                    let next = rig.backend.next_event_time().expect("in flight");
+                    rig.backend.advance_to(next, &mut rig.obs);
+                    t = t.max(next);
+                }
+                rig.call(|b, env| b.finish_swap_in(p, false, id, issued, env));
+                readahead
+            }
+        };
+        for &q in &readahead {
+            rig.call(|b, env| b.readahead_in(q, t, env));
+            resident[q as usize] = true;
+        }
+        resident[p as usize] = true;
+        per_fault.push((
+            rig.obs.metrics.c.device_reads - reqs,
+            rig.obs.metrics.c.device_read_pages - pages,
+        ));
+    }
+    per_fault
+}
+
+#[test]
+fn a_swap_in_reads_its_window_as_one_merged_request() {
+    // nand: not rotational, so the VMA read-ahead; pages 0..64 stored in one reclaim batch take
+    // consecutive slots, so each window's reads are adjacent and merge in the plug.
+    let mut rig = Rig::new("nand", 64, 2000, &[]);
+    rig.swap_out_in_one_batch(64);
+    let per_fault = fault_in_order(&mut rig, 64);
+    assert!(
+        per_fault.iter().any(|&(_, pages)| pages >= 4),
+        "sequential faults grow the window: {per_fault:?}"
+    );
+    for &(requests, pages) in &per_fault {
+        assert_eq!(requests, 1, "one request per fault: {per_fault:?}");
+        assert!(pages >= 1);
+    }
+    assert_eq!(per_fault.iter().map(|f| f.1).sum::<u64>(), 64);
+}
+
+#[test]
+fn a_plugged_request_is_queued_at_its_first_bio() {
+    // Two pages written 30 us apart in one batch, flushed at 100 us: the merged request's Q is
+    // the first bio's (submitted after the first page's write path), so its Q2D holds the time
+    // the plug held it (blktrace's view), not the 0 of a request queued at the flush.
+    let mut rig = Rig::new("optane", 2, 2000, &[]);
+    rig.store(0, 0, ME);
+    rig.store(1, 30_000, ME);
+    rig.backend.finish_plug(100_000, &mut rig.obs);
+    assert_eq!(rig.writes_queued(), 1);
+    rig.drain();
+    let q2d_us = rig.obs.metrics.trace[1][0].summary(1_000).p50;
+    let plugged_us = (100_000 - crate::costs::BLOCK_SUBMIT_NS) as f64 / 1_000.0;
+    assert!(
+        (q2d_us - plugged_us).abs() < 1.0,
+        "write Q2D {q2d_us} us holds the plug"
+    );
+}
+
+#[test]
+fn a_zswap_pool_hit_reads_its_neighbours_ahead() {
+    // optane-zswap: every page stored in the pool. Faulting them in order grows the VMA window
+    // as device reads do; the neighbours come from the pool (decompressed), not the device.
+    let mut rig = Rig::new("optane-zswap", 64, 2000, &[]);
+    rig.swap_out_in_one_batch(64);
+    assert_eq!(rig.writes_queued(), 0, "all in the pool");
+    let before = rig.obs.metrics.c.zswap_hits;
+    let per_fault = fault_in_order(&mut rig, 64);
+    let faults = per_fault.len() as u64;
+    assert!(
+        faults < 64,
+        "read-ahead brought some pages: {faults} faults"
+    );
+    assert_eq!(rig.obs.metrics.c.zswap_hits - before, faults);
+    assert_eq!(rig.obs.metrics.c.device_reads, 0);
 }

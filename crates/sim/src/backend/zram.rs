@@ -96,7 +96,10 @@ impl SwapBackend for Zram {
             from: Tier::Zram,
             readahead: false,
         });
-        SwapIn::Done { cost }
+        SwapIn::Done {
+            cost,
+            readahead: Vec::new(),
+        }
     }
 
     fn release(&mut self, p: u32, env: &mut Env) {

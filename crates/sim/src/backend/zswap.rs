@@ -94,6 +94,39 @@ impl Zswap {
         }))
     }
 
+    /// The neighbours a pool hit on `p` reads ahead: those in the pool are decompressed by the
+    /// faulting task when the engine brings them in (`readahead_in`); those on the device are
+    /// read under the task's plug, asynchronously (sim counts them in at once: the kernel's
+    /// faulting task does not wait for them either, only a later fault on one would).
+    fn readahead_of_hit(&mut self, p: u32, start: u64, by: Actor, env: &mut Env) -> Vec<u32> {
+        let mut plug = nvmswap_core::reclaim::Plug::new(nvmswap_core::block::MAX_MERGED_BYTES);
+        let mut reads = Vec::new();
+        let mut readahead = Vec::new();
+        for (q, slot) in self.dev.readahead_window(p) {
+            if q == p {
+                continue;
+            }
+            if self.dev.held[q as usize] == Held::Device {
+                reads.extend(plug.add(q, u64::from(slot), start));
+            }
+            readahead.push(q);
+        }
+        reads.extend(plug.finish());
+        for r in reads {
+            self.dev.io.submit_pages(
+                nvmswap_core::block::Op::Read,
+                false,
+                r.first_slot as u32,
+                r.slots(),
+                r.queued_at,
+                start,
+                by,
+                env.obs,
+            );
+        }
+        readahead
+    }
+
     /// `queue_work(shrink_wq, ...)` at `t`: a no-op while the worker is still busy.
     fn queue_worker(&mut self, t: u64, env: &mut Env) {
         if !self.worker.queue.is_empty() {
@@ -213,9 +246,6 @@ impl SwapBackend for Zswap {
                     // Limits are checked before compression: nothing compressed; the worker
                     // shrinks the pool, not this task.
                     self.queue_worker(t, env);
-                } else {
-                    // Compressed, and it did not shrink.
-                    spent.cpu += env.costs.compress(size, env.rng);
                 }
                 self.dev.write(p, t, &mut spent, by, env.obs, true);
                 Tier::Device
@@ -255,6 +285,11 @@ impl SwapBackend for Zswap {
             page: p,
             kind: ZswapKind::Hit,
         });
+        // A pool hit is not a synchronous device: `do_swap_page` (mm/memory.c) takes the
+        // read-ahead path as for a read, and `swap_read_folio` loads each page of the window
+        // from the pool (`zswap_load`) or reads it from the device. The window is decided before
+        // the page leaves the pool, as the kernel's swap cache lookup comes first.
+        let readahead = self.readahead_of_hit(p, start, by, env);
         let slot = self.dev.slot_of(p);
         if self.exclusive_loads || pending {
             self.pool.load(p);
@@ -277,7 +312,7 @@ impl SwapBackend for Zswap {
             from: Tier::ZswapPool,
             readahead: false,
         });
-        SwapIn::Done { cost }
+        SwapIn::Done { cost, readahead }
     }
 
     fn finish_swap_in(&mut self, p: u32, write: bool, id: u64, issued: u64, env: &mut Env) -> u64 {
