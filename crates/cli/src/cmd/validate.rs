@@ -52,7 +52,7 @@ pub struct Args {
     #[arg(
         long,
         value_delimiter = ',',
-        default_value = "0.25,0.1",
+        default_value = "0.1,0.05",
         requires = "matrix",
         value_parser = crate::args::unit_fraction
     )]
@@ -950,14 +950,14 @@ mod tests {
     #[test]
     fn the_matrix_expands_to_the_documented_scenarios() {
         let args = parse(&["--matrix", "--repeat", "3"]).unwrap();
-        assert_eq!(args.matrix_scales, [0.25, 0.1]);
+        assert_eq!(args.matrix_scales, [0.1, 0.05]);
         assert_eq!(args.matrix_seeds, [1, 2]);
         let got: Vec<String> = matrix_scenarios(&args.matrix_scales, &args.matrix_seeds)
             .iter()
             .map(Scenario::label)
             .collect();
         let mut want = Vec::new();
-        for scale in ["0.25", "0.1"] {
+        for scale in ["0.1", "0.05"] {
             for seed in [1, 2] {
                 for c in ["linux-zram", "linux-swapfile", "linux-zswap"] {
                     want.push(format!("{c} x{scale} seed {seed}"));
@@ -971,7 +971,7 @@ mod tests {
             "linux-swapfile-pc0",
             "linux-zswap-pool1",
         ] {
-            want.push(format!("{v} x0.25 seed 1"));
+            want.push(format!("{v} x0.1 seed 1"));
         }
         assert_eq!(got, want);
 
