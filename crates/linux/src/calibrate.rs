@@ -8,6 +8,8 @@
 //!   which is what a swap-out/swap-in to zram pays too.
 //! - **Disk**: 4 KiB O_DIRECT reads and writes at random offsets of a scratch file next to where
 //!   the swap file goes (same disk).
+//! - **Queue depth**: the hardware queues' tags (/sys/block/<disk>/mq/*/nr_tags, summed), what
+//!   the device takes; the scheduler's `nr_requests` is a software limit sim derives itself.
 //! - **Fault path**: the demand-zero (minor) fault, timed per page on fresh anonymous memory.
 //! - **Swap path** (a scratch swap file of our own on the same disk, page-cluster 0): the swap
 //!   *write* path per page, timed as `madvise(MADV_PAGEOUT)` of 32-page batches of tab-model
@@ -53,8 +55,11 @@ pub struct Calibration {
     pub disk_write_4k_us: LatencySummary,
     pub minor_fault_us: LatencySummary,
     pub pages_per_probe: u64,
-    /// The disk's request queue depth (/sys/block/<disk>/queue/nr_requests).
+    /// The disk's queue depth: the tags of its hardware queues (/sys/block/<disk>/mq/*/nr_tags,
+    /// summed), or the scheduler's nr_requests when the disk has no mq directory.
     pub queue_depth: u32,
+    /// Where `queue_depth` was read.
+    pub queue_depth_source: String,
     /// Hardware queues of the disk (/sys/block/<disk>/mq/*).
     pub hw_queues: u32,
     /// The swap path through a swap file on the disk (None when it could not be probed, with why).
@@ -96,6 +101,41 @@ pub struct CompressionProbe {
     pub decompress_us: LatencySummary,
     /// Compressed / original bytes from zram's mm_stat.
     pub ratio: f64,
+}
+
+/// The disk's queue depth: its hardware queues' tags summed, else the scheduler's nr_requests;
+/// with where it was read and the number of hardware queues.
+fn queue_depth_of(disk: &str) -> Result<(u32, String, u32), LinuxError> {
+    let mq = format!("/sys/block/{disk}/mq");
+    let mut tags = 0u32;
+    let mut queues = 0u32;
+    if let Ok(dir) = std::fs::read_dir(&mq) {
+        for entry in dir.flatten() {
+            let t = sysfs::read_trimmed(entry.path().join("nr_tags"))?;
+            tags += t.parse::<u32>().map_err(|_| LinuxError::Kernel {
+                what: format!("{}/nr_tags", entry.path().display()),
+                detail: format!("not a number: {t}"),
+            })?;
+            queues += 1;
+        }
+    }
+    if tags > 0 {
+        return Ok((
+            tags,
+            format!(
+                "read: /sys/block/{disk}/mq/*/nr_tags summed over its {queues} hardware queue(s) \
+                 on this machine, the requests the device takes (the scheduler's nr_requests is \
+                 a software limit sim derives as 2 x min(depth, 128))"
+            ),
+            queues,
+        ));
+    }
+    let nr = sysfs::read_trimmed(format!("/sys/block/{disk}/queue/nr_requests"))?;
+    Ok((
+        nr.parse().unwrap_or(1).max(1),
+        format!("read: /sys/block/{disk}/queue/nr_requests on this machine (no mq/*/nr_tags)"),
+        1,
+    ))
 }
 
 /// A page-aligned buffer for O_DIRECT.
@@ -422,13 +462,7 @@ pub fn run(swap_dir: &Path, seed: u64) -> Result<Calibration, LinuxError> {
     }
     let (read, write) = probe_disk(swap_dir, 2000, seed)?;
     let disk = crate::setup::disk_of(swap_dir)?;
-    let queue_depth = sysfs::read_trimmed(format!("/sys/block/{disk}/queue/nr_requests"))?
-        .parse()
-        .unwrap_or(1);
-    let hw_queues = std::fs::read_dir(format!("/sys/block/{disk}/mq"))
-        .map(|d| d.count() as u32)
-        .unwrap_or(1)
-        .max(1);
+    let (queue_depth, queue_depth_source, hw_queues) = queue_depth_of(&disk)?;
     let (swap_path, swap_path_unavailable) =
         match probe_swap_path(swap_dir, 4096, seed, &state_path) {
             Ok(p) => (Some(p), None),
@@ -439,6 +473,7 @@ pub fn run(swap_dir: &Path, seed: u64) -> Result<Calibration, LinuxError> {
         swap_path_unavailable,
         compression,
         queue_depth,
+        queue_depth_source,
         hw_queues,
         disk,
         disk_read_4k_us: read,
@@ -470,10 +505,7 @@ pub fn device_profile_toml(cal: &Calibration) -> String {
     out.push_str(&format!("parallelism = {}\n", cal.hw_queues));
     out.push_str("\n[sources]\n");
     out.push_str("read_4k = \"measured: nvmswap linux calibrate, 2000 random 4 KiB O_DIRECT reads of a 16 MiB file (p99 capped at 14x mean, the log-normal limit)\"\n");
-    out.push_str(&format!(
-        "queue_depth = \"read: /sys/block/{}/queue/nr_requests on this machine\"\n",
-        cal.disk
-    ));
+    out.push_str(&format!("queue_depth = \"{}\"\n", cal.queue_depth_source));
     out.push_str(&format!(
         "parallelism = \"read: count of /sys/block/{}/mq/* hardware queues on this machine\"\n",
         cal.disk

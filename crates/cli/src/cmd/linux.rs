@@ -184,6 +184,10 @@ pub fn run(args: Args) -> anyhow::Result<()> {
                     "minor fault mean {:.2} us p99 {:.2} us",
                     cal.minor_fault_us.mean, cal.minor_fault_us.p99
                 );
+                println!(
+                    "queue depth {} ({})",
+                    cal.queue_depth, cal.queue_depth_source
+                );
                 match (&cal.swap_path, &cal.swap_path_unavailable) {
                     (Some(sp), _) => {
                         println!(
