@@ -7,7 +7,12 @@
 //!   decompression plus zram's lookup. Both include the syscall and block-layer entry (a few µs),
 //!   which is what a swap-out/swap-in to zram pays too.
 //! - **Disk**: 4 KiB O_DIRECT reads and writes at random offsets of a scratch file next to where
-//!   the swap file goes (same disk).
+//!   the swap file goes (same disk), one at a time (the profile's `read_4k`/`write_4k`); then on
+//!   the same file closed loops of random 4 KiB reads, and separately writes, at queue depths 1,
+//!   2, 4, 8, 16 and 32 (one thread per request kept in flight, each a synchronous O_DIRECT
+//!   `pread`/`pwrite`: the crates have no asynchronous submission) for the device's real
+//!   parallelism by Little's law ([`littles_law_parallelism`]), and reads issued while a stream of
+//!   writes is kept queued (the kernel's swap-ins meet reclaim's merged writes).
 //! - **Queue depth**: the hardware queues' tags (/sys/block/<disk>/mq/*/nr_tags, summed), what
 //!   the device takes; the scheduler's `nr_requests` is a software limit sim derives itself.
 //! - **Fault path**: the demand-zero (minor) fault, timed per page on fresh anonymous memory.
@@ -62,6 +67,10 @@ pub struct Calibration {
     pub queue_depth_source: String,
     /// Hardware queues of the disk (/sys/block/<disk>/mq/*).
     pub hw_queues: u32,
+    /// The disk at queue depths 1..32 and reads under a stream of writes (None when it could
+    /// not be probed, with why).
+    pub queue_probe: Option<QueueProbe>,
+    pub queue_probe_unavailable: Option<String>,
     /// The swap path through a swap file on the disk (None when it could not be probed, with why).
     pub swap_path: Option<SwapPathProbe>,
     pub swap_path_unavailable: Option<String>,
@@ -101,6 +110,272 @@ pub struct CompressionProbe {
     pub decompress_us: LatencySummary,
     /// Compressed / original bytes from zram's mm_stat.
     pub ratio: f64,
+}
+
+/// The queue depths the disk is probed at.
+pub const PROBE_DEPTHS: [u32; 6] = [1, 2, 4, 8, 16, 32];
+
+/// Throughput has stopped growing at a depth when the next depth adds less than this share.
+pub const SATURATION_GROWTH: f64 = 0.10;
+
+/// One closed loop at a queue depth: `depth` requests kept in flight for the probe's duration.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct DepthPoint {
+    pub depth: u32,
+    /// Requests completed per second.
+    pub iops: f64,
+    /// Mean and p99 latency of one request (submission to completion as the thread sees it), µs.
+    pub mean_us: f64,
+    pub p99_us: f64,
+}
+
+/// The device's parallelism by Little's law (requests in service = throughput x service time):
+/// the IOPS where throughput stops growing times the mean latency of a lone request.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct Parallelism {
+    /// The first depth that no deeper depth beats by [`SATURATION_GROWTH`] in IOPS (the last
+    /// depth if throughput grows all the way).
+    pub saturation_depth: u32,
+    pub saturation_iops: f64,
+    /// Mean latency at depth 1, µs.
+    pub depth1_mean_us: f64,
+    /// round(saturation_iops x depth1_mean), at least 1.
+    pub parallelism: u32,
+}
+
+/// Reads (one at a time) while `writers` writes of `write_pages` pages each are kept in flight.
+#[derive(Debug, Clone, Serialize)]
+pub struct ReadUnderWrites {
+    pub writers: u32,
+    pub write_pages: u32,
+    pub read_us: LatencySummary,
+    pub reads: u64,
+    pub write_iops: f64,
+}
+
+/// The disk under queue depth (see the module text).
+#[derive(Debug, Clone, Serialize)]
+pub struct QueueProbe {
+    pub reads: Vec<DepthPoint>,
+    pub writes: Vec<DepthPoint>,
+    pub read_parallelism: Option<Parallelism>,
+    pub write_parallelism: Option<Parallelism>,
+    pub reads_under_writes: Vec<ReadUnderWrites>,
+    /// Seconds each closed loop ran.
+    pub seconds_per_point: f64,
+}
+
+impl QueueProbe {
+    /// The parallelism the profile takes: the reads' (a swap-in fault waits on a read, and sim's
+    /// channels serve reads and writes alike), else the writes'.
+    pub fn parallelism(&self) -> Option<Parallelism> {
+        self.read_parallelism.or(self.write_parallelism)
+    }
+}
+
+/// Little's law on a table of closed-loop runs (any order; depth 1 must be there): the first
+/// depth (upwards) that no deeper depth beats by [`SATURATION_GROWTH`] or more in IOPS is where
+/// throughput stops growing; its IOPS times depth 1's mean latency is the parallelism. None without a depth-1 point or
+/// with no positive throughput.
+pub fn littles_law_parallelism(points: &[DepthPoint]) -> Option<Parallelism> {
+    let mut sorted: Vec<DepthPoint> = points.to_vec();
+    sorted.sort_by_key(|p| p.depth);
+    let first = sorted.first()?;
+    if first.depth != 1 || first.mean_us <= 0.0 {
+        return None;
+    }
+    // The first depth no deeper depth beats by SATURATION_GROWTH (one noisy dip on the way up,
+    // measured at depth 2 of a write run on a loaded machine, does not end the climb).
+    let sat = (0..sorted.len())
+        .find(|&i| {
+            sorted[i + 1..]
+                .iter()
+                .all(|q| q.iops < sorted[i].iops * (1.0 + SATURATION_GROWTH))
+        })
+        .map(|i| sorted[i])?;
+    if sat.iops <= 0.0 {
+        return None;
+    }
+    let n = (sat.iops * first.mean_us / 1e6).round().max(1.0);
+    Some(Parallelism {
+        saturation_depth: sat.depth,
+        saturation_iops: sat.iops,
+        depth1_mean_us: first.mean_us,
+        parallelism: n as u32,
+    })
+}
+
+/// One group of threads of a closed loop: `threads` requests of `pages` pages kept in flight.
+#[derive(Debug, Clone, Copy)]
+struct Job {
+    write: bool,
+    pages: u32,
+    threads: u32,
+}
+
+/// What one job of a closed loop did.
+struct JobResult {
+    latency: LatencyRecorder,
+    ops: u64,
+}
+
+/// Runs `jobs` at once on `file` (random page-aligned offsets below `size_pages`) for `duration`;
+/// returns each job's latencies and the seconds from the start to the last completion.
+fn closed_loop(
+    file: &std::fs::File,
+    size_pages: u64,
+    jobs: &[Job],
+    duration: std::time::Duration,
+    seed: u64,
+) -> Result<(Vec<JobResult>, f64), LinuxError> {
+    use std::os::unix::fs::FileExt;
+    use std::sync::atomic::{AtomicBool, Ordering};
+    let stop = AtomicBool::new(false);
+    let total: u32 = jobs.iter().map(|j| j.threads).sum();
+    let barrier = std::sync::Barrier::new(total as usize + 1);
+    std::thread::scope(|scope| {
+        let mut handles = Vec::new();
+        for (ji, job) in jobs.iter().enumerate() {
+            for t in 0..job.threads {
+                let (stop, barrier) = (&stop, &barrier);
+                let job = *job;
+                let salt = seed ^ ((ji as u64) << 40) ^ ((t as u64) << 20);
+                handles.push((
+                    ji,
+                    scope.spawn(move || -> Result<(Vec<u64>, u64), LinuxError> {
+                        let len = job.pages as usize * PAGE;
+                        let buf = Mapping::new(len, false)?;
+                        // SAFETY: the mapping is `len` bytes, page-aligned, owned here.
+                        let bytes = unsafe { std::slice::from_raw_parts_mut(buf.as_ptr(), len) };
+                        for p in 0..job.pages as usize {
+                            fill_page(
+                                &mut bytes[p * PAGE..(p + 1) * PAGE],
+                                salt,
+                                p as u64,
+                                0.38,
+                                0.0,
+                            );
+                        }
+                        let mut rng = ChaCha8Rng::seed_from_u64(salt);
+                        let mut lat = Vec::with_capacity(1 << 16);
+                        let span = size_pages - job.pages as u64 + 1;
+                        barrier.wait();
+                        while !stop.load(Ordering::Relaxed) {
+                            let off = rng.random_range(0..span) * PAGE_SIZE;
+                            let t0 = worker::monotonic_ns();
+                            let r = if job.write {
+                                file.write_all_at(bytes, off)
+                            } else {
+                                file.read_exact_at(bytes, off)
+                            };
+                            lat.push(worker::monotonic_ns() - t0);
+                            r.map_err(|e| {
+                                LinuxError::io("O_DIRECT I/O on", "the scratch file", e)
+                            })?;
+                        }
+                        let n = lat.len() as u64;
+                        Ok((lat, n))
+                    }),
+                ));
+            }
+        }
+        barrier.wait();
+        let t0 = worker::monotonic_ns();
+        std::thread::sleep(duration);
+        stop.store(true, Ordering::Relaxed);
+        let mut results: Vec<JobResult> = jobs
+            .iter()
+            .map(|_| JobResult {
+                latency: LatencyRecorder::new(),
+                ops: 0,
+            })
+            .collect();
+        let mut first_err = None;
+        for (ji, h) in handles {
+            match h.join() {
+                Ok(Ok((lat, n))) => {
+                    for ns in lat {
+                        results[ji].latency.record_ns(ns);
+                    }
+                    results[ji].ops += n;
+                }
+                Ok(Err(e)) => first_err = first_err.or(Some(e)),
+                Err(_) => {
+                    first_err = first_err.or(Some(LinuxError::Worker(
+                        "a disk probe thread panicked".into(),
+                    )))
+                }
+            }
+        }
+        let elapsed = (worker::monotonic_ns() - t0) as f64 / 1e9;
+        match first_err {
+            Some(e) => Err(e),
+            None => Ok((results, elapsed)),
+        }
+    })
+}
+
+/// Seconds each closed loop of the queue probe runs.
+const SECONDS_PER_POINT: f64 = 0.4;
+
+/// The disk at each of [`PROBE_DEPTHS`], reads and writes apart, then reads under writes.
+fn probe_queue(file: &std::fs::File, size_pages: u64, seed: u64) -> Result<QueueProbe, LinuxError> {
+    let dur = std::time::Duration::from_secs_f64(SECONDS_PER_POINT);
+    let points = |write: bool| -> Result<Vec<DepthPoint>, LinuxError> {
+        PROBE_DEPTHS
+            .iter()
+            .map(|&depth| {
+                let job = Job {
+                    write,
+                    pages: 1,
+                    threads: depth,
+                };
+                let (r, secs) = closed_loop(file, size_pages, &[job], dur, seed ^ depth as u64)?;
+                let s = r[0].latency.summary(NS_PER_US);
+                Ok(DepthPoint {
+                    depth,
+                    iops: r[0].ops as f64 / secs,
+                    mean_us: s.mean,
+                    p99_us: s.p99,
+                })
+            })
+            .collect()
+    };
+    let reads = points(false)?;
+    let writes = points(true)?;
+    let mut reads_under_writes = Vec::new();
+    // Reclaim's plugged writes reach vda as merged requests (13 pages on average in the
+    // validation's traces); 1-page writes for comparison. Eight kept queued.
+    for write_pages in [1u32, 13] {
+        let jobs = [
+            Job {
+                write: true,
+                pages: write_pages,
+                threads: 8,
+            },
+            Job {
+                write: false,
+                pages: 1,
+                threads: 1,
+            },
+        ];
+        let (r, secs) = closed_loop(file, size_pages, &jobs, dur, seed ^ 0xfeed)?;
+        reads_under_writes.push(ReadUnderWrites {
+            writers: 8,
+            write_pages,
+            read_us: r[1].latency.summary(NS_PER_US),
+            reads: r[1].ops,
+            write_iops: r[0].ops as f64 / secs,
+        });
+    }
+    Ok(QueueProbe {
+        read_parallelism: littles_law_parallelism(&reads),
+        write_parallelism: littles_law_parallelism(&writes),
+        reads,
+        writes,
+        reads_under_writes,
+        seconds_per_point: SECONDS_PER_POINT,
+    })
 }
 
 /// The disk's queue depth: its hardware queues' tags summed, else the scheduler's nr_requests;
@@ -237,11 +512,15 @@ fn probe_zram(
     result
 }
 
-fn probe_disk(
-    dir: &Path,
-    ops: u64,
-    seed: u64,
-) -> Result<(LatencySummary, LatencySummary), LinuxError> {
+/// One-at-a-time 4 KiB reads and writes, then the queue probe on the same file (its error kept
+/// apart: the profile can still be written without it).
+type DiskProbe = (
+    LatencySummary,
+    LatencySummary,
+    Result<QueueProbe, LinuxError>,
+);
+
+fn probe_disk(dir: &Path, ops: u64, seed: u64) -> Result<DiskProbe, LinuxError> {
     let path = dir.join(format!("nvmswap-calibrate-{}.dat", std::process::id()));
     let size_pages = 16 * MIB / PAGE_SIZE;
     let result = (|| {
@@ -278,7 +557,8 @@ fn probe_disk(
                 .map_err(|e| LinuxError::io("read", &path, e))?;
             reads.record_ns(worker::monotonic_ns() - t);
         }
-        Ok((reads.summary(NS_PER_US), writes.summary(NS_PER_US)))
+        let queue = probe_queue(&file, size_pages, seed);
+        Ok((reads.summary(NS_PER_US), writes.summary(NS_PER_US), queue))
     })();
     let _ = std::fs::remove_file(&path);
     result
@@ -460,7 +740,11 @@ pub fn run(swap_dir: &Path, seed: u64) -> Result<Calibration, LinuxError> {
             compression.push(probe_zram(alg, pages, seed, &state_path)?);
         }
     }
-    let (read, write) = probe_disk(swap_dir, 2000, seed)?;
+    let (read, write, queue) = probe_disk(swap_dir, 2000, seed)?;
+    let (queue_probe, queue_probe_unavailable) = match queue {
+        Ok(q) => (Some(q), None),
+        Err(e) => (None, Some(e.to_string())),
+    };
     let disk = crate::setup::disk_of(swap_dir)?;
     let (queue_depth, queue_depth_source, hw_queues) = queue_depth_of(&disk)?;
     let (swap_path, swap_path_unavailable) =
@@ -475,6 +759,8 @@ pub fn run(swap_dir: &Path, seed: u64) -> Result<Calibration, LinuxError> {
         queue_depth,
         queue_depth_source,
         hw_queues,
+        queue_probe,
+        queue_probe_unavailable,
         disk,
         disk_read_4k_us: read,
         disk_write_4k_us: write,
@@ -502,15 +788,80 @@ pub fn device_profile_toml(cal: &Calibration) -> String {
     out.push_str(&format!("read_4k = {}\n", dist(&cal.disk_read_4k_us)));
     out.push_str(&format!("write_4k = {}\n", dist(&cal.disk_write_4k_us)));
     out.push_str(&format!("queue_depth = {}\n", cal.queue_depth));
-    out.push_str(&format!("parallelism = {}\n", cal.hw_queues));
+    let par = cal.queue_probe.as_ref().and_then(|q| q.parallelism());
+    out.push_str(&format!(
+        "parallelism = {}\n",
+        par.map_or(cal.hw_queues, |p| p.parallelism)
+    ));
+    if let Some(q) = &cal.queue_probe {
+        out.push_str(&queue_probe_comment(q));
+    }
     out.push_str("\n[sources]\n");
     out.push_str("read_4k = \"measured: nvmswap linux calibrate, 2000 random 4 KiB O_DIRECT reads of a 16 MiB file (p99 capped at 14x mean, the log-normal limit)\"\n");
     out.push_str(&format!("queue_depth = \"{}\"\n", cal.queue_depth_source));
-    out.push_str(&format!(
-        "parallelism = \"read: count of /sys/block/{}/mq/* hardware queues on this machine\"\n",
-        cal.disk
-    ));
+    match par {
+        Some(p) => out.push_str(&format!(
+            "parallelism = \"measured: nvmswap linux calibrate, Little's law on closed loops of random 4 KiB O_DIRECT reads at depths {}: {:.0} IOPS at depth {} (the first depth no deeper one beats by {:.0} % IOPS) x {:.1} us mean latency at depth 1 = {:.2}, rounded (per-depth table in the comment above)\"\n",
+            depth_list(),
+            p.saturation_iops,
+            p.saturation_depth,
+            SATURATION_GROWTH * 100.0,
+            p.depth1_mean_us,
+            p.saturation_iops * p.depth1_mean_us / 1e6
+        )),
+        None => out.push_str(&format!(
+            "parallelism = \"read: count of /sys/block/{}/mq/* hardware queues on this machine (the queue probe did not run: {})\"\n",
+            cal.disk,
+            cal.queue_probe_unavailable.as_deref().unwrap_or("no result")
+        )),
+    }
     out.push_str("write_4k = \"measured: nvmswap linux calibrate, 2000 random 4 KiB O_DIRECT writes (p99 capped at 14x mean)\"\n");
+    out
+}
+
+fn depth_list() -> String {
+    PROBE_DEPTHS
+        .iter()
+        .map(|d| d.to_string())
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// The queue probe's table as TOML comments (per depth: mean latency, p99, IOPS; reads under
+/// writes), so a reader of the profile sees where `parallelism` came from.
+pub fn queue_probe_comment(q: &QueueProbe) -> String {
+    let mut out = format!(
+        "# Closed loops on the scratch file, {:.1} s per point, random 4 KiB O_DIRECT requests\n\
+         # (one thread per request in flight):\n\
+         #   depth | read mean us  p99 us    IOPS | write mean us  p99 us    IOPS\n",
+        q.seconds_per_point
+    );
+    for (r, w) in q.reads.iter().zip(&q.writes) {
+        out.push_str(&format!(
+            "#   {:5} | {:12.1} {:7.1} {:7.0} | {:13.1} {:7.1} {:7.0}\n",
+            r.depth, r.mean_us, r.p99_us, r.iops, w.mean_us, w.p99_us, w.iops
+        ));
+    }
+    for (name, p) in [
+        ("reads", q.read_parallelism),
+        ("writes", q.write_parallelism),
+    ] {
+        if let Some(p) = p {
+            out.push_str(&format!(
+                "# {name}: throughput stops growing at depth {} ({:.0} IOPS); x {:.1} us at depth 1 = {:.2} in service\n",
+                p.saturation_depth,
+                p.saturation_iops,
+                p.depth1_mean_us,
+                p.saturation_iops * p.depth1_mean_us / 1e6
+            ));
+        }
+    }
+    for m in &q.reads_under_writes {
+        out.push_str(&format!(
+            "# 4 KiB reads one at a time while {} writes of {} page(s) are kept queued: read mean {:.1} us, p50 {:.1}, p99 {:.1} ({} reads; writes {:.0} IOPS)\n",
+            m.writers, m.write_pages, m.read_us.mean, m.read_us.p50, m.read_us.p99, m.reads, m.write_iops
+        ));
+    }
     out
 }
 
@@ -610,4 +961,142 @@ pub fn load_costs(
         decompress_mean_ns: c.map(|c| c.decompress_mean_ns),
         decompress_p99_ns: c.map(|c| c.decompress_p99_ns),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn point(depth: u32, iops: f64, mean_us: f64) -> DepthPoint {
+        DepthPoint {
+            depth,
+            iops,
+            mean_us,
+            p99_us: mean_us * 2.0,
+        }
+    }
+
+    #[test]
+    fn parallelism_is_saturated_iops_times_depth1_latency() {
+        // 20 k IOPS at 50 us alone; throughput grows to 72 k at depth 4, then by 4 % (< 10 %):
+        // 72,000/s x 50 us = 3.6 requests in service -> 4.
+        let table = [
+            point(1, 20_000.0, 50.0),
+            point(2, 38_000.0, 52.0),
+            point(4, 72_000.0, 55.0),
+            point(8, 75_000.0, 106.0),
+            point(16, 76_000.0, 210.0),
+            point(32, 74_000.0, 430.0),
+        ];
+        let p = littles_law_parallelism(&table).unwrap();
+        assert_eq!(p.saturation_depth, 4);
+        assert_eq!(p.saturation_iops, 72_000.0);
+        assert_eq!(p.depth1_mean_us, 50.0);
+        assert_eq!(p.parallelism, 4);
+        // The order of the table does not matter.
+        let mut shuffled = table;
+        shuffled.reverse();
+        assert_eq!(littles_law_parallelism(&shuffled), Some(p));
+    }
+
+    #[test]
+    fn one_dip_on_the_way_up_does_not_end_the_climb() {
+        // vda's writes on a loaded machine (2026-11-24): depth 2 fell below depth 1, then
+        // throughput climbed to 94-98 k; it stops growing at 16 (32 adds 4 %):
+        // 93,944/s x 51.6 us = 4.85 -> 5.
+        let table = [
+            point(1, 19_350.0, 51.6),
+            point(2, 18_888.0, 104.8),
+            point(4, 55_025.0, 72.6),
+            point(8, 83_140.0, 96.0),
+            point(16, 93_944.0, 169.8),
+            point(32, 97_760.0, 323.5),
+        ];
+        let p = littles_law_parallelism(&table).unwrap();
+        assert_eq!((p.saturation_depth, p.parallelism), (16, 5));
+    }
+
+    #[test]
+    fn a_serial_device_has_parallelism_one() {
+        // IOPS flat from depth 1: 1/latency, one request in service.
+        let table = [
+            point(1, 20_000.0, 50.0),
+            point(2, 20_500.0, 98.0),
+            point(4, 20_400.0, 196.0),
+        ];
+        let p = littles_law_parallelism(&table).unwrap();
+        assert_eq!((p.saturation_depth, p.parallelism), (1, 1));
+    }
+
+    #[test]
+    fn throughput_growing_to_the_last_depth_takes_the_last_depth() {
+        // Every step adds >= 10 %: 1,000 us x 12,000/s = 12.
+        let table = [
+            point(1, 1_000.0, 1_000.0),
+            point(2, 2_000.0, 1_000.0),
+            point(4, 4_000.0, 1_000.0),
+            point(8, 8_000.0, 1_000.0),
+            point(16, 12_000.0, 1_300.0),
+        ];
+        let p = littles_law_parallelism(&table).unwrap();
+        assert_eq!((p.saturation_depth, p.parallelism), (16, 12));
+    }
+
+    #[test]
+    fn no_depth_one_or_no_throughput_gives_none() {
+        assert_eq!(littles_law_parallelism(&[]), None);
+        assert_eq!(
+            littles_law_parallelism(&[point(2, 10_000.0, 50.0), point(4, 20_000.0, 50.0)]),
+            None
+        );
+        assert_eq!(littles_law_parallelism(&[point(1, 0.0, 50.0)]), None);
+        // A tiny product still rounds up to one request in service.
+        let p = littles_law_parallelism(&[point(1, 100.0, 10.0)]).unwrap();
+        assert_eq!(p.parallelism, 1);
+    }
+
+    #[test]
+    fn the_profile_takes_the_measured_parallelism_and_validates() {
+        let reads = vec![
+            point(1, 20_000.0, 50.0),
+            point(2, 38_000.0, 52.0),
+            point(4, 72_000.0, 55.0),
+            point(8, 75_000.0, 106.0),
+        ];
+        let writes = vec![point(1, 18_000.0, 55.0), point(2, 18_500.0, 108.0)];
+        let q = QueueProbe {
+            read_parallelism: littles_law_parallelism(&reads),
+            write_parallelism: littles_law_parallelism(&writes),
+            reads,
+            writes,
+            reads_under_writes: vec![],
+            seconds_per_point: 0.4,
+        };
+        let s = |mean| LatencySummary {
+            mean,
+            p50: mean,
+            p99: mean * 2.0,
+            ..Default::default()
+        };
+        let cal = Calibration {
+            compression: vec![],
+            disk: "vda".into(),
+            disk_read_4k_us: s(50.0),
+            disk_write_4k_us: s(55.0),
+            minor_fault_us: s(2.0),
+            pages_per_probe: 1,
+            queue_depth: 128,
+            queue_depth_source: "read: test".into(),
+            hw_queues: 1,
+            queue_probe: Some(q),
+            queue_probe_unavailable: None,
+            swap_path: None,
+            swap_path_unavailable: None,
+        };
+        let text = device_profile_toml(&cal);
+        let p = nvmswap_core::device::DeviceProfile::from_toml_str(&text, "test").unwrap();
+        assert_eq!(p.queue_depth, Some(128));
+        assert_eq!(p.parallelism, Some(4));
+        assert!(text.contains("72000 IOPS at depth 4"), "{text}");
+    }
 }

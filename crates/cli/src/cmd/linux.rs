@@ -188,6 +188,16 @@ pub fn run(args: Args) -> anyhow::Result<()> {
                     "queue depth {} ({})",
                     cal.queue_depth, cal.queue_depth_source
                 );
+                match (&cal.queue_probe, &cal.queue_probe_unavailable) {
+                    (Some(q), _) => {
+                        print!("{}", nvmswap_linux::calibrate::queue_probe_comment(q));
+                        if let Some(p) = q.parallelism() {
+                            println!("parallelism {} (profile)", p.parallelism);
+                        }
+                    }
+                    (None, Some(why)) => println!("queue probe did not run: {why}"),
+                    (None, None) => {}
+                }
                 match (&cal.swap_path, &cal.swap_path_unavailable) {
                     (Some(sp), _) => {
                         println!(
