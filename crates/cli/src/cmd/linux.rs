@@ -181,8 +181,8 @@ pub fn run(args: Args) -> anyhow::Result<()> {
                     cal.disk, cal.disk_read_4k_us.mean, cal.disk_read_4k_us.p99, cal.disk_write_4k_us.mean, cal.disk_write_4k_us.p99
                 );
                 println!(
-                    "minor fault mean {:.2} us p99 {:.2} us",
-                    cal.minor_fault_us.mean, cal.minor_fault_us.p99
+                    "minor fault mean {:.2} us p50 {:.2} us p99 {:.2} us",
+                    cal.minor_fault_us.mean, cal.minor_fault_us.p50, cal.minor_fault_us.p99
                 );
                 println!(
                     "queue depth {} ({})",
