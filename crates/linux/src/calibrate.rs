@@ -20,8 +20,10 @@
 //! - **Swap path** (a scratch swap file of our own on the same disk, page-cluster 0): the swap
 //!   *write* path per page, timed as `madvise(MADV_PAGEOUT)` of 32-page batches of tab-model
 //!   pages (the kernel unmaps them, allocates slots, adds them to the swap cache and submits the
-//!   writes in `shrink_folio_list` without waiting for them: the cost reclaim pays per page); then
-//!   the swap-in fault per page, timed from user space on a random order of the swapped pages,
+//!   writes in `shrink_folio_list` without waiting for them: the cost reclaim pays per page); then,
+//!   once the writes are done and the probe's memory cgroup has been reclaimed (which frees the
+//!   clean swap-cache pages the page-out leaves, so every touch reads from the device), the
+//!   swap-in fault per page, timed from user space on a random order of the swapped pages,
 //!   with the block tracepoints of the swap file's requests (Q2D, D2C) giving the swap-in cost
 //!   breakdown of seed 002 ("Swap In Overhead Analysis"): block layer (Q2D), device (D2C), and the
 //!   rest of the fault (swap layer and fault handling: the fault time less Q2C). This kernel has no
@@ -85,6 +87,9 @@ pub struct SwapPathProbe {
     pub write_submit_us_per_page: LatencySummary,
     /// A touch of a swapped-out page (page-cluster 0: one page read per fault).
     pub swap_in_fault_us: LatencySummary,
+    /// What the cgroup's reclaim freed between the page-out and the touches (the clean
+    /// swap-cache pages, so that the touches read from the device).
+    pub evicted_bytes: u64,
     /// Pages written and read as /proc/vmstat counted them (pswpout, pswpin).
     pub pswpout: u64,
     pub pswpin: u64,
@@ -621,6 +626,105 @@ fn wait_writeback(limit: std::time::Duration) {
     }
 }
 
+/// The swap probe child's phases, in its shared word 0.
+const PHASE_PAGED_OUT: u64 = 1;
+const PHASE_GO: u64 = 2;
+
+/// The swap probe's child (no allocation: see [`worker::fork_child`]): joins the cgroup, fills
+/// `region` with tab-model pages, pages them out in `batch`-page `MADV_PAGEOUT`s (ns per page of
+/// each batch into `w[1..]`), says [`PHASE_PAGED_OUT`], waits for [`PHASE_GO`], then touches the
+/// pages in `order` (ns of each after the batches). Returns the exit code.
+fn swap_probe_child(
+    procs: &std::ffi::CString,
+    region: &Mapping,
+    w: &[std::sync::atomic::AtomicU64],
+    order: &[usize],
+    batch: usize,
+    seed: u64,
+) -> i32 {
+    use std::sync::atomic::Ordering;
+    if !worker::join_cgroup_no_alloc(procs) {
+        return 2;
+    }
+    let pages = order.len();
+    for p in 0..pages {
+        // SAFETY: page `p` lies inside the mapping, which outlives this borrow.
+        let page = unsafe { std::slice::from_raw_parts_mut(region.as_ptr().add(p * PAGE), PAGE) };
+        // Tab-model content without same-filled pages: zero pages would skip the write.
+        fill_page(page, seed, p as u64, 0.38, 0.0);
+    }
+    for (b, start) in (0..pages).step_by(batch).enumerate() {
+        let n = batch.min(pages - start);
+        let t = worker::monotonic_ns();
+        // SAFETY: the range lies inside our private anonymous mapping; MADV_PAGEOUT only
+        // reclaims it (the contents come back on the next touch).
+        let rc = unsafe {
+            libc::madvise(
+                region.as_ptr().add(start * PAGE).cast(),
+                n * PAGE,
+                libc::MADV_PAGEOUT,
+            )
+        };
+        let dt = worker::monotonic_ns() - t;
+        if rc != 0 {
+            return 3;
+        }
+        w[1 + b].store(dt / n as u64, Ordering::Relaxed);
+    }
+    let batches = pages.div_ceil(batch);
+    w[0].store(PHASE_PAGED_OUT, Ordering::Release);
+    while w[0].load(Ordering::Acquire) != PHASE_GO {
+        // SAFETY: usleep has no memory-safety preconditions.
+        unsafe { libc::usleep(1000) };
+    }
+    for (i, &p) in order.iter().enumerate() {
+        let t = worker::monotonic_ns();
+        // SAFETY: page `p` is inside the mapping; a read brings it back from swap.
+        let _ = unsafe { region.as_ptr().add(p * PAGE).read_volatile() };
+        w[1 + batches + i].store(worker::monotonic_ns() - t, Ordering::Relaxed);
+    }
+    0
+}
+
+/// Waits until the child `pid` has put `phase` into `w[0]` (an error if it ended first, or on
+/// Ctrl-C; the caller kills it).
+fn wait_phase(
+    pid: libc::pid_t,
+    w: &[std::sync::atomic::AtomicU64],
+    phase: u64,
+) -> Result<(), LinuxError> {
+    let start = std::time::Instant::now();
+    while w[0].load(std::sync::atomic::Ordering::Acquire) != phase {
+        let mut status = 0;
+        // SAFETY: polling our own child with a valid status out-pointer.
+        if unsafe { libc::waitpid(pid, &mut status, libc::WNOHANG) } == pid {
+            return Err(LinuxError::Worker(format!(
+                "swap probe child ended before phase {phase} (status {status})"
+            )));
+        }
+        if crate::signals::interrupted() {
+            return Err(LinuxError::Interrupted);
+        }
+        if start.elapsed() > std::time::Duration::from_secs(60) {
+            return Err(LinuxError::Worker(format!(
+                "swap probe child did not reach phase {phase} in 60 s"
+            )));
+        }
+        std::thread::sleep(std::time::Duration::from_millis(2));
+    }
+    Ok(())
+}
+
+/// Reclaims the cgroup `cg` (ours, holding only the probe's child): v1's `memory.force_empty`
+/// (reclaim until nothing more can be freed; the tasks stay), v2's `memory.reclaim` of `bytes`.
+fn reclaim_cgroup(cg: &Path, bytes: u64) -> Result<(), LinuxError> {
+    if crate::cgroup::is_v1() {
+        sysfs::write_value(cg.join("memory.force_empty"), "0")
+    } else {
+        sysfs::write_value(cg.join("memory.reclaim"), &bytes.to_string())
+    }
+}
+
 /// The swap write and read paths through a scratch swap file in `dir` (see the module text).
 pub fn probe_swap_path(
     dir: &Path,
@@ -651,61 +755,69 @@ pub fn probe_swap_path(
             }
         }
         let region = Mapping::new(pages * PAGE, false)?;
-        for p in 0..pages {
-            // SAFETY: page `p` lies inside the mapping, which outlives this borrow.
-            let page =
-                unsafe { std::slice::from_raw_parts_mut(region.as_ptr().add(p * PAGE), PAGE) };
-            // Tab-model content without same-filled pages: zero pages would skip the write.
-            fill_page(page, seed, p as u64, 0.38, 0.0);
-        }
-        let (out0, in0) = (vmstat_counter("pswpout")?, vmstat_counter("pswpin")?);
-        let batch = nvmswap_core::SWAP_CLUSTER_MAX as usize;
-        let mut write = LatencyRecorder::new();
-        for start in (0..pages).step_by(batch) {
-            let n = batch.min(pages - start);
-            let t = worker::monotonic_ns();
-            // SAFETY: the range lies inside our private anonymous mapping; MADV_PAGEOUT only
-            // reclaims it (the contents come back on the next touch).
-            let rc = unsafe {
-                libc::madvise(
-                    region.as_ptr().add(start * PAGE).cast(),
-                    n * PAGE,
-                    libc::MADV_PAGEOUT,
-                )
-            };
-            let dt = worker::monotonic_ns() - t;
-            if rc != 0 {
-                return Err(LinuxError::Kernel {
-                    what: "madvise(MADV_PAGEOUT)".into(),
-                    detail: std::io::Error::last_os_error().to_string(),
-                });
-            }
-            write.record_ns(dt / n as u64);
-        }
-        wait_writeback(std::time::Duration::from_secs(10));
-        let pswpout = vmstat_counter("pswpout")? - out0;
-        // A page written by reclaim stays in the swap cache until reclaim meets it again after
-        // its write (measured here: without this second pass the touches below were swap-cache
-        // hits, pswpin 0). The second pass frees the clean pages without I/O.
-        // SAFETY: as above, the whole range is our private anonymous mapping.
-        let rc = unsafe { libc::madvise(region.as_ptr().cast(), pages * PAGE, libc::MADV_PAGEOUT) };
-        if rc != 0 {
-            return Err(LinuxError::Kernel {
-                what: "madvise(MADV_PAGEOUT)".into(),
-                detail: std::io::Error::last_os_error().to_string(),
-            });
-        }
         let mut order: Vec<usize> = (0..pages).collect();
         let mut rng = ChaCha8Rng::seed_from_u64(seed);
         for i in (1..order.len()).rev() {
             order.swap(i, rng.random_range(0..=i));
         }
+        let batch = nvmswap_core::SWAP_CLUSTER_MAX as usize;
+        let batches = pages.div_ceil(batch);
+        // Shared with the child: [phase, ns per page of each batch.., ns of each touch..].
+        let words = Mapping::new((1 + batches + pages) * 8, true)?;
+        let procs = std::ffi::CString::new(
+            setup
+                .cgroup
+                .join("cgroup.procs")
+                .display()
+                .to_string()
+                .into_bytes(),
+        )
+        .map_err(|_| LinuxError::Worker("cgroup path with a NUL byte".into()))?;
+        let out0 = vmstat_counter("pswpout")?;
+        let w = words.words();
+        // SAFETY: the child only makes system calls (cgroup join, madvise, clock, nanosleep) and
+        // writes to `region` and `words`, both mapped before the fork; fill_page and the loops
+        // do not allocate.
+        let pid = unsafe {
+            worker::fork_child(|| swap_probe_child(&procs, &region, w, &order, batch, seed))
+        }?;
+        let paged_out = (|| {
+            wait_phase(pid, w, PHASE_PAGED_OUT)?;
+            wait_writeback(std::time::Duration::from_secs(10));
+            let pswpout = vmstat_counter("pswpout")? - out0;
+            // A page written by reclaim stays in the swap cache, clean, until reclaim meets it
+            // again after its write (measured: touches right after MADV_PAGEOUT, or after a
+            // second MADV_PAGEOUT, were swap-cache hits, pswpin 0). The cgroup's own reclaim
+            // frees those pages without I/O, so the touches below read from the device.
+            let before = crate::cgroup::usage_bytes(&setup.cgroup)?;
+            reclaim_cgroup(&setup.cgroup, (pages * PAGE) as u64)?;
+            let after = crate::cgroup::usage_bytes(&setup.cgroup)?;
+            let in0 = vmstat_counter("pswpin")?;
+            Ok((pswpout, in0, before.saturating_sub(after)))
+        })();
+        let (pswpout, in0, evicted_bytes) = match paged_out {
+            Ok(v) => v,
+            Err(e) => {
+                worker::kill_and_reap(pid);
+                return Err(e);
+            }
+        };
+        w[0].store(PHASE_GO, std::sync::atomic::Ordering::Release);
+        // Reaps the child on every path (and kills it on Ctrl-C).
+        let code = worker::wait_child(pid, || {})?;
+        if code != 0 {
+            return Err(LinuxError::Worker(format!(
+                "swap probe child exited with {code} (2: cgroup join, 3: madvise)"
+            )));
+        }
+        let ns = |i: usize| w[i].load(std::sync::atomic::Ordering::Acquire);
+        let mut write = LatencyRecorder::new();
+        for b in 0..batches {
+            write.record_ns(ns(1 + b));
+        }
         let mut fault = LatencyRecorder::new();
-        for &p in &order {
-            let t = worker::monotonic_ns();
-            // SAFETY: page `p` is inside the mapping; a read brings it back from swap.
-            let _ = unsafe { region.as_ptr().add(p * PAGE).read_volatile() };
-            fault.record_ns(worker::monotonic_ns() - t);
+        for i in 0..pages {
+            fault.record_ns(ns(1 + batches + i));
         }
         let pswpin = vmstat_counter("pswpin")? - in0;
         let trace = crate::blktrace::Traced::of(tracer).summary;
@@ -725,6 +837,7 @@ pub fn probe_swap_path(
             _ => None,
         };
         Ok(SwapPathProbe {
+            evicted_bytes,
             write_submit_us_per_page: write.summary(NS_PER_US),
             swap_in_fault_us: fault_us,
             pswpout,

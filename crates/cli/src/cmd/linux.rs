@@ -205,8 +205,8 @@ pub fn run(args: Args) -> anyhow::Result<()> {
                             sp.write_submit_us_per_page.mean, sp.write_submit_us_per_page.p99, sp.pswpout
                         );
                         println!(
-                            "swap-in fault (page-cluster 0) mean {:.2} us p50 {:.2} us p99 {:.2} us; pswpin {}",
-                            sp.swap_in_fault_us.mean, sp.swap_in_fault_us.p50, sp.swap_in_fault_us.p99, sp.pswpin
+                            "swap-in fault (page-cluster 0) mean {:.2} us p50 {:.2} us p99 {:.2} us; pswpin {} (the cgroup's reclaim freed {} KiB first)",
+                            sp.swap_in_fault_us.mean, sp.swap_in_fault_us.p50, sp.swap_in_fault_us.p99, sp.pswpin, sp.evicted_bytes / 1024
                         );
                         if let Some(b) = &sp.breakdown {
                             println!(
