@@ -143,6 +143,22 @@ pub struct CostOverrides {
     /// fault handling), measured by `nvmswap linux calibrate`.
     #[serde(default)]
     pub swap_in_software_ns: Option<f64>,
+    /// The whole swap-out path per page into zswap (unmap, slot, swap cache, compression of a
+    /// page of the probe's content, pool allocation), measured by `nvmswap linux calibrate`
+    /// (MADV_PAGEOUT probe with zswap in front of a swap file). Sim charges a pool store
+    /// `zswap_store_page_ns - compress mean + compress(size)` (the page's own compression drawn)
+    /// and no separate unmap; a store the pool rejects pays the swap file's path instead.
+    #[serde(default)]
+    pub zswap_store_page_ns: Option<f64>,
+    /// The same for a store into zram (MADV_PAGEOUT probe with swap on zram), charged
+    /// `zram_store_page_ns - compress mean + compress(size)`.
+    #[serde(default)]
+    pub zram_store_page_ns: Option<f64>,
+    /// A pool hit's swap-in fault (zswap or zram) less decompression, measured by `nvmswap linux
+    /// calibrate` (zswap hit fault p50 less the decompress mean); replaces sim's
+    /// `POOL_SWAP_IN_SOFTWARE_NS`.
+    #[serde(default)]
+    pub pool_swap_in_software_ns: Option<f64>,
 }
 
 fn default_accept_threshold() -> u32 {

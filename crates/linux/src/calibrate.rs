@@ -29,6 +29,12 @@
 //!   rest of the fault (swap layer and fault handling: the fault time less Q2C). This kernel has no
 //!   fault-exit tracepoint and refuses the function tracer's filter (available_filter_functions:
 //!   "Operation not permitted"), so the swap layer and the fault handling are not separated.
+//! - **Pool paths**: the same page-out probe with zswap (lzo, the linux-zswap configuration's
+//!   compressor, a 20 % pool) in front of the scratch swap file, and with swap on zram (lzo):
+//!   per page the whole swap-out path into the pool (unmap, slot, swap cache, compression, pool
+//!   allocation; a stored page is freed in the same pass), and from the touches the swap-in fault
+//!   of a pool hit (zswap_load or zram's read, decompression, mapping). /proc/vmstat's
+//!   zswpout/zswpin (zswap) or pswpout/pswpin (zram) say whether the pages went through the pool.
 
 use std::io::{Read, Seek, SeekFrom, Write};
 use std::os::unix::fs::OpenOptionsExt;
@@ -38,6 +44,7 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use serde::Serialize;
 
+use nvmswap_core::kinds::Compressor;
 use nvmswap_core::metrics::LatencyRecorder;
 use nvmswap_core::results::LatencySummary;
 use nvmswap_core::workload::content::fill_page;
@@ -77,6 +84,46 @@ pub struct Calibration {
     /// The swap path through a swap file on the disk (None when it could not be probed, with why).
     pub swap_path: Option<SwapPathProbe>,
     pub swap_path_unavailable: Option<String>,
+    /// The same probe through zswap in front of the swap file, and through zram (None when it
+    /// could not be probed, with why).
+    pub zswap_path: Option<PoolPathProbe>,
+    pub zswap_path_unavailable: Option<String>,
+    pub zram_path: Option<PoolPathProbe>,
+    pub zram_path_unavailable: Option<String>,
+}
+
+/// The swap-out and swap-in paths through a compressed pool (zswap or zram), measured with the
+/// swap path's page-out probe (see the module text).
+#[derive(Debug, Clone, Serialize)]
+pub struct PoolPathProbe {
+    /// "zswap" or "zram".
+    pub pool: String,
+    pub compressor: String,
+    pub pages: u64,
+    /// `MADV_PAGEOUT` time per page of a 32-page batch: the whole swap-out path (unmap, slot,
+    /// swap cache, compression, pool allocation).
+    pub store_us_per_page: LatencySummary,
+    /// A touch of a paged-out page: a pool hit (zswap_load or zram's read, decompression,
+    /// mapping).
+    pub hit_fault_us: LatencySummary,
+    /// /proc/vmstat over the page-out (`*out`) and the touches (`*in`): zswap counts its pool's
+    /// stores and loads in zswpout/zswpin (pswpout/pswpin are then device I/O, which should be
+    /// none); zram's are pswpout/pswpin.
+    pub pswpout: u64,
+    pub pswpin: u64,
+    pub zswpout: u64,
+    pub zswpin: u64,
+}
+
+impl PoolPathProbe {
+    /// Pages that went into the pool and came back from it, as /proc/vmstat counted them.
+    pub fn pool_counts(&self) -> (u64, u64) {
+        if self.pool == "zswap" {
+            (self.zswpout, self.zswpin)
+        } else {
+            (self.pswpout, self.pswpin)
+        }
+    }
 }
 
 /// The swap write and read paths measured through a swap file (see the module text).
@@ -725,31 +772,44 @@ fn reclaim_cgroup(cg: &Path, bytes: u64) -> Result<(), LinuxError> {
     }
 }
 
-/// The swap write and read paths through a scratch swap file in `dir` (see the module text).
-pub fn probe_swap_path(
-    dir: &Path,
+/// What the page-out probe measured under one set-up ([`probe_page_out`]).
+struct PageOutRun {
+    /// ns per page of each 32-page `MADV_PAGEOUT` batch.
+    store: LatencyRecorder,
+    /// ns of each touch of a paged-out page.
+    fault: LatencyRecorder,
+    evicted_bytes: u64,
+    /// /proc/vmstat deltas over the page-out (`*out`) and over the touches (`*in`).
+    pswpout: u64,
+    pswpin: u64,
+    zswpout: u64,
+    zswpin: u64,
+    trace: serde_json::Value,
+}
+
+/// The page-out probe under `cfg`'s swap set-up (a swap file, zswap in front of one, or zram):
+/// a forked child in the set-up's memory cgroup fills `pages` tab-model pages, pages them out
+/// in 32-page `MADV_PAGEOUT` batches (each page's whole swap-out path: unmap, slot, swap cache
+/// and the back-end's store), then touches them in a random order (each a swap-in fault). With a
+/// plain swap file, the block requests of the file are traced and the cgroup is reclaimed
+/// between the two halves (reclaim's written pages stay in the swap cache, clean, until reclaim
+/// meets them again; freeing them makes every touch read from the device). zswap and zram free
+/// a stored page in the same reclaim pass (its "write" ends at once), so their touches are pool
+/// hits without it.
+fn probe_page_out(
+    cfg: &LinuxConfig,
     pages: usize,
     seed: u64,
     state_path: &Path,
-) -> Result<SwapPathProbe, LinuxError> {
-    let swap_file = dir.join(format!("nvmswap-calibrate-{}.swap", std::process::id()));
-    let cfg = LinuxConfig {
-        name: "calibrate-swap-path".into(),
-        description: String::new(),
-        cgroup_limit_bytes: 1024 * MIB,
-        swap: SwapSetup::Swapfile {
-            path: swap_file.display().to_string(),
-            size_bytes: (pages as u64) * PAGE_SIZE * 2 + 16 * MIB,
-        },
-        scheduler: None,
-        page_cluster: Some(0),
-        swappiness: None,
-        discard: Default::default(),
+) -> Result<PageOutRun, LinuxError> {
+    let swap_file = match &cfg.swap {
+        SwapSetup::Swapfile { path, .. } => Some(std::path::PathBuf::from(path)),
+        _ => None,
     };
-    let mut setup = Setup::apply(&cfg, state_path)?;
+    let mut setup = Setup::apply(cfg, state_path)?;
     let result = (|| {
-        let tracer = crate::blktrace::Tracer::start(&swap_file);
-        if let Ok(t) = &tracer {
+        let tracer = swap_file.as_deref().map(crate::blktrace::Tracer::start);
+        if let Some(Ok(t)) = &tracer {
             for change in t.journal() {
                 setup.journal(change)?;
             }
@@ -773,7 +833,7 @@ pub fn probe_swap_path(
                 .into_bytes(),
         )
         .map_err(|_| LinuxError::Worker("cgroup path with a NUL byte".into()))?;
-        let out0 = vmstat_counter("pswpout")?;
+        let out0 = (vmstat_counter("pswpout")?, vmstat_counter("zswpout")?);
         let w = words.words();
         // SAFETY: the child only makes system calls (cgroup join, madvise, clock, nanosleep) and
         // writes to `region` and `words`, both mapped before the fork; fill_page and the loops
@@ -784,18 +844,26 @@ pub fn probe_swap_path(
         let paged_out = (|| {
             wait_phase(pid, w, PHASE_PAGED_OUT)?;
             wait_writeback(std::time::Duration::from_secs(10));
-            let pswpout = vmstat_counter("pswpout")? - out0;
-            // A page written by reclaim stays in the swap cache, clean, until reclaim meets it
-            // again after its write (measured: touches right after MADV_PAGEOUT, or after a
-            // second MADV_PAGEOUT, were swap-cache hits, pswpin 0). The cgroup's own reclaim
-            // frees those pages without I/O, so the touches below read from the device.
-            let before = crate::cgroup::usage_bytes(&setup.cgroup)?;
-            reclaim_cgroup(&setup.cgroup, (pages * PAGE) as u64)?;
-            let after = crate::cgroup::usage_bytes(&setup.cgroup)?;
-            let in0 = vmstat_counter("pswpin")?;
-            Ok((pswpout, in0, before.saturating_sub(after)))
+            let out = (
+                vmstat_counter("pswpout")? - out0.0,
+                vmstat_counter("zswpout")? - out0.1,
+            );
+            let mut evicted = 0;
+            if swap_file.is_some() {
+                // A page written by reclaim stays in the swap cache, clean, until reclaim meets
+                // it again after its write (measured: touches right after MADV_PAGEOUT, or after
+                // a second MADV_PAGEOUT, were swap-cache hits, pswpin 0). The cgroup's own
+                // reclaim frees those pages without I/O, so the touches below read from the
+                // device.
+                let before = crate::cgroup::usage_bytes(&setup.cgroup)?;
+                reclaim_cgroup(&setup.cgroup, (pages * PAGE) as u64)?;
+                let after = crate::cgroup::usage_bytes(&setup.cgroup)?;
+                evicted = before.saturating_sub(after);
+            }
+            let in0 = (vmstat_counter("pswpin")?, vmstat_counter("zswpin")?);
+            Ok((out, in0, evicted))
         })();
-        let (pswpout, in0, evicted_bytes) = match paged_out {
+        let (out, in0, evicted_bytes) = match paged_out {
             Ok(v) => v,
             Err(e) => {
                 worker::kill_and_reap(pid);
@@ -811,38 +879,26 @@ pub fn probe_swap_path(
             )));
         }
         let ns = |i: usize| w[i].load(std::sync::atomic::Ordering::Acquire);
-        let mut write = LatencyRecorder::new();
+        let mut store = LatencyRecorder::new();
         for b in 0..batches {
-            write.record_ns(ns(1 + b));
+            store.record_ns(ns(1 + b));
         }
         let mut fault = LatencyRecorder::new();
         for i in 0..pages {
             fault.record_ns(ns(1 + batches + i));
         }
-        let pswpin = vmstat_counter("pswpin")? - in0;
-        let trace = crate::blktrace::Traced::of(tracer).summary;
-        let fault_us = fault.summary(NS_PER_US);
-        let mean = |k: &str| trace[k]["mean"].as_f64();
-        let breakdown = match (
-            mean("read_q2d_us"),
-            mean("read_d2c_us"),
-            mean("read_q2c_us"),
-        ) {
-            (Some(q2d), Some(d2c), Some(q2c)) => Some(SwapInBreakdown {
-                total_us: fault_us.mean,
-                swap_layer_and_fault_us: (fault_us.mean - q2c).max(0.0),
-                block_layer_us: q2d,
-                device_us: d2c,
-            }),
-            _ => None,
+        let trace = match tracer {
+            Some(t) => crate::blktrace::Traced::of(t).summary,
+            None => serde_json::Value::Null,
         };
-        Ok(SwapPathProbe {
+        Ok(PageOutRun {
+            store,
+            fault,
             evicted_bytes,
-            write_submit_us_per_page: write.summary(NS_PER_US),
-            swap_in_fault_us: fault_us,
-            pswpout,
-            pswpin,
-            breakdown,
+            pswpout: out.0,
+            zswpout: out.1,
+            pswpin: vmstat_counter("pswpin")? - in0.0,
+            zswpin: vmstat_counter("zswpin")? - in0.1,
             trace,
         })
     })();
@@ -851,6 +907,113 @@ pub fn probe_swap_path(
         return Err(LinuxError::Restore(diffs.join("; ")));
     }
     result
+}
+
+/// The swap write and read paths through a scratch swap file in `dir` (see the module text).
+pub fn probe_swap_path(
+    dir: &Path,
+    pages: usize,
+    seed: u64,
+    state_path: &Path,
+) -> Result<SwapPathProbe, LinuxError> {
+    let swap_file = dir.join(format!("nvmswap-calibrate-{}.swap", std::process::id()));
+    let cfg = LinuxConfig {
+        name: "calibrate-swap-path".into(),
+        description: String::new(),
+        cgroup_limit_bytes: 1024 * MIB,
+        swap: SwapSetup::Swapfile {
+            path: swap_file.display().to_string(),
+            size_bytes: (pages as u64) * PAGE_SIZE * 2 + 16 * MIB,
+        },
+        scheduler: None,
+        page_cluster: Some(0),
+        swappiness: None,
+        discard: Default::default(),
+    };
+    let run = probe_page_out(&cfg, pages, seed, state_path)?;
+    let fault_us = run.fault.summary(NS_PER_US);
+    let trace = run.trace;
+    let mean = |k: &str| trace[k]["mean"].as_f64();
+    let breakdown = match (
+        mean("read_q2d_us"),
+        mean("read_d2c_us"),
+        mean("read_q2c_us"),
+    ) {
+        (Some(q2d), Some(d2c), Some(q2c)) => Some(SwapInBreakdown {
+            total_us: fault_us.mean,
+            swap_layer_and_fault_us: (fault_us.mean - q2c).max(0.0),
+            block_layer_us: q2d,
+            device_us: d2c,
+        }),
+        _ => None,
+    };
+    Ok(SwapPathProbe {
+        evicted_bytes: run.evicted_bytes,
+        write_submit_us_per_page: run.store.summary(NS_PER_US),
+        swap_in_fault_us: fault_us,
+        pswpout: run.pswpout,
+        pswpin: run.pswpin,
+        breakdown,
+        trace,
+    })
+}
+
+/// The compressor of the pool probes: the linux-zswap configuration's (profiles/linux).
+pub const POOL_PROBE_COMPRESSOR: Compressor = Compressor::Lzo;
+
+/// The swap-out and pool-hit swap-in paths through zswap in front of a scratch swap file in
+/// `dir` (`zswap: true`; lzo, a 20 % pool as linux-zswap: 16 MiB of probe pages fit) or through
+/// zram (lzo), with the page-out probe ([`probe_page_out`], page-cluster 0).
+pub fn probe_pool_path(
+    dir: &Path,
+    zswap: bool,
+    pages: usize,
+    seed: u64,
+    state_path: &Path,
+) -> Result<PoolPathProbe, LinuxError> {
+    let size_bytes = (pages as u64) * PAGE_SIZE * 2 + 16 * MIB;
+    let (name, swap) = if zswap {
+        let path = dir.join(format!("nvmswap-calibrate-{}.swap", std::process::id()));
+        (
+            "calibrate-zswap-path",
+            SwapSetup::Zswap {
+                path: path.display().to_string(),
+                size_bytes,
+                compressor: POOL_PROBE_COMPRESSOR,
+                max_pool_percent: 20,
+            },
+        )
+    } else {
+        (
+            "calibrate-zram-path",
+            SwapSetup::Zram {
+                size_bytes,
+                algorithm: POOL_PROBE_COMPRESSOR,
+            },
+        )
+    };
+    let cfg = LinuxConfig {
+        name: name.into(),
+        description: String::new(),
+        cgroup_limit_bytes: 1024 * MIB,
+        swap,
+        scheduler: None,
+        page_cluster: Some(0),
+        swappiness: None,
+        discard: Default::default(),
+    };
+    let run = probe_page_out(&cfg, pages, seed, state_path)?;
+    Ok(PoolPathProbe {
+        pool: if zswap { "zswap" } else { "zram" }.into(),
+        compressor: POOL_PROBE_COMPRESSOR.name().into(),
+        pages: pages as u64,
+        store_us_per_page: run.store.summary(NS_PER_US),
+        hit_fault_us: run.fault.summary(NS_PER_US),
+        pswpout: run.pswpout,
+        pswpin: run.pswpin,
+        zswpout: run.zswpout,
+        zswpin: run.zswpin,
+    })
 }
 
 /// Run every probe. `swap_dir` is where the swap file would go (its disk is probed).
@@ -880,9 +1043,19 @@ pub fn run(swap_dir: &Path, seed: u64) -> Result<Calibration, LinuxError> {
             Ok(p) => (Some(p), None),
             Err(e) => (None, Some(e.to_string())),
         };
+    let pool = |zswap| match probe_pool_path(swap_dir, zswap, 4096, seed, &state_path) {
+        Ok(p) => (Some(p), None),
+        Err(e) => (None, Some(e.to_string())),
+    };
+    let (zswap_path, zswap_path_unavailable) = pool(true);
+    let (zram_path, zram_path_unavailable) = pool(false);
     Ok(Calibration {
         swap_path,
         swap_path_unavailable,
+        zswap_path,
+        zswap_path_unavailable,
+        zram_path,
+        zram_path_unavailable,
         compression,
         queue_depth,
         queue_depth_source,
@@ -1034,6 +1207,7 @@ pub fn costs_toml(cal: &Calibration) -> String {
             ));
         }
     }
+    out.push_str(&pool_costs_toml(cal));
     for c in &cal.compression {
         out.push_str(&format!("\n[compressor.{}]\n", c.algorithm));
         out.push_str(&format!("compress_mean_ns = {}\n", ns(c.compress_us.mean)));
@@ -1055,6 +1229,84 @@ pub fn costs_toml(cal: &Calibration) -> String {
     out
 }
 
+/// The pool paths' part of [`costs_toml`]: `zswap_store_page_ns`, `zram_store_page_ns` (p50 per
+/// page of the page-out batches), `pool_swap_in_software_ns` (zswap hit fault p50 less the
+/// probe compressor's decompress mean through zram) and `pool_probe_compressor`.
+fn pool_costs_toml(cal: &Calibration) -> String {
+    let ns = |us: f64| (us * NS_PER_US as f64).round();
+    let mut out = String::new();
+    for (name, probe) in [("zswap", &cal.zswap_path), ("zram", &cal.zram_path)] {
+        let Some(z) = probe else { continue };
+        let (pool_out, _) = z.pool_counts();
+        let batches = z.pages.div_ceil(nvmswap_core::SWAP_CLUSTER_MAX);
+        let route = if name == "zswap" {
+            format!(
+                "zswap ({}, 20 % pool) in front of a swap file: zswpout {pool_out} of {} pages,\n\
+                 # pswpout {}",
+                z.compressor, z.pages, z.pswpout
+            )
+        } else {
+            format!(
+                "swap on zram ({}): pswpout {pool_out} of {} pages",
+                z.compressor, z.pages
+            )
+        };
+        out.push_str(&format!(
+            "# Swap-out path per page into {route}; p50 per page of {batches}\n\
+             # MADV_PAGEOUT batches of 32 tab-model pages (unmap, slot, swap cache, compression,\n\
+             # pool allocation; mean {:.0}, p99 {:.0} ns). Sim charges it less the compress mean\n\
+             # plus the page's own compression drawn, and no separate unmap.\n",
+            ns(z.store_us_per_page.mean),
+            ns(z.store_us_per_page.p99),
+        ));
+        out.push_str(&format!(
+            "{name}_store_page_ns = {}\n",
+            ns(z.store_us_per_page.p50)
+        ));
+    }
+    let decompress = cal
+        .compression
+        .iter()
+        .find(|c| c.algorithm == POOL_PROBE_COMPRESSOR.name())
+        .map(|c| c.decompress_us.mean);
+    if let (Some(z), Some(d)) = (&cal.zswap_path, decompress) {
+        let (_, pool_in) = z.pool_counts();
+        let zram = cal.zram_path.as_ref().map_or(String::new(), |r| {
+            format!(
+                " zram's hit fault p50\n# was {:.0} ns (pswpin {} of {}).",
+                ns(r.hit_fault_us.p50),
+                r.pswpin,
+                r.pages
+            )
+        });
+        out.push_str(&format!(
+            "# Pool-hit swap-in without decompression: p50 of {} touches of pages in zswap's pool,\n\
+             # page-cluster 0 ({:.0} ns; zswpin {pool_in}, pswpin {}), less the {} decompress mean\n\
+             # through zram ({:.0} ns).{zram}\n",
+            z.pages,
+            ns(z.hit_fault_us.p50),
+            z.pswpin,
+            z.compressor,
+            ns(d),
+        ));
+        out.push_str(&format!(
+            "pool_swap_in_software_ns = {}\n",
+            ns((z.hit_fault_us.p50 - d).max(0.0))
+        ));
+    }
+    if cal.zswap_path.is_some() || cal.zram_path.is_some() {
+        out.push_str(
+            "# The pool probes' compressor (load_costs moves the store paths by the difference of\n\
+             # the compress means for a configuration with another).\n",
+        );
+        out.push_str(&format!(
+            "pool_probe_compressor = \"{}\"\n",
+            POOL_PROBE_COMPRESSOR.name()
+        ));
+    }
+    out
+}
+
 #[derive(Debug, serde::Deserialize)]
 #[serde(deny_unknown_fields)]
 struct CostsFile {
@@ -1063,6 +1315,15 @@ struct CostsFile {
     swap_write_page_ns: Option<f64>,
     #[serde(default)]
     swap_in_software_ns: Option<f64>,
+    #[serde(default)]
+    zswap_store_page_ns: Option<f64>,
+    #[serde(default)]
+    zram_store_page_ns: Option<f64>,
+    #[serde(default)]
+    pool_swap_in_software_ns: Option<f64>,
+    /// The compressor the pool paths were measured with.
+    #[serde(default)]
+    pool_probe_compressor: Option<String>,
     #[serde(default)]
     compressor: std::collections::BTreeMap<String, CompressorCosts>,
 }
@@ -1077,7 +1338,9 @@ struct CompressorCosts {
 }
 
 /// Reads a file written by `costs_toml` and returns the overrides for `algorithm` (the minor
-/// fault alone when that algorithm was not probed).
+/// fault alone when that algorithm was not probed). The pool store paths were measured with
+/// `pool_probe_compressor`; for another algorithm with calibrated compression they are moved
+/// by the difference of the two compress means (the path around the compressor is kept).
 pub fn load_costs(
     path: &Path,
     algorithm: &str,
@@ -1088,7 +1351,20 @@ pub fn load_costs(
         detail: e.to_string(),
     })?;
     let c = file.compressor.get(algorithm);
+    let shift = match (
+        c,
+        file.pool_probe_compressor
+            .as_deref()
+            .and_then(|p| file.compressor.get(p)),
+    ) {
+        (Some(c), Some(probe)) => c.compress_mean_ns - probe.compress_mean_ns,
+        _ => 0.0,
+    };
+    let store = |v: Option<f64>| v.map(|v| (v + shift).max(0.0));
     Ok(nvmswap_core::config::CostOverrides {
+        zswap_store_page_ns: store(file.zswap_store_page_ns),
+        zram_store_page_ns: store(file.zram_store_page_ns),
+        pool_swap_in_software_ns: file.pool_swap_in_software_ns,
         minor_fault_ns: Some(file.minor_fault_ns),
         swap_write_page_ns: file.swap_write_page_ns,
         swap_in_software_ns: file.swap_in_software_ns,
@@ -1192,6 +1468,73 @@ mod tests {
     }
 
     #[test]
+    fn the_pool_paths_go_to_the_costs_file_and_back() {
+        let s = |mean: f64, p50: f64| LatencySummary {
+            mean,
+            p50,
+            p99: mean * 2.0,
+            ..Default::default()
+        };
+        let codec = |algorithm: &str, compress: f64, decompress: f64| CompressionProbe {
+            algorithm: algorithm.into(),
+            compress_us: s(compress, compress),
+            decompress_us: s(decompress, decompress),
+            ratio: 0.4,
+        };
+        let pool = |name: &str, store_p50: f64, hit_p50: f64| PoolPathProbe {
+            pool: name.into(),
+            compressor: "lzo".into(),
+            pages: 4096,
+            store_us_per_page: s(store_p50 + 3.0, store_p50),
+            hit_fault_us: s(hit_p50 + 2.0, hit_p50),
+            pswpout: if name == "zram" { 4096 } else { 0 },
+            pswpin: if name == "zram" { 4096 } else { 0 },
+            zswpout: if name == "zswap" { 4096 } else { 0 },
+            zswpin: if name == "zswap" { 4096 } else { 0 },
+        };
+        let cal = Calibration {
+            compression: vec![codec("lzo", 4.6, 2.2), codec("lzo-rle", 4.9, 2.3)],
+            disk: "vda".into(),
+            disk_read_4k_us: s(50.0, 50.0),
+            disk_write_4k_us: s(55.0, 55.0),
+            minor_fault_us: s(2.0, 1.9),
+            pages_per_probe: 4096,
+            queue_depth: 128,
+            queue_depth_source: "read: test".into(),
+            hw_queues: 1,
+            queue_probe: None,
+            queue_probe_unavailable: None,
+            swap_path: None,
+            swap_path_unavailable: None,
+            zswap_path: Some(pool("zswap", 14.0, 9.7)),
+            zswap_path_unavailable: None,
+            zram_path: Some(pool("zram", 11.5, 6.0)),
+            zram_path_unavailable: None,
+        };
+        let text = costs_toml(&cal);
+        assert!(text.contains("zswpout 4096 of 4096 pages"), "{text}");
+        let path =
+            std::env::temp_dir().join(format!("nvmswap-costs-test-{}.toml", std::process::id()));
+        std::fs::write(&path, &text).unwrap();
+        let lzo = load_costs(&path, "lzo");
+        let rle = load_costs(&path, "lzo-rle");
+        let none = load_costs(&path, "lz4");
+        std::fs::remove_file(&path).unwrap();
+        let lzo = lzo.unwrap();
+        // The p50s per page; the hit fault p50 less lzo's decompress mean (9,700 - 2,200).
+        assert_eq!(lzo.zswap_store_page_ns, Some(14_000.0));
+        assert_eq!(lzo.zram_store_page_ns, Some(11_500.0));
+        assert_eq!(lzo.pool_swap_in_software_ns, Some(7_500.0));
+        // lzo-rle compresses 300 ns slower on average: the measured paths move by that.
+        let rle = rle.unwrap();
+        assert_eq!(rle.zswap_store_page_ns, Some(14_300.0));
+        assert_eq!(rle.zram_store_page_ns, Some(11_800.0));
+        assert_eq!(rle.pool_swap_in_software_ns, Some(7_500.0));
+        // An algorithm not probed: the paths as measured (sim keeps their mean either way).
+        assert_eq!(none.unwrap().zswap_store_page_ns, Some(14_000.0));
+    }
+
+    #[test]
     fn the_profile_takes_the_measured_parallelism_and_validates() {
         let reads = vec![
             point(1, 20_000.0, 50.0),
@@ -1228,6 +1571,10 @@ mod tests {
             queue_probe_unavailable: None,
             swap_path: None,
             swap_path_unavailable: None,
+            zswap_path: None,
+            zswap_path_unavailable: None,
+            zram_path: None,
+            zram_path_unavailable: None,
         };
         let text = device_profile_toml(&cal);
         let p = nvmswap_core::device::DeviceProfile::from_toml_str(&text, "test").unwrap();

@@ -4,6 +4,7 @@
 use nvmswap_core::config::SystemConfig;
 use nvmswap_core::kinds::Compressor;
 
+use crate::backend::Spent;
 use crate::SimError;
 use nvmswap_core::device::LatencyDist;
 use rand_chacha::ChaCha8Rng;
@@ -22,7 +23,8 @@ pub const BLOCK_SWAP_IN_SOFTWARE_NS: u64 = 21_000;
 pub const NVM_SWAP_IN_SOFTWARE_NS: u64 = 9_000;
 
 /// Swap-in from zram or a zswap hit, without decompression: seed 002's swap-in less the SCM read
-/// and the block layer, as for NVM-Swap (zram's bio path is a function call).
+/// and the block layer, as for NVM-Swap (zram's bio path is a function call). Replaced by
+/// `costs.pool_swap_in_software_ns` when calibrated.
 pub const POOL_SWAP_IN_SOFTWARE_NS: u64 = 9_000;
 
 /// Submitting one swap-out write through the block layer: taken equal to seed 002's "swap page
@@ -30,7 +32,8 @@ pub const POOL_SWAP_IN_SOFTWARE_NS: u64 = 9_000;
 pub const BLOCK_SUBMIT_NS: u64 = 12_000;
 
 /// Unmapping a page and adding it to the swap cache during reclaim (our assumption: the same order
-/// as a minor fault).
+/// as a minor fault). Not charged when the store charged a calibrated whole swap-out path
+/// (`costs.swap_write_page_ns`, `zswap_store_page_ns`, `zram_store_page_ns`), which holds it.
 pub const RECLAIM_PAGE_NS: u64 = 2_000;
 
 /// lzo page compression and decompression in the zswap pool during the pressure test: seed 000
@@ -74,8 +77,14 @@ pub const BLOCK_MAX_REQUESTS: usize = 128;
 /// The software costs in force: the sourced defaults above unless the configuration overrides.
 pub struct Costs {
     pub minor_fault: u64,
+    /// A pool hit's swap-in around decompression: `costs.pool_swap_in_software_ns`
+    /// (calibrated) or `POOL_SWAP_IN_SOFTWARE_NS` (seed 002).
+    pub pool_swap_in: u64,
     compress: LatencyDist,
     decompress: LatencyDist,
+    /// Calibrated whole swap-out paths into zswap's pool and into zram (None: not calibrated).
+    zswap_store: Option<f64>,
+    zram_store: Option<f64>,
 }
 
 impl Costs {
@@ -94,6 +103,11 @@ impl Costs {
         let o = &cfg.costs;
         Ok(Costs {
             minor_fault: o.minor_fault_ns.map_or(MINOR_FAULT_NS, |v| v as u64),
+            pool_swap_in: o
+                .pool_swap_in_software_ns
+                .map_or(POOL_SWAP_IN_SOFTWARE_NS, |v| v as u64),
+            zswap_store: o.zswap_store_page_ns,
+            zram_store: o.zram_store_page_ns,
             compress: LatencyDist {
                 mean_ns: o.compress_mean_ns.unwrap_or(compress.mean_ns),
                 p99_ns: o.compress_p99_ns.unwrap_or(compress.p99_ns),
@@ -111,6 +125,37 @@ impl Costs {
             SAME_FILLED_NS
         } else {
             self.compress.sample(rng)
+        }
+    }
+
+    /// Storing a page of `size` compressed bytes into zswap's pool: see [`Costs::pool_store`].
+    pub fn zswap_store(&self, size: u64, rng: &mut ChaCha8Rng) -> Spent {
+        self.pool_store(self.zswap_store, size, rng)
+    }
+
+    /// Storing a page of `size` compressed bytes into zram: see [`Costs::pool_store`].
+    pub fn zram_store(&self, size: u64, rng: &mut ChaCha8Rng) -> Spent {
+        self.pool_store(self.zram_store, size, rng)
+    }
+
+    /// A pool store's CPU. Without a calibrated path, the compression alone (reclaim adds
+    /// `RECLAIM_PAGE_NS` for the unmap and the swap cache). With one (`path_ns`: the whole
+    /// swap-out of a page of the probe's content as `nvmswap linux calibrate` timed it),
+    /// `max(path_ns - compress mean, 0) + compress(size)`: the path around the compressor as
+    /// measured plus this page's own compression, drawn as without (so the content's variation
+    /// stays and the run's draws are the same), and nothing else (`Spent::whole_path`).
+    fn pool_store(&self, path_ns: Option<f64>, size: u64, rng: &mut ChaCha8Rng) -> Spent {
+        let compress = self.compress(size, rng);
+        match path_ns {
+            None => Spent {
+                cpu: compress,
+                ..Spent::default()
+            },
+            Some(path) => Spent {
+                cpu: (path - self.compress.mean_ns).max(0.0).round() as u64 + compress,
+                wait: 0,
+                whole_path: true,
+            },
         }
     }
 

@@ -367,7 +367,11 @@ impl Machine<'_> {
         match self.swap_out(p, t, by) {
             Some(mut spent) => {
                 self.lru.evicted(p);
-                spent.cpu += RECLAIM_PAGE_NS;
+                if !spent.whole_path {
+                    // The unmap and swap cache, unless the store charged a calibrated path
+                    // that holds them.
+                    spent.cpu += RECLAIM_PAGE_NS;
+                }
                 self.obs.emit(Event::Reclaimed {
                     t,
                     actor: by,
@@ -437,6 +441,31 @@ mod tests {
         assert!(waits > 0, "the charge waited for a write");
         assert!(ns > 0);
         assert_eq!(m.discards, 0, "it waited instead of running out of memory");
+    }
+
+    #[test]
+    fn reclaim_adds_the_unmap_only_when_the_store_charged_no_calibrated_path() {
+        let reclaim_first = |edit: fn(&mut SystemConfig)| {
+            let mut m = machine(edit, 4);
+            for p in 0..4 {
+                let lat = m.touch(p, true).unwrap();
+                m.advance(lat, true);
+            }
+            let kswapd = m.kswapd_actor();
+            m.reclaim_one(m.now, kswapd, ReclaimKind::Kswapd)
+                .unwrap()
+                .cpu
+        };
+        // The assumed submission plus the assumed unmap and swap cache.
+        assert_eq!(
+            reclaim_first(|_| {}),
+            crate::costs::BLOCK_SUBMIT_NS + RECLAIM_PAGE_NS
+        );
+        // The calibrated swap write path holds them: charged alone.
+        assert_eq!(
+            reclaim_first(|c| c.costs.swap_write_page_ns = Some(4_084.0)),
+            4_084
+        );
     }
 
     #[test]

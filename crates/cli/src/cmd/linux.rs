@@ -218,6 +218,23 @@ pub fn run(args: Args) -> anyhow::Result<()> {
                     (None, Some(why)) => println!("swap path not probed: {why}"),
                     (None, None) => {}
                 }
+                for (name, probe, why) in [
+                    ("zswap", &cal.zswap_path, &cal.zswap_path_unavailable),
+                    ("zram", &cal.zram_path, &cal.zram_path_unavailable),
+                ] {
+                    match (probe, why) {
+                        (Some(z), _) => {
+                            let (pool_out, pool_in) = z.pool_counts();
+                            println!(
+                                "{name} ({}) swap-out path (MADV_PAGEOUT, 32-page batches) p50 {:.2} us/page mean {:.2} p99 {:.2}; hit fault p50 {:.2} us mean {:.2} p99 {:.2}; into/out of the pool {pool_out}/{pool_in} of {} pages (pswpout {}, pswpin {})",
+                                z.compressor, z.store_us_per_page.p50, z.store_us_per_page.mean, z.store_us_per_page.p99,
+                                z.hit_fault_us.p50, z.hit_fault_us.mean, z.hit_fault_us.p99, z.pages, z.pswpout, z.pswpin
+                            );
+                        }
+                        (None, Some(why)) => println!("{name} path not probed: {why}"),
+                        (None, None) => {}
+                    }
+                }
             }
             Ok(())
         }

@@ -78,6 +78,8 @@ pub struct BlockSwap {
     /// CPU of one swap-out write's submission: `costs.swap_write_page_ns` (this machine's
     /// calibrated swap write path) or `BLOCK_SUBMIT_NS` (an assumption).
     write_ns: u64,
+    /// `write_ns` is the calibrated whole path (`Spent::whole_path`: reclaim adds no unmap).
+    write_calibrated: bool,
     /// Swap-in software around the device read: `costs.swap_in_software_ns` (calibrated) or
     /// `BLOCK_SWAP_IN_SOFTWARE_NS` (seed 002).
     swap_in_ns: u64,
@@ -139,6 +141,7 @@ impl BlockSwap {
                 .costs
                 .swap_write_page_ns
                 .map_or(BLOCK_SUBMIT_NS, |v| v as u64),
+            write_calibrated: cfg.costs.swap_write_page_ns.is_some(),
             swap_in_ns: cfg
                 .costs
                 .swap_in_software_ns
@@ -324,6 +327,7 @@ impl BlockSwap {
     ) {
         let pi = p as usize;
         spent.cpu += self.write_ns;
+        spent.whole_path |= self.write_calibrated;
         if self.plug_by.is_some_and(|a| a != by) {
             spent.wait += self.finish_plug(t + spent.total(), obs);
         }

@@ -9,6 +9,8 @@
 //! configuration (docs/adr/0004-sim-components.md: how to add one).
 
 mod block;
+#[cfg(test)]
+mod calibrated_paths_test;
 mod dual_heap;
 mod none;
 mod nvm_swap;
@@ -51,6 +53,10 @@ impl Env<'_> {
 pub struct Spent {
     pub cpu: u64,
     pub wait: u64,
+    /// `cpu` holds a calibrated whole swap-out path (`costs.swap_write_page_ns`,
+    /// `zswap_store_page_ns`, `zram_store_page_ns`: unmap, slot and swap cache included), so
+    /// reclaim adds no `RECLAIM_PAGE_NS` on top.
+    pub whole_path: bool,
 }
 
 impl Spent {

@@ -138,7 +138,10 @@ impl SwapBackend for NvmSwap {
             page: p,
             to: Tier::Nvm,
         });
-        Some(Spent { cpu, wait: 0 })
+        Some(Spent {
+            cpu,
+            ..Spent::default()
+        })
     }
 
     fn fault(&mut self, p: u32, write: bool, now: u64, by: Actor, env: &mut Env) -> Fault {

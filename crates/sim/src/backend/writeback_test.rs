@@ -16,8 +16,9 @@ use crate::observe::{Actor, Observers};
 
 const ME: Actor = Actor { cpu: 0, pid: 100 };
 
-struct Rig {
-    backend: Box<dyn SwapBackend>,
+/// A back-end with an environment of its own (also calibrated_paths_test's).
+pub(super) struct Rig {
+    pub(super) backend: Box<dyn SwapBackend>,
     rng: ChaCha8Rng,
     costs: Costs,
     sizes: Vec<u16>,
@@ -27,12 +28,22 @@ struct Rig {
 impl Rig {
     fn new(name: &str, pages: usize, size: u16, set: &[String]) -> Rig {
         let cfg = SystemConfig::load(name, set).unwrap().scaled(1.0 / 1024.0);
-        let mut backend = super::build(&cfg, &BuildArgs { seed: 1 }).unwrap();
+        let backend = super::build(&cfg, &BuildArgs { seed: 1 }).unwrap();
+        Rig::with(&cfg, backend, pages, size)
+    }
+
+    /// `backend`, built for `cfg`, holding `pages` pages of `size` compressed bytes each.
+    pub(super) fn with(
+        cfg: &SystemConfig,
+        mut backend: Box<dyn SwapBackend>,
+        pages: usize,
+        size: u16,
+    ) -> Rig {
         backend.grow(pages);
         Rig {
             backend,
             rng: ChaCha8Rng::seed_from_u64(1),
-            costs: Costs::of(&cfg).unwrap(),
+            costs: Costs::of(cfg).unwrap(),
             sizes: vec![size; pages],
             obs: Observers {
                 metrics: Metrics::new(2),
@@ -42,7 +53,7 @@ impl Rig {
     }
 
     /// Calls the back-end with an environment of the rig's own.
-    fn call<R>(&mut self, f: impl FnOnce(&mut dyn SwapBackend, &mut Env) -> R) -> R {
+    pub(super) fn call<R>(&mut self, f: impl FnOnce(&mut dyn SwapBackend, &mut Env) -> R) -> R {
         let mut env = Env {
             rng: &mut self.rng,
             costs: &self.costs,

@@ -6,7 +6,6 @@ use nvmswap_core::config::SystemConfig;
 use nvmswap_core::PAGE_SIZE;
 
 use super::{BuildArgs, Env, Fault, Spent, SwapBackend, SwapIn};
-use crate::costs::POOL_SWAP_IN_SOFTWARE_NS;
 use crate::metrics::BackendReport;
 use crate::observe::{Actor, CpuKind, Event, Tier};
 use crate::SimError;
@@ -61,7 +60,7 @@ impl SwapBackend for Zram {
         if self.used_slots >= self.slots || self.bytes + size > self.limit {
             return None;
         }
-        let cpu = env.costs.compress(size, env.rng);
+        let spent = env.costs.zram_store(size, env.rng);
         self.bytes += size;
         self.used_slots += 1;
         env.obs.emit(Event::DramAccesses { t, n: 2 });
@@ -71,7 +70,7 @@ impl SwapBackend for Zram {
             page: p,
             to: Tier::Zram,
         });
-        Some(Spent { cpu, wait: 0 })
+        Some(spent)
     }
 
     fn fault(&mut self, _: u32, _: bool, _: u64, _: Actor, _: &mut Env) -> Fault {
@@ -80,7 +79,7 @@ impl SwapBackend for Zram {
 
     fn swap_in(&mut self, p: u32, _write: bool, start: u64, by: Actor, env: &mut Env) -> SwapIn {
         let size = env.size(p);
-        let cost = POOL_SWAP_IN_SOFTWARE_NS + env.costs.decompress(size, env.rng);
+        let cost = env.costs.pool_swap_in + env.costs.decompress(size, env.rng);
         self.bytes -= size;
         self.used_slots -= 1;
         env.obs.emit(Event::DramAccesses { t: start, n: 2 });

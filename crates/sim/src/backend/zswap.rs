@@ -34,7 +34,7 @@ use nvmswap_core::zswap::{StoreOutcome, ZswapPool};
 
 use super::block::{BlockSwap, Held};
 use super::{BuildArgs, Env, Fault, Spent, SwapBackend, SwapIn};
-use crate::costs::{POOL_SWAP_IN_SOFTWARE_NS, SAME_FILLED_NS};
+use crate::costs::SAME_FILLED_NS;
 use crate::metrics::BackendReport;
 use crate::observe::{Actor, CpuKind, Event, Observers, Tier, ZswapKind, KWORKER_PID};
 use crate::SimError;
@@ -157,7 +157,10 @@ impl Zswap {
             }
             let at = self.worker.at;
             let by = self.worker.actor;
-            let mut spent = Spent { cpu: cost, wait: 0 };
+            let mut spent = Spent {
+                cpu: cost,
+                ..Spent::default()
+            };
             self.dev.write(q, at, &mut spent, by, obs, false);
             self.worker.written_back += 1;
             obs.emit(Event::Zswap {
@@ -231,7 +234,7 @@ impl SwapBackend for Zswap {
         }
         let to = match self.pool.store(p, size) {
             StoreOutcome::Stored => {
-                spent.cpu += env.costs.compress(size, env.rng);
+                spent = env.costs.zswap_store(size, env.rng);
                 self.dev.held[p as usize] = Held::Pool;
                 env.obs.emit(Event::DramAccesses { t, n: 2 });
                 Tier::ZswapPool
@@ -279,7 +282,7 @@ impl SwapBackend for Zswap {
         if !pending && (self.dev.held[p as usize] != Held::Pool || self.dev.is_under_writeback(p)) {
             return self.dev.swap_in(p, write, start, by, env);
         }
-        let cost = POOL_SWAP_IN_SOFTWARE_NS + env.costs.decompress(env.size(p), env.rng);
+        let cost = env.costs.pool_swap_in + env.costs.decompress(env.size(p), env.rng);
         env.obs.emit(Event::Zswap {
             t: start,
             page: p,
