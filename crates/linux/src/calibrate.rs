@@ -1239,23 +1239,29 @@ fn pool_costs_toml(cal: &Calibration) -> String {
         let Some(z) = probe else { continue };
         let (pool_out, _) = z.pool_counts();
         let batches = z.pages.div_ceil(nvmswap_core::SWAP_CLUSTER_MAX);
-        let route = if name == "zswap" {
-            format!(
-                "zswap ({}, 20 % pool) in front of a swap file: zswpout {pool_out} of {} pages,\n\
-                 # pswpout {}",
-                z.compressor, z.pages, z.pswpout
+        let (route, counted) = if name == "zswap" {
+            (
+                format!(
+                    "zswap ({}, 20 % pool) in front of a swap file",
+                    z.compressor
+                ),
+                format!(
+                    "zswpout {pool_out} of {} pages, pswpout {}",
+                    z.pages, z.pswpout
+                ),
             )
         } else {
-            format!(
-                "swap on zram ({}): pswpout {pool_out} of {} pages",
-                z.compressor, z.pages
+            (
+                format!("swap on zram ({})", z.compressor),
+                format!("pswpout {pool_out} of {} pages", z.pages),
             )
         };
         out.push_str(&format!(
-            "# Swap-out path per page into {route}; p50 per page of {batches}\n\
-             # MADV_PAGEOUT batches of 32 tab-model pages (unmap, slot, swap cache, compression,\n\
-             # pool allocation; mean {:.0}, p99 {:.0} ns). Sim charges it less the compress mean\n\
-             # plus the page's own compression drawn, and no separate unmap.\n",
+            "# Swap-out path per page into {route}: p50 per page of\n\
+             # {batches} MADV_PAGEOUT batches of 32 tab-model pages (unmap, slot, swap cache,\n\
+             # compression, pool allocation; mean {:.0}, p99 {:.0} ns; {counted}).\n\
+             # Sim charges it less the compress mean plus the page's own compression drawn, and\n\
+             # no separate unmap.\n",
             ns(z.store_us_per_page.mean),
             ns(z.store_us_per_page.p99),
         ));
@@ -1273,7 +1279,7 @@ fn pool_costs_toml(cal: &Calibration) -> String {
         let (_, pool_in) = z.pool_counts();
         let zram = cal.zram_path.as_ref().map_or(String::new(), |r| {
             format!(
-                " zram's hit fault p50\n# was {:.0} ns (pswpin {} of {}).",
+                "\n# zram's hit fault p50 was {:.0} ns (pswpin {} of {}).",
                 ns(r.hit_fault_us.p50),
                 r.pswpin,
                 r.pages
