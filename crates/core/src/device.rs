@@ -118,6 +118,15 @@ pub struct DeviceProfile {
     /// Block devices: hardware queue depth and how many requests it serves at once.
     pub queue_depth: Option<u32>,
     pub parallelism: Option<u32>,
+    /// Block devices on virtio without indirect descriptors (`VIRTIO_RING_F_INDIRECT_DESC` not
+    /// offered): the descriptors of the virtqueue ring. Each request takes one per data segment
+    /// (a swapped page each: their frames are not contiguous) plus two, the header and the status
+    /// (drivers/block/virtio_blk.c `virtblk_add_req`); when the next request does not fit,
+    /// `virtio_queue_rq` returns `BLK_STS_DEV_RESOURCE` and blk-mq keeps it on the hardware
+    /// context's dispatch list, in front of the I/O scheduler, until a request completes. None:
+    /// no such limit (indirect descriptors, NVMe, or unknown).
+    #[serde(default)]
+    pub ring_descriptors: Option<u32>,
     /// Block devices: the device reports itself rotational (/sys/block/*/queue/rotational). The
     /// kernel then uses the cluster swap read-ahead instead of the VMA one
     /// (`nvmswap_core::readahead::kind`). False (the default) for flash, NVM and RAM disks; a
@@ -331,6 +340,7 @@ const SOURCED_FIELDS: &[&str] = &[
     "endurance_cycles",
     "queue_depth",
     "parallelism",
+    "ring_descriptors",
     "rotational",
 ];
 

@@ -126,8 +126,12 @@ impl Io {
         by: Actor,
         obs: &mut Observers,
     ) -> (u64, u64) {
+        // The plug's residence as the submitter saw it; Q is that long before the request
+        // enters the layer (which may be later than `t` when the layer's clock is ahead of the
+        // submitter's: that skew is no wait of the request's).
+        let plugged = t.saturating_sub(first_bio_at);
         let mut t = t.max(self.clock);
-        let issued = first_bio_at.min(t);
+        let issued = t.saturating_sub(plugged);
         self.advance(t, obs);
         while self.layer.in_flight() >= self.max_requests {
             let next = self

@@ -48,6 +48,10 @@ pub struct Device {
     write: LatencyDist,
     pub channels: u32,
     pub queue_depth: u32,
+    /// The virtqueue's descriptors (`DeviceProfile::ring_descriptors`) and those the requests in
+    /// the device hold.
+    ring_descriptors: Option<u32>,
+    descriptors_in_use: u32,
     /// When each channel becomes free.
     channel_free_at: Vec<Nanos>,
     /// In-device requests keyed by (completion time, id).
@@ -73,6 +77,8 @@ impl Device {
             write: profile.write_4k,
             channels,
             queue_depth,
+            ring_descriptors: profile.ring_descriptors,
+            descriptors_in_use: 0,
             channel_free_at: vec![0; channels as usize],
             in_device: BTreeMap::new(),
             rng,
@@ -83,6 +89,22 @@ impl Device {
         (self.in_device.len() as u32) < self.queue_depth
     }
 
+    /// Descriptors `req` takes in the virtqueue ring: one per page (segment), the header and
+    /// the status.
+    fn descriptors(req: &Request) -> u32 {
+        req.bytes.div_ceil(PAGE_SIZE) as u32 + 2
+    }
+
+    /// A request tag is free and `req` fits in the ring. A request larger than the whole ring
+    /// goes in alone (the block layer's `max_segments` keeps real ones below it).
+    pub fn fits(&self, req: &Request) -> bool {
+        self.can_accept()
+            && self.ring_descriptors.is_none_or(|ring| {
+                self.in_device.is_empty()
+                    || self.descriptors_in_use + Self::descriptors(req) <= ring
+            })
+    }
+
     pub fn in_flight(&self) -> usize {
         self.in_device.len()
     }
@@ -90,9 +112,10 @@ impl Device {
     /// Hand a request to the device at `now`; returns its completion time.
     pub fn submit(&mut self, req: Request, now: Nanos) -> Nanos {
         assert!(
-            self.can_accept(),
-            "driver dispatched beyond the queue depth"
+            self.fits(&req),
+            "driver dispatched beyond the queue depth or the ring"
         );
+        self.descriptors_in_use += Self::descriptors(&req);
         let dist = match req.op {
             Op::Read => self.read,
             Op::Write => self.write,
@@ -124,6 +147,7 @@ impl Device {
             return None;
         }
         let r = self.in_device.remove(&(t, id)).expect("key just seen");
+        self.descriptors_in_use -= Self::descriptors(&r);
         Some((t, r))
     }
 }
@@ -144,6 +168,7 @@ pub(crate) fn test_profile(mean_ns: f64, p99_ns: f64, channels: u32, qd: u32) ->
         endurance_cycles: None,
         queue_depth: Some(qd),
         parallelism: Some(channels),
+        ring_descriptors: None,
         rotational: false,
         sources: Default::default(),
     }
@@ -181,6 +206,37 @@ mod tests {
         assert!(!d.can_accept());
         assert_eq!(d.pop_completed(10_000).unwrap().1.id, 1);
         assert!(d.can_accept());
+    }
+
+    #[test]
+    fn a_full_virtqueue_ring_takes_no_request_that_does_not_fit() {
+        // A ring of 20 descriptors: a 13-page write takes 15, a one-page read 3.
+        let mut p = test_profile(10_000.0, 10_000.0, 4, 128);
+        p.ring_descriptors = Some(20);
+        let mut d = Device::new(&p, ChaCha8Rng::seed_from_u64(1)).unwrap();
+        let write = Request {
+            bytes: 13 * PAGE_SIZE,
+            ..req(1, Op::Write, 0)
+        };
+        let second = Request {
+            id: 2,
+            ..write.clone()
+        };
+        d.submit(write, 0);
+        assert!(!d.fits(&second), "15 + 15 > 20");
+        let read = req(3, Op::Read, 800);
+        assert!(d.fits(&read), "15 + 3 <= 20");
+        d.submit(read, 0);
+        assert!(!d.fits(&req(4, Op::Read, 900)), "18 + 3 > 20");
+        // The first completion gives its descriptors back.
+        while d.pop_completed(u64::MAX).is_some() {}
+        assert!(d.fits(&second));
+        // Alone, a request larger than the ring still goes in.
+        let huge = Request {
+            bytes: 64 * PAGE_SIZE,
+            ..req(5, Op::Write, 0)
+        };
+        assert!(d.fits(&huge));
     }
 
     #[test]
