@@ -209,6 +209,8 @@ impl<'a> Driver<'a> {
             if !self.machine.is_alive(tab) {
                 continue;
             }
+            // The tab's own clock: its touches run one after the other on its CPU.
+            let mut at = self.machine.now;
             if let Some((from, to)) = ts.grow {
                 self.machine.grow_tab(tab, to);
                 self.counts.grown_pages += (to - from) as u64;
@@ -217,7 +219,7 @@ impl<'a> Driver<'a> {
                 }
                 for off in from..to {
                     let p = self.machine.tabs[tab as usize].page(off);
-                    self.machine.touch_in_background(tab, p, true)?;
+                    at += self.machine.touch_in_background(tab, p, true, at)?;
                     if !self.machine.is_alive(tab) {
                         break;
                     }
@@ -228,7 +230,7 @@ impl<'a> Driver<'a> {
                     break;
                 }
                 let p = self.machine.tabs[tab as usize].page(off);
-                self.machine.touch_in_background(tab, p, write)?;
+                at += self.machine.touch_in_background(tab, p, write, at)?;
                 self.counts.background_touches += 1;
             }
         }

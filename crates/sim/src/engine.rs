@@ -371,15 +371,27 @@ impl<'a> Machine<'a> {
         t.pages = pages;
     }
 
-    /// Tab `tab`'s process touches page `p` while another one is in the foreground (its
-    /// background activity): the fault is taken and charged as tab `tab`'s, and its latency
-    /// does not pass on the foreground's clock (the tab runs on another CPU); what it takes,
-    /// frames, reclaim and the device's queue, the foreground shares.
-    pub fn touch_in_background(&mut self, tab: u32, p: u32, write: bool) -> Result<u64, SimError> {
+    /// Tab `tab`'s process touches page `p` at `at` (its own clock, at or after the
+    /// foreground's) while another one is in the foreground (its background activity): the
+    /// fault is taken and charged as tab `tab`'s, and its latency does not pass on the
+    /// foreground's clock (the tab runs on another CPU); what it takes, frames, reclaim and the
+    /// device's queue, the foreground shares. The caller moves the tab's clock on by the
+    /// latency, so that each of its faults starts when the one before ended, as a process's
+    /// do (timed from the foreground's clock, each would include all the tab's faults before it).
+    pub fn touch_in_background(
+        &mut self,
+        tab: u32,
+        p: u32,
+        write: bool,
+        at: u64,
+    ) -> Result<u64, SimError> {
         let fg = self.foreground_pid;
+        let now = self.now;
         self.foreground_pid = TAB_PID_BASE + tab;
+        self.now = at.max(now);
         let r = self.touch(p, write);
         self.foreground_pid = fg;
+        self.now = now;
         r
     }
 

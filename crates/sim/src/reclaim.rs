@@ -444,6 +444,39 @@ mod tests {
     }
 
     #[test]
+    fn a_background_tabs_faults_start_one_after_another() {
+        // Tab 0 (1,000 pages in 768 frames) is swapped out in part, then touches 20 of its
+        // swapped-out pages in the background while tab 1 is in front. On its own clock each
+        // fault costs about one swap-in; timed from the foreground's clock, the n-th would hold
+        // the n - 1 before it.
+        let mut m = machine(|_| {}, 1000);
+        for p in 0..1000 {
+            let lat = m.touch(p, true).unwrap();
+            m.advance(lat, true);
+        }
+        m.map_tab(1, 1, 0.5, 0.0);
+        m.use_tab(1);
+        let mut at = m.now;
+        let mut latencies = Vec::new();
+        for p in 0..20 {
+            let lat = m.touch_in_background(0, p, false, at).unwrap();
+            latencies.push(lat);
+            at += lat;
+        }
+        // Pages read ahead by an earlier fault cost nothing (0).
+        let total: u64 = latencies.iter().sum();
+        assert!(
+            latencies.iter().filter(|&&l| l > 0).count() >= 3,
+            "{latencies:?}"
+        );
+        assert!(
+            latencies.iter().all(|&l| l < total / 2),
+            "no fault holds the others: {latencies:?}"
+        );
+        assert_eq!(at - m.now, total, "the foreground's clock did not move");
+    }
+
+    #[test]
     fn reclaim_adds_the_unmap_only_when_the_store_charged_no_calibrated_path() {
         let reclaim_first = |edit: fn(&mut SystemConfig)| {
             let mut m = machine(edit, 4);
