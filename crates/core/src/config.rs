@@ -159,6 +159,14 @@ pub struct CostOverrides {
     /// `POOL_SWAP_IN_SOFTWARE_NS`.
     #[serde(default)]
     pub pool_swap_in_software_ns: Option<f64>,
+    /// Reclaim's work per reclaimed page besides the page-out path (LRU scanning, deactivation
+    /// with its referenced checks, rotations, priority loops), measured by `nvmswap linux
+    /// calibrate` (touches of fresh memory in a memory cgroup at its limit, swap on zram: the
+    /// touches' time beyond a minor fault each, per page reclaimed, less zram's page-out path).
+    /// Sim charges it to the reclaiming task (memcg or direct reclaim, kswapd) per page on top
+    /// of the store; without it, nothing.
+    #[serde(default)]
+    pub reclaim_scan_page_ns: Option<f64>,
 }
 
 fn default_accept_threshold() -> u32 {

@@ -35,6 +35,15 @@
 //!   allocation; a stored page is freed in the same pass), and from the touches the swap-in fault
 //!   of a pool hit (zswap_load or zram's read, decompression, mapping). /proc/vmstat's
 //!   zswpout/zswpin (zswap) or pswpout/pswpin (zram) say whether the pages went through the pool.
+//! - **Limit reclaim** (issue 11): a forked child in a memory cgroup of 32 MiB with swap on zram
+//!   (lzo) writes tab-model pages into 4x that of fresh anonymous memory, page by page, each
+//!   first touch timed as [`probe_minor_fault`] times its faults. A charge at the limit reclaims
+//!   in the faulting task (v1 `try_charge` -> `try_to_free_mem_cgroup_pages`): LRU scanning,
+//!   deactivation with its referenced checks, rotations, priority loops, and each reclaimed
+//!   page's page-out. pswpout's delta counts the pages reclaimed; what the touches took beyond
+//!   a minor fault each, per reclaimed page, less the zram page-out path of the same run, is
+//!   that reclaim's work around the page-out (`reclaim_scan_page_ns`,
+//!   [`LimitReclaimProbe::paired_scan_page_ns`]). The child stays on one CPU.
 
 use std::io::{Read, Seek, SeekFrom, Write};
 use std::os::unix::fs::OpenOptionsExt;
@@ -90,6 +99,95 @@ pub struct Calibration {
     pub zswap_path_unavailable: Option<String>,
     pub zram_path: Option<PoolPathProbe>,
     pub zram_path_unavailable: Option<String>,
+    /// Reclaim at a memory cgroup's limit, in the faulting task (None when it could not be
+    /// probed, with why).
+    pub limit_reclaim: Option<LimitReclaimProbe>,
+    pub limit_reclaim_unavailable: Option<String>,
+}
+
+/// Touches of fresh anonymous memory in a memory cgroup held at its limit (swap on zram): each
+/// charge past the limit reclaims in the faulting task (see the module text).
+#[derive(Debug, Clone, Serialize)]
+pub struct LimitReclaimProbe {
+    pub compressor: String,
+    pub limit_bytes: u64,
+    /// Pages touched (4x the limit), and of them those whose fault counters moved.
+    pub pages: u64,
+    pub faulted: u64,
+    /// Each first touch (write), timed with getrusage around the clock pair.
+    pub touch_us: LatencySummary,
+    /// The sum of all touch times, ns.
+    pub touch_sum_ns: u64,
+    /// The touches past the limit (each charge one page reclaimed) in [`LIMIT_PROBE_CHUNKS`]
+    /// chunks in touch order: (sum of touch times ns, touches).
+    pub chunk_touches: Vec<(u64, u64)>,
+    /// Touches over [`SLOW_TOUCH_US`] (charges that reclaimed), and their times.
+    pub slow_touches: u64,
+    pub slow_touch_us: LatencySummary,
+    /// /proc/vmstat pswpout over the touches: pages reclaimed (to zram).
+    pub pswpout: u64,
+    /// Then, in the same child, set-up and device: the page-out path per page (MADV_PAGEOUT of
+    /// 32-page batches of the last pages touched, as the zram page-out probe), and pswpout over it.
+    pub page_out_us_per_page: LatencySummary,
+    pub page_out_pswpout: u64,
+}
+
+/// A touch over this took a reclaim pass (a minor fault is ~2 µs, a 32-page pass ~250 µs).
+pub const SLOW_TOUCH_US: f64 = 50.0;
+
+impl LimitReclaimProbe {
+    /// LRU work per reclaimed page besides its page-out: the touches' time beyond one minor
+    /// fault each (`minor_fault_ns`, the p50 of the same calibration), per page reclaimed, less
+    /// the page-out path per page (`page_out_ns`, zram's p50 of the same calibration); None
+    /// when nothing was reclaimed.
+    pub fn scan_page_ns(&self, minor_fault_ns: f64, page_out_ns: f64) -> Option<f64> {
+        if self.pswpout == 0 {
+            return None;
+        }
+        let beyond = self.touch_sum_ns as f64 - self.faulted as f64 * minor_fault_ns;
+        Some(beyond / self.pswpout as f64 - page_out_ns)
+    }
+
+    /// [`Self::scan_page_ns`] with both terms from this probe: its own touches' p50 (the
+    /// charges that did not reclaim, timed in the same child) and its own page-out p50 (the same
+    /// device and child, right after). The calibration's separate minor-fault and zram
+    /// page-out probes ran at other moments: on this 2-CPU machine zram's MADV_PAGEOUT p50 was
+    /// 6.5-6.9 us in some runs and 9.4-10.4 us in others (2026-11-25), which alone swung the
+    /// difference from -1.1 to +3.8 us. Pairing alone did not make it stable (the child's own
+    /// page-out fell into either mode independently of its touches: -79 ns in one run); with the
+    /// child kept on one CPU its page-out was 6.6-7.0 us in every run.
+    pub fn paired_scan_page_ns(&self) -> Option<f64> {
+        if self.page_out_pswpout == 0 {
+            return None;
+        }
+        let ns = |us: f64| (us * NS_PER_US as f64).round();
+        self.scan_page_ns(ns(self.touch_us.p50), ns(self.page_out_us_per_page.p50))
+    }
+
+    /// The median over the chunks of touches past the limit (where each charge is one page
+    /// reclaimed) of (chunk sum - touches x touch p50) / touches, less this probe's page-out p50:
+    /// [`Self::paired_scan_page_ns`] without a transient disturbance of part of the run (a
+    /// preempted stretch of touches) in it.
+    pub fn chunk_median_scan_page_ns(&self) -> Option<f64> {
+        if self.page_out_pswpout == 0 || self.chunk_touches.iter().any(|&(_, n)| n == 0) {
+            return None;
+        }
+        let ns = |us: f64| (us * NS_PER_US as f64).round();
+        let minor = ns(self.touch_us.p50);
+        let mut per_page: Vec<f64> = self
+            .chunk_touches
+            .iter()
+            .map(|&(sum, n)| sum as f64 / n as f64 - minor)
+            .collect();
+        per_page.sort_by(f64::total_cmp);
+        let m = per_page.len();
+        let median = if m % 2 == 1 {
+            per_page[m / 2]
+        } else {
+            (per_page[m / 2 - 1] + per_page[m / 2]) / 2.0
+        };
+        Some(median - ns(self.page_out_us_per_page.p50))
+    }
 }
 
 /// The swap-out and swap-in paths through a compressed pool (zswap or zram), measured with the
@@ -677,6 +775,46 @@ fn wait_writeback(limit: std::time::Duration) {
 const PHASE_PAGED_OUT: u64 = 1;
 const PHASE_GO: u64 = 2;
 
+/// A probe child's `MADV_PAGEOUT` of `range` (pages of `region`) in `batch`-page batches, ns per
+/// page of each batch into `out[b]`. False when madvise failed. Allocates nothing.
+fn page_out_timed(
+    region: &Mapping,
+    range: std::ops::Range<usize>,
+    batch: usize,
+    out: &[std::sync::atomic::AtomicU64],
+) -> bool {
+    let end = range.end;
+    for (b, start) in range.step_by(batch).enumerate() {
+        let n = batch.min(end - start);
+        let t = worker::monotonic_ns();
+        // SAFETY: the range lies inside our private anonymous mapping; MADV_PAGEOUT only
+        // reclaims it (the contents come back on the next touch).
+        let rc = unsafe {
+            libc::madvise(
+                region.as_ptr().add(start * PAGE).cast(),
+                n * PAGE,
+                libc::MADV_PAGEOUT,
+            )
+        };
+        let dt = worker::monotonic_ns() - t;
+        if rc != 0 {
+            return false;
+        }
+        out[b].store(dt / n as u64, std::sync::atomic::Ordering::Relaxed);
+    }
+    true
+}
+
+/// A probe child says [`PHASE_PAGED_OUT`] in `w[0]` and waits for [`PHASE_GO`].
+fn signal_and_wait_go(w: &[std::sync::atomic::AtomicU64]) {
+    use std::sync::atomic::Ordering;
+    w[0].store(PHASE_PAGED_OUT, Ordering::Release);
+    while w[0].load(Ordering::Acquire) != PHASE_GO {
+        // SAFETY: usleep has no memory-safety preconditions.
+        unsafe { libc::usleep(1000) };
+    }
+}
+
 /// The swap probe's child (no allocation: see [`worker::fork_child`]): joins the cgroup, fills
 /// `region` with tab-model pages, pages them out in `batch`-page `MADV_PAGEOUT`s (ns per page of
 /// each batch into `w[1..]`), says [`PHASE_PAGED_OUT`], waits for [`PHASE_GO`], then touches the
@@ -700,30 +838,11 @@ fn swap_probe_child(
         // Tab-model content without same-filled pages: zero pages would skip the write.
         fill_page(page, seed, p as u64, 0.38, 0.0);
     }
-    for (b, start) in (0..pages).step_by(batch).enumerate() {
-        let n = batch.min(pages - start);
-        let t = worker::monotonic_ns();
-        // SAFETY: the range lies inside our private anonymous mapping; MADV_PAGEOUT only
-        // reclaims it (the contents come back on the next touch).
-        let rc = unsafe {
-            libc::madvise(
-                region.as_ptr().add(start * PAGE).cast(),
-                n * PAGE,
-                libc::MADV_PAGEOUT,
-            )
-        };
-        let dt = worker::monotonic_ns() - t;
-        if rc != 0 {
-            return 3;
-        }
-        w[1 + b].store(dt / n as u64, Ordering::Relaxed);
+    if !page_out_timed(region, 0..pages, batch, &w[1..]) {
+        return 3;
     }
     let batches = pages.div_ceil(batch);
-    w[0].store(PHASE_PAGED_OUT, Ordering::Release);
-    while w[0].load(Ordering::Acquire) != PHASE_GO {
-        // SAFETY: usleep has no memory-safety preconditions.
-        unsafe { libc::usleep(1000) };
-    }
+    signal_and_wait_go(w);
     for (i, &p) in order.iter().enumerate() {
         let t = worker::monotonic_ns();
         // SAFETY: page `p` is inside the mapping; a read brings it back from swap.
@@ -762,6 +881,21 @@ fn wait_phase(
     Ok(())
 }
 
+/// `r`, killing and reaping the probe child `pid` first when it is an error.
+fn reap_on_error<T>(pid: libc::pid_t, r: Result<T, LinuxError>) -> Result<T, LinuxError> {
+    if r.is_err() {
+        worker::kill_and_reap(pid);
+    }
+    r
+}
+
+/// Says [`PHASE_GO`] to the probe child `pid` and waits for its exit code (reaping it on every
+/// path, and killing it on Ctrl-C).
+fn go_and_reap(pid: libc::pid_t, w: &[std::sync::atomic::AtomicU64]) -> Result<i32, LinuxError> {
+    w[0].store(PHASE_GO, std::sync::atomic::Ordering::Release);
+    worker::wait_child(pid, || {})
+}
+
 /// Reclaims the cgroup `cg` (ours, holding only the probe's child): v1's `memory.force_empty`
 /// (reclaim until nothing more can be freed; the tasks stay), v2's `memory.reclaim` of `bytes`.
 fn reclaim_cgroup(cg: &Path, bytes: u64) -> Result<(), LinuxError> {
@@ -770,6 +904,13 @@ fn reclaim_cgroup(cg: &Path, bytes: u64) -> Result<(), LinuxError> {
     } else {
         sysfs::write_value(cg.join("memory.reclaim"), &bytes.to_string())
     }
+}
+
+/// The cgroup's `cgroup.procs` path as a C string, for a forked child to join without
+/// allocating.
+fn procs_file(cg: &Path) -> Result<std::ffi::CString, LinuxError> {
+    std::ffi::CString::new(cg.join("cgroup.procs").display().to_string().into_bytes())
+        .map_err(|_| LinuxError::Worker("cgroup path with a NUL byte".into()))
 }
 
 /// What the page-out probe measured under one set-up ([`probe_page_out`]).
@@ -824,15 +965,7 @@ fn probe_page_out(
         let batches = pages.div_ceil(batch);
         // Shared with the child: [phase, ns per page of each batch.., ns of each touch..].
         let words = Mapping::new((1 + batches + pages) * 8, true)?;
-        let procs = std::ffi::CString::new(
-            setup
-                .cgroup
-                .join("cgroup.procs")
-                .display()
-                .to_string()
-                .into_bytes(),
-        )
-        .map_err(|_| LinuxError::Worker("cgroup path with a NUL byte".into()))?;
+        let procs = procs_file(&setup.cgroup)?;
         let out0 = (vmstat_counter("pswpout")?, vmstat_counter("zswpout")?);
         let w = words.words();
         // SAFETY: the child only makes system calls (cgroup join, madvise, clock, nanosleep) and
@@ -863,16 +996,8 @@ fn probe_page_out(
             let in0 = (vmstat_counter("pswpin")?, vmstat_counter("zswpin")?);
             Ok((out, in0, evicted))
         })();
-        let (out, in0, evicted_bytes) = match paged_out {
-            Ok(v) => v,
-            Err(e) => {
-                worker::kill_and_reap(pid);
-                return Err(e);
-            }
-        };
-        w[0].store(PHASE_GO, std::sync::atomic::Ordering::Release);
-        // Reaps the child on every path (and kills it on Ctrl-C).
-        let code = worker::wait_child(pid, || {})?;
+        let (out, in0, evicted_bytes) = reap_on_error(pid, paged_out)?;
+        let code = go_and_reap(pid, w)?;
         if code != 0 {
             return Err(LinuxError::Worker(format!(
                 "swap probe child exited with {code} (2: cgroup join, 3: madvise)"
@@ -1016,6 +1141,173 @@ pub fn probe_pool_path(
     })
 }
 
+/// The limit-reclaim probe's child (no allocation: see [`worker::fork_child`]): joins the
+/// cgroup, then page by page writes the first byte of each page of `region` (timed as
+/// [`probe_minor_fault`] times a fault: ns + 1 into `w[1 + p]` when the fault counters moved,
+/// else 0) and fills the page with tab-model content. Returns the exit code.
+fn limit_probe_child(
+    procs: &std::ffi::CString,
+    region: &Mapping,
+    w: &[std::sync::atomic::AtomicU64],
+    pages: usize,
+    seed: u64,
+) -> i32 {
+    use std::sync::atomic::Ordering;
+    if !worker::join_cgroup_no_alloc(procs) {
+        return 2;
+    }
+    // Kept on the CPU it is on, so that its touches and its page-out afterwards meet the same
+    // machine: unpinned, zram's MADV_PAGEOUT p50 was 6.5-7.1 us in some runs and 8.3-10.4 us in
+    // others, independently of the touches (2026-11-25); pinned, 6.6-7.0 in every run.
+    // SAFETY: a zeroed cpu_set_t is valid; sched_getcpu and sched_setaffinity only read it.
+    unsafe {
+        let cpu = libc::sched_getcpu();
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        libc::CPU_SET(cpu.max(0) as usize, &mut set);
+        libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set);
+    }
+    for p in 0..pages {
+        // SAFETY: page `p` lies inside the mapping, which outlives this borrow.
+        let ptr = unsafe { region.as_ptr().add(p * PAGE) };
+        let (maj0, min0) = worker::thread_faults();
+        let t = worker::monotonic_ns();
+        // SAFETY: as above; the first write faults the page in (and charges it).
+        unsafe { ptr.write_volatile(1) };
+        let dt = worker::monotonic_ns() - t;
+        let (maj1, min1) = worker::thread_faults();
+        let faulted = maj1 + min1 > maj0 + min0;
+        w[1 + p].store(if faulted { dt + 1 } else { 0 }, Ordering::Relaxed);
+        // SAFETY: as above.
+        let page = unsafe { std::slice::from_raw_parts_mut(ptr, PAGE) };
+        // Tab-model content without same-filled pages, as the page-out probe's.
+        fill_page(page, seed, p as u64, 0.38, 0.0);
+    }
+    // The page-out path of the same set-up, now: the last LIMIT_PAGE_OUT_PAGES touched (resident,
+    // at the LRU's head) in 32-page MADV_PAGEOUT batches, ns per page into w[1 + pages + b].
+    signal_and_wait_go(w);
+    let batch = nvmswap_core::SWAP_CLUSTER_MAX as usize;
+    if !page_out_timed(
+        region,
+        pages - LIMIT_PAGE_OUT_PAGES..pages,
+        batch,
+        &w[1 + pages..],
+    ) {
+        return 3;
+    }
+    0
+}
+
+/// Pages the limit-reclaim probe's child pages out with MADV_PAGEOUT after its touches (a
+/// multiple of 32, under the limit's pages).
+const LIMIT_PAGE_OUT_PAGES: usize = 4096;
+
+/// Chunks of the limit-reclaim probe's touches past the limit (see
+/// [`LimitReclaimProbe::chunk_median_scan_page_ns`]).
+pub const LIMIT_PROBE_CHUNKS: usize = 8;
+
+/// Limit of the limit-reclaim probe's cgroup; the child touches 4x this.
+pub const LIMIT_PROBE_BYTES: u64 = 32 * MIB;
+
+/// Reclaim at a memory cgroup's limit (see the module text): swap on zram (lzo, page-cluster 0,
+/// swappiness 100 as linux-zram), a [`LIMIT_PROBE_BYTES`] cgroup, a child touching 4x that.
+pub fn probe_limit_reclaim(seed: u64, state_path: &Path) -> Result<LimitReclaimProbe, LinuxError> {
+    let limit = LIMIT_PROBE_BYTES;
+    let pages = (4 * limit / PAGE_SIZE) as usize;
+    let cfg = LinuxConfig {
+        name: "calibrate-limit-reclaim".into(),
+        description: String::new(),
+        cgroup_limit_bytes: limit,
+        swap: SwapSetup::Zram {
+            size_bytes: (pages as u64) * PAGE_SIZE * 2 + 16 * MIB,
+            algorithm: POOL_PROBE_COMPRESSOR,
+        },
+        scheduler: None,
+        page_cluster: Some(0),
+        swappiness: Some(100),
+        discard: Default::default(),
+    };
+    let setup = Setup::apply(&cfg, state_path)?;
+    let result = (|| {
+        let region = Mapping::new(pages * PAGE, false)?;
+        let batches = LIMIT_PAGE_OUT_PAGES / nvmswap_core::SWAP_CLUSTER_MAX as usize;
+        // Shared with the child: [phase, ns + 1 of each touch.., ns per page of each page-out
+        // batch..], faulted in here so that none of it is charged to the probe's cgroup.
+        let words = Mapping::new((1 + pages + batches) * 8, true)?;
+        let w = words.words();
+        for word in w {
+            word.store(0, std::sync::atomic::Ordering::Relaxed);
+        }
+        let procs = procs_file(&setup.cgroup)?;
+        let out0 = vmstat_counter("pswpout")?;
+        // SAFETY: the child only makes system calls (cgroup join, clock, getrusage) and writes
+        // to `region` and `words`, both mapped before the fork; fill_page does not allocate.
+        let pid =
+            unsafe { worker::fork_child(|| limit_probe_child(&procs, &region, w, pages, seed)) }?;
+        let touched = (|| {
+            wait_phase(pid, w, PHASE_PAGED_OUT)?;
+            vmstat_counter("pswpout")
+        })();
+        let mid = reap_on_error(pid, touched)?;
+        let code = go_and_reap(pid, w)?;
+        let pswpout = mid - out0;
+        let page_out_pswpout = vmstat_counter("pswpout")? - mid;
+        if code != 0 {
+            return Err(LinuxError::Worker(format!(
+                "limit reclaim probe child exited with {code} (2: cgroup join, 3: madvise)"
+            )));
+        }
+        let mut page_out = LatencyRecorder::new();
+        for word in &w[1 + pages..1 + pages + batches] {
+            page_out.record_ns(word.load(std::sync::atomic::Ordering::Acquire));
+        }
+        let (mut touch, mut slow_touch) = (LatencyRecorder::new(), LatencyRecorder::new());
+        let (mut sum, mut faulted, mut slow) = (0u64, 0u64, 0u64);
+        // Past the limit every touch's charge is one page reclaimed: the steady part's touch
+        // sums in LIMIT_PROBE_CHUNKS chunks.
+        let limit_pages = (limit / PAGE_SIZE) as usize;
+        let chunk = (pages - limit_pages) / LIMIT_PROBE_CHUNKS;
+        let mut chunk_sums = vec![(0u64, 0u64); LIMIT_PROBE_CHUNKS];
+        for (p, word) in w[1..=pages].iter().enumerate() {
+            let v = word.load(std::sync::atomic::Ordering::Acquire);
+            if v == 0 {
+                continue;
+            }
+            let ns = v - 1;
+            if p >= limit_pages {
+                let c = ((p - limit_pages) / chunk).min(LIMIT_PROBE_CHUNKS - 1);
+                chunk_sums[c].0 += ns;
+                chunk_sums[c].1 += 1;
+            }
+            touch.record_ns(ns);
+            sum += ns;
+            faulted += 1;
+            if ns as f64 > SLOW_TOUCH_US * NS_PER_US as f64 {
+                slow += 1;
+                slow_touch.record_ns(ns);
+            }
+        }
+        Ok(LimitReclaimProbe {
+            compressor: POOL_PROBE_COMPRESSOR.name().into(),
+            limit_bytes: limit,
+            pages: pages as u64,
+            faulted,
+            touch_us: touch.summary(NS_PER_US),
+            touch_sum_ns: sum,
+            chunk_touches: chunk_sums,
+            slow_touches: slow,
+            slow_touch_us: slow_touch.summary(NS_PER_US),
+            pswpout,
+            page_out_us_per_page: page_out.summary(NS_PER_US),
+            page_out_pswpout,
+        })
+    })();
+    let diffs = setup.restore()?;
+    if !diffs.is_empty() {
+        return Err(LinuxError::Restore(diffs.join("; ")));
+    }
+    result
+}
+
 /// Run every probe. `swap_dir` is where the swap file would go (its disk is probed).
 pub fn run(swap_dir: &Path, seed: u64) -> Result<Calibration, LinuxError> {
     crate::require_root()?;
@@ -1049,7 +1341,13 @@ pub fn run(swap_dir: &Path, seed: u64) -> Result<Calibration, LinuxError> {
     };
     let (zswap_path, zswap_path_unavailable) = pool(true);
     let (zram_path, zram_path_unavailable) = pool(false);
+    let (limit_reclaim, limit_reclaim_unavailable) = match probe_limit_reclaim(seed, &state_path) {
+        Ok(p) => (Some(p), None),
+        Err(e) => (None, Some(e.to_string())),
+    };
     Ok(Calibration {
+        limit_reclaim,
+        limit_reclaim_unavailable,
         swap_path,
         swap_path_unavailable,
         zswap_path,
@@ -1208,6 +1506,7 @@ pub fn costs_toml(cal: &Calibration) -> String {
         }
     }
     out.push_str(&pool_costs_toml(cal));
+    out.push_str(&limit_reclaim_costs_toml(cal));
     for c in &cal.compression {
         out.push_str(&format!("\n[compressor.{}]\n", c.algorithm));
         out.push_str(&format!("compress_mean_ns = {}\n", ns(c.compress_us.mean)));
@@ -1313,6 +1612,73 @@ fn pool_costs_toml(cal: &Calibration) -> String {
     out
 }
 
+/// The limit-reclaim probe's part of [`costs_toml`]: `reclaim_scan_page_ns`
+/// ([`LimitReclaimProbe::paired_scan_page_ns`], clamped at 0), with the chunk median and the
+/// figure against the calibration's minor-fault and zram page-out probes in the comment.
+fn limit_reclaim_costs_toml(cal: &Calibration) -> String {
+    let ns = |us: f64| (us * NS_PER_US as f64).round();
+    let Some(l) = &cal.limit_reclaim else {
+        return String::new();
+    };
+    let Some(scan) = l.paired_scan_page_ns() else {
+        return String::new();
+    };
+    let t = &l.touch_us;
+    let probes = cal
+        .zram_path
+        .as_ref()
+        .and_then(|z| {
+            let (minor, page_out) = (ns(cal.minor_fault_us.p50), ns(z.store_us_per_page.p50));
+            let v = l.scan_page_ns(minor, page_out)?;
+            Some(format!(
+                "\n# Against the minor-fault probe's p50 ({minor:.0}) and the zram page-out probe's\n\
+                 # ({page_out:.0}) instead: {v:.0} ns."
+            ))
+        })
+        .unwrap_or_default();
+    let chunks = l
+        .chunk_median_scan_page_ns()
+        .map(|v| {
+            format!(
+                "\n# The median over {LIMIT_PROBE_CHUNKS} chunks of the touches past the limit \
+                 (each one page reclaimed)\n# of their time beyond the touch p50, less the \
+                 page-out p50: {v:.0} ns."
+            )
+        })
+        .unwrap_or_default();
+    format!(
+        "# Limit reclaim's work per reclaimed page besides its page-out (LRU scanning,\n\
+         # deactivation and referenced checks, rotations, priority loops): a child in a {} MiB\n\
+         # memory cgroup (swap on zram, {}; kept on one CPU) wrote {} fresh tab-model pages one\n\
+         # by one, each first touch timed with getrusage around the clock pair ({} faulted;\n\
+         # p50 {:.0}, mean {:.0}, p99 {:.0} ns; {} over {:.0} us, {:.1} %: charges that reclaimed);\n\
+         # pswpout {} = pages reclaimed. Then the same child paged out its last {} pages in\n\
+         # MADV_PAGEOUT batches of 32 (p50 {:.0} ns per page, pswpout {}). (Sum {} ns - {} x\n\
+         # touch p50) / {} - page-out p50 = {:.0} ns.{chunks}{probes}\n\
+         # Sim charges it per page that memcg, direct or kswapd reclaim takes.\n\
+         reclaim_scan_page_ns = {}\n",
+        l.limit_bytes / MIB,
+        l.compressor,
+        l.pages,
+        l.faulted,
+        ns(t.p50),
+        ns(t.mean),
+        ns(t.p99),
+        l.slow_touches,
+        SLOW_TOUCH_US,
+        100.0 * l.slow_touches as f64 / l.faulted.max(1) as f64,
+        l.pswpout,
+        LIMIT_PAGE_OUT_PAGES,
+        ns(l.page_out_us_per_page.p50),
+        l.page_out_pswpout,
+        l.touch_sum_ns,
+        l.faulted,
+        l.pswpout,
+        scan,
+        scan.max(0.0).round(),
+    )
+}
+
 #[derive(Debug, serde::Deserialize)]
 #[serde(deny_unknown_fields)]
 struct CostsFile {
@@ -1327,6 +1693,8 @@ struct CostsFile {
     zram_store_page_ns: Option<f64>,
     #[serde(default)]
     pool_swap_in_software_ns: Option<f64>,
+    #[serde(default)]
+    reclaim_scan_page_ns: Option<f64>,
     /// The compressor the pool paths were measured with.
     #[serde(default)]
     pool_probe_compressor: Option<String>,
@@ -1371,6 +1739,7 @@ pub fn load_costs(
         zswap_store_page_ns: store(file.zswap_store_page_ns),
         zram_store_page_ns: store(file.zram_store_page_ns),
         pool_swap_in_software_ns: file.pool_swap_in_software_ns,
+        reclaim_scan_page_ns: file.reclaim_scan_page_ns,
         minor_fault_ns: Some(file.minor_fault_ns),
         swap_write_page_ns: file.swap_write_page_ns,
         swap_in_software_ns: file.swap_in_software_ns,
@@ -1516,8 +1885,31 @@ mod tests {
             zswap_path_unavailable: None,
             zram_path: Some(pool("zram", 11.5, 6.0)),
             zram_path_unavailable: None,
+            // 1,000 touches (1,000 faulted, p50 1,800 ns) of 12,400,000 ns in all, 400 pages
+            // reclaimed, the same child's page-out p50 10,000 ns per page:
+            // (12,400,000 - 1,000 x 1,800) / 400 - 10,000 = 16,500 ns per reclaimed page
+            // (against the minor-fault probe's 1,900 and zram's page-out 11,500: 14,750).
+            limit_reclaim: Some(LimitReclaimProbe {
+                compressor: "lzo".into(),
+                limit_bytes: 32 * MIB,
+                pages: 1_000,
+                faulted: 1_000,
+                touch_us: s(12.4, 1.8),
+                touch_sum_ns: 12_400_000,
+                slow_touches: 13,
+                slow_touch_us: s(300.0, 280.0),
+                chunk_touches: vec![(120_000, 10); 8],
+                pswpout: 400,
+                page_out_us_per_page: s(10.5, 10.0),
+                page_out_pswpout: 4096,
+            }),
+            limit_reclaim_unavailable: None,
         };
         let text = costs_toml(&cal);
+        assert!(text.contains("\nreclaim_scan_page_ns = 16500\n"), "{text}");
+        assert!(text.contains("instead: 14750 ns."), "{text}");
+        // Chunks of 10 touches of 12,000 ns: 12,000 - 1,800 - 10,000.
+        assert!(text.contains("page-out p50: 200 ns."), "{text}");
         assert!(text.contains("zswpout 4096 of 4096 pages"), "{text}");
         let path =
             std::env::temp_dir().join(format!("nvmswap-costs-test-{}.toml", std::process::id()));
@@ -1531,11 +1923,14 @@ mod tests {
         assert_eq!(lzo.zswap_store_page_ns, Some(14_000.0));
         assert_eq!(lzo.zram_store_page_ns, Some(11_500.0));
         assert_eq!(lzo.pool_swap_in_software_ns, Some(7_500.0));
+        // Not moved by the compressor: the work around the page-out.
+        assert_eq!(lzo.reclaim_scan_page_ns, Some(16_500.0));
         // lzo-rle compresses 300 ns slower on average: the measured paths move by that.
         let rle = rle.unwrap();
         assert_eq!(rle.zswap_store_page_ns, Some(14_300.0));
         assert_eq!(rle.zram_store_page_ns, Some(11_800.0));
         assert_eq!(rle.pool_swap_in_software_ns, Some(7_500.0));
+        assert_eq!(rle.reclaim_scan_page_ns, Some(16_500.0));
         // An algorithm not probed: the paths as measured (sim keeps their mean either way).
         assert_eq!(none.unwrap().zswap_store_page_ns, Some(14_000.0));
     }
@@ -1581,6 +1976,8 @@ mod tests {
             zswap_path_unavailable: None,
             zram_path: None,
             zram_path_unavailable: None,
+            limit_reclaim: None,
+            limit_reclaim_unavailable: None,
         };
         let text = device_profile_toml(&cal);
         let p = nvmswap_core::device::DeviceProfile::from_toml_str(&text, "test").unwrap();

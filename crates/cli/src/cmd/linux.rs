@@ -235,6 +235,26 @@ pub fn run(args: Args) -> anyhow::Result<()> {
                         (None, None) => {}
                     }
                 }
+                match (&cal.limit_reclaim, &cal.limit_reclaim_unavailable) {
+                    (Some(l), _) => {
+                        let probes = cal.zram_path.as_ref().and_then(|z| {
+                            l.scan_page_ns(
+                                (cal.minor_fault_us.p50 * 1e3).round(),
+                                (z.store_us_per_page.p50 * 1e3).round(),
+                            )
+                        });
+                        let f = |v: Option<f64>| v.map_or("n/a".to_string(), |v| format!("{v:.0}"));
+                        println!(
+                            "limit reclaim ({} MiB cgroup, zram {}): {} touches ({} faulted) p50 {:.2} us mean {:.2} p99 {:.2}, {} over {:.0} us (p50 {:.2} mean {:.2}); sum {:.1} ms; pswpout {}; then page-out p50 {:.2} us/page (pswpout {}); reclaim_scan_page_ns {} (chunk median {}; against the minor-fault and zram page-out probes: {})",
+                            l.limit_bytes >> 20, l.compressor, l.pages, l.faulted, l.touch_us.p50, l.touch_us.mean,
+                            l.touch_us.p99, l.slow_touches, nvmswap_linux::calibrate::SLOW_TOUCH_US, l.slow_touch_us.p50, l.slow_touch_us.mean,
+                            l.touch_sum_ns as f64 / 1e6, l.pswpout, l.page_out_us_per_page.p50, l.page_out_pswpout,
+                            f(l.paired_scan_page_ns()), f(l.chunk_median_scan_page_ns()), f(probes)
+                        );
+                    }
+                    (None, Some(why)) => println!("limit reclaim not probed: {why}"),
+                    (None, None) => {}
+                }
             }
             Ok(())
         }
