@@ -82,6 +82,10 @@ pub struct Costs {
     pub pool_swap_in: u64,
     compress: LatencyDist,
     decompress: LatencyDist,
+    /// Reclaim's work per reclaimed page besides its page-out (LRU scanning, deactivation with
+    /// its referenced checks, rotations, priority loops): `costs.reclaim_scan_page_ns`
+    /// (calibrated), else 0 (sim assumes none).
+    pub reclaim_scan: u64,
     /// Calibrated whole swap-out paths into zswap's pool and into zram (None: not calibrated).
     zswap_store: Option<f64>,
     zram_store: Option<f64>,
@@ -106,6 +110,9 @@ impl Costs {
             pool_swap_in: o
                 .pool_swap_in_software_ns
                 .map_or(POOL_SWAP_IN_SOFTWARE_NS, |v| v as u64),
+            reclaim_scan: o
+                .reclaim_scan_page_ns
+                .map_or(0, |v| v.max(0.0).round() as u64),
             zswap_store: o.zswap_store_page_ns,
             zram_store: o.zram_store_page_ns,
             compress: LatencyDist {
