@@ -39,7 +39,8 @@ enum Action {
     Pressure {
         /// A bundled configuration (linux-zram, linux-swapfile, linux-zswap) or a TOML file.
         config: String,
-        /// Shrinks tab footprints, cgroup limit and swap size together (not CPU times or sleeps).
+        /// Shrinks tab footprints, cgroup limit and swap size together, and the workload's sleeps
+        /// and scroll pauses (slept for real at scale x their length); CPU times are not scaled.
         #[arg(long, default_value_t = 0.25)]
         scale: f64,
         /// Seeds the tab page contents.
