@@ -389,12 +389,35 @@ impl BlockSwap {
         obs: &mut Observers,
     ) -> SwapIn {
         let issued = start + self.swap_in_ns / 2;
+        let (id, readahead) = self.read_window(p, true, issued, me, obs);
+        let id = id.expect("the faulting page is in its window");
+        SwapIn::Wait {
+            id,
+            issued,
+            readahead,
+        }
+    }
+
+    /// The read-ahead window of a fault on `p`, read at `issued` under `me`'s block plug: the
+    /// pages on the device (and `p` itself when `read_p`) as merged requests, the one holding
+    /// `p` synchronous. Returns that request's id and the neighbours the window brings (on the
+    /// device or in a pool in front).
+    pub(super) fn read_window(
+        &mut self,
+        p: u32,
+        read_p: bool,
+        issued: u64,
+        me: Actor,
+        obs: &mut Observers,
+    ) -> (Option<u64>, Vec<u32>) {
         let mut readahead = Vec::new();
         let mut plug = Plug::new(nvmswap_core::block::MAX_MERGED_BYTES);
         let mut full = Vec::new();
         for (q, s) in self.readahead_window(p) {
             if q == p {
-                full.extend(plug.add(q, u64::from(s), issued));
+                if read_p {
+                    full.extend(plug.add(q, u64::from(s), issued));
+                }
                 continue;
             }
             if self.held[q as usize] == Held::Device {
@@ -420,12 +443,7 @@ impl BlockSwap {
                 waited_for = Some(id);
             }
         }
-        let id = waited_for.expect("the faulting page is in its window");
-        SwapIn::Wait {
-            id,
-            issued,
-            readahead,
-        }
+        (waited_for, readahead)
     }
 
     /// The read-ahead decision for a fault on `p` (recorded in `last_decision`) and the pages of

@@ -94,39 +94,6 @@ impl Zswap {
         }))
     }
 
-    /// The neighbours a pool hit on `p` reads ahead: those in the pool are decompressed by the
-    /// faulting task when the engine brings them in (`readahead_in`); those on the device are
-    /// read under the task's plug, asynchronously (sim counts them in at once: the kernel's
-    /// faulting task does not wait for them either, only a later fault on one would).
-    fn readahead_of_hit(&mut self, p: u32, start: u64, by: Actor, env: &mut Env) -> Vec<u32> {
-        let mut plug = nvmswap_core::reclaim::Plug::new(nvmswap_core::block::MAX_MERGED_BYTES);
-        let mut reads = Vec::new();
-        let mut readahead = Vec::new();
-        for (q, slot) in self.dev.readahead_window(p) {
-            if q == p {
-                continue;
-            }
-            if self.dev.held[q as usize] == Held::Device {
-                reads.extend(plug.add(q, u64::from(slot), start));
-            }
-            readahead.push(q);
-        }
-        reads.extend(plug.finish());
-        for r in reads {
-            self.dev.io.submit_pages(
-                nvmswap_core::block::Op::Read,
-                false,
-                r.first_slot as u32,
-                r.slots(),
-                r.queued_at,
-                start,
-                by,
-                env.obs,
-            );
-        }
-        readahead
-    }
-
     /// `queue_work(shrink_wq, ...)` at `t`: a no-op while the worker is still busy.
     fn queue_worker(&mut self, t: u64, env: &mut Env) {
         if !self.worker.queue.is_empty() {
@@ -292,7 +259,10 @@ impl SwapBackend for Zswap {
         // read-ahead path as for a read, and `swap_read_folio` loads each page of the window
         // from the pool (`zswap_load`) or reads it from the device. The window is decided before
         // the page leaves the pool, as the kernel's swap cache lookup comes first.
-        let readahead = self.readahead_of_hit(p, start, by, env);
+        // Neighbours in the pool are decompressed by the faulting task when the engine brings
+        // them in (`readahead_in`); those on the device are read asynchronously under its plug
+        // (sim counts them in at once: the faulting task does not wait for them either).
+        let (_, readahead) = self.dev.read_window(p, false, start, by, env.obs);
         let slot = self.dev.slot_of(p);
         if self.exclusive_loads || pending {
             self.pool.load(p);
