@@ -86,6 +86,11 @@ pub struct Calibration {
     pub queue_depth_source: String,
     /// Hardware queues of the disk (/sys/block/<disk>/mq/*).
     pub hw_queues: u32,
+    /// /sys/block/<disk>/queue/rotational: the kernel then swaps in with the cluster read-ahead.
+    pub rotational: bool,
+    /// A virtio disk without indirect descriptors: its ring's descriptors
+    /// ([`virtio_ring_descriptors`]); None otherwise.
+    pub ring_descriptors: Option<u32>,
     /// The disk at queue depths 1..32 and reads under a stream of writes (None when it could
     /// not be probed, with why).
     pub queue_probe: Option<QueueProbe>,
@@ -531,6 +536,19 @@ fn probe_queue(file: &std::fs::File, size_pages: u64, seed: u64) -> Result<Queue
 
 /// The disk's queue depth: its hardware queues' tags summed, else the scheduler's nr_requests;
 /// with where it was read and the number of hardware queues.
+/// The descriptors of a virtio disk's ring when the device does not offer indirect descriptors
+/// (`features`: /sys/block/<disk>/device/features, one '0'/'1' per feature bit; bit 28 is
+/// VIRTIO_RING_F_INDIRECT_DESC). drivers/block/virtio_blk.c then sizes the tags at half the ring,
+/// so the ring has 2 x `tags`. None with indirect descriptors (one descriptor per request) or
+/// when the string is not a feature bitmap.
+pub fn virtio_ring_descriptors(features: &str, tags: u32) -> Option<u32> {
+    let bits = features.trim().as_bytes();
+    if bits.len() <= 28 || bits.iter().any(|b| *b != b'0' && *b != b'1') {
+        return None;
+    }
+    (bits[28] == b'0').then_some(2 * tags)
+}
+
 fn queue_depth_of(disk: &str) -> Result<(u32, String, u32), LinuxError> {
     let mq = format!("/sys/block/{disk}/mq");
     let mut tags = 0u32;
@@ -1330,6 +1348,11 @@ pub fn run(swap_dir: &Path, seed: u64) -> Result<Calibration, LinuxError> {
     };
     let disk = crate::setup::disk_of(swap_dir)?;
     let (queue_depth, queue_depth_source, hw_queues) = queue_depth_of(&disk)?;
+    let rotational =
+        sysfs::read_trimmed(format!("/sys/block/{disk}/queue/rotational")).is_ok_and(|v| v == "1");
+    let ring_descriptors = std::fs::read_to_string(format!("/sys/block/{disk}/device/features"))
+        .ok()
+        .and_then(|f| virtio_ring_descriptors(&f, queue_depth));
     let (swap_path, swap_path_unavailable) =
         match probe_swap_path(swap_dir, 4096, seed, &state_path) {
             Ok(p) => (Some(p), None),
@@ -1358,6 +1381,8 @@ pub fn run(swap_dir: &Path, seed: u64) -> Result<Calibration, LinuxError> {
         queue_depth,
         queue_depth_source,
         hw_queues,
+        rotational,
+        ring_descriptors,
         queue_probe,
         queue_probe_unavailable,
         disk,
@@ -1395,7 +1420,21 @@ pub fn device_profile_toml(cal: &Calibration) -> String {
     if let Some(q) = &cal.queue_probe {
         out.push_str(&queue_probe_comment(q));
     }
+    if let Some(ring) = cal.ring_descriptors {
+        out.push_str(&format!("ring_descriptors = {ring}\n"));
+    }
+    out.push_str(&format!("rotational = {}\n", cal.rotational));
     out.push_str("\n[sources]\n");
+    out.push_str(&format!(
+        "rotational = \"read: /sys/block/{}/queue/rotational on this machine (a virtio disk reports 1 whatever backs it)\"\n",
+        cal.disk
+    ));
+    if cal.ring_descriptors.is_some() {
+        out.push_str(&format!(
+            "ring_descriptors = \"read: /sys/block/{}/device/features (bit 28 VIRTIO_RING_F_INDIRECT_DESC not set): drivers/block/virtio_blk.c sizes the tags at half the ring, so the ring has 2 x the tags\"\n",
+            cal.disk
+        ));
+    }
     out.push_str("read_4k = \"measured: nvmswap linux calibrate, 2000 random 4 KiB O_DIRECT reads of a 16 MiB file (p99 capped at 14x mean, the log-normal limit)\"\n");
     out.push_str(&format!("queue_depth = \"{}\"\n", cal.queue_depth_source));
     match par {
@@ -1804,6 +1843,23 @@ mod tests {
     }
 
     #[test]
+    fn a_virtio_ring_without_indirect_descriptors_is_twice_the_tags() {
+        // vda on this machine (2026-11-25): bits 2, 6, 9, 10, 13, 29, 32 set.
+        let mut vda = vec![b'0'; 64];
+        for bit in [2, 6, 9, 10, 13, 29, 32] {
+            vda[bit] = b'1';
+        }
+        let vda = String::from_utf8(vda).unwrap();
+        assert_eq!(virtio_ring_descriptors(&format!("{vda}\n"), 128), Some(256));
+        let mut indirect = vda.into_bytes();
+        indirect[28] = b'1';
+        let indirect = String::from_utf8(indirect).unwrap();
+        assert_eq!(virtio_ring_descriptors(&indirect, 128), None);
+        assert_eq!(virtio_ring_descriptors("0101", 128), None, "too short");
+        assert_eq!(virtio_ring_descriptors(&"x".repeat(40), 128), None);
+    }
+
+    #[test]
     fn a_serial_device_has_parallelism_one() {
         // IOPS flat from depth 1: 1/latency, one request in service.
         let table = [
@@ -1877,6 +1933,8 @@ mod tests {
             queue_depth: 128,
             queue_depth_source: "read: test".into(),
             hw_queues: 1,
+            rotational: true,
+            ring_descriptors: Some(256),
             queue_probe: None,
             queue_probe_unavailable: None,
             swap_path: None,
@@ -1968,6 +2026,8 @@ mod tests {
             queue_depth: 128,
             queue_depth_source: "read: test".into(),
             hw_queues: 1,
+            rotational: true,
+            ring_descriptors: Some(256),
             queue_probe: Some(q),
             queue_probe_unavailable: None,
             swap_path: None,
@@ -1983,6 +2043,8 @@ mod tests {
         let p = nvmswap_core::device::DeviceProfile::from_toml_str(&text, "test").unwrap();
         assert_eq!(p.queue_depth, Some(128));
         assert_eq!(p.parallelism, Some(4));
+        assert_eq!(p.ring_descriptors, Some(256));
+        assert!(p.rotational);
         assert!(text.contains("72000 IOPS at depth 4"), "{text}");
     }
 }
