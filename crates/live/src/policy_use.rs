@@ -381,3 +381,40 @@ fn live_reads_ahead_as_core_decides() {
         assert!(live.inner.stats.read_ahead_pages > 100);
     }
 }
+
+#[test]
+fn a_page_that_does_not_shrink_is_kept_whole_and_comes_back_intact() {
+    // zram (a pool, no zswap policy) and zswap both keep such a page raw; `Pool::load` copies
+    // an entry of exactly a page back, so a compressed entry must never be a page long.
+    let mut codec = Codec::new(Compressor::Lz4).expect("codec");
+    let mut page = [0u8; PAGE];
+    fill_page(&mut page, 9, 0, 2.0, 0.0);
+    let compressed = codec.compress(&page);
+    assert!(compressed.len() >= PAGE, "random content does not shrink");
+    for zswap in [None, Some(ZswapPool::new(POOL_LIMIT, 90))] {
+        let mut inner = test_inner(
+            1,
+            4,
+            0,
+            1,
+            Some(Pool::new(Compressor::Lz4).expect("codec")),
+            zswap,
+            16,
+        );
+        let loc = store_prepared(
+            &mut inner,
+            0,
+            0,
+            &page,
+            Prepared::Compressed(compressed.clone()),
+        )
+        .expect("stored");
+        assert_eq!(loc, Loc::Pool);
+        let id = inner.id(0, 0);
+        let pool = inner.pool.as_mut().expect("pool");
+        assert_eq!(pool.stored_bytes(), PAGE as u64, "kept as a whole page");
+        let mut back = [0u8; PAGE];
+        assert!(pool.load(id, &mut back));
+        assert!(back == page, "the page's bytes come back");
+    }
+}

@@ -72,19 +72,20 @@ pub(crate) fn store_prepared(
         Prepared::Same(w) => return Some(Loc::Same(w)),
         Prepared::Compressed(data) if inner.pool.is_some() => {
             let id = inner.id(rid, idx);
+            // A page that did not shrink is kept as it is, a whole page, which `Pool::load`
+            // copies back (an entry of exactly a page is raw): zram's huge pages, and the 6.18
+            // kernel's `zswap_compress`.
+            let data = if data.len() >= PAGE {
+                buf.to_vec()
+            } else {
+                data
+            };
             let Some(zswap) = inner.zswap.as_mut() else {
                 inner.pool.as_mut().expect("pool").insert(id, data);
                 return Some(Loc::Pool);
             };
             match zswap.store(id, data.len() as u64) {
                 StoreOutcome::Stored => {
-                    // A page that did not shrink is kept as it is (the 6.18 kernel's
-                    // `zswap_compress`): a whole page, which `Pool::load` copies back.
-                    let data = if data.len() >= PAGE {
-                        buf.to_vec()
-                    } else {
-                        data
-                    };
                     inner.pool.as_mut().expect("pool").insert(id, data);
                     return Some(Loc::Pool);
                 }
