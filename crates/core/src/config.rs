@@ -108,6 +108,13 @@ pub struct SystemConfig {
     /// never charged): `nvmswap_core::reclaim::pool_charged_to_memcg`.
     #[serde(default)]
     pub memcg_v2: bool,
+    /// The anonymous memory's share of reclaim's scanning against the page cache's
+    /// (`vm.swappiness`, or a v1 cgroup's `memory.swappiness`, 0-200; the kernel's default is 60,
+    /// `vm_swappiness` in mm/vmscan.c). Sim reads it where the kernel does: a memory cgroup's
+    /// charge scans `lru_size >> priority` scaled by `get_scan_count`'s balance
+    /// (`nvmswap_core::reclaim::ScanBalance`).
+    #[serde(default = "default_swappiness")]
+    pub swappiness: u32,
     /// CPUs of the device. The foreground (the test) and kswapd run on their own CPUs when there
     /// are two or more; with one, kswapd only runs while the foreground sleeps or waits for I/O.
     #[serde(default = "default_cpus")]
@@ -192,6 +199,9 @@ fn default_io_scheduler() -> Scheduler {
 }
 fn default_completion() -> Completion {
     Completion::Interrupt
+}
+fn default_swappiness() -> u32 {
+    60
 }
 fn default_cpus() -> u32 {
     2
@@ -404,6 +414,9 @@ impl SystemConfig {
                 "page_cluster",
                 "at most 10 (1024 pages of read-ahead)".into(),
             ));
+        }
+        if self.swappiness > 200 {
+            return Err(bad("swappiness", "0 to 200, as vm.swappiness".into()));
         }
         if self.discard.ram_swap_weight <= 0.0 {
             return Err(bad("discard.ram_swap_weight", "must be positive".into()));

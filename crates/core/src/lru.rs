@@ -52,6 +52,16 @@ pub struct LruStats {
     pub refaults: u64,
 }
 
+/// What a look at the inactive tail found.
+enum Look {
+    /// A queue entry of a page that has left the list since.
+    Stale,
+    /// An accessed page, activated or rotated.
+    Kept,
+    /// A page not accessed since its last look, taken off the lists.
+    Victim(u32),
+}
+
 #[derive(Debug, Clone, Copy)]
 struct PageState {
     /// Non-resident age when the page was last evicted (its shadow entry); None if it never was.
@@ -225,32 +235,73 @@ impl AnonLru {
             if self.inactive_is_low() || self.inactive_len == 0 {
                 self.age_active(crate::SWAP_CLUSTER_MAX);
             }
-            let (page, seq) = self.inactive.pop_front()?;
-            let pi = page as usize;
-            if self.pages[pi].list != List::Inactive || self.pages[pi].seq != seq {
-                continue; // stale entry
+            match self.look_at_inactive_tail()? {
+                Look::Stale | Look::Kept => continue,
+                Look::Victim(page) => return Some(page),
             }
-            self.inactive_len -= 1;
-            self.pages[pi].list = List::None;
-            self.stats.scanned += 1;
-            if std::mem::take(&mut self.pages[pi].accessed) {
-                if self.pages[pi].referenced {
-                    self.stats.activated += 1;
-                    self.nonresident_age += 1;
-                    self.push(page, List::Active);
-                } else {
-                    self.pages[pi].referenced = true;
-                    self.stats.rotated += 1;
-                    self.push(page, List::Inactive);
-                }
-                continue;
-            }
-            return Some(page);
         }
         None
     }
 
-    fn inactive_is_low(&self) -> bool {
+    /// `shrink_inactive_list` of `nr_to_scan` pages (a charge's priority pass, see
+    /// `crate::reclaim::anon_scan_target`): looks at that many pages from the inactive tail,
+    /// activating or rotating each one accessed since its last look as `pick_victim` does, and
+    /// appends the others to `victims`, taken off the lists; the caller then evicts each
+    /// (`evicted`) or puts it back (`put_back`). Returns the pages looked at, fewer than asked
+    /// when the list runs out. Unlike `pick_victim` it does not age the active list itself: the
+    /// caller does (`shrink_active`), as `shrink_lruvec` does.
+    pub fn isolate_inactive(&mut self, nr_to_scan: u64, victims: &mut Vec<u32>) -> u64 {
+        let mut scanned = 0;
+        while scanned < nr_to_scan {
+            match self.look_at_inactive_tail() {
+                None => break,
+                Some(Look::Stale) => {}
+                Some(Look::Kept) => scanned += 1,
+                Some(Look::Victim(page)) => {
+                    scanned += 1;
+                    victims.push(page);
+                }
+            }
+        }
+        scanned
+    }
+
+    /// Takes the inactive list's tail entry and looks at the page (None: the list is empty). A
+    /// page accessed since its last look is activated if it was referenced before (its flag is
+    /// set), else it gets the flag and another trip round the inactive list; either way it is
+    /// kept. A page not accessed is the victim, off the lists.
+    fn look_at_inactive_tail(&mut self) -> Option<Look> {
+        let (page, seq) = self.inactive.pop_front()?;
+        let pi = page as usize;
+        if self.pages[pi].list != List::Inactive || self.pages[pi].seq != seq {
+            return Some(Look::Stale);
+        }
+        self.inactive_len -= 1;
+        self.pages[pi].list = List::None;
+        self.stats.scanned += 1;
+        if !std::mem::take(&mut self.pages[pi].accessed) {
+            return Some(Look::Victim(page));
+        }
+        if self.pages[pi].referenced {
+            self.stats.activated += 1;
+            self.nonresident_age += 1;
+            self.push(page, List::Active);
+        } else {
+            self.pages[pi].referenced = true;
+            self.stats.rotated += 1;
+            self.push(page, List::Inactive);
+        }
+        Some(Look::Kept)
+    }
+
+    /// `shrink_active_list` of up to `n` pages: moves them from the active tail to the inactive
+    /// list (anonymous pages go whether accessed or not).
+    pub fn shrink_active(&mut self, n: u64) {
+        self.age_active(n);
+    }
+
+    /// `inactive_is_low`: the inactive list is smaller than the active one over the ratio.
+    pub fn inactive_is_low(&self) -> bool {
         self.inactive_len * self.inactive_ratio < self.active_len
     }
 
@@ -327,6 +378,27 @@ mod tests {
         let victims: Vec<u32> = (0..4).map(|_| l.pick_victim().unwrap()).collect();
         assert_eq!(victims, vec![0, 1, 2, 3]);
         assert_eq!(l.stats.rotated, 4);
+    }
+
+    #[test]
+    fn isolating_a_scan_looks_at_exactly_that_many_pages() {
+        // Four fresh pages (each with its fault's accessed bit): a scan of 3 rotates three and
+        // isolates none; the next scan of 3 meets page 3 (rotated) then pages 0 and 1, now
+        // unaccessed, which it isolates.
+        let mut l = lru(4);
+        let mut victims = Vec::new();
+        assert_eq!(l.isolate_inactive(3, &mut victims), 3);
+        assert!(victims.is_empty());
+        assert_eq!(l.stats.rotated, 3);
+        assert_eq!(l.isolate_inactive(3, &mut victims), 3);
+        assert_eq!(victims, vec![0, 1]);
+        assert_eq!(l.inactive_len(), 2);
+        // A scan larger than the list stops at its end.
+        for v in victims.drain(..) {
+            l.evicted(v);
+        }
+        assert_eq!(l.isolate_inactive(10, &mut victims), 2);
+        assert_eq!(victims, vec![2, 3]);
     }
 
     #[test]

@@ -34,6 +34,16 @@
 //!   (`folio_check_dirty_writeback` returns early for them), so `CONGESTED` never fires on a
 //!   swap-only workload. This replaces the fixed `congestion_wait` seed 002 ("Congestion Control")
 //!   measured on an older kernel.
+//! - [`ScanBalance`] and [`anon_scan_target`]: how much a memory cgroup's charge scans.
+//!   `try_to_free_mem_cgroup_pages` asks for `SWAP_CLUSTER_MAX` pages and `do_try_to_free_pages`
+//!   lowers the priority from [`DEF_PRIORITY`] (12) until that many were reclaimed; at each
+//!   priority `get_scan_count` targets `lru_size >> priority` pages of each list, scaled by the
+//!   anon/file pressure balance (`SCAN_FRACT`: swappiness over each type's recent reclaim cost,
+//!   `lru_note_cost`, mm/swap.c), and `shrink_lruvec` scans the target in batches of
+//!   `SWAP_CLUSTER_MAX`, stopping once *this pass* reclaimed `SWAP_CLUSTER_MAX`. A charge
+//!   therefore reclaims the pages of every pass down to the one that reached the goal: with 3,
+//!   4, 8, 17 and 32-page passes at priorities 12 to 8, about 60 pages, not 32 (the kernel's
+//!   `vmscan` tracepoints on this machine: `extra.memcg_reclaim` of a linux run).
 
 use crate::{Nanos, NS_PER_S, SWAP_CLUSTER_MAX};
 use std::collections::BTreeMap;
@@ -348,6 +358,74 @@ pub fn throttle_after_scan(
     }
 }
 
+/// `DEF_PRIORITY` (include/linux/mmzone.h): the first pass of a reclaim scans `lru_size >> 12`.
+pub const DEF_PRIORITY: u32 = 12;
+
+/// The recent cost of reclaiming anonymous and file pages (`lruvec->anon_cost`, `file_cost`),
+/// which `get_scan_count` balances the two types' scanning by. A memory cgroup of anonymous
+/// memory only (the tabs) never notes a file cost.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ScanBalance {
+    pub anon_cost: u64,
+    pub file_cost: u64,
+}
+
+impl ScanBalance {
+    /// `lru_note_cost(lruvec, false, nr_io, nr_rotated)` (mm/swap.c, since 6.3): a scan of the
+    /// inactive anon list that wrote `nr_io` pages and kept `nr_rotated` (scanned but not
+    /// reclaimed) costs `nr_io * SWAP_CLUSTER_MAX + nr_rotated`; both costs halve whenever they
+    /// exceed a quarter of the LRU's pages (`lru_pages`), so they follow recent reclaim.
+    pub fn note_anon(&mut self, nr_io: u64, nr_rotated: u64, lru_pages: u64) {
+        self.anon_cost += nr_io * SWAP_CLUSTER_MAX + nr_rotated;
+        if self.anon_cost + self.file_cost > lru_pages / 4 {
+            self.anon_cost /= 2;
+            self.file_cost /= 2;
+        }
+    }
+
+    /// The share of the scan `get_scan_count` gives the anonymous lists, as (numerator,
+    /// denominator), for a cgroup reclaim at `priority`:
+    /// - swappiness 0: none (`SCAN_FILE`, cgroup reclaim never swaps then);
+    /// - priority 0: all of `lru_size >> 0` (`SCAN_EQUAL`, close to OOM);
+    /// - else `SCAN_FRACT`: `ap = swappiness * (total + 1) / (anon + 1)` and
+    ///   `fp = (200 - swappiness) * (total + 1) / (file + 1)`, where each type's cost is first
+    ///   raised by the sum of both ("at least a third of the pressure is applied, before
+    ///   swappiness"); the anon share is `ap / (ap + fp)`, in integer arithmetic as the kernel's.
+    ///
+    /// `file_is_tiny` and `cache_trim_mode` are global-reclaim and page-cache cases; a cgroup of
+    /// anonymous memory meets neither.
+    pub fn anon_fraction(&self, swappiness: u32, priority: u32) -> (u64, u64) {
+        if swappiness == 0 {
+            return (0, 1);
+        }
+        if priority == 0 {
+            return (1, 1);
+        }
+        let swappiness = u64::from(swappiness.min(200));
+        let total = self.anon_cost + self.file_cost;
+        let anon_cost = total + self.anon_cost;
+        let file_cost = total + self.file_cost;
+        let total = anon_cost + file_cost;
+        let ap = swappiness * (total + 1) / (anon_cost + 1);
+        let fp = (200 - swappiness) * (total + 1) / (file_cost + 1);
+        (ap, (ap + fp).max(1))
+    }
+}
+
+/// `get_scan_count`'s target for an anonymous list of `lru_pages` pages at `priority`: the list
+/// shifted right by the priority, scaled by [`ScanBalance::anon_fraction`] (`div64_u64`,
+/// rounding down, as for an online cgroup).
+pub fn anon_scan_target(
+    lru_pages: u64,
+    priority: u32,
+    swappiness: u32,
+    balance: &ScanBalance,
+) -> u64 {
+    let scan = lru_pages >> priority.min(63);
+    let (num, den) = balance.anon_fraction(swappiness, priority);
+    scan * num / den
+}
+
 /// How a page leaves memory on swap-out in 6.18, before any device is involved.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum SwapOutRoute {
@@ -392,6 +470,42 @@ pub fn pool_charged_to_memcg(backend: SwapBackend, cgroup_v2: bool) -> bool {
 mod tests {
     use super::*;
     use crate::NS_PER_MS;
+
+    #[test]
+    fn a_fresh_cgroup_scans_half_then_a_third_of_the_anon_list_at_swappiness_100() {
+        // No cost noted yet: ap = fp = 100, half. Every pass halves the priority shift.
+        let fresh = ScanBalance::default();
+        assert_eq!(fresh.anon_fraction(100, 12), (100, 200));
+        assert_eq!(anon_scan_target(26_000, 8, 100, &fresh), 50); // 101 / 2
+                                                                  // Anon cost only (no file pages): anon' = 2A, file' = A, total' = 3A, so
+                                                                  // ap = 100 (3A + 1) / (2A + 1) and fp = 100 (3A + 1) / (A + 1): about a third.
+        let swapped = ScanBalance {
+            anon_cost: 1_000,
+            file_cost: 0,
+        };
+        let (ap, den) = swapped.anon_fraction(100, 12);
+        assert_eq!((ap, den), (149, 149 + 299)); // 100 x 3001 / 2001, 100 x 3001 / 1001
+        assert_eq!(anon_scan_target(26_000, 8, 100, &swapped), 33); // 101 x 149 / 448
+                                                                    // Priority 0 scans everything; swappiness 0 never swaps from a cgroup.
+        assert_eq!(anon_scan_target(26_000, 0, 100, &swapped), 26_000);
+        assert_eq!(anon_scan_target(26_000, 5, 0, &swapped), 0);
+        // At the default swappiness of 60 anon gets less: ap = 89, fp = 419.
+        assert_eq!(swapped.anon_fraction(60, 12), (89, 508));
+    }
+
+    #[test]
+    fn reclaim_costs_decay_once_they_pass_a_quarter_of_the_lru() {
+        let mut b = ScanBalance::default();
+        // 32 pages written, 3 rotated: 32 x 32 + 3 = 1027, under 8000 / 4.
+        b.note_anon(32, 3, 8_000);
+        assert_eq!(b.anon_cost, 1_027);
+        // 10 written: 1347, still under.
+        b.note_anon(10, 0, 8_000);
+        assert_eq!(b.anon_cost, 1_347);
+        // 1347 + 1027 = 2374 > 2000: halved to 1187.
+        b.note_anon(32, 3, 8_000);
+        assert_eq!(b.anon_cost, 1_187);
+    }
 
     #[test]
     fn a_plugged_batch_merges_adjacent_writes() {

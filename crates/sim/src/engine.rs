@@ -26,6 +26,7 @@ use nvmswap_core::config::SystemConfig;
 use nvmswap_core::discard::{DiscardTarget, MemorySnapshot, TabRecency};
 use nvmswap_core::lru::AnonLru;
 use nvmswap_core::progress::Progress;
+use nvmswap_core::reclaim::ScanBalance;
 use nvmswap_core::results::RunOutput;
 use nvmswap_core::PAGE_SIZE;
 use rand::{Rng, SeedableRng};
@@ -106,6 +107,8 @@ pub struct Machine<'a> {
     /// Compressed size of each page (0: same-filled).
     pub comp: Vec<u16>,
     pub lru: AnonLru,
+    /// The anon/file reclaim costs `get_scan_count` balances a memory cgroup's scan by.
+    pub scan_balance: ScanBalance,
     pub tabs: Vec<Tab>,
     /// Open tabs by last use: core's discard order, for Chrome's rule and the OOM path alike.
     pub recency: TabRecency,
@@ -132,6 +135,7 @@ impl<'a> Machine<'a> {
             loc: Vec::new(),
             comp: Vec::new(),
             lru: AnonLru::new(cfg.dram_bytes),
+            scan_balance: ScanBalance::default(),
             tabs: Vec::new(),
             recency: TabRecency::default(),
             discards: 0,

@@ -81,6 +81,10 @@ pub struct Metrics {
     plugged: (u64, u64),
     /// Swap-in faults read from the device: count, and total software, block-layer, device ns.
     swap_in_cost: [u64; 4],
+    /// A memory cgroup's charges that reclaimed: pages reclaimed, pages scanned, duration, and
+    /// charges by the lowest priority they reached (the linux run's `extra.memcg_reclaim`).
+    memcg_reclaim: [LatencyRecorder; 3],
+    memcg_lowest_priority: std::collections::BTreeMap<u32, u64>,
     /// The process in front (the last tab used) and its fault time since it came to the front.
     front_pid: u32,
     front_fault_ns: u64,
@@ -98,6 +102,8 @@ impl Metrics {
             throttles: Default::default(),
             plugged: (0, 0),
             swap_in_cost: [0; 4],
+            memcg_reclaim: Default::default(),
+            memcg_lowest_priority: Default::default(),
             front_pid: 0,
             front_fault_ns: 0,
         }
@@ -166,6 +172,22 @@ impl Observer for Metrics {
             Event::DramAccesses { n, .. } => c.dram_accesses += n,
             Event::KswapdWake { .. } => c.kswapd_wakeups += 1,
             Event::DirectReclaim { .. } => c.direct_reclaim_stalls += 1,
+            Event::MemcgReclaim {
+                pages_reclaimed,
+                pages_scanned,
+                lowest_priority,
+                ns,
+                ..
+            } => {
+                let [reclaimed, scanned, duration] = &mut self.memcg_reclaim;
+                reclaimed.record_ns(pages_reclaimed);
+                scanned.record_ns(pages_scanned);
+                duration.record_ns(ns);
+                *self
+                    .memcg_lowest_priority
+                    .entry(lowest_priority)
+                    .or_default() += 1;
+            }
             Event::Reclaimed { kind, .. } => match kind {
                 ReclaimKind::Kswapd => c.kswapd_pages += 1,
                 ReclaimKind::Direct => c.direct_reclaim_pages += 1,
@@ -450,6 +472,27 @@ impl Metrics {
                 }
             }
             extra.insert("blktrace".into(), trace.into());
+        }
+        if self.memcg_reclaim[0].count() > 0 {
+            // Per charge that reclaimed, as the linux run reads them from the vmscan tracepoints.
+            let summary = |rec: &LatencyRecorder, unit_ns: u64| {
+                serde_json::to_value(rec.summary(unit_ns)).expect("summary serialises")
+            };
+            let by_priority: serde_json::Map<String, serde_json::Value> = self
+                .memcg_lowest_priority
+                .iter()
+                .map(|(p, n)| (p.to_string(), (*n).into()))
+                .collect();
+            extra.insert(
+                "memcg_reclaim".into(),
+                serde_json::json!({
+                    "charges": self.memcg_reclaim[0].count(),
+                    "pages_reclaimed": summary(&self.memcg_reclaim[0], 1),
+                    "pages_scanned": summary(&self.memcg_reclaim[1], 1),
+                    "duration_us": summary(&self.memcg_reclaim[2], 1_000),
+                    "lowest_priority": by_priority,
+                }),
+            );
         }
         // Reclaim's sleeps (mm/vmscan.c `reclaim_throttle`, and waits for a page's write).
         let mut throttles = serde_json::Map::new();

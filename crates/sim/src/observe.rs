@@ -156,6 +156,16 @@ pub enum Event<'e> {
         t: u64,
         actor: Actor,
     },
+    /// A memory cgroup's charge finished reclaiming (`mm_vmscan_memcg_reclaim_end`): the pages
+    /// it reclaimed and looked at, the lowest priority its passes reached, and how long it took.
+    MemcgReclaim {
+        t: u64,
+        actor: Actor,
+        pages_reclaimed: u64,
+        pages_scanned: u64,
+        lowest_priority: u32,
+        ns: u64,
+    },
     /// One page reclaimed by `actor`, its CPU cost `cpu_ns` and tag wait `wait_ns`.
     Reclaimed {
         t: u64,

@@ -150,6 +150,9 @@ pub fn sim_equivalent(
         // cgroup v2 mounts cgroup.controllers at the root; this machine runs v1, where neither
         // pool is charged to the cgroup.
         memcg_v2: std::path::Path::new("/sys/fs/cgroup/cgroup.controllers").exists(),
+        // The cgroup's swappiness as the linux run sets it (v1 `memory.swappiness`), else the
+        // kernel's default.
+        swappiness: linux.swappiness.unwrap_or(60),
         cpus: 2,
         costs,
         persistent_heap: None,
