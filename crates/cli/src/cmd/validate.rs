@@ -218,6 +218,164 @@ fn trace_figure(r: &RunResult, stage: &str, stat: &str) -> f64 {
         .unwrap_or(f64::NAN)
 }
 
+/// A mechanism statistic both substrates report under `extra`, shown beside the figures so a
+/// figure that agrees or not can be traced to its mechanism (never flagged: they explain, the
+/// figures are what is validated).
+struct Mechanism {
+    label: &'static str,
+    /// How to read it from a linux run and from a sim run (None: the run lacks it).
+    linux: fn(&RunResult) -> Option<f64>,
+    sim: fn(&RunResult) -> Option<f64>,
+}
+
+/// The number at `path` (keys under `extra`), if present and numeric.
+fn extra_at(r: &RunResult, path: &[&str]) -> Option<f64> {
+    let mut v = r.extra.get(path[0])?;
+    for key in &path[1..] {
+        v = v.get(*key)?;
+    }
+    v.as_f64()
+}
+
+/// The priority most charges stopped at (`extra.memcg_reclaim.lowest_priority`, charges by
+/// priority).
+fn usual_lowest_priority(r: &RunResult) -> Option<f64> {
+    let hist = r
+        .extra
+        .get("memcg_reclaim")?
+        .get("lowest_priority")?
+        .as_object()?;
+    hist.iter()
+        .filter_map(|(p, n)| Some((p.parse::<f64>().ok()?, n.as_f64()?)))
+        .max_by(|a, b| a.1.total_cmp(&b.1))
+        .map(|(p, _)| p)
+}
+
+/// Pages per write request on the swap device.
+fn linux_pages_per_write(r: &RunResult) -> Option<f64> {
+    let requests = extra_at(r, &["blktrace", "write_requests"])?;
+    (requests > 0.0).then(|| extra_at(r, &["pswpout_delta"]).unwrap_or(0.0) / requests)
+}
+
+fn sim_pages_per_write(r: &RunResult) -> Option<f64> {
+    let requests = extra_at(r, &["device_writes"])?;
+    (requests > 0.0).then(|| extra_at(r, &["device_write_pages"]).unwrap_or(0.0) / requests)
+}
+
+const MECHANISMS: &[Mechanism] = &[
+    Mechanism {
+        label: "charges that reclaimed",
+        linux: |r| extra_at(r, &["memcg_reclaim", "charges"]),
+        sim: |r| extra_at(r, &["memcg_reclaim", "charges"]),
+    },
+    Mechanism {
+        label: "pages per charge mean",
+        linux: |r| extra_at(r, &["memcg_reclaim", "pages_reclaimed", "mean"]),
+        sim: |r| extra_at(r, &["memcg_reclaim", "pages_reclaimed", "mean"]),
+    },
+    Mechanism {
+        label: "charge lowest priority",
+        linux: usual_lowest_priority,
+        sim: usual_lowest_priority,
+    },
+    Mechanism {
+        label: "charge us p50",
+        linux: |r| extra_at(r, &["memcg_reclaim", "duration_us", "p50"]),
+        sim: |r| extra_at(r, &["memcg_reclaim", "duration_us", "p50"]),
+    },
+    Mechanism {
+        label: "charge us p99",
+        linux: |r| extra_at(r, &["memcg_reclaim", "duration_us", "p99"]),
+        sim: |r| extra_at(r, &["memcg_reclaim", "duration_us", "p99"]),
+    },
+    Mechanism {
+        label: "device read requests",
+        linux: |r| extra_at(r, &["blktrace", "read_requests"]),
+        sim: |r| extra_at(r, &["device_reads"]).filter(|&n| n > 0.0),
+    },
+    Mechanism {
+        label: "device write requests",
+        linux: |r| extra_at(r, &["blktrace", "write_requests"]),
+        sim: |r| extra_at(r, &["device_writes"]).filter(|&n| n > 0.0),
+    },
+    Mechanism {
+        label: "pages per write request",
+        linux: linux_pages_per_write,
+        sim: sim_pages_per_write,
+    },
+    Mechanism {
+        label: "read Q2D us p99",
+        linux: |r| extra_at(r, &["blktrace", "read_q2d_us", "p99"]),
+        sim: |r| extra_at(r, &["blktrace", "read_q2d_us", "p99"]),
+    },
+    Mechanism {
+        label: "read D2C us p50",
+        linux: |r| extra_at(r, &["blktrace", "read_d2c_us", "p50"]),
+        sim: |r| extra_at(r, &["blktrace", "read_d2c_us", "p50"]),
+    },
+    Mechanism {
+        label: "read D2C us p99",
+        linux: |r| extra_at(r, &["blktrace", "read_d2c_us", "p99"]),
+        sim: |r| extra_at(r, &["blktrace", "read_d2c_us", "p99"]),
+    },
+    Mechanism {
+        label: "write Q2D us p50",
+        linux: |r| extra_at(r, &["blktrace", "write_q2d_us", "p50"]),
+        sim: |r| extra_at(r, &["blktrace", "write_q2d_us", "p50"]),
+    },
+    Mechanism {
+        label: "write Q2D us p99",
+        linux: |r| extra_at(r, &["blktrace", "write_q2d_us", "p99"]),
+        sim: |r| extra_at(r, &["blktrace", "write_q2d_us", "p99"]),
+    },
+    Mechanism {
+        label: "write D2C us p50",
+        linux: |r| extra_at(r, &["blktrace", "write_d2c_us", "p50"]),
+        sim: |r| extra_at(r, &["blktrace", "write_d2c_us", "p50"]),
+    },
+    Mechanism {
+        label: "write D2C us p99",
+        linux: |r| extra_at(r, &["blktrace", "write_d2c_us", "p99"]),
+        sim: |r| extra_at(r, &["blktrace", "write_d2c_us", "p99"]),
+    },
+];
+
+/// The mechanism statistics of one scenario that at least one substrate has: (label, mean of
+/// the linux runs that have it, sim).
+fn mechanism_rows(
+    linux_runs: &[RunResult],
+    sim: &RunResult,
+) -> Vec<(&'static str, Option<f64>, Option<f64>)> {
+    MECHANISMS
+        .iter()
+        .map(|m| {
+            let values: Vec<f64> = linux_runs.iter().filter_map(m.linux).collect();
+            let linux =
+                (!values.is_empty()).then(|| values.iter().sum::<f64>() / values.len() as f64);
+            (m.label, linux, (m.sim)(sim))
+        })
+        .filter(|(_, l, s)| l.is_some() || s.is_some())
+        .collect()
+}
+
+/// The mechanism statistics as printed: one line each, `-` where a substrate lacks one, after
+/// the scenario's label in a column of `width` when there is one.
+fn mechanism_table(
+    scenario: Option<(&str, usize)>,
+    rows: &[(&str, Option<f64>, Option<f64>)],
+) -> String {
+    use std::fmt::Write;
+    let text = |v: Option<f64>| v.map_or("-".to_string(), |v| format!("{v:.1}"));
+    let mut t = String::new();
+    for (name, linux, sim) in rows {
+        if let Some((label, width)) = scenario {
+            let _ = write!(t, "{label:width$} ");
+        }
+        let _ = writeln!(t, "{name:24} {:>12} {:>12}", text(*linux), text(*sim));
+    }
+    t
+}
+
 /// The compression algorithm a linux configuration runs, if any.
 fn algorithm(linux: &LinuxConfig) -> Option<&'static str> {
     match &linux.swap {
@@ -738,6 +896,14 @@ pub fn run(args: Args) -> anyhow::Result<()> {
                     r.rel_text()
                 );
             }
+            let mechanisms = mechanism_rows(&c.linux_runs, &c.sim);
+            if !mechanisms.is_empty() {
+                println!(
+                    "\n{:24} {:>12} {:>12}",
+                    "mechanism (extra)", "linux mean", "sim"
+                );
+                print!("{}", mechanism_table(None, &mechanisms));
+            }
         }
         done.push(c);
     }
@@ -908,6 +1074,16 @@ fn matrix_table(done: &[Compared], wall_s: f64) -> String {
         let list: Vec<&str> = worst.iter().take(5).map(|w| w.1.as_str()).collect();
         let _ = writeln!(t, "worst: {}", list.join("; "));
     }
+    let _ = writeln!(
+        t,
+        "\nmechanism statistics (extra; not validated figures, what explains them):\n{:width$} \
+         {:24} {:>12} {:>12}",
+        "scenario", "statistic", "linux mean", "sim"
+    );
+    for c in done {
+        let rows = mechanism_rows(&c.linux_runs, &c.sim);
+        t.push_str(&mechanism_table(Some((&c.scenario.label(), width)), &rows));
+    }
     t
 }
 
@@ -1059,6 +1235,40 @@ mod tests {
             );
         }
         r
+    }
+
+    #[test]
+    fn mechanism_statistics_read_each_substrates_keys_and_skip_what_neither_has() {
+        let linux = |requests: u64, pages: u64| {
+            let mut r = RunResult::default();
+            r.extra.insert(
+                "blktrace".into(),
+                serde_json::json!({"write_requests": requests, "read_requests": 10}),
+            );
+            r.extra.insert("pswpout_delta".into(), pages.into());
+            r.extra.insert(
+                "memcg_reclaim".into(),
+                serde_json::json!({"charges": 5, "lowest_priority": {"8": 4, "7": 1}}),
+            );
+            r
+        };
+        let mut sim = RunResult::default();
+        sim.extra.insert("device_writes".into(), 100.into());
+        sim.extra.insert("device_write_pages".into(), 1_200.into());
+        sim.extra.insert("device_reads".into(), 0.into());
+        let rows = mechanism_rows(&[linux(100, 1_000), linux(300, 3_600)], &sim);
+        let get = |label: &str| rows.iter().find(|r| r.0 == label).map(|r| (r.1, r.2));
+        // Pages per write request: the linux runs' mean of 10 and 12; sim 12.
+        assert_eq!(get("pages per write request"), Some((Some(11.0), Some(12.0))));
+        assert_eq!(get("device write requests"), Some((Some(200.0), Some(100.0))));
+        // Sim read nothing from the device: a statistic of linux alone.
+        assert_eq!(get("device read requests"), Some((Some(10.0), None)));
+        assert_eq!(get("charge lowest priority"), Some((Some(8.0), None)));
+        // Neither has a trace stage: no row.
+        assert_eq!(get("write D2C us p99"), None);
+        let table = mechanism_table(Some(("x", 3)), &rows);
+        assert!(table.contains("x   pages per write request"), "{table}");
+        assert!(table.lines().any(|l| l.ends_with(" -")), "{table}");
     }
 
     #[test]
