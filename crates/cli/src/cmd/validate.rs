@@ -1259,8 +1259,14 @@ mod tests {
         let rows = mechanism_rows(&[linux(100, 1_000), linux(300, 3_600)], &sim);
         let get = |label: &str| rows.iter().find(|r| r.0 == label).map(|r| (r.1, r.2));
         // Pages per write request: the linux runs' mean of 10 and 12; sim 12.
-        assert_eq!(get("pages per write request"), Some((Some(11.0), Some(12.0))));
-        assert_eq!(get("device write requests"), Some((Some(200.0), Some(100.0))));
+        assert_eq!(
+            get("pages per write request"),
+            Some((Some(11.0), Some(12.0)))
+        );
+        assert_eq!(
+            get("device write requests"),
+            Some((Some(200.0), Some(100.0)))
+        );
         // Sim read nothing from the device: a statistic of linux alone.
         assert_eq!(get("device read requests"), Some((Some(10.0), None)));
         assert_eq!(get("charge lowest priority"), Some((Some(8.0), None)));
