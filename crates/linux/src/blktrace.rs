@@ -607,7 +607,7 @@ fn summarise(parsed: &Parsed, device: &str) -> serde_json::Value {
 }
 
 /// `12.345678901` seconds -> nanoseconds.
-fn parse_time_ns(s: &str) -> Option<u64> {
+pub(crate) fn parse_time_ns(s: &str) -> Option<u64> {
     let (secs, frac) = s.split_once('.')?;
     let secs: u64 = secs.parse().ok()?;
     let frac = format!("{frac:0<9}");

@@ -12,6 +12,7 @@ pub mod cgroup;
 pub mod chromium;
 pub mod config;
 pub mod error;
+pub mod memcg_reclaim;
 pub mod microbench;
 pub mod pressure;
 pub mod setup;

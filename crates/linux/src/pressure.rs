@@ -140,7 +140,8 @@ pub fn run_pressure(
 /// and what the run spends working or waiting around them.
 #[derive(Debug, Default, Clone, Copy)]
 struct WallSplit {
-    /// Starting the swap-device trace (blktrace's set-up wait included).
+    /// Starting the memcg reclaim trace and the swap-device trace (blktrace's set-up wait
+    /// included).
     trace_start: f64,
     /// The workload's `Sleep`s as slept (light/heavy-phase pauses, settle sleeps).
     sleep: f64,
@@ -161,7 +162,7 @@ struct WallSplit {
     discard_and_sample: f64,
     /// Killing and reaping the tabs left at the end.
     tabs_exit: f64,
-    /// Stopping the trace and parsing it (blkparse).
+    /// Stopping the traces and parsing them (blkparse, the vmscan events).
     trace_finish: f64,
 }
 
@@ -267,6 +268,16 @@ fn drive(
     // taken is reported, not fatal; the tracer stops and cleans up when dropped, also on error.
     let mut split = WallSplit::default();
     let t_trace = std::time::Instant::now();
+    // The kernel's per-charge memcg reclaim (vmscan tracepoints, `extra.memcg_reclaim`), in a
+    // tracefs instance of its own. Started before the swap-device trace so that a tracefs it
+    // mounts outlives the other's use of it (they are undone in the reverse order).
+    let reclaim_tracer =
+        crate::memcg_reclaim::Tracer::start(crate::memcg_reclaim::buffer_kb(opts.scale));
+    if let Ok(t) = &reclaim_tracer {
+        for change in t.journal() {
+            setup.journal(change)?;
+        }
+    }
     let tracer = match &setup.config.swap {
         SwapSetup::Swapfile { path, .. } | SwapSetup::Zswap { path, .. } => {
             crate::blktrace::Tracer::start(std::path::Path::new(path))
@@ -288,6 +299,9 @@ fn drive(
 
     let mut test = opts.params.workload(sites.len());
     let mut tabs: BTreeMap<TabId, TabProcess> = BTreeMap::new();
+    // Every tab's pid (single-threaded forked processes: pid = tid), whose charges
+    // `extra.memcg_reclaim` counts. They are the cgroup's only tasks.
+    let mut tab_pids: std::collections::BTreeSet<i32> = std::collections::BTreeSet::new();
     // Open tabs by last use: core's discard order.
     let mut recency = TabRecency::default();
     let (mut discards, mut oom_kills, mut actions) = (0u64, 0u64, 0u64);
@@ -392,6 +406,7 @@ fn drive(
             }
             Action::Open { tab, site } => {
                 let (proc_, loaded) = TabProcess::spawn(&procs, shapes[site], opts.seed, tab)?;
+                tab_pids.insert(proc_.pid);
                 clock += t0.elapsed().as_nanos() as u64;
                 if let Some((_, lat)) = loaded {
                     for ns in lat {
@@ -490,6 +505,7 @@ fn drive(
     split.tabs_exit = t_exit.elapsed().as_secs_f64();
     let t_finish = std::time::Instant::now();
     let traced = crate::blktrace::Traced::of(tracer);
+    let memcg_reclaim = reclaim_tracer.and_then(|t| t.finish(&tab_pids));
     split.trace_finish = t_finish.elapsed().as_secs_f64();
     split.asked_sleep = asked.get();
     if opts.block_requests {
@@ -522,6 +538,16 @@ fn drive(
             .into(),
     );
     extra.insert("blktrace".into(), traced.summary);
+    match memcg_reclaim {
+        Ok(summary) => {
+            extra.insert("memcg_reclaim".into(), summary);
+        }
+        Err(why) => {
+            tracing::warn!("no memcg reclaim trace: {why}");
+            extra.insert("memcg_reclaim".into(), serde_json::Value::Null);
+            extra.insert("memcg_reclaim_unavailable".into(), why.into());
+        }
+    }
     extra.insert("wall_split_s".into(), split.to_json());
     extra.insert(
         "energy".into(),

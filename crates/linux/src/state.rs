@@ -32,10 +32,13 @@ pub struct MachineSnapshot {
     /// Mount points of tracefs and debugfs (the swap-device trace mounts them when it must).
     #[serde(default)]
     pub trace_mounts: Vec<String>,
+    /// Our tracefs instances (`nvmswap-reclaim-*`, the memcg reclaim trace's).
+    #[serde(default)]
+    pub trace_instances: Vec<String>,
 }
 
-/// Where tracefs and debugfs are mounted, from /proc/mounts.
-fn trace_mounts() -> Vec<String> {
+/// Where tracefs and debugfs are mounted, from /proc/mounts (`type mount-point`).
+pub(crate) fn trace_mounts() -> Vec<String> {
     let mut v: Vec<String> = std::fs::read_to_string("/proc/mounts")
         .unwrap_or_default()
         .lines()
@@ -97,6 +100,7 @@ impl MachineSnapshot {
             zram_devices,
             memory_cgroups,
             trace_mounts: trace_mounts(),
+            trace_instances: crate::memcg_reclaim::instances(),
         })
     }
 
@@ -133,6 +137,12 @@ impl MachineSnapshot {
                 self.trace_mounts, other.trace_mounts
             ));
         }
+        if self.trace_instances != other.trace_instances {
+            out.push(format!(
+                "trace instances {:?} -> {:?}",
+                self.trace_instances, other.trace_instances
+            ));
+        }
         out
     }
 }
@@ -153,6 +163,9 @@ pub enum Change {
     Cgroup { path: String },
     /// A pseudo file system we mounted (tracefs or debugfs, for the swap-device trace).
     Mount { path: String },
+    /// A tracefs instance we created (`instances/<name>`, the memcg reclaim trace's): removing
+    /// it takes its buffer and event switches with it.
+    TraceInstance { name: String },
 }
 
 /// The state file: the snapshot before the run and the journal of changes since.
@@ -294,6 +307,9 @@ pub fn undo(change: &Change) -> Result<(), LinuxError> {
             } else {
                 Err(LinuxError::Restore(format!("umount {path} failed")))
             }
+        }
+        Change::TraceInstance { name } => {
+            crate::memcg_reclaim::undo_instance(name).map_err(LinuxError::Restore)
         }
     }
 }

@@ -124,12 +124,7 @@ fn zswap_setup_left_applied_is_undone_from_the_state_file() {
     assert!(applied.swaps.len() == before.swaps.len() + 1);
     // A second run refuses to start over a pending state file.
     assert!(Setup::apply(&cfg, &path).is_err());
-    let diffs = nvmswap_linux::state::restore_from_file(&path).unwrap();
-    assert_eq!(diffs, Vec::<String>::new());
-    assert_eq!(
-        before.differences(&MachineSnapshot::capture().unwrap()),
-        Vec::<String>::new()
-    );
+    restore_crashed(&path, &before);
 }
 
 #[test]
@@ -197,6 +192,7 @@ fn swap_file_run_traces_the_swap_device_and_unmounts_what_it_mounted() {
         return;
     }
     let before = MachineSnapshot::capture().unwrap();
+    let tracing_before = tracing_state();
     let opts = nvmswap_linux::PressureOptions {
         scale: 0.05,
         state_file: Some(state_path("trace")),
@@ -225,11 +221,99 @@ fn swap_file_run_traces_the_swap_device_and_unmounts_what_it_mounted() {
             assert!(r.slot > 0, "slot 0 is the swap header: {r:?}");
         }
     }
+    // The kernel's per-charge memcg reclaim, from its vmscan tracepoints.
+    let reclaim = &out.result.extra["memcg_reclaim"];
+    if reclaim.is_null() {
+        eprintln!(
+            "no memcg reclaim trace on this machine: {}",
+            out.result.extra["memcg_reclaim_unavailable"]
+        );
+    } else {
+        assert!(reclaim["charges"].as_u64().unwrap() > 0, "{reclaim}");
+        // do_try_to_free_pages stops at SWAP_CLUSTER_MAX (32) pages reclaimed.
+        assert!(
+            reclaim["pages_reclaimed"]["p50"].as_f64().unwrap() >= 32.0,
+            "{reclaim}"
+        );
+        assert!(reclaim["duration_us"]["p99"].as_f64().unwrap() > 0.0);
+        let hist: u64 = reclaim["lowest_priority"]
+            .as_object()
+            .unwrap()
+            .values()
+            .map(|v| v.as_u64().unwrap())
+            .sum();
+        assert_eq!(hist, reclaim["charges"].as_u64().unwrap(), "{reclaim}");
+        assert_eq!(reclaim["other_processes_charges"], 0, "{reclaim}");
+    }
     assert_eq!(
         before.differences(&MachineSnapshot::capture().unwrap()),
         Vec::<String>::new(),
-        "tracefs/debugfs mounts and swap state are as before"
+        "tracefs/debugfs mounts, trace instances and swap state are as before"
     );
+    assert_eq!(
+        tracing_state(),
+        tracing_before,
+        "tracing_on, buffer_size_kb, the events' enable and filter files as before"
+    );
+}
+
+/// The top-level trace's settings the traces might touch: tracing_on, buffer_size_kb, the
+/// vmscan and block events' enable (and the block events' filter) files, wherever tracefs is
+/// mounted (empty when it is mounted nowhere).
+fn tracing_state() -> Vec<(String, String)> {
+    let Some(root) = ["/sys/kernel/tracing", "/sys/kernel/debug/tracing"]
+        .into_iter()
+        .map(std::path::Path::new)
+        .find(|r| r.join("tracing_on").exists())
+    else {
+        return Vec::new();
+    };
+    let mut files = vec!["tracing_on".to_string(), "buffer_size_kb".to_string()];
+    for ev in nvmswap_linux::memcg_reclaim::EVENTS {
+        files.push(format!("events/vmscan/{ev}/enable"));
+    }
+    for ev in ["block_bio_queue", "block_rq_issue", "block_rq_complete"] {
+        files.push(format!("events/block/{ev}/enable"));
+        files.push(format!("events/block/{ev}/filter"));
+    }
+    files
+        .into_iter()
+        .map(|f| {
+            let v = std::fs::read_to_string(root.join(&f)).unwrap_or_default();
+            (f, v.trim().to_string())
+        })
+        .collect()
+}
+
+#[test]
+fn a_memcg_reclaim_trace_left_by_a_crash_is_undone_from_the_state_file() {
+    let _m = MACHINE.lock().unwrap_or_else(|e| e.into_inner());
+    if !root_or_skip("reclaim_trace_crash") {
+        return;
+    }
+    let before = MachineSnapshot::capture().unwrap();
+    let tracing_before = tracing_state();
+    let mut cfg = LinuxConfig::load("linux-zram").unwrap();
+    cfg.cgroup_limit_bytes = 64 * MIB;
+    let path = state_path("reclaim-trace-crash");
+    let setup = Setup::apply(&cfg, &path).unwrap();
+    let tracer = match nvmswap_linux::memcg_reclaim::Tracer::start(1024) {
+        Ok(t) => t,
+        Err(why) => {
+            eprintln!("skipping the memcg reclaim trace crash test: {why}");
+            drop(setup);
+            return;
+        }
+    };
+    let journal = tracer.journal();
+    crash_with(setup, journal, tracer);
+    assert_eq!(
+        MachineSnapshot::capture().unwrap().trace_instances,
+        vec![format!("nvmswap-reclaim-{}", std::process::id())],
+        "the trace's instance is there"
+    );
+    restore_crashed(&path, &before);
+    assert_eq!(tracing_state(), tracing_before);
 }
 
 #[test]
@@ -245,7 +329,7 @@ fn a_trace_left_running_by_a_crash_is_undone_from_the_state_file() {
         size_bytes: 64 * MIB,
     };
     let path = state_path("trace-crash");
-    let mut setup = Setup::apply(&cfg, &path).unwrap();
+    let setup = Setup::apply(&cfg, &path).unwrap();
     let swap_file = match &cfg.swap {
         nvmswap_linux::SwapSetup::Swapfile { path, .. } => PathBuf::from(path),
         _ => unreachable!("configured above"),
@@ -258,22 +342,33 @@ fn a_trace_left_running_by_a_crash_is_undone_from_the_state_file() {
             return;
         }
     };
-    for change in tracer.journal() {
-        setup.journal(change).unwrap();
-    }
-    // A crash: neither the tracer nor the set-up gets to clean up.
-    std::mem::forget(tracer);
-    setup.keep();
+    let journal = tracer.journal();
+    crash_with(setup, journal, tracer);
     let enabled = "/sys/kernel/tracing/events/block/block_rq_issue/enable";
     assert_eq!(std::fs::read_to_string(enabled).unwrap().trim(), "1");
-    let diffs = nvmswap_linux::state::restore_from_file(&path).unwrap();
+    restore_crashed(&path, &before);
+    // Still mounted only if it was before; if so, the event is off again.
+    if let Ok(v) = std::fs::read_to_string(enabled) {
+        assert_eq!(v.trim(), "0");
+    }
+}
+
+/// A crash with `tracer` running: its changes (`journal`) in the state file, then neither the
+/// tracer nor the set-up gets to clean up.
+fn crash_with<T>(mut setup: Setup, journal: Vec<nvmswap_linux::state::Change>, tracer: T) {
+    for change in journal {
+        setup.journal(change).unwrap();
+    }
+    std::mem::forget(tracer);
+    setup.keep();
+}
+
+/// `nvmswap linux restore` of a crashed run's state file leaves the machine as `before`.
+fn restore_crashed(path: &std::path::Path, before: &MachineSnapshot) {
+    let diffs = nvmswap_linux::state::restore_from_file(path).unwrap();
     assert_eq!(diffs, Vec::<String>::new());
     assert_eq!(
         before.differences(&MachineSnapshot::capture().unwrap()),
         Vec::<String>::new()
     );
-    // Still mounted only if it was before; if so, the event is off again.
-    if let Ok(v) = std::fs::read_to_string(enabled) {
-        assert_eq!(v.trim(), "0");
-    }
 }

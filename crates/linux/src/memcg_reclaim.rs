@@ -1,0 +1,701 @@
+//! The kernel's per-charge memcg reclaim during a linux run, from its vmscan tracepoints: how many
+//! pages each charge that hit the cgroup's limit reclaimed and scanned, how long it took and how
+//! low its priority went (`extra.memcg_reclaim`).
+//!
+//! A task whose charge would exceed the cgroup's limit reclaims from the cgroup itself
+//! (`try_charge_memcg` -> `try_to_free_mem_cgroup_pages` in mm/vmscan.c). The events, all in
+//! include/trace/events/vmscan.h, fire in that task's context:
+//!
+//! - `mm_vmscan_memcg_reclaim_begin` / `mm_vmscan_memcg_reclaim_end` (`nr_reclaimed`) around
+//!   `try_to_free_mem_cgroup_pages`;
+//! - `mm_vmscan_lru_shrink_inactive` (`shrink_inactive_list`: `nr_scanned`, `nr_reclaimed`,
+//!   `nr_ref_keep`, `nr_activate_anon`/`_file`, `priority`) and `mm_vmscan_lru_shrink_active`
+//!   (`shrink_active_list`: `nr_taken`, `nr_deactivated`, `priority`) for each LRU list that
+//!   `do_try_to_free_pages`' priority loop scans (`lru_size >> priority` pages, priority 12 down).
+//!
+//! Events are per task: a begin and the next end of the same pid are one charge, and the shrink
+//! events of that pid between them are its scans. Only the workload's processes count (the
+//! tabs' pids, given at the end); other tasks' charges are counted apart.
+//!
+//! The events are recorded in a tracefs instance of our own (`instances/nvmswap-reclaim-<pid>`):
+//! its own buffer, `tracing_on`, event switches and clock, so the top-level trace (and the
+//! swap-device trace of [`crate::blktrace`], which uses it) is neither read nor changed. Removing
+//! the instance undoes everything; it is removed when the trace ends, on error and on Ctrl-C
+//! (`Drop`), and is in the run's state file (`Change::TraceInstance`), so `nvmswap linux restore`
+//! removes it after a crash. Events the buffer lost (the per-CPU `stats`' overruns) are reported
+//! as `events_lost` and warned about, never summarised silently.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use nvmswap_core::metrics::percentile_sorted;
+
+use crate::blktrace::{parse_time_ns, Unavailable};
+use crate::state::Change;
+
+/// Where tracefs may be mounted; the first is where we mount it when neither is.
+pub const TRACEFS_ROOTS: [&str; 2] = ["/sys/kernel/tracing", "/sys/kernel/debug/tracing"];
+
+/// The four events, all in the `vmscan` system.
+pub const EVENTS: [&str; 4] = [
+    "mm_vmscan_memcg_reclaim_begin",
+    "mm_vmscan_memcg_reclaim_end",
+    "mm_vmscan_lru_shrink_inactive",
+    "mm_vmscan_lru_shrink_active",
+];
+
+/// Prefix of our instances' names (`nvmswap-reclaim-<pid>`).
+pub const INSTANCE_PREFIX: &str = "nvmswap-reclaim-";
+
+/// Per-CPU buffer for a run at `scale`: a charge is ~9 events of ~70 bytes (589 charges at scale
+/// 0.1, ~0.4 MB), and charges grow with the scale; 32 MiB per CPU at scale 1 leaves ~8x room,
+/// more in proportion above it (at most 256 MiB).
+pub fn buffer_kb(scale: f64) -> u64 {
+    ((32_768.0 * scale.max(1.0)) as u64).min(262_144)
+}
+
+/// A running trace of the vmscan events in our own tracefs instance.
+pub struct Tracer {
+    /// The instance's directory.
+    dir: PathBuf,
+    /// Its name under `instances/`.
+    name: String,
+    /// tracefs was not mounted and we mounted it at `TRACEFS_ROOTS[0]`.
+    mounted: bool,
+    /// The instance exists (not yet removed).
+    created: bool,
+}
+
+impl Tracer {
+    /// Creates the instance, sizes its buffer and enables the four events. Where tracefs or one
+    /// of the events is missing, says why.
+    pub fn start(buffer_kb: u64) -> Result<Tracer, Unavailable> {
+        let has_events = |root: &Path| root.join("events/vmscan").exists();
+        let (root, mounted) = match TRACEFS_ROOTS
+            .iter()
+            .map(Path::new)
+            .find(|r| r.join("instances").exists())
+        {
+            Some(r) => (r.to_path_buf(), false),
+            None => {
+                let root = Path::new(TRACEFS_ROOTS[0]);
+                let ok = Command::new("mount")
+                    .args(["-t", "tracefs", "nodev"])
+                    .arg(root)
+                    .status()
+                    .map_err(|e| format!("mount tracefs: {e}"))?
+                    .success();
+                if !ok || !root.join("instances").exists() {
+                    if ok {
+                        let _ = Command::new("umount").arg(root).status();
+                    }
+                    return Err("tracefs (with instances) is not available".into());
+                }
+                (root.to_path_buf(), true)
+            }
+        };
+        let name = format!("{INSTANCE_PREFIX}{}", std::process::id());
+        // From here on `Drop` undoes what was done, whatever fails.
+        let mut tracer = Tracer {
+            dir: root.join("instances").join(&name),
+            name,
+            mounted,
+            created: false,
+        };
+        if !has_events(&root) {
+            return Err(format!(
+                "the kernel has no vmscan tracepoints ({}/events/vmscan)",
+                root.display()
+            ));
+        }
+        if let Some(ev) = EVENTS
+            .iter()
+            .find(|ev| !root.join("events/vmscan").join(ev).exists())
+        {
+            return Err(format!("the kernel has no vmscan:{ev} tracepoint"));
+        }
+        if tracer.dir.exists() {
+            remove_instance(&tracer.dir); // left by an earlier process with our pid
+        }
+        std::fs::create_dir(&tracer.dir)
+            .map_err(|e| format!("create {}: {e}", tracer.dir.display()))?;
+        tracer.created = true;
+        tracer.set("tracing_on", "0")?;
+        tracer.set("buffer_size_kb", &buffer_kb.to_string())?;
+        // One clock for all CPUs (a task may move between CPUs within a charge); the default
+        // `local` clock is per CPU. Older kernels without `mono` keep the default.
+        let _ = tracer.set("trace_clock", "mono");
+        for ev in EVENTS {
+            tracer.set(&format!("events/vmscan/{ev}/enable"), "1")?;
+        }
+        tracer.set("tracing_on", "1")?;
+        Ok(tracer)
+    }
+
+    fn set(&self, file: &str, value: &str) -> Result<(), Unavailable> {
+        let path = self.dir.join(file);
+        std::fs::write(&path, value).map_err(|e| format!("{}: {e}", path.display()))
+    }
+
+    /// What starting the trace changed, for the set-up's journal: the mount first, then the
+    /// instance, so that undoing newest first removes the instance before unmounting.
+    pub fn journal(&self) -> Vec<Change> {
+        let mut out = Vec::new();
+        if self.mounted {
+            out.push(Change::Mount {
+                path: TRACEFS_ROOTS[0].into(),
+            });
+        }
+        if self.created {
+            out.push(Change::TraceInstance {
+                name: self.name.clone(),
+            });
+        }
+        out
+    }
+
+    /// Stops the trace; the charges of the processes `pids` summarised (`extra.memcg_reclaim`).
+    pub fn finish(self, pids: &BTreeSet<i32>) -> Result<serde_json::Value, Unavailable> {
+        self.set("tracing_on", "0")?;
+        let lost = self.events_lost();
+        let text = std::fs::read_to_string(self.dir.join("trace"))
+            .map_err(|e| format!("read {}/trace: {e}", self.dir.display()))?;
+        let summary = summarise(&parse(&text), pids, lost);
+        let charges = summary.charges;
+        let lost = summary.events_lost;
+        if lost > 0 {
+            tracing::warn!(
+                "memcg reclaim trace lost {lost} events (buffer overrun): extra.memcg_reclaim \
+                 summarises a truncated trace ({charges} charges)"
+            );
+        }
+        Ok(summary.to_json())
+    }
+
+    /// Events the instance's buffer lost: per CPU, `overrun` (overwritten), `commit overrun` and
+    /// `dropped events`.
+    fn events_lost(&self) -> u64 {
+        let Ok(rd) = std::fs::read_dir(self.dir.join("per_cpu")) else {
+            return 0;
+        };
+        rd.filter_map(|e| e.ok())
+            .filter_map(|e| std::fs::read_to_string(e.path().join("stats")).ok())
+            .map(|s| lost_in_stats(&s))
+            .sum()
+    }
+}
+
+impl Drop for Tracer {
+    fn drop(&mut self) {
+        if self.created {
+            remove_instance(&self.dir);
+            self.created = false;
+        }
+        if self.mounted {
+            let _ = Command::new("umount").arg(TRACEFS_ROOTS[0]).status();
+            self.mounted = false;
+        }
+    }
+}
+
+/// Stops an instance's tracing, disables its events and removes it (its buffer, switches and
+/// clock go with it). Best effort: a missing instance is already removed.
+fn remove_instance(dir: &Path) {
+    let _ = std::fs::write(dir.join("tracing_on"), "0");
+    for ev in EVENTS {
+        let _ = std::fs::write(dir.join(format!("events/vmscan/{ev}/enable")), "0");
+    }
+    let _ = std::fs::remove_dir(dir);
+}
+
+/// Undoes `Change::TraceInstance`: removes the instance `name` wherever tracefs is mounted; when
+/// it is mounted nowhere, mounts it for the time it takes. Missing is not an error.
+pub fn undo_instance(name: &str) -> Result<(), String> {
+    let mut roots = tracefs_mounts();
+    let mut mounted = false;
+    if roots.is_empty() {
+        let root = TRACEFS_ROOTS[0];
+        mounted = Command::new("mount")
+            .args(["-t", "tracefs", "nodev", root])
+            .status()
+            .is_ok_and(|s| s.success());
+        if mounted {
+            roots.push(PathBuf::from(root));
+        }
+    }
+    let mut left = None;
+    for root in &roots {
+        let dir = root.join("instances").join(name);
+        if dir.exists() {
+            remove_instance(&dir);
+            if dir.exists() {
+                left = Some(dir);
+            }
+        }
+    }
+    if mounted {
+        let _ = Command::new("umount").arg(TRACEFS_ROOTS[0]).status();
+    }
+    match left {
+        Some(dir) => Err(format!("cannot remove trace instance {}", dir.display())),
+        None => Ok(()),
+    }
+}
+
+/// tracefs mount points (a debugfs mount's `tracing` too) that have instances.
+fn tracefs_mounts() -> Vec<PathBuf> {
+    let mut out: Vec<PathBuf> = crate::state::trace_mounts()
+        .iter()
+        .filter_map(|m| match m.split_once(' ') {
+            Some(("tracefs", at)) => Some(PathBuf::from(at)),
+            Some(("debugfs", at)) => Some(Path::new(at).join("tracing")),
+            _ => None,
+        })
+        .filter(|p| p.join("instances").exists())
+        .collect();
+    out.sort();
+    out.dedup();
+    out
+}
+
+/// Our trace instances present (`nvmswap-reclaim-*`), for the machine snapshot.
+pub fn instances() -> Vec<String> {
+    let mut names: Vec<String> = tracefs_mounts()
+        .iter()
+        .filter_map(|r| std::fs::read_dir(r.join("instances")).ok())
+        .flat_map(|rd| rd.filter_map(|e| e.ok()))
+        .map(|e| e.file_name().to_string_lossy().to_string())
+        .filter(|n| n.starts_with(INSTANCE_PREFIX))
+        .collect();
+    names.sort();
+    names.dedup();
+    names
+}
+
+/// `overrun: 3`, `commit overrun: 0`, `dropped events: 1` of a per-CPU `stats` file, summed.
+fn lost_in_stats(stats: &str) -> u64 {
+    stats
+        .lines()
+        .filter_map(|l| l.split_once(':'))
+        .filter(|(k, _)| matches!(k.trim(), "overrun" | "commit overrun" | "dropped events"))
+        .filter_map(|(_, v)| v.trim().parse::<u64>().ok())
+        .sum()
+}
+
+/// One vmscan event of the trace.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Event {
+    Begin,
+    End {
+        reclaimed: u64,
+    },
+    Inactive {
+        scanned: u64,
+        ref_keep: u64,
+        activated: u64,
+        priority: i32,
+    },
+    Active {
+        deactivated: u64,
+        priority: i32,
+    },
+}
+
+/// An event with its task and time (ns).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Traced {
+    pid: i32,
+    t_ns: u64,
+    event: Event,
+}
+
+/// The trace's events in order, and the `[LOST n EVENTS]` markers' total.
+#[derive(Debug, Default)]
+struct Parsed {
+    events: Vec<Traced>,
+    lost_marked: u64,
+}
+
+/// The tracefs text (`comm-pid [cpu] flags secs.usecs: event: key=value ...`).
+fn parse(text: &str) -> Parsed {
+    let mut out = Parsed::default();
+    for line in text.lines() {
+        if line.starts_with('#') {
+            continue;
+        }
+        if let Some(n) = line
+            .split_once("[LOST ")
+            .and_then(|(_, r)| r.split_once(" EVENTS]"))
+            .and_then(|(n, _)| n.trim().parse::<u64>().ok())
+        {
+            out.lost_marked += n;
+            continue;
+        }
+        if let Some(e) = parse_line(line) {
+            out.events.push(e);
+        }
+    }
+    out
+}
+
+fn parse_line(line: &str) -> Option<Traced> {
+    let (head, tail) = line.split_once(": mm_vmscan_")?;
+    let (name, args) = tail.split_once(':').unwrap_or((tail, ""));
+    let t_ns = parse_time_ns(head.split_whitespace().last()?)?;
+    // `comm-pid [cpu]` or, with record-tgid, `comm-pid (tgid) [cpu]`; comm may hold '-'.
+    let task = head[..head.rfind('[')?].trim_end();
+    let task = match task.strip_suffix(')') {
+        Some(t) => t[..t.rfind('(')?].trim_end(),
+        None => task,
+    };
+    let pid: i32 = task.rsplit_once('-')?.1.parse().ok()?;
+    let field = |key: &str| -> Option<u64> {
+        args.split_whitespace()
+            .find_map(|kv| kv.strip_prefix(key)?.strip_prefix('='))
+            .and_then(|v| v.parse::<i64>().ok())
+            .map(|v| v.max(0) as u64)
+    };
+    let priority = || {
+        args.split_whitespace()
+            .find_map(|kv| kv.strip_prefix("priority="))
+            .and_then(|v| v.parse::<i32>().ok())
+    };
+    let event = match name {
+        "memcg_reclaim_begin" => Event::Begin,
+        "memcg_reclaim_end" => Event::End {
+            reclaimed: field("nr_reclaimed")?,
+        },
+        "lru_shrink_inactive" => Event::Inactive {
+            scanned: field("nr_scanned")?,
+            ref_keep: field("nr_ref_keep").unwrap_or(0),
+            activated: field("nr_activate_anon").unwrap_or(0)
+                + field("nr_activate_file").unwrap_or(0),
+            priority: priority()?,
+        },
+        "lru_shrink_active" => Event::Active {
+            deactivated: field("nr_deactivated").unwrap_or(0),
+            priority: priority()?,
+        },
+        _ => return None,
+    };
+    Some(Traced { pid, t_ns, event })
+}
+
+/// One finished charge: begin and end of a pid, its scans between.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+struct Charge {
+    begin_ns: u64,
+    duration_ns: u64,
+    reclaimed: u64,
+    scanned: u64,
+    ref_keep: u64,
+    activated: u64,
+    deactivated: u64,
+    /// The lowest priority its scans reached (None: no shrink event).
+    lowest_priority: Option<i32>,
+}
+
+/// What the trace says of the workload's charges.
+#[derive(Debug, Default)]
+struct Summary {
+    charges: u64,
+    reclaimed: Vec<u64>,
+    scanned: Vec<u64>,
+    duration_ns: Vec<u64>,
+    /// Priority (or `none`) -> charges.
+    lowest_priority: BTreeMap<String, u64>,
+    ref_keep: u64,
+    activated: u64,
+    deactivated: u64,
+    events_lost: u64,
+    /// Begins of the workload with no end (the trace ended, or the end was lost).
+    unfinished: u64,
+    /// Ends of the workload with no begin (lost, or before the trace began).
+    ends_without_begin: u64,
+    /// Shrink events of the workload outside a charge (global or kswapd-less direct reclaim).
+    scans_outside_charges: u64,
+    /// Charges of other processes (other cgroups' limits), left out.
+    other_charges: u64,
+}
+
+/// Pairs begin/end per pid over the events of `pids`, attributing that pid's shrink events in
+/// between to the charge.
+fn charges(parsed: &Parsed, pids: &BTreeSet<i32>, s: &mut Summary) -> Vec<Charge> {
+    let mut open: BTreeMap<i32, Charge> = BTreeMap::new();
+    let mut done = Vec::new();
+    for e in &parsed.events {
+        if !pids.contains(&e.pid) {
+            s.other_charges += (e.event == Event::Begin) as u64;
+            continue;
+        }
+        let lower = |c: &mut Charge, p: i32| {
+            c.lowest_priority = Some(c.lowest_priority.map_or(p, |q| q.min(p)));
+        };
+        match e.event {
+            Event::Begin => {
+                let fresh = Charge {
+                    begin_ns: e.t_ns,
+                    ..Charge::default()
+                };
+                if open.insert(e.pid, fresh).is_some() {
+                    s.unfinished += 1; // its end was lost
+                }
+            }
+            Event::End { reclaimed } => match open.remove(&e.pid) {
+                Some(mut c) => {
+                    c.duration_ns = e.t_ns.saturating_sub(c.begin_ns);
+                    c.reclaimed = reclaimed;
+                    done.push(c);
+                }
+                None => s.ends_without_begin += 1,
+            },
+            Event::Inactive {
+                scanned,
+                ref_keep,
+                activated,
+                priority,
+            } => match open.get_mut(&e.pid) {
+                Some(c) => {
+                    c.scanned += scanned;
+                    c.ref_keep += ref_keep;
+                    c.activated += activated;
+                    lower(c, priority);
+                }
+                None => s.scans_outside_charges += 1,
+            },
+            Event::Active {
+                deactivated,
+                priority,
+            } => match open.get_mut(&e.pid) {
+                Some(c) => {
+                    c.deactivated += deactivated;
+                    lower(c, priority);
+                }
+                None => s.scans_outside_charges += 1,
+            },
+        }
+    }
+    s.unfinished += open.len() as u64;
+    done
+}
+
+fn summarise(parsed: &Parsed, pids: &BTreeSet<i32>, lost_in_stats: u64) -> Summary {
+    let mut s = Summary {
+        events_lost: lost_in_stats.max(parsed.lost_marked),
+        ..Summary::default()
+    };
+    for c in charges(parsed, pids, &mut s) {
+        s.charges += 1;
+        s.reclaimed.push(c.reclaimed);
+        s.scanned.push(c.scanned);
+        s.duration_ns.push(c.duration_ns);
+        let key = c
+            .lowest_priority
+            .map_or_else(|| "none".to_string(), |p| p.to_string());
+        *s.lowest_priority.entry(key).or_default() += 1;
+        s.ref_keep += c.ref_keep;
+        s.activated += c.activated;
+        s.deactivated += c.deactivated;
+    }
+    s
+}
+
+/// `{mean, p50, p99, max}` of `values` divided by `unit` (exact percentiles; zeros when empty).
+fn dist(values: &[u64], unit: f64) -> serde_json::Value {
+    let mut v = values.to_vec();
+    v.sort_unstable();
+    if v.is_empty() {
+        return serde_json::json!({"mean": 0.0, "p50": 0.0, "p99": 0.0, "max": 0.0});
+    }
+    let mean = v.iter().sum::<u64>() as f64 / v.len() as f64;
+    let at = |p| percentile_sorted(&v, p) as f64 / unit;
+    serde_json::json!({
+        "mean": mean / unit,
+        "p50": at(50),
+        "p99": at(99),
+        "max": at(100),
+    })
+}
+
+impl Summary {
+    fn to_json(&self) -> serde_json::Value {
+        serde_json::json!({
+            "charges": self.charges,
+            "pages_reclaimed": dist(&self.reclaimed, 1.0),
+            "pages_scanned": dist(&self.scanned, 1.0),
+            "duration_us": dist(&self.duration_ns, 1_000.0),
+            "lowest_priority": self.lowest_priority,
+            "ref_keep": self.ref_keep,
+            "activated": self.activated,
+            "deactivated": self.deactivated,
+            "events_lost": self.events_lost,
+            "unfinished_charges": self.unfinished,
+            "ends_without_begin": self.ends_without_begin,
+            "scans_outside_charges": self.scans_outside_charges,
+            "other_processes_charges": self.other_charges,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pids(p: &[i32]) -> BTreeSet<i32> {
+        p.iter().copied().collect()
+    }
+
+    const INACTIVE: &str = "mm_vmscan_lru_shrink_inactive: nid=0 nr_scanned";
+
+    /// Two tabs (101, 102) charging at the same time on two CPUs, a charge of another process
+    /// (900), a scan of 101 outside any charge, and a begin of 102 never ended.
+    fn trace() -> String {
+        format!(
+            "# tracer: nop\n\
+#\n\
+#           TASK-PID     CPU#  |||||  TIMESTAMP  FUNCTION\n\
+         nvmswap-101     [000] ..... 100.000000: mm_vmscan_memcg_reclaim_begin: order=0 gfp_flags=GFP_HIGHUSER_MOVABLE\n\
+         nvmswap-102     [001] ..... 100.000010: mm_vmscan_memcg_reclaim_begin: order=0 gfp_flags=GFP_HIGHUSER_MOVABLE\n\
+         nvmswap-101     [000] ..... 100.000020: {INACTIVE}=3 nr_reclaimed=3 nr_dirty=0 nr_writeback=0 nr_congested=0 nr_immediate=0 nr_activate_anon=0 nr_activate_file=0 nr_ref_keep=0 nr_unmap_fail=0 priority=12 flags=RECLAIM_WB_ANON|RECLAIM_WB_ASYNC\n\
+         nvmswap-102     [001] ..... 100.000030: {INACTIVE}=8 nr_reclaimed=8 nr_dirty=0 nr_writeback=0 nr_congested=0 nr_immediate=0 nr_activate_anon=1 nr_activate_file=0 nr_ref_keep=2 nr_unmap_fail=0 priority=10 flags=RECLAIM_WB_ANON|RECLAIM_WB_ASYNC\n\
+   other-tool-x-900 (900) [001] ..... 100.000040: mm_vmscan_memcg_reclaim_begin: order=0 gfp_flags=GFP_KERNEL\n\
+         nvmswap-101     [001] ..... 100.000050: {INACTIVE}=34 nr_reclaimed=30 nr_dirty=0 nr_writeback=0 nr_congested=0 nr_immediate=0 nr_activate_anon=2 nr_activate_file=1 nr_ref_keep=4 nr_unmap_fail=0 priority=8 flags=RECLAIM_WB_ANON|RECLAIM_WB_ASYNC\n\
+         nvmswap-101     [001] ..... 100.000060: mm_vmscan_lru_shrink_active: nid=0 nr_taken=32 nr_active=0 nr_deactivated=32 nr_referenced=0 priority=8 flags=RECLAIM_WB_ANON|RECLAIM_WB_ASYNC\n\
+         nvmswap-101     [001] ..... 100.000617: mm_vmscan_memcg_reclaim_end: nr_reclaimed=33\n\
+   other-tool-x-900 (900) [001] ..... 100.000700: mm_vmscan_memcg_reclaim_end: nr_reclaimed=40\n\
+         nvmswap-102     [000] ..... 100.001030: mm_vmscan_memcg_reclaim_end: nr_reclaimed=40\n\
+         nvmswap-101     [000] ..... 100.002000: {INACTIVE}=1 nr_reclaimed=1 nr_dirty=0 nr_writeback=0 nr_congested=0 nr_immediate=0 nr_activate_anon=0 nr_activate_file=0 nr_ref_keep=0 nr_unmap_fail=0 priority=12 flags=RECLAIM_WB_ANON|RECLAIM_WB_ASYNC\n\
+         nvmswap-102     [000] ..... 100.003000: mm_vmscan_memcg_reclaim_begin: order=0 gfp_flags=GFP_HIGHUSER_MOVABLE\n"
+        )
+    }
+
+    #[test]
+    fn tracefs_lines_parse_to_events_of_their_task() {
+        let p = parse(&trace());
+        assert_eq!(p.events.len(), 12);
+        assert_eq!(
+            p.events[0],
+            Traced {
+                pid: 101,
+                t_ns: 100_000_000_000,
+                event: Event::Begin
+            }
+        );
+        assert_eq!(p.events[4].pid, 900, "comm with '-' and a (tgid) column");
+        assert_eq!(
+            p.events[5].event,
+            Event::Inactive {
+                scanned: 34,
+                ref_keep: 4,
+                activated: 3,
+                priority: 8
+            }
+        );
+        assert_eq!(
+            p.events[6].event,
+            Event::Active {
+                deactivated: 32,
+                priority: 8
+            }
+        );
+        assert_eq!(p.events[7].event, Event::End { reclaimed: 33 });
+    }
+
+    #[test]
+    fn charges_pair_begin_and_end_per_pid_with_their_scans() {
+        let p = parse(&trace());
+        let mut s = Summary::default();
+        let c = charges(&p, &pids(&[101, 102]), &mut s);
+        assert_eq!(
+            c,
+            vec![
+                Charge {
+                    begin_ns: 100_000_000_000,
+                    duration_ns: 617_000,
+                    reclaimed: 33,
+                    scanned: 37,
+                    ref_keep: 4,
+                    activated: 3,
+                    deactivated: 32,
+                    lowest_priority: Some(8),
+                },
+                Charge {
+                    begin_ns: 100_000_010_000,
+                    duration_ns: 1_020_000,
+                    reclaimed: 40,
+                    scanned: 8,
+                    ref_keep: 2,
+                    activated: 1,
+                    deactivated: 0,
+                    lowest_priority: Some(10),
+                },
+            ],
+            "interleaved on two CPUs, each pid's scans go to its own charge"
+        );
+        assert_eq!(s.unfinished, 1, "102's last begin has no end");
+        assert_eq!(s.scans_outside_charges, 1, "101's scan at 100.002");
+        assert_eq!(s.other_charges, 1, "pid 900 is not the workload's");
+        assert_eq!(s.ends_without_begin, 0);
+    }
+
+    #[test]
+    fn the_summary_has_known_answers() {
+        let v = summarise(&parse(&trace()), &pids(&[101, 102]), 0).to_json();
+        assert_eq!(v["charges"], 2);
+        assert_eq!(v["pages_reclaimed"]["mean"], 36.5);
+        assert_eq!(v["pages_reclaimed"]["p50"], 40.0);
+        assert_eq!(v["pages_reclaimed"]["max"], 40.0);
+        assert_eq!(v["pages_scanned"]["mean"], 22.5);
+        assert_eq!(v["pages_scanned"]["p99"], 37.0);
+        assert_eq!(v["duration_us"]["mean"], 818.5);
+        assert_eq!(v["duration_us"]["p50"], 1020.0);
+        assert_eq!(v["lowest_priority"], serde_json::json!({"8": 1, "10": 1}));
+        assert_eq!(v["ref_keep"], 6);
+        assert_eq!(v["activated"], 4);
+        assert_eq!(v["deactivated"], 32);
+        assert_eq!(v["events_lost"], 0);
+        assert_eq!(v["unfinished_charges"], 1);
+        assert_eq!(v["other_processes_charges"], 1);
+        // Only 101 is the workload's: 102's charges count as another process's.
+        let only = summarise(&parse(&trace()), &pids(&[101]), 0).to_json();
+        assert_eq!(only["charges"], 1);
+        assert_eq!(only["other_processes_charges"], 3);
+    }
+
+    #[test]
+    fn lost_events_are_reported_from_the_stats_and_the_trace() {
+        let stats = "entries: 120\noverrun: 7\ncommit overrun: 1\nbytes: 4000\n\
+                     oldest event ts: 1.0\nnow ts: 2.0\ndropped events: 2\nread events: 0\n";
+        assert_eq!(lost_in_stats(stats), 10);
+        // The buffer overwrote the oldest events: the first end has no begin.
+        let text = "CPU:1 [LOST 5 EVENTS]\n\
+            nvmswap-7 [001] ..... 1.000100: mm_vmscan_memcg_reclaim_end: nr_reclaimed=32\n\
+            nvmswap-7 [001] ..... 1.000200: mm_vmscan_memcg_reclaim_begin: order=0 gfp_flags=GFP_HIGHUSER_MOVABLE\n\
+            nvmswap-7 [001] ..... 1.000300: mm_vmscan_memcg_reclaim_end: nr_reclaimed=64\n";
+        let p = parse(text);
+        assert_eq!(p.lost_marked, 5);
+        let s = summarise(&p, &pids(&[7]), 0);
+        assert_eq!(s.events_lost, 5);
+        assert_eq!(s.ends_without_begin, 1);
+        assert_eq!(s.charges, 1);
+        assert_eq!(summarise(&p, &pids(&[7]), 10).events_lost, 10);
+        let v = s.to_json();
+        assert_eq!(v["lowest_priority"], serde_json::json!({"none": 1}));
+        assert_eq!(v["duration_us"]["max"], 100.0);
+    }
+
+    #[test]
+    fn an_empty_trace_has_no_charges() {
+        let v = summarise(&parse("# tracer: nop\n"), &pids(&[1]), 0).to_json();
+        assert_eq!(v["charges"], 0);
+        assert_eq!(v["pages_reclaimed"]["p50"], 0.0);
+    }
+
+    #[test]
+    fn the_buffer_grows_with_the_scale() {
+        assert_eq!(buffer_kb(0.1), 32_768);
+        assert_eq!(buffer_kb(2.0), 65_536);
+        assert_eq!(buffer_kb(100.0), 262_144);
+    }
+}
