@@ -6,10 +6,12 @@
 //! is an extra device write that they report, so wear and copy costs are charged honestly.
 
 mod heap_wear;
+mod linux_618;
 mod linux_cluster;
 mod start_gap;
 
 pub use heap_wear::HeapWear;
+pub use linux_618::{Linux618, CLUSTER_SLOTS_618};
 pub use linux_cluster::LinuxCluster;
 pub use start_gap::StartGap;
 
@@ -38,7 +40,8 @@ pub struct Placement {
 
 /// The interface every slot allocator implements; one file per allocator.
 pub trait SlotAllocator: Send {
-    /// Short name as used on the command line (`linux-cluster`, `heap-wear`, `start-gap`).
+    /// Short name as used on the command line (`linux-cluster`, `linux-6.18`, `heap-wear`,
+    /// `start-gap`).
     fn name(&self) -> &'static str;
     /// Number of slots a swapper can hold pages in.
     fn capacity(&self) -> u32;
@@ -64,7 +67,7 @@ pub trait SlotAllocator: Send {
 }
 
 /// Names accepted by [`by_name`].
-pub const ALLOCATORS: &[&str] = &["linux-cluster", "heap-wear", "start-gap"];
+pub const ALLOCATORS: &[&str] = &["linux-cluster", "linux-6.18", "heap-wear", "start-gap"];
 
 /// Tunables of all allocators; each uses the ones that apply to it.
 #[derive(Debug, Clone, PartialEq)]
@@ -74,7 +77,11 @@ pub struct AllocParams {
     /// Start-Gap: writes between two gap moves (psi; Qureshi et al., MICRO 2009, use 100).
     pub psi: u32,
     /// linux-cluster: SSD mode (seed 002: clusters, no reuse of freed slots until needed).
+    /// linux-6.18: the device is non-rotational (a cluster per CPU, else one for the device).
     pub ssd: bool,
+    /// linux-6.18: the swap area discards freed clusters (`SWP_PAGE_DISCARD`, `swapon
+    /// --discard`), which makes it open free clusters before refilling non-full ones.
+    pub discard: bool,
     /// CPUs with a per-CPU current cluster.
     pub cpus: usize,
     /// Seed of Start-Gap's static address randomisation.
@@ -87,6 +94,7 @@ impl Default for AllocParams {
             threshold: 16,
             psi: 100,
             ssd: true,
+            discard: false,
             cpus: 2,
             seed: 1,
         }
@@ -95,13 +103,13 @@ impl Default for AllocParams {
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum AllocError {
-    #[error("unknown slot allocator '{0}' (expected one of: linux-cluster, heap-wear, start-gap)")]
+    #[error("unknown slot allocator '{0}' (expected one of: linux-cluster, linux-6.18, heap-wear, start-gap)")]
     Unknown(String),
     #[error("a swap area needs at least one slot")]
     NoSlots,
     #[error("start-gap needs psi >= 1 (got {0})")]
     Psi(u32),
-    #[error("linux-cluster needs at least one CPU")]
+    #[error("linux-cluster and linux-6.18 need at least one CPU")]
     NoCpus,
 }
 
@@ -114,6 +122,12 @@ pub fn by_name(
     Ok(match name {
         "heap-wear" => Box::new(HeapWear::new(slots, params.threshold)?),
         "linux-cluster" => Box::new(LinuxCluster::new(slots, params.cpus, params.ssd)?),
+        "linux-6.18" => Box::new(Linux618::new(
+            slots,
+            params.cpus,
+            params.ssd,
+            params.discard,
+        )?),
         "start-gap" => Box::new(StartGap::new(slots, params.psi, params.cpus, params.seed)?),
         other => return Err(AllocError::Unknown(other.to_string())),
     })
