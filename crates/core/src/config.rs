@@ -6,7 +6,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::device::{DeviceKind, DeviceProfile};
 use crate::discard::DiscardRule;
-use crate::kinds::{closest, Completion, Compressor, NvmAllocator, Scheduler};
+use crate::kinds::{closest, BlockAllocator, Completion, Compressor, NvmAllocator, Scheduler};
 use crate::{GIB, PAGE_SIZE};
 
 /// The swap back-end.
@@ -74,6 +74,15 @@ pub struct SystemConfig {
     /// Swap read-ahead: 2^page_cluster pages per block swap-in (vm.page-cluster, default 3).
     #[serde(default = "default_page_cluster")]
     pub page_cluster: u32,
+    /// Block swap device: the swap-slot allocator (`core::alloc`). `linux-cluster` (default) is
+    /// the kernel seed 002 describes and the seeds' configurations ran: 256-slot clusters per CPU,
+    /// freed slots left until free clusters run out. `linux-6.18` is the running kernel's
+    /// (mm/swapfile.c after the 6.12-6.16 rework): 512-slot clusters, one per CPU on a
+    /// non-rotational device and one for the device on a rotational one, clusters with freed
+    /// slots refilled before free ones unless the area discards; the linux substrate's sim
+    /// equivalents (`nvmswap validate`) set it.
+    #[serde(default = "default_block_allocator")]
+    pub block_allocator: BlockAllocator,
     /// NVM-Swap: slot allocator and Heap-Wear threshold, Lazy Swap-in and its interval T.
     #[serde(default = "default_allocator")]
     pub nvm_allocator: NvmAllocator,
@@ -184,6 +193,9 @@ fn default_compressor() -> Compressor {
 }
 fn default_page_cluster() -> u32 {
     3
+}
+fn default_block_allocator() -> BlockAllocator {
+    BlockAllocator::LinuxCluster
 }
 fn default_allocator() -> NvmAllocator {
     NvmAllocator::HeapWear

@@ -144,6 +144,16 @@ closed_set!(
     }
 );
 
+closed_set!(
+    /// Swap-slot allocators of a block swap device (`core::alloc`): `linux-cluster`, the kernel
+    /// seed 002 describes (256-slot clusters per CPU, next-fit on a rotational device), or
+    /// `linux-6.18`, the running kernel's (512-slot clusters, non-full ones refilled first).
+    BlockAllocator, "block slot allocator", {
+        LinuxCluster = "linux-cluster",
+        Linux618 = "linux-6.18",
+    }
+);
+
 /// Where an NVM tier's bytes live: an emulated device (DRAM with a device profile's latencies)
 /// or a file (`file:<path>`, e.g. on a DAX or tmpfs mount).
 #[derive(Debug, Clone, PartialEq, Eq)]

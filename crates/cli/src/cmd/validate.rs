@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use anyhow::Context;
 
 use nvmswap_core::config::{Backend, SystemConfig};
-use nvmswap_core::kinds::{Completion, Compressor, NvmAllocator, Scheduler};
+use nvmswap_core::kinds::{BlockAllocator, Completion, Compressor, NvmAllocator, Scheduler};
 use nvmswap_core::results::{RunResult, RunsReport};
 use nvmswap_linux::{LinuxConfig, SwapSetup};
 
@@ -134,6 +134,9 @@ pub fn sim_equivalent(
         zswap_exclusive_loads: true,
         compressor,
         page_cluster: linux.page_cluster.unwrap_or(3),
+        // The running kernel's swap-slot allocator (6.18: 512-slot clusters, one for the
+        // rotational vda, clusters with freed slots refilled first), not seed 002's.
+        block_allocator: BlockAllocator::Linux618,
         nvm_allocator: NvmAllocator::HeapWear,
         nvm_threshold: 16,
         lazy_swap_in: false,

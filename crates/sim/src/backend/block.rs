@@ -1,4 +1,5 @@
-//! A swap device behind the block layer (io.rs): slots from Linux's cluster allocator, each
+//! A swap device behind the block layer (io.rs): slots from Linux's cluster allocator (the
+//! configuration's `block_allocator`: seed 002's kernel or 6.18's, `nvmswap_core::alloc`), each
 //! swap-out an asynchronous write, each fault a synchronous read with read-ahead of its
 //! neighbours, and the swap cache. zswap (zswap.rs) puts a compressed pool in front of it.
 //!
@@ -23,6 +24,7 @@ use nvmswap_core::block::Op;
 use std::collections::BTreeMap;
 
 use nvmswap_core::config::SystemConfig;
+use nvmswap_core::kinds::BlockAllocator;
 use nvmswap_core::readahead::{ReadDecision, ReadRange, SwapReadAhead};
 use nvmswap_core::reclaim::{Plug, PluggedRequest, Writeback};
 use nvmswap_core::PAGE_SIZE;
@@ -112,11 +114,17 @@ impl BlockSwap {
     pub(super) fn new(cfg: &SystemConfig, args: &BuildArgs) -> Result<BlockSwap, SimError> {
         let swap_slots = cfg.swap_bytes / PAGE_SIZE;
         let p = profile(&cfg.swap_profile)?;
+        // `linux-cluster` runs in its SSD mode whatever the profile says (what the seeds'
+        // configurations ran); `linux-6.18` takes the device's rotational flag (one cluster for
+        // the device, `si->global_cluster`) and no discard (a swap file swapped on without
+        // `--discard`).
         let slots = by_name(
-            "linux-cluster",
+            cfg.block_allocator.name(),
             swap_slots as u32,
             &AllocParams {
                 cpus: cfg.cpus as usize,
+                ssd: cfg.block_allocator == BlockAllocator::LinuxCluster || !p.rotational,
+                discard: false,
                 ..AllocParams::default()
             },
         )
