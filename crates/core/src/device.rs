@@ -133,6 +133,15 @@ pub struct DeviceProfile {
     /// virtio disk reports 1 whatever its backing store.
     #[serde(default)]
     pub rotational: bool,
+    /// Block devices: what each 4 KiB page of a request after its first adds to the request's
+    /// service time, reads and writes, in nanoseconds (the slope of latency against request size,
+    /// as `nvmswap linux calibrate` fits it). None: unknown, and the block model falls back to
+    /// its assumption (`block::device::EXTRA_PAGE_FRACTION` of the 4 KiB mean per page). A value
+    /// needs a `[sources]` entry.
+    #[serde(default)]
+    pub read_page_ns: Option<f64>,
+    #[serde(default)]
+    pub write_page_ns: Option<f64>,
     /// Field name -> where its value comes from (seed file and table/section, or datasheet).
     #[serde(default)]
     pub sources: BTreeMap<String, String>,
@@ -313,6 +322,27 @@ impl DeviceProfile {
                 if self.queue_depth.is_some() || self.parallelism.is_some() {
                     return Err("queue_depth and parallelism apply to block devices only".into());
                 }
+                if self.read_page_ns.is_some() || self.write_page_ns.is_some() {
+                    return Err("read_page_ns and write_page_ns apply to block devices only".into());
+                }
+            }
+        }
+        for (field, value) in [
+            ("read_page_ns", self.read_page_ns),
+            ("write_page_ns", self.write_page_ns),
+        ] {
+            if let Some(v) = value {
+                if !(v.is_finite() && v >= 0.0) {
+                    return Err(format!(
+                        "{field} must be a non-negative number of nanoseconds (got {v})"
+                    ));
+                }
+                if !self.sources.contains_key(field) {
+                    return Err(format!(
+                        "{field} is set but [sources] has no {field} entry saying where it comes \
+                         from"
+                    ));
+                }
             }
         }
         for field in self.sources.keys() {
@@ -342,6 +372,8 @@ const SOURCED_FIELDS: &[&str] = &[
     "parallelism",
     "ring_descriptors",
     "rotational",
+    "read_page_ns",
+    "write_page_ns",
 ];
 
 #[cfg(test)]
@@ -407,5 +439,37 @@ mod tests {
         assert!(err.contains("bogus"), "{err}");
         let err = DeviceProfile::bundled("floppy").unwrap_err().to_string();
         assert!(err.contains("floppy") && err.contains("pcm"), "{err}");
+    }
+
+    #[test]
+    fn per_page_costs_are_checked_and_need_a_source() {
+        let mut p = DeviceProfile::bundled("nvme-nand").unwrap();
+        assert_eq!((p.read_page_ns, p.write_page_ns), (None, None));
+        p.read_page_ns = Some(7_000.0);
+        p.write_page_ns = Some(9_000.0);
+        let err = p.validate().unwrap_err();
+        assert!(
+            err.contains("read_page_ns") && err.contains("[sources]"),
+            "{err}"
+        );
+        p.sources
+            .insert("read_page_ns".into(), "measured: test".into());
+        p.sources
+            .insert("write_page_ns".into(), "measured: test".into());
+        p.validate().unwrap();
+        let text = toml::to_string(&p).unwrap();
+        let back = DeviceProfile::from_toml_str(&text, "t.toml").unwrap();
+        assert_eq!(back.read_page_ns, Some(7_000.0));
+        assert_eq!(back.write_page_ns, Some(9_000.0));
+        for bad in [-1.0, f64::NAN, f64::INFINITY] {
+            let mut q = p.clone();
+            q.write_page_ns = Some(bad);
+            let err = q.validate().unwrap_err();
+            assert!(err.contains("write_page_ns"), "{bad}: {err}");
+        }
+        let mut dram = DeviceProfile::bundled("dram-ddr4").unwrap();
+        dram.read_page_ns = Some(1.0);
+        let err = dram.validate().unwrap_err();
+        assert!(err.contains("read_page_ns"), "{err}");
     }
 }

@@ -13,6 +13,11 @@
 //!   `pread`/`pwrite`: the crates have no asynchronous submission) for the device's real
 //!   parallelism by Little's law ([`littles_law_parallelism`]), and reads issued while a stream of
 //!   writes is kept queued (the kernel's swap-ins meet reclaim's merged writes).
+//! - **Request size**: single requests (depth 1) of 1, 2, 4, 8, 16 and 32 pages, reads and
+//!   writes, at random page-aligned offsets of the same file, each timed; a least-squares line
+//!   through the per-size means (latency = a + b x (pages - 1), [`fit_page_cost`]) gives the cost
+//!   of each further page of a request (the profile's `read_page_ns` / `write_page_ns`), with its
+//!   R² and largest residual saying whether the cost is linear in the size.
 //! - **Queue depth**: the hardware queues' tags (/sys/block/<disk>/mq/*/nr_tags, summed), what
 //!   the device takes; the scheduler's `nr_requests` is a software limit sim derives itself.
 //! - **Fault path**: the demand-zero (minor) fault, timed per page on fresh anonymous memory as
@@ -95,6 +100,9 @@ pub struct Calibration {
     /// not be probed, with why).
     pub queue_probe: Option<QueueProbe>,
     pub queue_probe_unavailable: Option<String>,
+    /// Latency against request size, the per-page costs' source (None: see `_unavailable`).
+    pub size_probe: Option<SizeProbe>,
+    pub size_probe_unavailable: Option<String>,
     /// The swap path through a swap file on the disk (None when it could not be probed, with why).
     pub swap_path: Option<SwapPathProbe>,
     pub swap_path_unavailable: Option<String>,
@@ -534,6 +542,179 @@ fn probe_queue(file: &std::fs::File, size_pages: u64, seed: u64) -> Result<Queue
     })
 }
 
+/// Request sizes, in pages, of the size probe.
+pub const PROBE_SIZES: [u32; 6] = [1, 2, 4, 8, 16, 32];
+
+/// Requests per size and direction in the size probe.
+pub const SIZE_PROBE_REQUESTS: u32 = 300;
+
+/// The fit is called linear when R² is at least this...
+pub const LINEAR_R_SQUARED: f64 = 0.98;
+/// ...and no size's mean is further than this share of it from the line.
+pub const LINEAR_MAX_RESIDUAL: f64 = 0.10;
+
+/// Single requests of one size, reads and writes (µs, each request timed alone).
+#[derive(Debug, Clone, Serialize)]
+pub struct SizePoint {
+    pub pages: u32,
+    pub read_us: LatencySummary,
+    pub write_us: LatencySummary,
+}
+
+/// latency = `first_page_us` + `page_us` x (pages - 1), least squares through per-size means.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct PageFit {
+    /// Intercept: what a one-page request costs by the line, µs.
+    pub first_page_us: f64,
+    /// Slope: what each further page adds, µs.
+    pub page_us: f64,
+    /// Coefficient of determination of the line over the points.
+    pub r_squared: f64,
+    /// The largest |mean - line| / mean over the points.
+    pub max_residual: f64,
+    /// R² >= [`LINEAR_R_SQUARED`] and max_residual <= [`LINEAR_MAX_RESIDUAL`].
+    pub linear: bool,
+}
+
+/// Least squares of mean latency (µs) on pages - 1 over `(pages, mean_us)` points. None with
+/// fewer than two distinct sizes or a non-positive mean.
+pub fn fit_page_cost(points: &[(u32, f64)]) -> Option<PageFit> {
+    if points
+        .iter()
+        .any(|&(p, m)| p == 0 || !(m.is_finite() && m > 0.0))
+    {
+        return None;
+    }
+    let n = points.len() as f64;
+    let xs: Vec<f64> = points.iter().map(|&(p, _)| (p - 1) as f64).collect();
+    let ys: Vec<f64> = points.iter().map(|&(_, m)| m).collect();
+    let (mx, my) = (xs.iter().sum::<f64>() / n, ys.iter().sum::<f64>() / n);
+    let sxx: f64 = xs.iter().map(|x| (x - mx) * (x - mx)).sum();
+    if sxx.is_nan() || sxx <= 0.0 {
+        return None;
+    }
+    let sxy: f64 = xs.iter().zip(&ys).map(|(x, y)| (x - mx) * (y - my)).sum();
+    let b = sxy / sxx;
+    let a = my - b * mx;
+    let line = |x: f64| a + b * x;
+    let ss_res: f64 = xs
+        .iter()
+        .zip(&ys)
+        .map(|(x, y)| (y - line(*x)).powi(2))
+        .sum();
+    let ss_tot: f64 = ys.iter().map(|y| (y - my).powi(2)).sum();
+    let r_squared = if ss_tot > 0.0 {
+        1.0 - ss_res / ss_tot
+    } else {
+        1.0
+    };
+    let max_residual = xs
+        .iter()
+        .zip(&ys)
+        .map(|(x, y)| (y - line(*x)).abs() / y)
+        .fold(0.0, f64::max);
+    Some(PageFit {
+        first_page_us: a,
+        page_us: b,
+        r_squared,
+        max_residual,
+        linear: r_squared >= LINEAR_R_SQUARED && max_residual <= LINEAR_MAX_RESIDUAL,
+    })
+}
+
+/// The disk's latency against request size (see the module text).
+#[derive(Debug, Clone, Serialize)]
+pub struct SizeProbe {
+    pub points: Vec<SizePoint>,
+    pub requests_per_size: u32,
+    pub read_fit: Option<PageFit>,
+    pub write_fit: Option<PageFit>,
+}
+
+impl SizeProbe {
+    fn fit(points: &[SizePoint], write: bool) -> Option<PageFit> {
+        let means: Vec<(u32, f64)> = points
+            .iter()
+            .map(|p| {
+                (
+                    p.pages,
+                    if write {
+                        p.write_us.mean
+                    } else {
+                        p.read_us.mean
+                    },
+                )
+            })
+            .collect();
+        fit_page_cost(&means)
+    }
+
+    /// A probe from its per-size table (the fits computed here).
+    pub fn from_points(points: Vec<SizePoint>, requests_per_size: u32) -> Self {
+        SizeProbe {
+            read_fit: Self::fit(&points, false),
+            write_fit: Self::fit(&points, true),
+            points,
+            requests_per_size,
+        }
+    }
+}
+
+/// Single requests of each of [`PROBE_SIZES`], reads and writes, [`SIZE_PROBE_REQUESTS`] each,
+/// one at a time at random page-aligned offsets of `file` (O_DIRECT), in a shuffled order so a
+/// drift of the machine spreads over every size alike.
+fn probe_sizes(file: &std::fs::File, size_pages: u64, seed: u64) -> Result<SizeProbe, LinuxError> {
+    use rand::seq::SliceRandom;
+    use std::os::unix::fs::FileExt;
+    let max = *PROBE_SIZES.iter().max().expect("sizes") as usize;
+    let buf = Mapping::new(max * PAGE, false)?;
+    // SAFETY: the mapping is `max` pages long, page-aligned and owned here.
+    let bytes = unsafe { std::slice::from_raw_parts_mut(buf.as_ptr(), max * PAGE) };
+    for p in 0..max {
+        fill_page(
+            &mut bytes[p * PAGE..(p + 1) * PAGE],
+            seed,
+            p as u64,
+            0.38,
+            0.0,
+        );
+    }
+    let mut rng = ChaCha8Rng::seed_from_u64(seed ^ 0x5152);
+    let mut order: Vec<(usize, bool)> = (0..PROBE_SIZES.len())
+        .flat_map(|i| [(i, false), (i, true)])
+        .flat_map(|k| std::iter::repeat_n(k, SIZE_PROBE_REQUESTS as usize))
+        .collect();
+    order.shuffle(&mut rng);
+    let mut recorders: Vec<[LatencyRecorder; 2]> = PROBE_SIZES
+        .iter()
+        .map(|_| [LatencyRecorder::new(), LatencyRecorder::new()])
+        .collect();
+    for (i, write) in order {
+        let pages = PROBE_SIZES[i] as u64;
+        let off = rng.random_range(0..size_pages - pages + 1) * PAGE_SIZE;
+        let data = &mut bytes[..pages as usize * PAGE];
+        let t = worker::monotonic_ns();
+        let r = if write {
+            file.write_all_at(data, off)
+        } else {
+            file.read_exact_at(data, off)
+        };
+        let dt = worker::monotonic_ns() - t;
+        r.map_err(|e| LinuxError::io("O_DIRECT I/O on", "the scratch file", e))?;
+        recorders[i][write as usize].record_ns(dt);
+    }
+    let points = PROBE_SIZES
+        .iter()
+        .zip(&recorders)
+        .map(|(&pages, [r, w])| SizePoint {
+            pages,
+            read_us: r.summary(NS_PER_US),
+            write_us: w.summary(NS_PER_US),
+        })
+        .collect();
+    Ok(SizeProbe::from_points(points, SIZE_PROBE_REQUESTS))
+}
+
 /// The disk's queue depth: its hardware queues' tags summed, else the scheduler's nr_requests;
 /// with where it was read and the number of hardware queues.
 /// The descriptors of a virtio disk's ring when the device does not offer indirect descriptors
@@ -687,6 +868,7 @@ type DiskProbe = (
     LatencySummary,
     LatencySummary,
     Result<QueueProbe, LinuxError>,
+    Result<SizeProbe, LinuxError>,
 );
 
 fn probe_disk(dir: &Path, ops: u64, seed: u64) -> Result<DiskProbe, LinuxError> {
@@ -727,7 +909,13 @@ fn probe_disk(dir: &Path, ops: u64, seed: u64) -> Result<DiskProbe, LinuxError> 
             reads.record_ns(worker::monotonic_ns() - t);
         }
         let queue = probe_queue(&file, size_pages, seed);
-        Ok((reads.summary(NS_PER_US), writes.summary(NS_PER_US), queue))
+        let sizes = probe_sizes(&file, size_pages, seed);
+        Ok((
+            reads.summary(NS_PER_US),
+            writes.summary(NS_PER_US),
+            queue,
+            sizes,
+        ))
     })();
     let _ = std::fs::remove_file(&path);
     result
@@ -1341,8 +1529,12 @@ pub fn run(swap_dir: &Path, seed: u64) -> Result<Calibration, LinuxError> {
             compression.push(probe_zram(alg, pages, seed, &state_path)?);
         }
     }
-    let (read, write, queue) = probe_disk(swap_dir, 2000, seed)?;
+    let (read, write, queue, sizes) = probe_disk(swap_dir, 2000, seed)?;
     let (queue_probe, queue_probe_unavailable) = match queue {
+        Ok(q) => (Some(q), None),
+        Err(e) => (None, Some(e.to_string())),
+    };
+    let (size_probe, size_probe_unavailable) = match sizes {
         Ok(q) => (Some(q), None),
         Err(e) => (None, Some(e.to_string())),
     };
@@ -1385,6 +1577,8 @@ pub fn run(swap_dir: &Path, seed: u64) -> Result<Calibration, LinuxError> {
         ring_descriptors,
         queue_probe,
         queue_probe_unavailable,
+        size_probe,
+        size_probe_unavailable,
         disk,
         disk_read_4k_us: read,
         disk_write_4k_us: write,
@@ -1424,6 +1618,22 @@ pub fn device_profile_toml(cal: &Calibration) -> String {
         out.push_str(&format!("ring_descriptors = {ring}\n"));
     }
     out.push_str(&format!("rotational = {}\n", cal.rotational));
+    let fits = cal
+        .size_probe
+        .as_ref()
+        .map(|q| (q, q.read_fit, q.write_fit));
+    if let Some((q, _, _)) = fits {
+        out.push_str(&size_probe_comment(q));
+    }
+    let page_cost = |fit: Option<PageFit>| fit.filter(|f| f.page_us >= 0.0);
+    for (field, fit) in [
+        ("read_page_ns", fits.and_then(|f| page_cost(f.1))),
+        ("write_page_ns", fits.and_then(|f| page_cost(f.2))),
+    ] {
+        if let Some(f) = fit {
+            out.push_str(&format!("{field} = {:.0}\n", f.page_us * us));
+        }
+    }
     out.push_str("\n[sources]\n");
     out.push_str(&format!(
         "rotational = \"read: /sys/block/{}/queue/rotational on this machine (a virtio disk reports 1 whatever backs it)\"\n",
@@ -1440,7 +1650,7 @@ pub fn device_profile_toml(cal: &Calibration) -> String {
     match par {
         Some(p) => out.push_str(&format!(
             "parallelism = \"measured: nvmswap linux calibrate, Little's law on closed loops of random 4 KiB O_DIRECT reads at depths {}: {:.0} IOPS at depth {} (the first depth no deeper one beats by {:.0} % IOPS) x {:.1} us mean latency at depth 1 = {:.2}, rounded (per-depth table in the comment above)\"\n",
-            depth_list(),
+            list(&PROBE_DEPTHS),
             p.saturation_iops,
             p.saturation_depth,
             SATURATION_GROWTH * 100.0,
@@ -1454,11 +1664,68 @@ pub fn device_profile_toml(cal: &Calibration) -> String {
         )),
     }
     out.push_str("write_4k = \"measured: nvmswap linux calibrate, 2000 random 4 KiB O_DIRECT writes (p99 capped at 14x mean)\"\n");
+    if let Some((q, read, write)) = fits {
+        for (field, op, fit) in [
+            ("read_page_ns", "reads", page_cost(read)),
+            ("write_page_ns", "writes", page_cost(write)),
+        ] {
+            if let Some(f) = fit {
+                out.push_str(&format!(
+                    "{field} = \"measured: nvmswap linux calibrate, single O_DIRECT {op} (depth 1, random page-aligned offsets of a 16 MiB file) of {} pages, {} each; least-squares slope of the per-size means, latency = {:.1} us + {:.2} us x (pages - 1), R² {:.4}, largest residual {:.1} % of its mean ({}; per-size table in the comment above)\"\n",
+                    list(&PROBE_SIZES),
+                    q.requests_per_size,
+                    f.first_page_us,
+                    f.page_us,
+                    f.r_squared,
+                    f.max_residual * 100.0,
+                    if f.linear { "linear" } else { "NOT linear: the line is a poor model of the sizes" }
+                ));
+            }
+        }
+    }
     out
 }
 
-fn depth_list() -> String {
-    PROBE_DEPTHS
+/// The size probe's table as TOML comments (per size: mean and p50 of reads and writes) and the
+/// fits, with a warning when a fit is not linear.
+pub fn size_probe_comment(q: &SizeProbe) -> String {
+    let mut out = format!(
+        "# Single O_DIRECT requests (depth 1, random page-aligned offsets), {} per size and direction:\n\
+         #   pages | read mean us  p50 us | write mean us  p50 us\n",
+        q.requests_per_size
+    );
+    for p in &q.points {
+        out.push_str(&format!(
+            "#   {:5} | {:12.1} {:7.1} | {:13.1} {:7.1}\n",
+            p.pages, p.read_us.mean, p.read_us.p50, p.write_us.mean, p.write_us.p50
+        ));
+    }
+    for (name, fit) in [("reads", q.read_fit), ("writes", q.write_fit)] {
+        match fit {
+            Some(f) => out.push_str(&format!(
+                "# {name}: least squares on the means: {:.1} us + {:.2} us x (pages - 1), R² {:.4}, largest residual {:.1} %{}\n",
+                f.first_page_us,
+                f.page_us,
+                f.r_squared,
+                f.max_residual * 100.0,
+                if f.linear {
+                    String::new()
+                } else {
+                    format!(
+                        " -- NOT linear (R² < {LINEAR_R_SQUARED} or a residual > {:.0} %): a per-page cost models these sizes poorly",
+                        LINEAR_MAX_RESIDUAL * 100.0
+                    )
+                }
+            )),
+            None => out.push_str(&format!("# {name}: no fit\n")),
+        }
+    }
+    out
+}
+
+/// "1, 2, 4" for the probed depths or sizes in a source.
+fn list(values: &[u32]) -> String {
+    values
         .iter()
         .map(|d| d.to_string())
         .collect::<Vec<_>>()
@@ -1937,6 +2204,8 @@ mod tests {
             ring_descriptors: Some(256),
             queue_probe: None,
             queue_probe_unavailable: None,
+            size_probe: None,
+            size_probe_unavailable: None,
             swap_path: None,
             swap_path_unavailable: None,
             zswap_path: Some(pool("zswap", 14.0, 9.7)),
@@ -2016,6 +2285,18 @@ mod tests {
             p99: mean * 2.0,
             ..Default::default()
         };
+        // Reads 60 us + 5 us per further page; writes 50 us + 20 us per further page.
+        let sizes = SizeProbe::from_points(
+            PROBE_SIZES
+                .iter()
+                .map(|&pages| SizePoint {
+                    pages,
+                    read_us: s(60.0 + 5.0 * (pages - 1) as f64),
+                    write_us: s(50.0 + 20.0 * (pages - 1) as f64),
+                })
+                .collect(),
+            300,
+        );
         let cal = Calibration {
             compression: vec![],
             disk: "vda".into(),
@@ -2030,6 +2311,8 @@ mod tests {
             ring_descriptors: Some(256),
             queue_probe: Some(q),
             queue_probe_unavailable: None,
+            size_probe: Some(sizes),
+            size_probe_unavailable: None,
             swap_path: None,
             swap_path_unavailable: None,
             zswap_path: None,
@@ -2046,5 +2329,66 @@ mod tests {
         assert_eq!(p.ring_descriptors, Some(256));
         assert!(p.rotational);
         assert!(text.contains("72000 IOPS at depth 4"), "{text}");
+        assert_eq!(p.read_page_ns, Some(5_000.0));
+        assert_eq!(p.write_page_ns, Some(20_000.0));
+        assert!(
+            p.sources["read_page_ns"].contains("60.0 us + 5.00 us"),
+            "{text}"
+        );
+        assert!(p.sources["write_page_ns"].contains("R² 1.0000"), "{text}");
+        assert!(
+            text.contains("#      32 |        215.0   215.0 |         670.0   670.0"),
+            "{text}"
+        );
+        // Without a size probe the profile has no per-page costs (sim falls back to its
+        // assumption) and still validates.
+        let cal = Calibration {
+            size_probe: None,
+            size_probe_unavailable: Some("test".into()),
+            ..cal
+        };
+        let p = nvmswap_core::device::DeviceProfile::from_toml_str(&device_profile_toml(&cal), "t")
+            .unwrap();
+        assert_eq!((p.read_page_ns, p.write_page_ns), (None, None));
+    }
+
+    #[test]
+    fn the_page_cost_is_the_least_squares_slope() {
+        // Exactly linear: 40 + 8 (pages - 1).
+        let exact: Vec<(u32, f64)> = PROBE_SIZES
+            .iter()
+            .map(|&p| (p, 40.0 + 8.0 * (p - 1) as f64))
+            .collect();
+        let f = fit_page_cost(&exact).unwrap();
+        assert!((f.first_page_us - 40.0).abs() < 1e-9, "{f:?}");
+        assert!((f.page_us - 8.0).abs() < 1e-9, "{f:?}");
+        assert!((f.r_squared - 1.0).abs() < 1e-12 && f.max_residual < 1e-12 && f.linear);
+        // Points (x = pages - 1) 0, 1, 3: y 10, 13, 17. x mean 4/3, y mean 40/3; Sxx = 14/3,
+        // Sxy = 32/3: slope 16/7, intercept 40/3 - 16/7 x 4/3 = 72/7. Residuals -2/7, 3/7,
+        // -1/7: SS_res 2/7, SS_tot 74/3, R² = 1 - 3/259 = 256/259; largest residual 3/7 of 13.
+        let f = fit_page_cost(&[(1, 10.0), (2, 13.0), (4, 17.0)]).unwrap();
+        assert!((f.page_us - 16.0 / 7.0).abs() < 1e-9, "{f:?}");
+        assert!((f.first_page_us - 72.0 / 7.0).abs() < 1e-9, "{f:?}");
+        assert!((f.r_squared - 256.0 / 259.0).abs() < 1e-12, "{f:?}");
+        assert!((f.max_residual - 3.0 / 91.0).abs() < 1e-12, "{f:?}");
+        assert!(f.linear, "R² 0.988 >= 0.98, residual 3.3 % <= 10 %");
+        // A step (flat, then a jump at 32 pages) is not linear.
+        let step: Vec<(u32, f64)> = PROBE_SIZES
+            .iter()
+            .map(|&p| (p, if p < 32 { 50.0 } else { 250.0 }))
+            .collect();
+        let f = fit_page_cost(&step).unwrap();
+        assert!(!f.linear, "{f:?}");
+        assert!(size_probe_comment(&SizeProbe {
+            points: vec![],
+            requests_per_size: 1,
+            read_fit: Some(f),
+            write_fit: None,
+        })
+        .contains("NOT linear"));
+        // One size, or a zero mean: no fit.
+        assert_eq!(fit_page_cost(&[(4, 10.0), (4, 12.0)]), None);
+        assert_eq!(fit_page_cost(&[(1, 10.0), (2, 0.0)]), None);
+        assert_eq!(fit_page_cost(&[]), None);
     }
 }

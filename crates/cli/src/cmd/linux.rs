@@ -199,6 +199,13 @@ pub fn run(args: Args) -> anyhow::Result<()> {
                     (None, Some(why)) => println!("queue probe did not run: {why}"),
                     (None, None) => {}
                 }
+                match (&cal.size_probe, &cal.size_probe_unavailable) {
+                    (Some(q), _) => {
+                        print!("{}", nvmswap_linux::calibrate::size_probe_comment(q))
+                    }
+                    (None, Some(why)) => println!("request size probe did not run: {why}"),
+                    (None, None) => {}
+                }
                 match (&cal.swap_path, &cal.swap_path_unavailable) {
                     (Some(sp), _) => {
                         println!(

@@ -3,9 +3,12 @@
 //! service time is drawn from the profile's 4 KiB read/write [`LatencyDist`] (log-normal through
 //! its mean and p99). Deterministic given the seeded ChaCha8Rng.
 //!
-//! Assumption (ours): a request larger than 4 KiB (a merged read-ahead cluster) costs one 4 KiB
-//! sample plus `EXTRA_PAGE_FRACTION` of the mean per further page: the first access pays the
-//! device latency, the rest streams. No published figure for our devices; labelled assumption.
+//! A request larger than 4 KiB (a merged read-ahead cluster, reclaim's merged writes) costs one
+//! 4 KiB sample plus, per further page, the profile's `read_page_ns` / `write_page_ns` (the slope
+//! of latency against request size, measured by `nvmswap linux calibrate`): the first access pays
+//! the device latency, the rest streams. Assumption (ours), for profiles without them:
+//! `EXTRA_PAGE_FRACTION` of the 4 KiB mean per further page (no published figure for those
+//! devices).
 
 use super::{BlockError, Op, Request};
 use crate::device::{DeviceProfile, LatencyDist};
@@ -14,7 +17,8 @@ use rand::Rng;
 use rand_chacha::ChaCha8Rng;
 use std::collections::BTreeMap;
 
-/// Share of the mean 4 KiB latency each further 4 KiB page of a larger request adds (assumption).
+/// Share of the mean 4 KiB latency each further 4 KiB page of a larger request adds (assumption;
+/// only for profiles without `read_page_ns` / `write_page_ns`).
 pub const EXTRA_PAGE_FRACTION: f64 = 0.1;
 /// Parallelism / queue depth when the profile leaves them unknown (assumption: one channel,
 /// NVMe-typical depth 32).
@@ -46,6 +50,10 @@ fn sample_latency(dist: &LatencyDist, rng: &mut ChaCha8Rng) -> Nanos {
 pub struct Device {
     read: LatencyDist,
     write: LatencyDist,
+    /// What each page of a request after its first adds, reads and writes (ns): the profile's
+    /// measured `read_page_ns` / `write_page_ns`, else `EXTRA_PAGE_FRACTION` of the 4 KiB mean.
+    read_page_ns: f64,
+    write_page_ns: f64,
     pub channels: u32,
     pub queue_depth: u32,
     /// The virtqueue's descriptors (`DeviceProfile::ring_descriptors`) and those the requests in
@@ -75,6 +83,12 @@ impl Device {
         Ok(Self {
             read: profile.read_4k,
             write: profile.write_4k,
+            read_page_ns: profile
+                .read_page_ns
+                .unwrap_or(EXTRA_PAGE_FRACTION * profile.read_4k.mean_ns),
+            write_page_ns: profile
+                .write_page_ns
+                .unwrap_or(EXTRA_PAGE_FRACTION * profile.write_4k.mean_ns),
             channels,
             queue_depth,
             ring_descriptors: profile.ring_descriptors,
@@ -116,13 +130,13 @@ impl Device {
             "driver dispatched beyond the queue depth or the ring"
         );
         self.descriptors_in_use += Self::descriptors(&req);
-        let dist = match req.op {
-            Op::Read => self.read,
-            Op::Write => self.write,
+        let (dist, page_ns) = match req.op {
+            Op::Read => (self.read, self.read_page_ns),
+            Op::Write => (self.write, self.write_page_ns),
         };
         let extra_pages = req.bytes.div_ceil(PAGE_SIZE).saturating_sub(1);
-        let service = sample_latency(&dist, &mut self.rng)
-            + (extra_pages as f64 * EXTRA_PAGE_FRACTION * dist.mean_ns) as Nanos;
+        let service =
+            sample_latency(&dist, &mut self.rng) + (extra_pages as f64 * page_ns) as Nanos;
         let (ch, free_at) = self
             .channel_free_at
             .iter()
@@ -170,6 +184,8 @@ pub(crate) fn test_profile(mean_ns: f64, p99_ns: f64, channels: u32, qd: u32) ->
         parallelism: Some(channels),
         ring_descriptors: None,
         rotational: false,
+        read_page_ns: None,
+        write_page_ns: None,
         sources: Default::default(),
     }
 }
@@ -237,6 +253,33 @@ mod tests {
             ..req(5, Op::Write, 0)
         };
         assert!(d.fits(&huge));
+    }
+
+    #[test]
+    fn a_multi_page_request_pays_the_profiles_per_page_cost() {
+        // Constant 4 KiB latency of 50 us; a 13-page write pays 12 further pages.
+        let p = test_profile(50_000.0, 50_000.0, 4, 128);
+        let write = |id| Request {
+            bytes: 13 * PAGE_SIZE,
+            ..req(id, Op::Write, 0)
+        };
+        let read = |id| Request {
+            bytes: 8 * PAGE_SIZE,
+            ..req(id, Op::Read, 0)
+        };
+        // Without per-page costs: the assumption, 0.1 x 50 us per further page.
+        let mut d = Device::new(&p, ChaCha8Rng::seed_from_u64(1)).unwrap();
+        assert_eq!(d.submit(write(1), 0), 50_000 + 12 * 5_000);
+        assert_eq!(d.submit(read(2), 0), 50_000 + 7 * 5_000);
+        // With the profile's: 12 x 9 us for the write, 7 x 6 us for the read.
+        let mut p = p;
+        p.read_page_ns = Some(6_000.0);
+        p.write_page_ns = Some(9_000.0);
+        let mut d = Device::new(&p, ChaCha8Rng::seed_from_u64(1)).unwrap();
+        assert_eq!(d.submit(write(1), 0), 50_000 + 12 * 9_000);
+        assert_eq!(d.submit(read(2), 0), 50_000 + 7 * 6_000);
+        // A one-page request pays no per-page cost.
+        assert_eq!(d.submit(req(3, Op::Write, 0), 0), 50_000);
     }
 
     #[test]
