@@ -11,9 +11,12 @@
 //! for the write. A page under writeback keeps its frame ([`Writeback`]: `shrink_folio_list`
 //! puts it back on the inactive list) until its write completes; `folio_end_writeback` then
 //! rotates it to the inactive tail (`folio_rotate_reclaimable`, mm/swap.c) where the next scan
-//! frees it without I/O. Sim frees the frame at the completion itself (the rotated page is the
-//! next one reclaim takes). A fault on a page still under writeback finds it in the swap cache
-//! (`do_swap_page`, mm/memory.c): no read, the frame is reused.
+//! frees it without I/O. In a memory cgroup sim does the same: the frame waits at the tail until a
+//! charge's scan frees it (`free_ended_writes`), so a charge that finds earlier writes ended frees
+//! them without writing, and one whose writes are in flight scans on. Elsewhere (kswapd's
+//! machines) sim frees the frame at the completion itself, the rotated page being the next one
+//! reclaim takes. A fault on a page still under writeback, or written and not yet freed, finds it
+//! in the swap cache (`do_swap_page`, mm/memory.c): no read, the frame is reused.
 //!
 //! Zero-filled pages (sim's compressed size 0) take the 6.12+ zeromap route
 //! (`nvmswap_core::reclaim::swap_out_route`, `swap_writeout` in mm/page_io.c): the slot is
@@ -99,6 +102,17 @@ pub struct BlockSwap {
     /// The page under writeback still holds its DRAM frame (reclaim's writes, until completion).
     holds_frame: Vec<bool>,
     frames_held: u64,
+    /// Whether a completed write frees its page's frame at once (kswapd's machines: the page is
+    /// the next one reclaim takes), or the frame waits on the inactive tail for the next scan of
+    /// a memory cgroup's charge to free it (`free_ended_writes`), as the kernel's does.
+    free_at_completion: bool,
+    /// Pages whose write ended that still hold their frame until a scan frees them, in the
+    /// order `folio_end_writeback` rotated them to the inactive tail (stale entries skipped).
+    ended: std::collections::VecDeque<u32>,
+    awaiting_scan: Vec<bool>,
+    /// A fault found the page in memory after its write ended (`refault_under_writeback` took
+    /// its frame back): the swap-in maps it without I/O.
+    refaulted_after_write: Vec<bool>,
     /// Pages whose write completed, since the start (reclaim_throttle's wake-up count).
     pages_written: u64,
     /// Sim's minor fault cost: what a swap-cache or zeromap hit costs around the mapping (our
@@ -162,12 +176,36 @@ impl BlockSwap {
             in_flight: BTreeMap::new(),
             holds_frame: Vec::new(),
             frames_held: 0,
+            free_at_completion: !cfg.memcg_limit,
+            ended: std::collections::VecDeque::new(),
+            awaiting_scan: Vec::new(),
+            refaulted_after_write: Vec::new(),
             pages_written: 0,
             minor_ns: cfg
                 .costs
                 .minor_fault_ns
                 .map_or(crate::costs::MINOR_FAULT_NS, |v| v as u64),
         })
+    }
+
+    /// A memory cgroup's scan meets up to `max` pages whose writes ended at the inactive tail
+    /// and frees them without I/O (`shrink_folio_list` on a clean swap-cache page). Returns how
+    /// many it freed.
+    pub(super) fn free_ended_writes(&mut self, max: u64) -> u64 {
+        let mut freed = 0;
+        while freed < max {
+            let Some(q) = self.ended.pop_front() else {
+                break;
+            };
+            let qi = q as usize;
+            if !std::mem::take(&mut self.awaiting_scan[qi]) {
+                continue; // refaulted or released since
+            }
+            self.holds_frame[qi] = false;
+            self.frames_held -= 1;
+            freed += 1;
+        }
+        freed
     }
 
     /// Frames held by pages under reclaim's writeback.
@@ -236,12 +274,17 @@ impl BlockSwap {
                 if self.write_gen[qi] != gen || !self.writeback.is_under_writeback(q) {
                     continue;
                 }
-                // Rotated to the inactive tail and freed by the next scan: its frame is free.
+                // Rotated to the inactive tail and freed by the next scan.
                 self.writeback.end(q, self.holds_frame[qi]);
                 self.pages_written += 1;
                 if self.holds_frame[qi] {
-                    self.holds_frame[qi] = false;
-                    self.frames_held -= 1;
+                    if self.free_at_completion {
+                        self.holds_frame[qi] = false;
+                        self.frames_held -= 1;
+                    } else {
+                        self.awaiting_scan[qi] = true;
+                        self.ended.push_back(q);
+                    }
                 }
             }
         }
@@ -251,8 +294,12 @@ impl BlockSwap {
     /// frame back (the engine then finds a free frame without reclaim). True in that case.
     pub(super) fn refault_under_writeback(&mut self, p: u32) -> bool {
         let pi = p as usize;
-        if !self.writeback.is_under_writeback(p) {
+        if !self.writeback.is_under_writeback(p) && !self.awaiting_scan[pi] {
             return false;
+        }
+        if std::mem::take(&mut self.awaiting_scan[pi]) {
+            // Written, not yet freed: still in memory in the swap cache.
+            self.refaulted_after_write[pi] = true;
         }
         if self.holds_frame[pi] {
             self.holds_frame[pi] = false;
@@ -273,7 +320,8 @@ impl BlockSwap {
     ) -> Option<u64> {
         let pi = p as usize;
         let zero = self.held[pi] == Held::Zero;
-        if !zero && !self.writeback.is_under_writeback(p) {
+        let found_in_memory = std::mem::take(&mut self.refaulted_after_write[pi]);
+        if !zero && !self.writeback.is_under_writeback(p) && !found_in_memory {
             return None;
         }
         let slot = self.slot_of[pi];
@@ -599,10 +647,16 @@ impl SwapBackend for BlockSwap {
         self.held.resize(pages, Held::No);
         self.write_gen.resize(pages, 0);
         self.holds_frame.resize(pages, false);
+        self.awaiting_scan.resize(pages, false);
+        self.refaulted_after_write.resize(pages, false);
     }
 
     fn frames_held(&self) -> u64 {
         BlockSwap::frames_held(self)
+    }
+
+    fn free_ended_writes(&mut self, max: u64) -> u64 {
+        BlockSwap::free_ended_writes(self, max)
     }
 
     fn pages_written(&self) -> u64 {
@@ -683,6 +737,13 @@ impl SwapBackend for BlockSwap {
         self.held[p as usize] = Held::No;
         // A page being written keeps its frame until the write ends; nothing rotates.
         self.writeback.forget_reclaim(p);
+        let pi = p as usize;
+        self.refaulted_after_write[pi] = false;
+        if std::mem::take(&mut self.awaiting_scan[pi]) {
+            // Written and not yet freed by a scan: freed with the page.
+            self.holds_frame[pi] = false;
+            self.frames_held -= 1;
+        }
     }
 
     fn catch_up(&mut self, t: u64, obs: &mut Observers) {

@@ -115,6 +115,13 @@ pub trait SwapBackend {
         0
     }
 
+    /// A memory cgroup's scan frees up to `max` pages whose writes ended, waiting at the
+    /// inactive tail with their frames (a block device's reclaim writes in a cgroup); returns
+    /// how many. Nothing to free elsewhere.
+    fn free_ended_writes(&mut self, _max: u64) -> u64 {
+        0
+    }
+
     /// Pages whose writeback ended since the start (what wakes `reclaim_throttle`'s writeback
     /// sleepers).
     fn pages_written(&self) -> u64 {

@@ -341,6 +341,10 @@ impl SwapBackend for Zswap {
         self.dev.frames_held()
     }
 
+    fn free_ended_writes(&mut self, max: u64) -> u64 {
+        self.dev.free_ended_writes(max)
+    }
+
     fn pages_written(&self) -> u64 {
         self.dev.pages_written()
     }
