@@ -400,7 +400,7 @@ impl Machine<'_> {
                 &self.scan_balance,
             );
             // Pages this pass freed: evicted with nothing left in flight (a pool store, a clean
-            // or zero page) or written and their write ended since (see `writes_ended_by`).
+            // or zero page), or written earlier and met after their write ended.
             let mut pass_freed = 0;
             let mut backend_full = false;
             while nr_inactive > 0 && !backend_full {
@@ -410,7 +410,16 @@ impl Machine<'_> {
                 // and frees them without I/O, at the LRU work of a reclaimed page.
                 let ended = self.backend.free_ended_writes(batch);
                 let mut batch_freed = ended;
-                stall += ended * self.costs.reclaim_scan;
+                let ns = ended * self.costs.reclaim_scan;
+                if ns > 0 {
+                    self.obs.emit(Event::Cpu {
+                        t: self.now + start + stall,
+                        actor: me,
+                        kind: CpuKind::Kernel,
+                        ns,
+                    });
+                    stall += ns;
+                }
                 victims.clear();
                 let looked = ended + self.lru.isolate_inactive(batch - ended, &mut victims);
                 scanned += looked;
