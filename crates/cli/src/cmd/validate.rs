@@ -213,12 +213,7 @@ fn figures(r: &RunResult) -> Vec<(&'static str, f64)> {
 
 /// One summary figure of a traced stage in `extra.blktrace`, NaN when absent.
 fn trace_figure(r: &RunResult, stage: &str, stat: &str) -> f64 {
-    r.extra
-        .get("blktrace")
-        .and_then(|t| t.get(stage))
-        .and_then(|s| s.get(stat))
-        .and_then(serde_json::Value::as_f64)
-        .unwrap_or(f64::NAN)
+    extra_at(r, &["blktrace", stage, stat]).unwrap_or(f64::NAN)
 }
 
 /// A mechanism statistic both substrates report under `extra`, shown beside the figures so a
@@ -226,15 +221,38 @@ fn trace_figure(r: &RunResult, stage: &str, stat: &str) -> f64 {
 /// figures are what is validated).
 struct Mechanism {
     label: &'static str,
-    /// How to read it from a linux run and from a sim run (None: the run lacks it).
-    linux: fn(&RunResult) -> Option<f64>,
-    sim: fn(&RunResult) -> Option<f64>,
+    read: Read,
+}
+
+/// Where a mechanism statistic is in a run (None: the run lacks it).
+enum Read {
+    /// The same keys under `extra` on both substrates.
+    Both(&'static [&'static str]),
+    /// Each substrate its own way: (linux, sim).
+    Each(fn(&RunResult) -> Option<f64>, fn(&RunResult) -> Option<f64>),
+}
+
+impl Read {
+    fn linux(&self, r: &RunResult) -> Option<f64> {
+        match self {
+            Read::Both(path) => extra_at(r, path),
+            Read::Each(linux, _) => linux(r),
+        }
+    }
+
+    fn sim(&self, r: &RunResult) -> Option<f64> {
+        match self {
+            Read::Both(path) => extra_at(r, path),
+            Read::Each(_, sim) => sim(r),
+        }
+    }
 }
 
 /// The number at `path` (keys under `extra`), if present and numeric.
 fn extra_at(r: &RunResult, path: &[&str]) -> Option<f64> {
-    let mut v = r.extra.get(path[0])?;
-    for key in &path[1..] {
+    let (first, rest) = path.split_first()?;
+    let mut v = r.extra.get(*first)?;
+    for key in rest {
         v = v.get(*key)?;
     }
     v.as_f64()
@@ -265,82 +283,51 @@ fn sim_pages_per_write(r: &RunResult) -> Option<f64> {
     (requests > 0.0).then(|| extra_at(r, &["device_write_pages"]).unwrap_or(0.0) / requests)
 }
 
+/// A statistic under the same keys on both substrates.
+const fn both(label: &'static str, path: &'static [&'static str]) -> Mechanism {
+    Mechanism {
+        label,
+        read: Read::Both(path),
+    }
+}
+
 const MECHANISMS: &[Mechanism] = &[
-    Mechanism {
-        label: "charges that reclaimed",
-        linux: |r| extra_at(r, &["memcg_reclaim", "charges"]),
-        sim: |r| extra_at(r, &["memcg_reclaim", "charges"]),
-    },
-    Mechanism {
-        label: "pages per charge mean",
-        linux: |r| extra_at(r, &["memcg_reclaim", "pages_reclaimed", "mean"]),
-        sim: |r| extra_at(r, &["memcg_reclaim", "pages_reclaimed", "mean"]),
-    },
+    both("charges that reclaimed", &["memcg_reclaim", "charges"]),
+    both(
+        "pages per charge mean",
+        &["memcg_reclaim", "pages_reclaimed", "mean"],
+    ),
     Mechanism {
         label: "charge lowest priority",
-        linux: usual_lowest_priority,
-        sim: usual_lowest_priority,
+        read: Read::Each(usual_lowest_priority, usual_lowest_priority),
     },
-    Mechanism {
-        label: "charge us p50",
-        linux: |r| extra_at(r, &["memcg_reclaim", "duration_us", "p50"]),
-        sim: |r| extra_at(r, &["memcg_reclaim", "duration_us", "p50"]),
-    },
-    Mechanism {
-        label: "charge us p99",
-        linux: |r| extra_at(r, &["memcg_reclaim", "duration_us", "p99"]),
-        sim: |r| extra_at(r, &["memcg_reclaim", "duration_us", "p99"]),
-    },
+    both("charge us p50", &["memcg_reclaim", "duration_us", "p50"]),
+    both("charge us p99", &["memcg_reclaim", "duration_us", "p99"]),
     Mechanism {
         label: "device read requests",
-        linux: |r| extra_at(r, &["blktrace", "read_requests"]),
-        sim: |r| extra_at(r, &["device_reads"]).filter(|&n| n > 0.0),
+        read: Read::Each(
+            |r| extra_at(r, &["blktrace", "read_requests"]),
+            |r| extra_at(r, &["device_reads"]).filter(|&n| n > 0.0),
+        ),
     },
     Mechanism {
         label: "device write requests",
-        linux: |r| extra_at(r, &["blktrace", "write_requests"]),
-        sim: |r| extra_at(r, &["device_writes"]).filter(|&n| n > 0.0),
+        read: Read::Each(
+            |r| extra_at(r, &["blktrace", "write_requests"]),
+            |r| extra_at(r, &["device_writes"]).filter(|&n| n > 0.0),
+        ),
     },
     Mechanism {
         label: "pages per write request",
-        linux: linux_pages_per_write,
-        sim: sim_pages_per_write,
+        read: Read::Each(linux_pages_per_write, sim_pages_per_write),
     },
-    Mechanism {
-        label: "read Q2D us p99",
-        linux: |r| extra_at(r, &["blktrace", "read_q2d_us", "p99"]),
-        sim: |r| extra_at(r, &["blktrace", "read_q2d_us", "p99"]),
-    },
-    Mechanism {
-        label: "read D2C us p50",
-        linux: |r| extra_at(r, &["blktrace", "read_d2c_us", "p50"]),
-        sim: |r| extra_at(r, &["blktrace", "read_d2c_us", "p50"]),
-    },
-    Mechanism {
-        label: "read D2C us p99",
-        linux: |r| extra_at(r, &["blktrace", "read_d2c_us", "p99"]),
-        sim: |r| extra_at(r, &["blktrace", "read_d2c_us", "p99"]),
-    },
-    Mechanism {
-        label: "write Q2D us p50",
-        linux: |r| extra_at(r, &["blktrace", "write_q2d_us", "p50"]),
-        sim: |r| extra_at(r, &["blktrace", "write_q2d_us", "p50"]),
-    },
-    Mechanism {
-        label: "write Q2D us p99",
-        linux: |r| extra_at(r, &["blktrace", "write_q2d_us", "p99"]),
-        sim: |r| extra_at(r, &["blktrace", "write_q2d_us", "p99"]),
-    },
-    Mechanism {
-        label: "write D2C us p50",
-        linux: |r| extra_at(r, &["blktrace", "write_d2c_us", "p50"]),
-        sim: |r| extra_at(r, &["blktrace", "write_d2c_us", "p50"]),
-    },
-    Mechanism {
-        label: "write D2C us p99",
-        linux: |r| extra_at(r, &["blktrace", "write_d2c_us", "p99"]),
-        sim: |r| extra_at(r, &["blktrace", "write_d2c_us", "p99"]),
-    },
+    both("read Q2D us p99", &["blktrace", "read_q2d_us", "p99"]),
+    both("read D2C us p50", &["blktrace", "read_d2c_us", "p50"]),
+    both("read D2C us p99", &["blktrace", "read_d2c_us", "p99"]),
+    both("write Q2D us p50", &["blktrace", "write_q2d_us", "p50"]),
+    both("write Q2D us p99", &["blktrace", "write_q2d_us", "p99"]),
+    both("write D2C us p50", &["blktrace", "write_d2c_us", "p50"]),
+    both("write D2C us p99", &["blktrace", "write_d2c_us", "p99"]),
 ];
 
 /// The mechanism statistics of one scenario that at least one substrate has: (label, mean of
@@ -352,10 +339,10 @@ fn mechanism_rows(
     MECHANISMS
         .iter()
         .map(|m| {
-            let values: Vec<f64> = linux_runs.iter().filter_map(m.linux).collect();
+            let values: Vec<f64> = linux_runs.iter().filter_map(|r| m.read.linux(r)).collect();
             let linux =
                 (!values.is_empty()).then(|| values.iter().sum::<f64>() / values.len() as f64);
-            (m.label, linux, (m.sim)(sim))
+            (m.label, linux, m.read.sim(sim))
         })
         .filter(|(_, l, s)| l.is_some() || s.is_some())
         .collect()
