@@ -183,6 +183,13 @@ pub struct CostOverrides {
     /// of the store; without it, nothing.
     #[serde(default)]
     pub reclaim_scan_page_ns: Option<f64>,
+    /// Reclaim's work for a page its scan looks at and keeps for its references (the
+    /// referenced check's reverse-map walk, the rotation or activation), measured by `nvmswap
+    /// linux calibrate` (a least-squares split of single memcg charges' durations, from the
+    /// kernel's vmscan trace, into pages reclaimed and pages kept). Sim charges it to the
+    /// reclaiming task per page kept; without it, nothing.
+    #[serde(default)]
+    pub reclaim_keep_page_ns: Option<f64>,
 }
 
 fn default_accept_threshold() -> u32 {

@@ -142,6 +142,22 @@ pub struct DeviceProfile {
     pub read_page_ns: Option<f64>,
     #[serde(default)]
     pub write_page_ns: Option<f64>,
+    /// Block devices: the part of each request's service that the device does for one request
+    /// at a time, whatever its parallelism (on a virtio disk, the host's work that does not
+    /// overlap between requests), as `serial_ns + serial_page_ns x (pages - 1)` per direction:
+    /// the time per request at saturation (the inverse of closed-loop throughput at depth 16)
+    /// against request size, as `nvmswap linux calibrate` fits it. A request holds this stage at
+    /// the end of its service, in the order requests reached the device; alone it still takes
+    /// its 4 KiB latency plus per-page cost. None: no such stage (requests overlap fully on the
+    /// `parallelism` channels). A value needs a `[sources]` entry.
+    #[serde(default)]
+    pub read_serial_ns: Option<f64>,
+    #[serde(default)]
+    pub read_serial_page_ns: Option<f64>,
+    #[serde(default)]
+    pub write_serial_ns: Option<f64>,
+    #[serde(default)]
+    pub write_serial_page_ns: Option<f64>,
     /// Field name -> where its value comes from (seed file and table/section, or datasheet).
     #[serde(default)]
     pub sources: BTreeMap<String, String>,
@@ -283,6 +299,16 @@ impl DeviceProfile {
         Ok(profile)
     }
 
+    /// The serial stage's four fields by name.
+    fn serial_fields(&self) -> [(&'static str, Option<f64>); 4] {
+        [
+            ("read_serial_ns", self.read_serial_ns),
+            ("read_serial_page_ns", self.read_serial_page_ns),
+            ("write_serial_ns", self.write_serial_ns),
+            ("write_serial_page_ns", self.write_serial_page_ns),
+        ]
+    }
+
     /// Checks every value for sense; the message names the field.
     pub fn validate(&self) -> Result<(), String> {
         if self.name.trim().is_empty() {
@@ -325,12 +351,30 @@ impl DeviceProfile {
                 if self.read_page_ns.is_some() || self.write_page_ns.is_some() {
                     return Err("read_page_ns and write_page_ns apply to block devices only".into());
                 }
+                if self.serial_fields().iter().any(|(_, v)| v.is_some()) {
+                    return Err("the serial_* fields apply to block devices only".into());
+                }
+            }
+        }
+        for (read, write) in [
+            ("read_serial_ns", "read_serial_page_ns"),
+            ("write_serial_ns", "write_serial_page_ns"),
+        ] {
+            let fields = self.serial_fields();
+            let set = |f: &str| fields.iter().any(|(n, v)| *n == f && v.is_some());
+            if set(read) != set(write) {
+                return Err(format!(
+                    "{read} and {write} go together: set both or neither"
+                ));
             }
         }
         for (field, value) in [
             ("read_page_ns", self.read_page_ns),
             ("write_page_ns", self.write_page_ns),
-        ] {
+        ]
+        .into_iter()
+        .chain(self.serial_fields())
+        {
             if let Some(v) = value {
                 if !(v.is_finite() && v >= 0.0) {
                     return Err(format!(
@@ -374,6 +418,10 @@ const SOURCED_FIELDS: &[&str] = &[
     "rotational",
     "read_page_ns",
     "write_page_ns",
+    "read_serial_ns",
+    "read_serial_page_ns",
+    "write_serial_ns",
+    "write_serial_page_ns",
 ];
 
 #[cfg(test)]

@@ -116,6 +116,10 @@ pub struct Calibration {
     /// probed, with why).
     pub limit_reclaim: Option<LimitReclaimProbe>,
     pub limit_reclaim_unavailable: Option<String>,
+    /// Reclaim's cost of a page it looks at and keeps, fitted over single charges of the
+    /// kernel's vmscan trace (None when it could not be probed, with why).
+    pub kept_pages: Option<KeptPageProbe>,
+    pub kept_pages_unavailable: Option<String>,
 }
 
 /// Touches of fresh anonymous memory in a memory cgroup held at its limit (swap on zram): each
@@ -143,6 +147,11 @@ pub struct LimitReclaimProbe {
     /// 32-page batches of the last pages touched, as the zram page-out probe), and pswpout over it.
     pub page_out_us_per_page: LatencySummary,
     pub page_out_pswpout: u64,
+    /// The touches' charges as the kernel's vmscan trace saw them (None when it could not be
+    /// taken): pages they reclaimed and pages their scans kept for their references. The
+    /// touch-time estimate of the LRU work per reclaimed page holds the kept pages' cost too.
+    pub traced_reclaimed: Option<u64>,
+    pub traced_kept: Option<u64>,
 }
 
 /// A touch over this took a reclaim pass (a minor fault is ~2 µs, a 32-page pass ~250 µs).
@@ -317,6 +326,22 @@ pub struct ReadUnderWrites {
     pub write_iops: f64,
 }
 
+/// Queue depth of the serial-stage probe's closed loops (the throughput of every size has
+/// stopped growing by then: 8-page reads gave 30,725 and 31,010 IOPS at depth 16 against 33,378
+/// at depth 8 in a hand-run closed loop on vda, 2026-11-25).
+pub const SERIAL_PROBE_DEPTH: u32 = 16;
+
+/// Closed loops of one request size at [`SERIAL_PROBE_DEPTH`]: requests completed per second,
+/// and the time per request at saturation (1 / IOPS, µs). Reads at random offsets, writes at
+/// consecutive ones (swap-out writes go to consecutive slots; random writes in a large file
+/// are slower on vda and are not what reclaim issues).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct SerialPoint {
+    pub pages: u32,
+    pub read_iops: f64,
+    pub write_iops: f64,
+}
+
 /// The disk under queue depth (see the module text).
 #[derive(Debug, Clone, Serialize)]
 pub struct QueueProbe {
@@ -325,6 +350,11 @@ pub struct QueueProbe {
     pub read_parallelism: Option<Parallelism>,
     pub write_parallelism: Option<Parallelism>,
     pub reads_under_writes: Vec<ReadUnderWrites>,
+    /// Time per request at saturation against size, per direction (the serial stage: a line
+    /// through (pages, 1e6 / IOPS), `first_page_us` per request, `page_us` per further page).
+    pub serial_points: Vec<SerialPoint>,
+    pub read_serial_fit: Option<PageFit>,
+    pub write_serial_fit: Option<PageFit>,
     /// Seconds each closed loop ran.
     pub seconds_per_point: f64,
 }
@@ -369,12 +399,15 @@ pub fn littles_law_parallelism(points: &[DepthPoint]) -> Option<Parallelism> {
     })
 }
 
-/// One group of threads of a closed loop: `threads` requests of `pages` pages kept in flight.
+/// One group of threads of a closed loop: `threads` requests of `pages` pages kept in flight,
+/// at random page-aligned offsets, or (`sequential`) each at the next offset after the last
+/// request any of the group's threads issued, as swap-out writes of consecutive slots are.
 #[derive(Debug, Clone, Copy)]
 struct Job {
     write: bool,
     pages: u32,
     threads: u32,
+    sequential: bool,
 }
 
 /// What one job of a closed loop did.
@@ -395,13 +428,17 @@ fn closed_loop(
     use std::os::unix::fs::FileExt;
     use std::sync::atomic::{AtomicBool, Ordering};
     let stop = AtomicBool::new(false);
+    let cursors: Vec<std::sync::atomic::AtomicU64> = jobs
+        .iter()
+        .map(|_| std::sync::atomic::AtomicU64::new(0))
+        .collect();
     let total: u32 = jobs.iter().map(|j| j.threads).sum();
     let barrier = std::sync::Barrier::new(total as usize + 1);
     std::thread::scope(|scope| {
         let mut handles = Vec::new();
         for (ji, job) in jobs.iter().enumerate() {
             for t in 0..job.threads {
-                let (stop, barrier) = (&stop, &barrier);
+                let (stop, barrier, cursor) = (&stop, &barrier, &cursors[ji]);
                 let job = *job;
                 let salt = seed ^ ((ji as u64) << 40) ^ ((t as u64) << 20);
                 handles.push((
@@ -425,7 +462,12 @@ fn closed_loop(
                         let span = size_pages - job.pages as u64 + 1;
                         barrier.wait();
                         while !stop.load(Ordering::Relaxed) {
-                            let off = rng.random_range(0..span) * PAGE_SIZE;
+                            let page = if job.sequential {
+                                cursor.fetch_add(job.pages as u64, Ordering::Relaxed) % span
+                            } else {
+                                rng.random_range(0..span)
+                            };
+                            let off = page * PAGE_SIZE;
                             let t0 = worker::monotonic_ns();
                             let r = if job.write {
                                 file.write_all_at(bytes, off)
@@ -493,6 +535,7 @@ fn probe_queue(file: &std::fs::File, size_pages: u64, seed: u64) -> Result<Queue
                     write,
                     pages: 1,
                     threads: depth,
+                    sequential: false,
                 };
                 let (r, secs) = closed_loop(file, size_pages, &[job], dur, seed ^ depth as u64)?;
                 let s = r[0].latency.summary(NS_PER_US);
@@ -516,11 +559,13 @@ fn probe_queue(file: &std::fs::File, size_pages: u64, seed: u64) -> Result<Queue
                 write: true,
                 pages: write_pages,
                 threads: 8,
+                sequential: false,
             },
             Job {
                 write: false,
                 pages: 1,
                 threads: 1,
+                sequential: false,
             },
         ];
         let (r, secs) = closed_loop(file, size_pages, &jobs, dur, seed ^ 0xfeed)?;
@@ -532,7 +577,40 @@ fn probe_queue(file: &std::fs::File, size_pages: u64, seed: u64) -> Result<Queue
             write_iops: r[0].ops as f64 / secs,
         });
     }
+    // The serial stage: closed loops of each size at depth 16, reads then writes.
+    let mut serial_points = Vec::new();
+    for &pages in &PROBE_SIZES {
+        let mut iops = [0.0; 2];
+        for (i, write) in [false, true].into_iter().enumerate() {
+            let job = Job {
+                write,
+                pages,
+                threads: SERIAL_PROBE_DEPTH,
+                sequential: write,
+            };
+            let (r, secs) = closed_loop(file, size_pages, &[job], dur, seed ^ pages as u64)?;
+            iops[i] = r[0].ops as f64 / secs;
+        }
+        serial_points.push(SerialPoint {
+            pages,
+            read_iops: iops[0],
+            write_iops: iops[1],
+        });
+    }
+    let serial_fit = |write: bool| {
+        let per_request: Vec<(u32, f64)> = serial_points
+            .iter()
+            .map(|p| {
+                let iops = if write { p.write_iops } else { p.read_iops };
+                (p.pages, if iops > 0.0 { 1e6 / iops } else { 0.0 })
+            })
+            .collect();
+        fit_page_cost(&per_request)
+    };
     Ok(QueueProbe {
+        read_serial_fit: serial_fit(false),
+        write_serial_fit: serial_fit(true),
+        serial_points,
         read_parallelism: littles_law_parallelism(&reads),
         write_parallelism: littles_law_parallelism(&writes),
         reads,
@@ -1414,15 +1492,14 @@ pub const LIMIT_PROBE_CHUNKS: usize = 8;
 /// Limit of the limit-reclaim probe's cgroup; the child touches 4x this.
 pub const LIMIT_PROBE_BYTES: u64 = 32 * MIB;
 
-/// Reclaim at a memory cgroup's limit (see the module text): swap on zram (lzo, page-cluster 0,
-/// swappiness 100 as linux-zram), a [`LIMIT_PROBE_BYTES`] cgroup, a child touching 4x that.
-pub fn probe_limit_reclaim(seed: u64, state_path: &Path) -> Result<LimitReclaimProbe, LinuxError> {
-    let limit = LIMIT_PROBE_BYTES;
-    let pages = (4 * limit / PAGE_SIZE) as usize;
-    let cfg = LinuxConfig {
-        name: "calibrate-limit-reclaim".into(),
+/// The memory cgroup of the limit-reclaim and kept-page probes: [`LIMIT_PROBE_BYTES`], swap on
+/// zram ([`POOL_PROBE_COMPRESSOR`], room for twice `pages`), page-cluster 0, swappiness 100 as
+/// linux-zram.
+fn limit_probe_config(name: &str, pages: usize) -> LinuxConfig {
+    LinuxConfig {
+        name: name.into(),
         description: String::new(),
-        cgroup_limit_bytes: limit,
+        cgroup_limit_bytes: LIMIT_PROBE_BYTES,
         swap: SwapSetup::Zram {
             size_bytes: (pages as u64) * PAGE_SIZE * 2 + 16 * MIB,
             algorithm: POOL_PROBE_COMPRESSOR,
@@ -1431,8 +1508,16 @@ pub fn probe_limit_reclaim(seed: u64, state_path: &Path) -> Result<LimitReclaimP
         page_cluster: Some(0),
         swappiness: Some(100),
         discard: Default::default(),
-    };
-    let setup = Setup::apply(&cfg, state_path)?;
+    }
+}
+
+/// Reclaim at a memory cgroup's limit (see the module text): swap on zram (lzo, page-cluster 0,
+/// swappiness 100 as linux-zram), a [`LIMIT_PROBE_BYTES`] cgroup, a child touching 4x that.
+pub fn probe_limit_reclaim(seed: u64, state_path: &Path) -> Result<LimitReclaimProbe, LinuxError> {
+    let limit = LIMIT_PROBE_BYTES;
+    let pages = (4 * limit / PAGE_SIZE) as usize;
+    let cfg = limit_probe_config("calibrate-limit-reclaim", pages);
+    let mut setup = Setup::apply(&cfg, state_path)?;
     let result = (|| {
         let region = Mapping::new(pages * PAGE, false)?;
         let batches = LIMIT_PAGE_OUT_PAGES / nvmswap_core::SWAP_CLUSTER_MAX as usize;
@@ -1445,6 +1530,11 @@ pub fn probe_limit_reclaim(seed: u64, state_path: &Path) -> Result<LimitReclaimP
         }
         let procs = procs_file(&setup.cgroup)?;
         let out0 = vmstat_counter("pswpout")?;
+        // The touches' charges, traced (optional: the estimate below does not need it).
+        let tracer = crate::memcg_reclaim::Tracer::start(crate::memcg_reclaim::buffer_kb(1.0)).ok();
+        for change in tracer.iter().flat_map(|t| t.journal()) {
+            setup.journal(change)?;
+        }
         // SAFETY: the child only makes system calls (cgroup join, clock, getrusage) and writes
         // to `region` and `words`, both mapped before the fork; fill_page does not allocate.
         let pid =
@@ -1454,6 +1544,17 @@ pub fn probe_limit_reclaim(seed: u64, state_path: &Path) -> Result<LimitReclaimP
             vmstat_counter("pswpout")
         })();
         let mid = reap_on_error(pid, touched)?;
+        let traced = tracer
+            .and_then(|t| t.finish_charges(&std::iter::once(pid).collect()).ok())
+            .filter(|(_, lost)| *lost == 0)
+            .map(|(charges, _)| {
+                let reclaimed = charges.iter().map(|c| c.reclaimed).sum::<u64>();
+                let kept = charges
+                    .iter()
+                    .map(|c| c.ref_keep + c.activated)
+                    .sum::<u64>();
+                (reclaimed, kept)
+            });
         let code = go_and_reap(pid, w)?;
         let pswpout = mid - out0;
         let page_out_pswpout = vmstat_counter("pswpout")? - mid;
@@ -1505,6 +1606,190 @@ pub fn probe_limit_reclaim(seed: u64, state_path: &Path) -> Result<LimitReclaimP
             pswpout,
             page_out_us_per_page: page_out.summary(NS_PER_US),
             page_out_pswpout,
+            traced_reclaimed: traced.map(|t| t.0),
+            traced_kept: traced.map(|t| t.1),
+        })
+    })();
+    let diffs = setup.restore()?;
+    if !diffs.is_empty() {
+        return Err(LinuxError::Restore(diffs.join("; ")));
+    }
+    result
+}
+
+/// Pages of the kept-page probe's working set (three quarters of the limit's), read again
+/// before every [`KEPT_PROBE_BURST`] fresh pages.
+pub const KEPT_PROBE_WORKING_SET: usize = 6144;
+/// Fresh pages the kept-page probe's child writes between two reads of its working set.
+pub const KEPT_PROBE_BURST: usize = 256;
+/// Fresh pages it writes in all (three times the limit's).
+pub const KEPT_PROBE_FRESH: usize = 24576;
+
+/// A cost per charge and per page, fitted by least squares over single memcg charges:
+/// `duration = per_charge + per_reclaimed x reclaimed + per_kept x kept`, where kept are the
+/// pages the charge's scans looked at and kept for their references (`nr_ref_keep` plus
+/// `nr_activate_*` of `mm_vmscan_lru_shrink_inactive`).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct ChargeCostFit {
+    pub charges: u64,
+    pub per_charge_ns: f64,
+    pub per_reclaimed_ns: f64,
+    pub per_kept_ns: f64,
+    pub r_squared: f64,
+}
+
+/// Least squares of `duration_ns` on (reclaimed, kept) with an intercept, over the charges
+/// (the 3x3 normal equations, solved by elimination with partial pivoting). None with fewer than
+/// four charges or when the two counts do not vary independently (a singular system).
+pub fn fit_charge_cost(charges: &[crate::memcg_reclaim::Charge]) -> Option<ChargeCostFit> {
+    if charges.len() < 4 {
+        return None;
+    }
+    let rows: Vec<([f64; 3], f64)> = charges
+        .iter()
+        .map(|c| {
+            let kept = (c.ref_keep + c.activated) as f64;
+            ([1.0, c.reclaimed as f64, kept], c.duration_ns as f64)
+        })
+        .collect();
+    // The augmented normal equations [X'X | X'y].
+    let mut m = [[0.0f64; 4]; 3];
+    for (x, y) in &rows {
+        for (mi, xi) in m.iter_mut().zip(x) {
+            for (mij, xj) in mi.iter_mut().zip(x.iter().chain(std::iter::once(y))) {
+                *mij += xi * xj;
+            }
+        }
+    }
+    let scale = m[0][0].max(m[1][1]).max(m[2][2]);
+    for col in 0..3 {
+        let pivot = (col..3).max_by(|&a, &b| m[a][col].abs().total_cmp(&m[b][col].abs()))?;
+        if m[pivot][col].abs() <= 1e-9 * scale {
+            return None;
+        }
+        m.swap(col, pivot);
+        let pivot_row = m[col];
+        for (row, r) in m.iter_mut().enumerate() {
+            if row != col {
+                let f = r[col] / pivot_row[col];
+                for (v, p) in r.iter_mut().zip(pivot_row).skip(col) {
+                    *v -= f * p;
+                }
+            }
+        }
+    }
+    let beta = [m[0][3] / m[0][0], m[1][3] / m[1][1], m[2][3] / m[2][2]];
+    let mean = rows.iter().map(|(_, y)| y).sum::<f64>() / rows.len() as f64;
+    let (mut ss_res, mut ss_tot) = (0.0, 0.0);
+    for (x, y) in &rows {
+        let fit: f64 = (0..3).map(|i| beta[i] * x[i]).sum();
+        ss_res += (y - fit).powi(2);
+        ss_tot += (y - mean).powi(2);
+    }
+    Some(ChargeCostFit {
+        charges: rows.len() as u64,
+        per_charge_ns: beta[0],
+        per_reclaimed_ns: beta[1],
+        per_kept_ns: beta[2],
+        r_squared: if ss_tot > 0.0 {
+            1.0 - ss_res / ss_tot
+        } else {
+            1.0
+        },
+    })
+}
+
+/// What reclaim costs for a page it looks at and keeps (see [`probe_kept_pages`]).
+#[derive(Debug, Clone, Serialize)]
+pub struct KeptPageProbe {
+    pub compressor: String,
+    pub limit_bytes: u64,
+    pub working_set_pages: u64,
+    pub fresh_pages: u64,
+    /// The child's charges that reclaimed, as the vmscan trace saw them.
+    pub charges: u64,
+    pub pages_reclaimed: u64,
+    pub pages_kept: u64,
+    /// The largest number of pages one charge kept, and that charge's duration (µs).
+    pub max_kept: u64,
+    pub max_kept_charge_us: f64,
+    pub events_lost: u64,
+    pub fit: Option<ChargeCostFit>,
+}
+
+/// The kept-page probe's child (no allocation: see [`worker::fork_child`]): joins the cgroup,
+/// writes its working set (the first [`KEPT_PROBE_WORKING_SET`] pages of `region`), then, until
+/// [`KEPT_PROBE_FRESH`] fresh pages are written, reads one byte of every working-set page (which
+/// marks it referenced, and brings back the ones reclaim took) and writes the next
+/// [`KEPT_PROBE_BURST`] fresh pages. Returns the exit code.
+fn kept_probe_child(procs: &std::ffi::CString, region: &Mapping, seed: u64) -> i32 {
+    if !worker::join_cgroup_no_alloc(procs) {
+        return 2;
+    }
+    let fill = |p: usize| {
+        // SAFETY: page `p` lies inside the mapping, which outlives this borrow.
+        let page = unsafe { std::slice::from_raw_parts_mut(region.as_ptr().add(p * PAGE), PAGE) };
+        fill_page(page, seed, p as u64, 0.38, 0.0);
+    };
+    (0..KEPT_PROBE_WORKING_SET).for_each(fill);
+    let mut next = KEPT_PROBE_WORKING_SET;
+    while next < KEPT_PROBE_WORKING_SET + KEPT_PROBE_FRESH {
+        for p in 0..KEPT_PROBE_WORKING_SET {
+            // SAFETY: as above; a read of a swapped-out page faults it back in.
+            let _ = unsafe { region.as_ptr().add(p * PAGE).read_volatile() };
+        }
+        let end = (next + KEPT_PROBE_BURST).min(KEPT_PROBE_WORKING_SET + KEPT_PROBE_FRESH);
+        (next..end).for_each(fill);
+        next = end;
+    }
+    0
+}
+
+/// Reclaim's cost for a page it looks at and keeps: the same memory cgroup as
+/// [`probe_limit_reclaim`] (swap on zram, page-cluster 0, swappiness 100), a child whose working
+/// set is referenced again between bursts of fresh pages, so that its charges' scans meet
+/// referenced pages at the inactive tail in varying numbers. The kernel's vmscan tracepoints
+/// (in a tracefs instance of the probe's own, [`crate::memcg_reclaim::Tracer`]) give each
+/// charge's duration, pages reclaimed and pages kept; [`fit_charge_cost`] splits the duration.
+pub fn probe_kept_pages(seed: u64, state_path: &Path) -> Result<KeptPageProbe, LinuxError> {
+    let limit = LIMIT_PROBE_BYTES;
+    let pages = KEPT_PROBE_WORKING_SET + KEPT_PROBE_FRESH;
+    let cfg = limit_probe_config("calibrate-kept-pages", pages);
+    let mut setup = Setup::apply(&cfg, state_path)?;
+    let result = (|| {
+        let tracer = crate::memcg_reclaim::Tracer::start(crate::memcg_reclaim::buffer_kb(1.0))
+            .map_err(|why| LinuxError::Worker(format!("vmscan trace: {why}")))?;
+        for change in tracer.journal() {
+            setup.journal(change)?;
+        }
+        let region = Mapping::new(pages * PAGE, false)?;
+        let procs = procs_file(&setup.cgroup)?;
+        // SAFETY: the child only makes system calls (cgroup join) and writes to `region`,
+        // mapped before the fork; fill_page does not allocate.
+        let pid = unsafe { worker::fork_child(|| kept_probe_child(&procs, &region, seed)) }?;
+        let code = worker::wait_child(pid, || {})?;
+        if code != 0 {
+            return Err(LinuxError::Worker(format!(
+                "kept-page probe child exited with {code} (2: cgroup join)"
+            )));
+        }
+        let (charges, events_lost) = tracer
+            .finish_charges(&std::iter::once(pid).collect())
+            .map_err(|why| LinuxError::Worker(format!("vmscan trace: {why}")))?;
+        let kept = |c: &crate::memcg_reclaim::Charge| c.ref_keep + c.activated;
+        let widest = charges.iter().max_by_key(|c| kept(c));
+        Ok(KeptPageProbe {
+            compressor: POOL_PROBE_COMPRESSOR.name().into(),
+            limit_bytes: limit,
+            working_set_pages: KEPT_PROBE_WORKING_SET as u64,
+            fresh_pages: KEPT_PROBE_FRESH as u64,
+            charges: charges.len() as u64,
+            pages_reclaimed: charges.iter().map(|c| c.reclaimed).sum(),
+            pages_kept: charges.iter().map(kept).sum(),
+            max_kept: widest.map_or(0, kept),
+            max_kept_charge_us: widest.map_or(0.0, |c| c.duration_ns as f64 / 1e3),
+            events_lost,
+            fit: fit_charge_cost(&charges),
         })
     })();
     let diffs = setup.restore()?;
@@ -1560,7 +1845,13 @@ pub fn run(swap_dir: &Path, seed: u64) -> Result<Calibration, LinuxError> {
         Ok(p) => (Some(p), None),
         Err(e) => (None, Some(e.to_string())),
     };
+    let (kept_pages, kept_pages_unavailable) = match probe_kept_pages(seed, &state_path) {
+        Ok(p) => (Some(p), None),
+        Err(e) => (None, Some(e.to_string())),
+    };
     Ok(Calibration {
+        kept_pages,
+        kept_pages_unavailable,
         limit_reclaim,
         limit_reclaim_unavailable,
         swap_path,
@@ -1634,6 +1925,33 @@ pub fn device_profile_toml(cal: &Calibration) -> String {
             out.push_str(&format!("{field} = {:.0}\n", f.page_us * us));
         }
     }
+    // The serial stage: a line with both terms non-negative, per direction.
+    let serial = |fit: Option<PageFit>| fit.filter(|f| f.first_page_us >= 0.0 && f.page_us >= 0.0);
+    let serial_fits = cal.queue_probe.as_ref().map(|q| {
+        (
+            q,
+            [
+                ("read", "reads at random offsets", serial(q.read_serial_fit)),
+                (
+                    "write",
+                    "writes at consecutive offsets",
+                    serial(q.write_serial_fit),
+                ),
+            ],
+        )
+    });
+    if let Some((q, fits)) = &serial_fits {
+        out.push_str(&serial_probe_comment(q));
+        for (op, _, fit) in fits {
+            if let Some(f) = fit {
+                out.push_str(&format!(
+                    "{op}_serial_ns = {:.0}\n{op}_serial_page_ns = {:.0}\n",
+                    f.first_page_us * us,
+                    f.page_us * us
+                ));
+            }
+        }
+    }
     out.push_str("\n[sources]\n");
     out.push_str(&format!(
         "rotational = \"read: /sys/block/{}/queue/rotational on this machine (a virtio disk reports 1 whatever backs it)\"\n",
@@ -1681,6 +1999,59 @@ pub fn device_profile_toml(cal: &Calibration) -> String {
                     if f.linear { "linear" } else { "NOT linear: the line is a poor model of the sizes" }
                 ));
             }
+        }
+    }
+    if let Some((_, fits)) = &serial_fits {
+        for (op, how, fit) in fits {
+            if let Some(f) = fit {
+                let source = format!(
+                    "measured: nvmswap linux calibrate, closed loops of O_DIRECT {how} of the 16 MiB scratch file at depth {SERIAL_PROBE_DEPTH} (one thread per request in flight), sizes {} pages: least squares of the time per request at saturation (1 / IOPS), {:.1} us + {:.2} us x (pages - 1), R² {:.4}, largest residual {:.1} % ({}; per-size table in the comment above)",
+                    list(&PROBE_SIZES),
+                    f.first_page_us,
+                    f.page_us,
+                    f.r_squared,
+                    f.max_residual * 100.0,
+                    if f.linear { "linear" } else { "NOT linear: the line is a poor model of the sizes" }
+                );
+                out.push_str(&format!(
+                    "{op}_serial_ns = \"{source}\"\n{op}_serial_page_ns = \"{source}\"\n"
+                ));
+            }
+        }
+    }
+    out
+}
+
+/// The serial-stage probe's table as TOML comments (per size: IOPS and time per request at
+/// depth 16, reads and writes) and the fits.
+pub fn serial_probe_comment(q: &QueueProbe) -> String {
+    let mut out = format!(
+        "# Closed loops at depth {SERIAL_PROBE_DEPTH}, {:.1} s per point, reads at random and writes at\n\
+         # consecutive offsets: the time per request at saturation against size (the serial stage):\n\
+         #   pages | read IOPS  us/request | write IOPS  us/request\n",
+        q.seconds_per_point
+    );
+    let per = |iops: f64| if iops > 0.0 { 1e6 / iops } else { f64::NAN };
+    for p in &q.serial_points {
+        out.push_str(&format!(
+            "#   {:5} | {:9.0} {:11.1} | {:10.0} {:11.1}\n",
+            p.pages,
+            p.read_iops,
+            per(p.read_iops),
+            p.write_iops,
+            per(p.write_iops)
+        ));
+    }
+    for (name, fit) in [("reads", q.read_serial_fit), ("writes", q.write_serial_fit)] {
+        match fit {
+            Some(f) => out.push_str(&format!(
+                "# {name}: {:.1} us + {:.2} us x (pages - 1) per request, R² {:.4}, largest residual {:.1} %\n",
+                f.first_page_us,
+                f.page_us,
+                f.r_squared,
+                f.max_residual * 100.0
+            )),
+            None => out.push_str(&format!("# {name}: no fit\n")),
         }
     }
     out
@@ -1924,10 +2295,10 @@ fn pool_costs_toml(cal: &Calibration) -> String {
 fn limit_reclaim_costs_toml(cal: &Calibration) -> String {
     let ns = |us: f64| (us * NS_PER_US as f64).round();
     let Some(l) = &cal.limit_reclaim else {
-        return String::new();
+        return kept_pages_costs_toml(cal);
     };
     let Some(scan) = l.paired_scan_page_ns() else {
-        return String::new();
+        return kept_pages_costs_toml(cal);
     };
     let t = &l.touch_us;
     let probes = cal
@@ -1952,6 +2323,30 @@ fn limit_reclaim_costs_toml(cal: &Calibration) -> String {
             )
         })
         .unwrap_or_default();
+    // The touches' charges also kept pages for their references; with both the kept-page
+    // cost and the touches' own trace, the kept pages' share comes off (sim charges it apart).
+    let keep = cal
+        .kept_pages
+        .as_ref()
+        .and_then(|k| k.fit)
+        .zip(l.traced_kept.zip(l.traced_reclaimed))
+        .filter(|(_, (_, reclaimed))| *reclaimed > 0)
+        .map(|(fit, (kept, reclaimed))| {
+            let per_page = fit.per_kept_ns * kept as f64 / reclaimed as f64;
+            (
+                scan - per_page,
+                format!(
+                    "\n# The touches' charges (vmscan trace) reclaimed {reclaimed} pages and kept \
+                     {kept} for their\n# references: {:.2} kept per page reclaimed, at \
+                     reclaim_keep_page_ns ({:.0}) {per_page:.0} ns of the\n# above, which sim \
+                     charges per page kept: {scan:.0} - {per_page:.0} = {:.0} ns.",
+                    kept as f64 / reclaimed as f64,
+                    fit.per_kept_ns,
+                    scan - per_page
+                ),
+            )
+        });
+    let (scan_written, keep_note) = keep.unwrap_or((scan, String::new()));
     format!(
         "# Limit reclaim's work per reclaimed page besides its page-out (LRU scanning,\n\
          # deactivation and referenced checks, rotations, priority loops): a child in a {} MiB\n\
@@ -1960,9 +2355,9 @@ fn limit_reclaim_costs_toml(cal: &Calibration) -> String {
          # p50 {:.0}, mean {:.0}, p99 {:.0} ns; {} over {:.0} us, {:.1} %: charges that reclaimed);\n\
          # pswpout {} = pages reclaimed. Then the same child paged out its last {} pages in\n\
          # MADV_PAGEOUT batches of 32 (p50 {:.0} ns per page, pswpout {}). (Sum {} ns - {} x\n\
-         # touch p50) / {} - page-out p50 = {:.0} ns.{chunks}{probes}\n\
+         # touch p50) / {} - page-out p50 = {:.0} ns.{chunks}{probes}{keep_note}\n\
          # Sim charges it per page that memcg, direct or kswapd reclaim takes.\n\
-         reclaim_scan_page_ns = {}\n",
+         reclaim_scan_page_ns = {}\n{}",
         l.limit_bytes / MIB,
         l.compressor,
         l.pages,
@@ -1981,7 +2376,44 @@ fn limit_reclaim_costs_toml(cal: &Calibration) -> String {
         l.faulted,
         l.pswpout,
         scan,
-        scan.max(0.0).round(),
+        scan_written.max(0.0).round(),
+        kept_pages_costs_toml(cal),
+    )
+}
+
+/// The kept-page probe's part of [`costs_toml`]: `reclaim_keep_page_ns`.
+fn kept_pages_costs_toml(cal: &Calibration) -> String {
+    let Some(k) = &cal.kept_pages else {
+        return String::new();
+    };
+    let Some(fit) = k.fit else {
+        return String::new();
+    };
+    format!(
+        "# Reclaim's work per page its scan looks at and keeps for its references (referenced\n\
+         # check, rotation or activation): a child in a {} MiB memory cgroup (swap on zram, {})\n\
+         # read its {}-page working set again before every {} of {} fresh pages it wrote; the\n\
+         # kernel's vmscan trace of its {} charges (reclaimed {}, kept {}, the widest kept {} in\n\
+         # {:.0} us; {} events lost), least squares duration = a + b x reclaimed + c x kept:\n\
+         # a {:.0} ns, b {:.0} ns, c {:.0} ns, R² {:.4}. Sim charges c per page kept (a and b\n\
+         # are not taken: charges reclaim 32-50 pages, so the two trade against each other).\n\
+         reclaim_keep_page_ns = {:.0}\n",
+        k.limit_bytes / MIB,
+        k.compressor,
+        k.working_set_pages,
+        KEPT_PROBE_BURST,
+        k.fresh_pages,
+        k.charges,
+        k.pages_reclaimed,
+        k.pages_kept,
+        k.max_kept,
+        k.max_kept_charge_us,
+        k.events_lost,
+        fit.per_charge_ns,
+        fit.per_reclaimed_ns,
+        fit.per_kept_ns,
+        fit.r_squared,
+        fit.per_kept_ns.max(0.0),
     )
 }
 
@@ -2001,6 +2433,8 @@ struct CostsFile {
     pool_swap_in_software_ns: Option<f64>,
     #[serde(default)]
     reclaim_scan_page_ns: Option<f64>,
+    #[serde(default)]
+    reclaim_keep_page_ns: Option<f64>,
     /// The compressor the pool paths were measured with.
     #[serde(default)]
     pool_probe_compressor: Option<String>,
@@ -2046,6 +2480,7 @@ pub fn load_costs(
         zram_store_page_ns: store(file.zram_store_page_ns),
         pool_swap_in_software_ns: file.pool_swap_in_software_ns,
         reclaim_scan_page_ns: file.reclaim_scan_page_ns,
+        reclaim_keep_page_ns: file.reclaim_keep_page_ns,
         minor_fault_ns: Some(file.minor_fault_ns),
         swap_write_page_ns: file.swap_write_page_ns,
         swap_in_software_ns: file.swap_in_software_ns,
@@ -2067,6 +2502,42 @@ mod tests {
             mean_us,
             p99_us: mean_us * 2.0,
         }
+    }
+
+    fn charge(reclaimed: u64, kept: u64, duration_ns: u64) -> crate::memcg_reclaim::Charge {
+        crate::memcg_reclaim::Charge {
+            reclaimed,
+            ref_keep: kept / 2,
+            activated: kept - kept / 2,
+            scanned: reclaimed + kept,
+            duration_ns,
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn the_charge_cost_fit_recovers_known_costs_and_refuses_what_it_cannot_split() {
+        // Durations exactly 50,000 + 4,000 x reclaimed + 480 x kept ns.
+        let exact = |r: u64, k: u64| charge(r, k, 50_000 + 4_000 * r + 480 * k);
+        let charges = [
+            exact(32, 0),
+            exact(40, 10),
+            exact(33, 300),
+            exact(50, 8000),
+            exact(36, 64),
+            exact(90, 2),
+        ];
+        let fit = fit_charge_cost(&charges).unwrap();
+        assert_eq!(fit.charges, 6);
+        assert!((fit.per_charge_ns - 50_000.0).abs() < 1e-3, "{fit:?}");
+        assert!((fit.per_reclaimed_ns - 4_000.0).abs() < 1e-4, "{fit:?}");
+        assert!((fit.per_kept_ns - 480.0).abs() < 1e-6, "{fit:?}");
+        assert!((fit.r_squared - 1.0).abs() < 1e-9, "{fit:?}");
+        // Kept always twice reclaimed: the two costs cannot be told apart.
+        let tied: Vec<_> = (1..10).map(|r| charge(r, 2 * r, 1_000 * r)).collect();
+        assert_eq!(fit_charge_cost(&tied), None);
+        // Too few charges.
+        assert_eq!(fit_charge_cost(&charges[..3]), None);
     }
 
     #[test]
@@ -2229,10 +2700,53 @@ mod tests {
                 pswpout: 400,
                 page_out_us_per_page: s(10.5, 10.0),
                 page_out_pswpout: 4096,
+                traced_reclaimed: None,
+                traced_kept: None,
             }),
             limit_reclaim_unavailable: None,
+            kept_pages: None,
+            kept_pages_unavailable: None,
         };
         let text = costs_toml(&cal);
+        // With the kept-page probe and the touches' own trace (1.5 kept per page reclaimed at
+        // 400 ns each): 16,500 - 600 per reclaimed page, and 400 per page kept.
+        let mut kept = cal.clone();
+        if let Some(l) = kept.limit_reclaim.as_mut() {
+            l.traced_reclaimed = Some(400);
+            l.traced_kept = Some(600);
+        }
+        kept.kept_pages = Some(KeptPageProbe {
+            compressor: "lzo".into(),
+            limit_bytes: 32 * MIB,
+            working_set_pages: 6144,
+            fresh_pages: 24576,
+            charges: 100,
+            pages_reclaimed: 4000,
+            pages_kept: 9000,
+            max_kept: 8000,
+            max_kept_charge_us: 4000.0,
+            events_lost: 0,
+            fit: Some(ChargeCostFit {
+                charges: 100,
+                per_charge_ns: 90_000.0,
+                per_reclaimed_ns: 4_300.0,
+                per_kept_ns: 400.0,
+                r_squared: 0.99,
+            }),
+        });
+        let kept_text = costs_toml(&kept);
+        assert!(
+            kept_text.contains("\nreclaim_scan_page_ns = 15900\n"),
+            "{kept_text}"
+        );
+        assert!(
+            kept_text.contains("\nreclaim_keep_page_ns = 400\n"),
+            "{kept_text}"
+        );
+        assert!(
+            kept_text.contains("1.50 kept per page reclaimed"),
+            "{kept_text}"
+        );
         assert!(text.contains("\nreclaim_scan_page_ns = 16500\n"), "{text}");
         assert!(text.contains("instead: 14750 ns."), "{text}");
         // Chunks of 10 touches of 12,000 ns: 12,000 - 1,800 - 10,000.
@@ -2271,12 +2785,31 @@ mod tests {
             point(8, 75_000.0, 106.0),
         ];
         let writes = vec![point(1, 18_000.0, 55.0), point(2, 18_500.0, 108.0)];
+        // At depth 16, reads take 13 us + 2.5 us per further page each, writes 10 us + 1 us.
+        let serial_points: Vec<SerialPoint> = PROBE_SIZES
+            .iter()
+            .map(|&pages| SerialPoint {
+                pages,
+                read_iops: 1e6 / (13.0 + 2.5 * (pages - 1) as f64),
+                write_iops: 1e6 / (10.0 + (pages - 1) as f64),
+            })
+            .collect();
+        let fit = |f: fn(&SerialPoint) -> f64| {
+            let pts: Vec<(u32, f64)> = serial_points
+                .iter()
+                .map(|p| (p.pages, 1e6 / f(p)))
+                .collect();
+            fit_page_cost(&pts)
+        };
         let q = QueueProbe {
             read_parallelism: littles_law_parallelism(&reads),
             write_parallelism: littles_law_parallelism(&writes),
             reads,
             writes,
             reads_under_writes: vec![],
+            read_serial_fit: fit(|p| p.read_iops),
+            write_serial_fit: fit(|p| p.write_iops),
+            serial_points,
             seconds_per_point: 0.4,
         };
         let s = |mean| LatencySummary {
@@ -2321,6 +2854,8 @@ mod tests {
             zram_path_unavailable: None,
             limit_reclaim: None,
             limit_reclaim_unavailable: None,
+            kept_pages: None,
+            kept_pages_unavailable: None,
         };
         let text = device_profile_toml(&cal);
         let p = nvmswap_core::device::DeviceProfile::from_toml_str(&text, "test").unwrap();
@@ -2331,6 +2866,14 @@ mod tests {
         assert!(text.contains("72000 IOPS at depth 4"), "{text}");
         assert_eq!(p.read_page_ns, Some(5_000.0));
         assert_eq!(p.write_page_ns, Some(20_000.0));
+        assert_eq!(p.read_serial_ns, Some(13_000.0));
+        assert_eq!(p.read_serial_page_ns, Some(2_500.0));
+        assert_eq!(p.write_serial_ns, Some(10_000.0));
+        assert_eq!(p.write_serial_page_ns, Some(1_000.0));
+        assert!(
+            p.sources["write_serial_page_ns"].contains("10.0 us + 1.00 us x (pages - 1)"),
+            "{text}"
+        );
         assert!(
             p.sources["read_page_ns"].contains("60.0 us + 5.00 us"),
             "{text}"

@@ -173,6 +173,19 @@ impl Tracer {
         Ok(summary.to_json())
     }
 
+    /// Stops the trace; each finished charge of the processes `pids`, in trace order, and the
+    /// events the buffer lost (for a calibration probe that fits costs to single charges).
+    pub fn finish_charges(self, pids: &BTreeSet<i32>) -> Result<(Vec<Charge>, u64), Unavailable> {
+        self.set("tracing_on", "0")?;
+        let lost = self.events_lost();
+        let text = std::fs::read_to_string(self.dir.join("trace"))
+            .map_err(|e| format!("read {}/trace: {e}", self.dir.display()))?;
+        let parsed = parse(&text);
+        let mut s = Summary::default();
+        let done = charges(&parsed, pids, &mut s);
+        Ok((done, lost.max(parsed.lost_marked)))
+    }
+
     /// Events the instance's buffer lost: per CPU, `overrun` (overwritten), `commit overrun` and
     /// `dropped events`.
     fn events_lost(&self) -> u64 {
@@ -382,18 +395,21 @@ fn parse_line(line: &str) -> Option<Traced> {
     Some(Traced { pid, t_ns, event })
 }
 
-/// One finished charge: begin and end of a pid, its scans between.
+/// One finished charge: begin and end of a pid, its scans between (times on the trace clock,
+/// `mono`: CLOCK_MONOTONIC where the kernel has it).
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
-struct Charge {
-    begin_ns: u64,
-    duration_ns: u64,
-    reclaimed: u64,
-    scanned: u64,
-    ref_keep: u64,
-    activated: u64,
-    deactivated: u64,
+pub struct Charge {
+    pub begin_ns: u64,
+    pub duration_ns: u64,
+    pub reclaimed: u64,
+    /// Pages its inactive-list scans looked at (`nr_scanned`).
+    pub scanned: u64,
+    /// Of them, kept for their references (`nr_ref_keep`) and activated (`nr_activate_*`).
+    pub ref_keep: u64,
+    pub activated: u64,
+    pub deactivated: u64,
     /// The lowest priority its scans reached (None: no shrink event).
-    lowest_priority: Option<i32>,
+    pub lowest_priority: Option<i32>,
 }
 
 /// What the trace says of the workload's charges.

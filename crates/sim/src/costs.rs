@@ -86,6 +86,9 @@ pub struct Costs {
     /// its referenced checks, rotations, priority loops): `costs.reclaim_scan_page_ns`
     /// (calibrated), else 0 (sim assumes none).
     pub reclaim_scan: u64,
+    /// Reclaim's work for a page its scan looks at and keeps (referenced check, rotation or
+    /// activation): `costs.reclaim_keep_page_ns` (calibrated), else 0 (sim assumes none).
+    pub reclaim_keep: u64,
     /// Calibrated whole swap-out paths into zswap's pool and into zram (None: not calibrated).
     zswap_store: Option<f64>,
     zram_store: Option<f64>,
@@ -112,6 +115,9 @@ impl Costs {
                 .map_or(POOL_SWAP_IN_SOFTWARE_NS, |v| v as u64),
             reclaim_scan: o
                 .reclaim_scan_page_ns
+                .map_or(0, |v| v.max(0.0).round() as u64),
+            reclaim_keep: o
+                .reclaim_keep_page_ns
                 .map_or(0, |v| v.max(0.0).round() as u64),
             zswap_store: o.zswap_store_page_ns,
             zram_store: o.zram_store_page_ns,

@@ -4,6 +4,10 @@
 //! reclaimed page goes to the swap back-end (backend/).
 //!
 //! The write side as the 6.18 kernel runs it (`nvmswap_core::reclaim`, mm/vmscan.c):
+//! - a page the scan looks at and keeps for its references (rotated or activated) costs the
+//!   reclaimer `costs.reclaim_keep_page_ns` (the referenced check's reverse-map walk and the
+//!   list move, calibrated from the kernel's vmscan trace), one it reclaims
+//!   `costs.reclaim_scan_page_ns` besides its page-out;
 //! - each batch of `SWAP_CLUSTER_MAX` pages runs under a block plug (`shrink_lruvec`), flushed
 //!   at the batch's end (`SwapBackend::finish_plug`); the reclaimer does not wait for its writes,
 //!   and a written page keeps its frame until its write completes (`SwapBackend::frames_held`),
@@ -423,6 +427,18 @@ impl Machine<'_> {
                 victims.clear();
                 let looked = ended + self.lru.isolate_inactive(batch - ended, &mut victims);
                 scanned += looked;
+                // The pages looked at and kept for their references (rotated or activated).
+                let kept = looked - ended - victims.len() as u64;
+                let ns = kept * self.costs.reclaim_keep;
+                if ns > 0 {
+                    self.obs.emit(Event::Cpu {
+                        t: self.now + start + stall,
+                        actor: me,
+                        kind: CpuKind::Kernel,
+                        ns,
+                    });
+                    stall += ns;
+                }
                 let mut written = 0;
                 for &p in &victims {
                     if backend_full {
@@ -431,7 +447,7 @@ impl Machine<'_> {
                     }
                     let t = self.now + start + stall;
                     let held = self.backend.frames_held();
-                    match self.evict(p, t, me, ReclaimKind::Direct) {
+                    match self.evict(p, t, me, ReclaimKind::Direct, 0) {
                         Some(spent) => {
                             stall += spent.total();
                             written += 1;
@@ -501,18 +517,30 @@ impl Machine<'_> {
     }
 
     /// Evicts the LRU's next victim at time `t`.
+    /// The pages the scan looked at and kept on its way to the victim cost the reclaimer
+    /// `costs.reclaim_keep` each.
     pub(crate) fn reclaim_one(&mut self, t: u64, by: Actor, kind: ReclaimKind) -> Option<Spent> {
+        let kept_before = self.lru.stats.activated + self.lru.stats.rotated;
         let p = self.lru.pick_victim()?;
-        let spent = self.evict(p, t, by, kind);
+        let kept = self.lru.stats.activated + self.lru.stats.rotated - kept_before;
+        let spent = self.evict(p, t, by, kind, kept * self.costs.reclaim_keep);
         if spent.is_none() {
             self.lru.put_back(p);
         }
         spent
     }
 
-    /// Evicts `p`, which the LRU handed out as a victim, at time `t`; None (the page still off
-    /// the lists) when the back-end has no room.
-    fn evict(&mut self, p: u32, t: u64, by: Actor, kind: ReclaimKind) -> Option<Spent> {
+    /// Evicts `p`, which the LRU handed out as a victim, at time `t`, with `scan_cpu` of looking
+    /// at the pages kept before it; None (the page still off the lists) when the back-end has
+    /// no room.
+    fn evict(
+        &mut self,
+        p: u32,
+        t: u64,
+        by: Actor,
+        kind: ReclaimKind,
+        scan_cpu: u64,
+    ) -> Option<Spent> {
         debug_assert_eq!(self.loc[p as usize], Loc::Resident);
         match self.swap_out(p, t, by) {
             Some(mut spent) => {
@@ -524,7 +552,7 @@ impl Machine<'_> {
                 }
                 // The LRU work around the page-out (scanning, deactivation, rotations),
                 // calibrated by limit reclaim; charged to whoever reclaims (0 without it).
-                spent.cpu += self.costs.reclaim_scan;
+                spent.cpu += self.costs.reclaim_scan + scan_cpu;
                 self.obs.emit(Event::Reclaimed {
                     t,
                     actor: by,
@@ -761,6 +789,55 @@ mod tests {
         let extra = with - without;
         assert_eq!(extra % 2_000, 0, "{extra}");
         assert!(extra / 2_000 >= reclaimed, "{extra}");
+    }
+
+    #[test]
+    fn a_page_the_scan_looks_at_and_keeps_costs_the_reclaimer_its_calibrated_work() {
+        // The full 64-frame cgroup, every resident page touched again: the charge's scans meet
+        // referenced pages at the inactive tail and keep them (rotated or activated). With
+        // 500 ns per page kept its stall is longer by exactly that many x 500 ns (the same
+        // draws otherwise).
+        let first_reclaim = |keep: Option<f64>| {
+            let mut m = full_cgroup(|c| {
+                c.costs.swap_write_page_ns = Some(4_084.0);
+                c.costs.reclaim_keep_page_ns = keep;
+            });
+            for p in 0..100 {
+                if m.loc[p as usize] == Loc::Resident {
+                    let lat = m.touch(p, false).unwrap();
+                    m.advance(lat, true);
+                }
+            }
+            let kept_before = m.lru.stats.activated + m.lru.stats.rotated;
+            let stall = m.allocate_frame().unwrap();
+            (
+                stall,
+                m.lru.stats.activated + m.lru.stats.rotated - kept_before,
+            )
+        };
+        let (without, kept) = first_reclaim(None);
+        let (with, kept_with) = first_reclaim(Some(500.0));
+        assert_eq!(kept, kept_with, "the same draws");
+        assert!(kept > 0, "the scan met referenced pages");
+        assert_eq!(with - without, kept * 500);
+        // kswapd's and direct reclaim's victim search pays it too.
+        let mut m = machine(|c| c.costs.reclaim_keep_page_ns = Some(500.0), 4);
+        for p in 0..4 {
+            let lat = m.touch(p, true).unwrap();
+            m.advance(lat, true);
+        }
+        let kswapd = m.kswapd_actor();
+        let kept_before = m.lru.stats.activated + m.lru.stats.rotated;
+        let cpu = m
+            .reclaim_one(m.now, kswapd, ReclaimKind::Kswapd)
+            .unwrap()
+            .cpu;
+        let kept = m.lru.stats.activated + m.lru.stats.rotated - kept_before;
+        assert!(kept > 0, "a first touch's reference is met once");
+        assert_eq!(
+            cpu,
+            crate::costs::BLOCK_SUBMIT_NS + RECLAIM_PAGE_NS + kept * 500
+        );
     }
 
     /// Keeps each charge's `MemcgReclaim` (pages reclaimed, lowest priority).

@@ -192,6 +192,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
                 match (&cal.queue_probe, &cal.queue_probe_unavailable) {
                     (Some(q), _) => {
                         print!("{}", nvmswap_linux::calibrate::queue_probe_comment(q));
+                        print!("{}", nvmswap_linux::calibrate::serial_probe_comment(q));
                         if let Some(p) = q.parallelism() {
                             println!("parallelism {} (profile)", p.parallelism);
                         }
@@ -261,6 +262,23 @@ pub fn run(args: Args) -> anyhow::Result<()> {
                         );
                     }
                     (None, Some(why)) => println!("limit reclaim not probed: {why}"),
+                    (None, None) => {}
+                }
+                match (&cal.kept_pages, &cal.kept_pages_unavailable) {
+                    (Some(k), _) => {
+                        let fit = k.fit.map_or("no fit (too few charges, or reclaimed and kept moved together)".to_string(), |f| {
+                            format!(
+                                "duration = {:.0} ns + {:.0} ns x reclaimed + {:.0} ns x kept (R² {:.4}); reclaim_keep_page_ns {:.0}",
+                                f.per_charge_ns, f.per_reclaimed_ns, f.per_kept_ns, f.r_squared, f.per_kept_ns
+                            )
+                        });
+                        println!(
+                            "kept pages ({} MiB cgroup, zram {}, {}-page working set read again between bursts of fresh pages): {} charges traced, {} pages reclaimed, {} kept (widest {} in {:.0} us), {} events lost; {fit}",
+                            k.limit_bytes >> 20, k.compressor, k.working_set_pages, k.charges, k.pages_reclaimed,
+                            k.pages_kept, k.max_kept, k.max_kept_charge_us, k.events_lost
+                        );
+                    }
+                    (None, Some(why)) => println!("kept pages not probed: {why}"),
                     (None, None) => {}
                 }
             }
