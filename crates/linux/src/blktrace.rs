@@ -589,6 +589,29 @@ fn summarise(parsed: &Parsed, device: &str) -> serde_json::Value {
     }
     let mut out = serde_json::Map::new();
     out.insert("device".into(), device.into());
+    let spans: Vec<(Op, u64, u64)> = parsed
+        .requests
+        .iter()
+        .map(|r| (r.op, r.d_ns, r.c_ns))
+        .collect();
+    let depths = nvmswap_core::block::depth_at_dispatch(&spans);
+    for (dir, depths) in depths.into_iter().enumerate() {
+        let name = ["read", "write"][dir];
+        let pages: Vec<u64> = parsed
+            .requests
+            .iter()
+            .filter(|r| (r.op == Op::Write) as usize == dir)
+            .map(|r| r.bytes.div_ceil(PAGE_SIZE))
+            .collect();
+        for (key, counts) in [("depth_at_dispatch", depths), ("pages_per_request", pages)] {
+            if let Some(s) = nvmswap_core::block::DepthSummary::of(counts) {
+                out.insert(
+                    format!("{name}_{key}"),
+                    serde_json::to_value(s).expect("a summary serialises"),
+                );
+            }
+        }
+    }
     for (dir, name) in [(0, "read"), (1, "write")] {
         out.insert(format!("{name}_requests"), requests[dir].into());
         out.insert(

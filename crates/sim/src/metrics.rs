@@ -75,6 +75,9 @@ pub struct Metrics {
     series: RunSeries,
     /// blktrace's Q2D, D2C, Q2C for reads [0] and writes [1].
     pub(crate) trace: [[LatencyRecorder; 3]; 2],
+    /// Every completed request's direction, dispatch and completion, for the device depth each
+    /// met at dispatch (`extra.blktrace.*_depth_at_dispatch`).
+    dispatched: Vec<(nvmswap_core::block::Op, u64, u64, u64)>,
     /// Reclaim's sleeps by reason: (count, total ns).
     throttles: std::collections::BTreeMap<&'static str, (u64, u64)>,
     /// Write requests a block plug submitted, and the pages in them.
@@ -99,6 +102,7 @@ impl Metrics {
             switches: LatencyRecorder::new(),
             series: RunSeries::default(),
             trace: Default::default(),
+            dispatched: Vec::new(),
             throttles: Default::default(),
             plugged: (0, 0),
             swap_in_cost: [0; 4],
@@ -215,6 +219,8 @@ impl Observer for Metrics {
                 for (i, ns) in stages.into_iter().enumerate() {
                     self.trace[dir][i].record_ns(ns);
                 }
+                self.dispatched
+                    .push((done.op, done.d, done.c, done.bytes.div_ceil(PAGE_SIZE)));
             }
             Event::Throttled { reason, ns, .. } => {
                 let e = self.throttles.entry(reason).or_default();
@@ -461,6 +467,23 @@ impl Metrics {
             let mut trace = serde_json::Map::new();
             trace.insert("scheduler".into(), cfg.io_scheduler.name().into());
             trace.insert("completion".into(), cfg.completion.name().into());
+            let spans: Vec<_> = self.dispatched.iter().map(|r| (r.0, r.1, r.2)).collect();
+            let depths = nvmswap_core::block::depth_at_dispatch(&spans);
+            for (dir, depths) in depths.into_iter().enumerate() {
+                let name = ["read", "write"][dir];
+                let pages: Vec<u64> = self
+                    .dispatched
+                    .iter()
+                    .filter(|r| (r.0 == Op::Write) as usize == dir)
+                    .map(|r| r.3)
+                    .collect();
+                for (key, counts) in [("depth_at_dispatch", depths), ("pages_per_request", pages)] {
+                    if let Some(s) = nvmswap_core::block::DepthSummary::of(counts) {
+                        let v = serde_json::to_value(s).expect("summary serialises");
+                        trace.insert(format!("{name}_{key}"), v);
+                    }
+                }
+            }
             for (dir, name) in [(0, "read"), (1, "write")] {
                 for (i, stage) in ["q2d_us", "d2c_us", "q2c_us"].into_iter().enumerate() {
                     let rec = &self.trace[dir][i];

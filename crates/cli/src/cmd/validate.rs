@@ -328,6 +328,26 @@ const MECHANISMS: &[Mechanism] = &[
     both("write Q2D us p99", &["blktrace", "write_q2d_us", "p99"]),
     both("write D2C us p50", &["blktrace", "write_d2c_us", "p50"]),
     both("write D2C us p99", &["blktrace", "write_d2c_us", "p99"]),
+    both(
+        "read: device depth at dispatch p99",
+        &["blktrace", "read_depth_at_dispatch", "p99"],
+    ),
+    both(
+        "write: device depth at dispatch p50",
+        &["blktrace", "write_depth_at_dispatch", "p50"],
+    ),
+    both(
+        "write: device depth at dispatch p99",
+        &["blktrace", "write_depth_at_dispatch", "p99"],
+    ),
+    both(
+        "write: pages per request p50",
+        &["blktrace", "write_pages_per_request", "p50"],
+    ),
+    both(
+        "write: pages per request p90",
+        &["blktrace", "write_pages_per_request", "p90"],
+    ),
 ];
 
 /// The mechanism statistics of one scenario that at least one substrate has: (label, mean of

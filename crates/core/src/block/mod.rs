@@ -246,6 +246,63 @@ impl SchedulerTunables {
     }
 }
 
+/// For each request given as (op, dispatch, completion), how many other requests the device
+/// held when it was dispatched (dispatched at or before, completed after), reads and writes
+/// alike; returned per direction of the dispatched request, `[reads, writes]`. The same
+/// statistic for both substrates: sim's block layer and the kernel's block tracepoints (D and C
+/// of each request in the swap area), so an arrival pattern that differs shows here before it
+/// shows in D2C.
+pub fn depth_at_dispatch(requests: &[(Op, Nanos, Nanos)]) -> [Vec<u64>; 2] {
+    // Completions before dispatches at the same instant: a request that ended as another was
+    // dispatched is no longer in the device.
+    let mut events: Vec<(Nanos, u8, usize)> = Vec::with_capacity(2 * requests.len());
+    for (i, &(_, d, c)) in requests.iter().enumerate() {
+        events.push((d, 1, i));
+        events.push((c.max(d), 0, i));
+    }
+    events.sort_unstable();
+    let mut out: [Vec<u64>; 2] = Default::default();
+    let mut in_device: u64 = 0;
+    for (_, kind, i) in events {
+        if kind == 0 {
+            in_device -= 1;
+        } else {
+            out[(requests[i].0 == Op::Write) as usize].push(in_device);
+            in_device += 1;
+        }
+    }
+    debug_assert_eq!(in_device, 0, "every dispatched request completed");
+    out
+}
+
+/// Mean and exact percentiles of counts: [`depth_at_dispatch`]'s, or the pages of each request
+/// (None when there are none).
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize)]
+pub struct DepthSummary {
+    pub mean: f64,
+    pub p50: u64,
+    pub p90: u64,
+    pub p99: u64,
+    pub max: u64,
+}
+
+impl DepthSummary {
+    pub fn of(mut depths: Vec<u64>) -> Option<Self> {
+        if depths.is_empty() {
+            return None;
+        }
+        depths.sort_unstable();
+        let at = |p| crate::metrics::percentile_sorted(&depths, p);
+        Some(DepthSummary {
+            mean: depths.iter().sum::<u64>() as f64 / depths.len() as f64,
+            p50: at(50),
+            p90: at(90),
+            p99: at(99),
+            max: at(100),
+        })
+    }
+}
+
 #[cfg(test)]
 pub(crate) fn req(id: u64, op: Op, sector: u64) -> Request {
     Request {
@@ -262,6 +319,26 @@ pub(crate) fn req(id: u64, op: Op, sector: u64) -> Request {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn depth_at_dispatch_counts_the_requests_still_in_the_device() {
+        use super::{depth_at_dispatch, Op};
+        // Three writes dispatched together, a read dispatched as the first write completes
+        // (that one no longer counts), another read after all are done.
+        let reqs = [
+            (Op::Write, 0, 10),
+            (Op::Write, 0, 20),
+            (Op::Write, 0, 30),
+            (Op::Read, 10, 25),
+            (Op::Read, 40, 50),
+        ];
+        let [reads, writes] = depth_at_dispatch(&reqs);
+        assert_eq!(writes, [0, 1, 2]);
+        assert_eq!(reads, [2, 0]);
+        let w = super::DepthSummary::of(writes).unwrap();
+        assert_eq!((w.mean, w.p50, w.max), (1.0, 1, 2));
+        assert_eq!(super::DepthSummary::of(vec![]), None);
+    }
+
     use super::*;
 
     #[test]
