@@ -11,6 +11,7 @@ pub mod calibrate;
 pub mod cgroup;
 pub mod chromium;
 pub mod config;
+pub mod device_check;
 pub mod error;
 pub mod memcg_reclaim;
 pub mod microbench;

@@ -72,6 +72,26 @@ enum Action {
         #[arg(long)]
         json: bool,
     },
+    /// Check a device profile against the disk it describes: bursts like reclaim's (N requests
+    /// of P pages issued together, writes to consecutive and reads to random offsets), the
+    /// disk's D2C from the block tracepoints beside the profile's model of the same bursts.
+    /// Nothing is fitted; the machine is restored afterwards.
+    CheckDevice {
+        /// The profile to check (written by `nvmswap linux calibrate`).
+        #[arg(long, default_value = "profiles/linux/calibrated-vda.toml")]
+        profile: PathBuf,
+        /// Directory on the disk the profile describes (a 64 MiB scratch file goes there).
+        #[arg(long, default_value = "/var/tmp")]
+        swap_dir: PathBuf,
+        /// Bursts of each kind.
+        #[arg(long, default_value_t = 300)]
+        rounds: u32,
+        #[arg(long, default_value_t = 1)]
+        seed: u64,
+        /// Print the rows as JSON on stdout.
+        #[arg(long)]
+        json: bool,
+    },
     /// Print the swap-related state (active swaps, zswap, sysctls, schedulers, zram, cgroups)
     /// and any pending state file.
     Status {
@@ -281,6 +301,40 @@ pub fn run(args: Args) -> anyhow::Result<()> {
                     (None, Some(why)) => println!("kept pages not probed: {why}"),
                     (None, None) => {}
                 }
+            }
+            Ok(())
+        }
+        Action::CheckDevice {
+            profile,
+            swap_dir,
+            rounds,
+            seed,
+            json,
+        } => {
+            let device = nvmswap_core::device::DeviceProfile::from_file(&profile)?;
+            let rows = nvmswap_linux::device_check::run(&swap_dir, &device, rounds, seed)?;
+            if json {
+                println!("{}", serde_json::to_string_pretty(&rows)?);
+                return Ok(());
+            }
+            println!(
+                "{} against {} ({} bursts each; D2C in us, disk traced / model)",
+                profile.display(),
+                swap_dir.display(),
+                rounds
+            );
+            println!("burst                  requests | p50 disk  model | p90 disk  model | p99 disk  model | mean disk  model");
+            for r in &rows {
+                let b = r.burst;
+                let (d, m) = (&r.disk_d2c_us, &r.model_d2c_us);
+                println!(
+                    "{:5} {:2} x {:2} pages {:10} | {:8.0} {:6.0} | {:8.0} {:6.0} | {:8.0} {:6.0} | {:9.0} {:6.0}",
+                    if b.write { "write" } else { "read" },
+                    b.requests,
+                    b.pages,
+                    r.traced_requests,
+                    d.p50, m.p50, d.p90, m.p90, d.p99, m.p99, d.mean, m.mean
+                );
             }
             Ok(())
         }
