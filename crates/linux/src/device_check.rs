@@ -39,14 +39,46 @@ pub struct Burst {
 /// one to two charges' worth, single-page writes, and swap-in read-ahead clusters of 8 pages
 /// (page-cluster 3) one to nine at a time.
 pub const BURSTS: [Burst; 8] = [
-    Burst { write: true, requests: 1, pages: 10 },
-    Burst { write: true, requests: 4, pages: 10 },
-    Burst { write: true, requests: 9, pages: 10 },
-    Burst { write: true, requests: 18, pages: 10 },
-    Burst { write: true, requests: 9, pages: 1 },
-    Burst { write: false, requests: 1, pages: 8 },
-    Burst { write: false, requests: 4, pages: 8 },
-    Burst { write: false, requests: 9, pages: 8 },
+    Burst {
+        write: true,
+        requests: 1,
+        pages: 10,
+    },
+    Burst {
+        write: true,
+        requests: 4,
+        pages: 10,
+    },
+    Burst {
+        write: true,
+        requests: 9,
+        pages: 10,
+    },
+    Burst {
+        write: true,
+        requests: 18,
+        pages: 10,
+    },
+    Burst {
+        write: true,
+        requests: 9,
+        pages: 1,
+    },
+    Burst {
+        write: false,
+        requests: 1,
+        pages: 8,
+    },
+    Burst {
+        write: false,
+        requests: 4,
+        pages: 8,
+    },
+    Burst {
+        write: false,
+        requests: 9,
+        pages: 8,
+    },
 ];
 
 /// Pause after a burst's last completion, µs (longer than any burst's D2C, so bursts do not
@@ -153,7 +185,8 @@ fn scratch_file(path: &Path, seed: u64) -> Result<std::fs::File, LinuxError> {
         file.write_all_at(bytes, off)
             .map_err(|e| LinuxError::io("write", path, e))?;
     }
-    file.sync_all().map_err(|e| LinuxError::io("fsync", path, e))?;
+    file.sync_all()
+        .map_err(|e| LinuxError::io("fsync", path, e))?;
     Ok(file)
 }
 
@@ -177,9 +210,10 @@ fn issue_bursts(
                 scope.spawn(move || -> Result<(), LinuxError> {
                     // On any error the thread still meets every barrier (the others wait on it).
                     let buf = Mapping::new(len, false);
-                    let mut result = buf.as_ref().map(|_| ()).map_err(|e| {
-                        LinuxError::Worker(format!("a burst thread's buffer: {e}"))
-                    });
+                    let mut result = buf
+                        .as_ref()
+                        .map(|_| ())
+                        .map_err(|e| LinuxError::Worker(format!("a burst thread's buffer: {e}")));
                     let mut rng = ChaCha8Rng::seed_from_u64(seed ^ ((i as u64) << 32));
                     for round in 0..rounds as u64 {
                         start.wait();
@@ -219,9 +253,8 @@ fn issue_bursts(
         handles
             .into_iter()
             .map(|h| {
-                h.join().unwrap_or_else(|_| {
-                    Err(LinuxError::Worker("a burst thread panicked".into()))
-                })
+                h.join()
+                    .unwrap_or_else(|_| Err(LinuxError::Worker("a burst thread panicked".into())))
             })
             .collect::<Result<Vec<()>, LinuxError>>()
             .map(|_| ())
@@ -237,12 +270,11 @@ pub fn model_bursts(
     rounds: u32,
     seed: u64,
 ) -> Result<LatencySummary, LinuxError> {
-    let mut device = Device::new(profile, ChaCha8Rng::seed_from_u64(seed)).map_err(|e| {
-        LinuxError::Config {
+    let mut device =
+        Device::new(profile, ChaCha8Rng::seed_from_u64(seed)).map_err(|e| LinuxError::Config {
             name: profile.name.clone(),
             detail: e.to_string(),
-        }
-    })?;
+        })?;
     let mut d2c = LatencyRecorder::new();
     let mut now = 0;
     let mut id = 0;
@@ -307,10 +339,21 @@ parallelism = 4
         // Constant 50 us, 4 channels, no per-page cost given (the assumption: 5 us per further
         // page): a burst of one 1-page write takes 50 us; of eight, two waves of four.
         let p = profile();
-        let one = Burst { write: true, requests: 1, pages: 1 };
+        let one = Burst {
+            write: true,
+            requests: 1,
+            pages: 1,
+        };
         let s = model_bursts(&p, one, 10, 1).unwrap();
-        assert!((s.p50 - 50.0).abs() < 0.1 && (s.max - 50.0).abs() < 0.1, "{s:?}");
-        let eight = Burst { write: true, requests: 8, pages: 1 };
+        assert!(
+            (s.p50 - 50.0).abs() < 0.1 && (s.max - 50.0).abs() < 0.1,
+            "{s:?}"
+        );
+        let eight = Burst {
+            write: true,
+            requests: 8,
+            pages: 1,
+        };
         let s = model_bursts(&p, eight, 10, 1).unwrap();
         assert!((s.mean - 75.0).abs() < 0.1, "{s:?}");
         assert!((s.max - 100.0).abs() < 0.1, "{s:?}");
