@@ -356,15 +356,15 @@ impl DeviceProfile {
                 }
             }
         }
-        for (read, write) in [
+        for (per_request, per_page) in [
             ("read_serial_ns", "read_serial_page_ns"),
             ("write_serial_ns", "write_serial_page_ns"),
         ] {
             let fields = self.serial_fields();
             let set = |f: &str| fields.iter().any(|(n, v)| *n == f && v.is_some());
-            if set(read) != set(write) {
+            if set(per_request) != set(per_page) {
                 return Err(format!(
-                    "{read} and {write} go together: set both or neither"
+                    "{per_request} and {per_page} go together: set both or neither"
                 ));
             }
         }

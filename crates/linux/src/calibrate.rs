@@ -11,8 +11,11 @@
 //!   the same file closed loops of random 4 KiB reads, and separately writes, at queue depths 1,
 //!   2, 4, 8, 16 and 32 (one thread per request kept in flight, each a synchronous O_DIRECT
 //!   `pread`/`pwrite`: the crates have no asynchronous submission) for the device's real
-//!   parallelism by Little's law ([`littles_law_parallelism`]), and reads issued while a stream of
-//!   writes is kept queued (the kernel's swap-ins meet reclaim's merged writes).
+//!   parallelism by Little's law ([`littles_law_parallelism`]), reads issued while a stream of
+//!   writes is kept queued (the kernel's swap-ins meet reclaim's merged writes), and closed loops
+//!   at depth 16 of each request size from 1 to 32 pages (reads at random, writes at consecutive
+//!   offsets), whose time per request at saturation against the size is the device's serial
+//!   stage (the profile's `*_serial_ns` / `*_serial_page_ns`, [`SerialPoint`]).
 //! - **Request size**: single requests (depth 1) of 1, 2, 4, 8, 16 and 32 pages, reads and
 //!   writes, at random page-aligned offsets of the same file, each timed; a least-squares line
 //!   through the per-size means (latency = a + b x (pages - 1), [`fit_page_cost`]) gives the cost
@@ -48,7 +51,13 @@
 //!   page's page-out. pswpout's delta counts the pages reclaimed; what the touches took beyond
 //!   a minor fault each, per reclaimed page, less the zram page-out path of the same run, is
 //!   that reclaim's work around the page-out (`reclaim_scan_page_ns`,
-//!   [`LimitReclaimProbe::paired_scan_page_ns`]). The child stays on one CPU.
+//!   [`LimitReclaimProbe::paired_scan_page_ns`]). The child stays on one CPU. The kernel's
+//!   vmscan tracepoints of the touches' charges ([`crate::memcg_reclaim::Tracer`]) say how many
+//!   pages those charges kept for their references, whose share comes off.
+//! - **Kept pages**: the same cgroup, a child whose working set is read again between bursts
+//!   of fresh pages; a least-squares split of its charges' traced durations into pages
+//!   reclaimed and pages kept ([`fit_charge_cost`]) gives reclaim's cost per page it looks at
+//!   and keeps (`reclaim_keep_page_ns`, [`probe_kept_pages`]).
 
 use std::io::{Read, Seek, SeekFrom, Write};
 use std::os::unix::fs::OpenOptionsExt;
