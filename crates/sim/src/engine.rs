@@ -32,7 +32,7 @@ use nvmswap_core::PAGE_SIZE;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
-use crate::backend::{self, BuildArgs, Fault, SwapBackend, SwapIn};
+use crate::backend::{self, BeginSwapIn, BuildArgs, Fault, SwapBackend, SwapIn};
 use crate::costs::{Costs, TIMELINE_INTERVAL_NS};
 use crate::memory::Memory;
 use crate::metrics::{Metrics, RunEnd};
@@ -265,10 +265,35 @@ impl<'a> Machine<'a> {
     }
 
     /// The back-end's page `p` comes into a frame (with whatever it reads ahead); the latency.
+    /// A read from a block device with a read-ahead window gets its neighbours' frames first,
+    /// while its reads wait in the plug (`SwapBackend::begin_swap_in`): each allocation (and
+    /// the reclaim its charge may run) delays the reads, and so the fault, and shows as their
+    /// Q2D. Other swap-ins find their neighbours' frames after the page is in.
     fn swap_in(&mut self, p: u32, write: bool, me: Actor) -> Result<u64, SimError> {
         let mut stall = self.frame_or_discard()?;
         let start = self.now + stall;
-        let (cost, readahead) = match self.backend.swap_in(p, write, start, me, env!(self)) {
+        let mut framed_first = false;
+        let begun = match self.backend.begin_swap_in(p, write, start, me, env!(self)) {
+            BeginSwapIn::Now(swap_in) => swap_in,
+            BeginSwapIn::Frames(neighbours) => {
+                framed_first = true;
+                let mut framed = Vec::with_capacity(neighbours.len());
+                let mut after = 0;
+                for q in neighbours {
+                    if self.loc[q as usize] != Loc::Out {
+                        continue;
+                    }
+                    match self.allocate_frame() {
+                        Some(s) => after += s,
+                        None => break,
+                    }
+                    framed.push((q, after));
+                }
+                self.backend
+                    .submit_swap_in(p, start, &framed, me, env!(self))
+            }
+        };
+        let (cost, readahead) = match begun {
             SwapIn::Done { cost, readahead } => (cost, readahead),
             SwapIn::Wait {
                 id,
@@ -285,11 +310,17 @@ impl<'a> Machine<'a> {
         self.place(p);
         for q in readahead {
             if self.loc[q as usize] != Loc::Out {
-                continue; // its tab was discarded while we waited
+                // Its tab was discarded while we waited: a frame taken for it goes back.
+                if framed_first {
+                    self.mem.resident -= 1;
+                }
+                continue;
             }
-            match self.allocate_frame() {
-                Some(s) => stall += s,
-                None => break,
+            if !framed_first {
+                match self.allocate_frame() {
+                    Some(s) => stall += s,
+                    None => break,
+                }
             }
             let now = self.now;
             stall += self.backend.readahead_in(q, now, env!(self));

@@ -32,7 +32,7 @@ use nvmswap_core::readahead::{ReadDecision, ReadRange, SwapReadAhead};
 use nvmswap_core::reclaim::{Plug, PluggedRequest, Writeback};
 use nvmswap_core::PAGE_SIZE;
 
-use super::{profile, BuildArgs, Env, Fault, Spent, SwapBackend, SwapIn};
+use super::{profile, BeginSwapIn, BuildArgs, Env, Fault, Spent, SwapBackend, SwapIn};
 use crate::costs::{BLOCK_SUBMIT_NS, BLOCK_SWAP_IN_SOFTWARE_NS};
 use crate::io::Io;
 use crate::metrics::BackendReport;
@@ -92,6 +92,8 @@ pub struct BlockSwap {
     /// task starts writing).
     plug: Plug,
     plug_by: Option<Actor>,
+    /// A fault's read-ahead window between `plan_read` and `submit_read`: (page, its window).
+    planned: Option<(u32, Vec<(u32, u32)>)>,
     /// Pages under writeback (`PG_writeback`, `PG_reclaim`).
     writeback: Writeback,
     /// Each page's write generation: a page written again before an older write of it ended
@@ -171,6 +173,7 @@ impl BlockSwap {
             // The largest request the block layer builds (`MAX_MERGED_BYTES`, core::block).
             plug: Plug::new(nvmswap_core::block::MAX_MERGED_BYTES),
             plug_by: None,
+            planned: None,
             writeback: Writeback::default(),
             write_gen: Vec::new(),
             in_flight: BTreeMap::new(),
@@ -454,6 +457,47 @@ impl BlockSwap {
         }
     }
 
+    /// [`SwapBackend::begin_swap_in`]'s first half for a page read from the device: the window
+    /// is decided now (as the kernel decides it before allocating), kept for `submit_read`, and
+    /// its neighbours handed to the engine for frames.
+    pub(super) fn plan_read(&mut self, p: u32) -> Vec<u32> {
+        let window = self.readahead_window(p);
+        let neighbours = window.iter().map(|&(q, _)| q).filter(|&q| q != p).collect();
+        self.planned = Some((p, window));
+        neighbours
+    }
+
+    /// The second half: `p`'s read queued at `start` + half the swap-in path, each neighbour's as
+    /// its frame's allocation ended (`framed`, after `start`), the plug out after the last.
+    pub(super) fn submit_read(
+        &mut self,
+        p: u32,
+        start: u64,
+        framed: &[(u32, u64)],
+        me: Actor,
+        obs: &mut Observers,
+    ) -> SwapIn {
+        let (planned, window) = self.planned.take().expect("submit_read follows plan_read");
+        assert_eq!(planned, p, "the planned window is this fault's");
+        let issued = start + self.swap_in_ns / 2;
+        let at = |q: u32| {
+            if q == p {
+                return Some(issued);
+            }
+            framed
+                .iter()
+                .find(|&&(f, _)| f == q)
+                .map(|&(_, after)| issued + after)
+        };
+        let dispatch = issued + framed.iter().map(|&(_, after)| after).max().unwrap_or(0);
+        let (id, readahead) = self.submit_window(p, &window, true, at, dispatch, me, obs);
+        SwapIn::Wait {
+            id: id.expect("the faulting page is in its window"),
+            issued,
+            readahead,
+        }
+    }
+
     /// The read-ahead window of a fault on `p`, read at `issued` under `me`'s block plug: the
     /// pages on the device (and `p` itself when `read_p`) as merged requests, the one holding
     /// `p` synchronous. Returns that request's id and the neighbours the window brings (on the
@@ -466,18 +510,39 @@ impl BlockSwap {
         me: Actor,
         obs: &mut Observers,
     ) -> (Option<u64>, Vec<u32>) {
+        let window = self.readahead_window(p);
+        self.submit_window(p, &window, read_p, |_| Some(issued), issued, me, obs)
+    }
+
+    /// The reads of a window (`readahead_window`'s pages): `p`'s (when `read_p`) queued at
+    /// `dispatch`, each neighbour's at `queued(q)` or not at all (None: it has no frame), all
+    /// under one plug that goes out at `dispatch`.
+    #[allow(clippy::too_many_arguments)]
+    fn submit_window(
+        &mut self,
+        p: u32,
+        window: &[(u32, u32)],
+        read_p: bool,
+        queued: impl Fn(u32) -> Option<u64>,
+        dispatch: u64,
+        me: Actor,
+        obs: &mut Observers,
+    ) -> (Option<u64>, Vec<u32>) {
         let mut readahead = Vec::new();
         let mut plug = Plug::new(nvmswap_core::block::MAX_MERGED_BYTES);
         let mut full = Vec::new();
-        for (q, s) in self.readahead_window(p) {
+        for &(q, s) in window {
             if q == p {
                 if read_p {
-                    full.extend(plug.add(q, u64::from(s), issued));
+                    full.extend(plug.add(q, u64::from(s), queued(p).unwrap_or(dispatch)));
                 }
                 continue;
             }
+            let Some(at) = queued(q) else {
+                continue;
+            };
             if self.held[q as usize] == Held::Device {
-                full.extend(plug.add(q, u64::from(s), issued));
+                full.extend(plug.add(q, u64::from(s), at));
             }
             readahead.push(q);
         }
@@ -491,7 +556,7 @@ impl BlockSwap {
                 r.first_slot as u32,
                 r.slots(),
                 r.queued_at,
-                issued,
+                dispatch,
                 me,
                 obs,
             );
@@ -706,6 +771,34 @@ impl SwapBackend for BlockSwap {
             };
         }
         self.start_read(p, start, by, env.obs)
+    }
+
+    fn begin_swap_in(
+        &mut self,
+        p: u32,
+        write: bool,
+        start: u64,
+        by: Actor,
+        env: &mut Env,
+    ) -> BeginSwapIn {
+        if let Some(cost) = self.swap_in_without_io(p, write, start, by, env.obs) {
+            return BeginSwapIn::Now(SwapIn::Done {
+                cost,
+                readahead: Vec::new(),
+            });
+        }
+        BeginSwapIn::Frames(self.plan_read(p))
+    }
+
+    fn submit_swap_in(
+        &mut self,
+        p: u32,
+        start: u64,
+        framed: &[(u32, u64)],
+        by: Actor,
+        env: &mut Env,
+    ) -> SwapIn {
+        self.submit_read(p, start, framed, by, env.obs)
     }
 
     fn finish_swap_in(&mut self, p: u32, write: bool, id: u64, issued: u64, env: &mut Env) -> u64 {

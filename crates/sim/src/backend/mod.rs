@@ -94,6 +94,16 @@ pub enum SwapIn {
     },
 }
 
+/// How a swap-in begins ([`SwapBackend::begin_swap_in`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum BeginSwapIn {
+    /// The swap-in as `swap_in` makes it.
+    Now(SwapIn),
+    /// The page is read from a block device with these read-ahead neighbours: the engine gives
+    /// each a frame first (charging it, which may reclaim), then `submit_swap_in`.
+    Frames(Vec<u32>),
+}
+
 pub trait SwapBackend {
     /// Per-page state for pages 0..pages (tabs are opened one after the other).
     fn grow(&mut self, pages: usize);
@@ -146,6 +156,38 @@ pub trait SwapBackend {
 
     /// Brings `p` into the frame the engine found for it; the foreground resumes at `start`.
     fn swap_in(&mut self, p: u32, write: bool, start: u64, by: Actor, env: &mut Env) -> SwapIn;
+
+    /// The engine's way in to a swap-in: as `swap_in`, unless the page is read from a block
+    /// device under a read-ahead window. Then the kernel allocates and charges each neighbour's
+    /// folio while the reads already queued wait in its plug, and the plug goes out after the
+    /// window (mm/swap_state.c `swap_cluster_readahead` and `swap_vma_readahead`:
+    /// `blk_start_plug`, `__read_swap_cache_async` per page, `blk_finish_plug`), so the back-end
+    /// hands the neighbours back ([`BeginSwapIn::Frames`]) and submits once the engine has found
+    /// their frames (`submit_swap_in`).
+    fn begin_swap_in(
+        &mut self,
+        p: u32,
+        write: bool,
+        start: u64,
+        by: Actor,
+        env: &mut Env,
+    ) -> BeginSwapIn {
+        BeginSwapIn::Now(self.swap_in(p, write, start, by, env))
+    }
+
+    /// After [`BeginSwapIn::Frames`]: the reads of `p`'s window, `framed` the neighbours that got
+    /// a frame with the time (after `start`) their allocation ended, when each read joins the
+    /// plug; the plug goes out after the last. A neighbour without a frame is not read.
+    fn submit_swap_in(
+        &mut self,
+        _p: u32,
+        _start: u64,
+        _framed: &[(u32, u64)],
+        _by: Actor,
+        _env: &mut Env,
+    ) -> SwapIn {
+        unreachable!("this back-end never plans a read-ahead window")
+    }
 
     /// After `SwapIn::Wait`'s request completed: the rest of the swap-in of `p`; its cost to the
     /// foreground (besides finding the frame).

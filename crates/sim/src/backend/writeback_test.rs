@@ -310,3 +310,79 @@ fn a_zswap_pool_hit_reads_its_neighbours_ahead() {
     assert_eq!(rig.obs.metrics.c.zswap_hits - before, faults);
     assert_eq!(rig.obs.metrics.c.device_reads, 0);
 }
+
+#[test]
+fn a_read_ahead_window_waits_in_the_plug_while_its_neighbours_get_frames() {
+    // This machine's vda is rotational: the cluster read-ahead reads the aligned slots around
+    // the fault's (up to 8, page-cluster 3). Pages 0..64 went out in one batch (slots 0..63);
+    // faults on 0..32 in order grow the window. A fault on page 43 hands back its neighbours
+    // in slot order; the engine found their frames 5 us apart. The window reaches the device
+    // as one request when the last frame was found: its Q is its first bio's (the lowest
+    // slot's), so its Q2D is the time from that bio to the last frame, and the faulting task
+    // waited for the frames and the read.
+    let vda = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../profiles/linux/calibrated-vda.toml"
+    );
+    let set = [
+        format!("swap_profile=\"{vda}\""),
+        "page_cluster=3".to_string(),
+    ];
+    let mut rig = Rig::new("optane", 64, 2000, &set);
+    rig.swap_out_in_one_batch(64);
+    fault_in_order(&mut rig, 32);
+    let (reads, pages) = (
+        rig.obs.metrics.c.device_reads,
+        rig.obs.metrics.c.device_read_pages,
+    );
+    let t = 10_000_000_000;
+    rig.backend.advance_to(t, &mut rig.obs);
+    rig.call(|b, env| b.fault(43, false, t, ME, env));
+    let neighbours = match rig.call(|b, env| b.begin_swap_in(43, false, t, ME, env)) {
+        super::BeginSwapIn::Frames(n) => n,
+        other => panic!("a device read plans its window: {other:?}"),
+    };
+    assert!(neighbours.len() >= 3, "a grown window: {neighbours:?}");
+    assert!(
+        neighbours.iter().all(|&q| (40..48).contains(&q)),
+        "{neighbours:?}"
+    );
+    let framed: Vec<(u32, u64)> = neighbours
+        .iter()
+        .zip(1..)
+        .map(|(&q, k)| (q, 5_000 * k))
+        .collect();
+    let (id, issued, readahead) = match rig.call(|b, env| b.submit_swap_in(43, t, &framed, ME, env))
+    {
+        SwapIn::Wait {
+            id,
+            issued,
+            readahead,
+        } => (id, issued, readahead),
+        other => panic!("the fault waits for its read: {other:?}"),
+    };
+    assert_eq!(readahead, neighbours);
+    rig.drain();
+    let cost = rig.call(|b, env| b.finish_swap_in(43, false, id, issued, env));
+    assert_eq!(
+        rig.obs.metrics.c.device_reads - reads,
+        1,
+        "one merged request"
+    );
+    assert_eq!(
+        rig.obs.metrics.c.device_read_pages - pages,
+        neighbours.len() as u64 + 1
+    );
+    // The lowest slot is the first neighbour's (found 5 us in), the last frame came at 5 us x n.
+    let last = 5_000 * neighbours.len() as u64;
+    let expected_us = (last - 5_000) as f64 / 1_000.0;
+    let q2d_us = rig.obs.metrics.trace[0][0].summary(1_000).max;
+    assert!(
+        (q2d_us - expected_us).abs() < 0.1,
+        "read Q2D {q2d_us} us, {expected_us} expected"
+    );
+    assert!(
+        cost > last,
+        "the fault waited for the frames and the read: {cost} ns"
+    );
+}

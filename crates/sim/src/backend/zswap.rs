@@ -33,7 +33,7 @@ use nvmswap_core::reclaim::{swap_out_route, SwapOutRoute};
 use nvmswap_core::zswap::{StoreOutcome, ZswapPool};
 
 use super::block::{BlockSwap, Held};
-use super::{BuildArgs, Env, Fault, Spent, SwapBackend, SwapIn};
+use super::{BeginSwapIn, BuildArgs, Env, Fault, Spent, SwapBackend, SwapIn};
 use crate::costs::SAME_FILLED_NS;
 use crate::metrics::BackendReport;
 use crate::observe::{Actor, CpuKind, Event, Observers, Tier, ZswapKind, KWORKER_PID};
@@ -286,6 +286,33 @@ impl SwapBackend for Zswap {
             readahead: false,
         });
         SwapIn::Done { cost, readahead }
+    }
+
+    fn begin_swap_in(
+        &mut self,
+        p: u32,
+        write: bool,
+        start: u64,
+        by: Actor,
+        env: &mut Env,
+    ) -> BeginSwapIn {
+        // A page not in the pool is read from the device, as `swap_in` says.
+        let pending = self.worker.pending.contains(&p);
+        if !pending && (self.dev.held[p as usize] != Held::Pool || self.dev.is_under_writeback(p)) {
+            return self.dev.begin_swap_in(p, write, start, by, env);
+        }
+        BeginSwapIn::Now(self.swap_in(p, write, start, by, env))
+    }
+
+    fn submit_swap_in(
+        &mut self,
+        p: u32,
+        start: u64,
+        framed: &[(u32, u64)],
+        by: Actor,
+        env: &mut Env,
+    ) -> SwapIn {
+        self.dev.submit_swap_in(p, start, framed, by, env)
     }
 
     fn finish_swap_in(&mut self, p: u32, write: bool, id: u64, issued: u64, env: &mut Env) -> u64 {
