@@ -514,9 +514,9 @@ impl BlockSwap {
         self.submit_window(p, &window, read_p, |_| Some(issued), issued, me, obs)
     }
 
-    /// The reads of a window (`readahead_window`'s pages): `p`'s (when `read_p`) queued at
-    /// `dispatch`, each neighbour's at `queued(q)` or not at all (None: it has no frame), all
-    /// under one plug that goes out at `dispatch`.
+    /// The reads of a window (`readahead_window`'s pages), each queued at `queued(q)`: `p`'s
+    /// when `read_p` (at `dispatch` if `queued` has no time for it), a neighbour's only when
+    /// `queued` has one (None: it got no frame); all under one plug that goes out at `dispatch`.
     #[allow(clippy::too_many_arguments)]
     fn submit_window(
         &mut self,

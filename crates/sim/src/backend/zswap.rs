@@ -153,6 +153,12 @@ impl Zswap {
     fn take_pending(&mut self, p: u32) -> bool {
         self.worker.pending.remove(&p)
     }
+
+    /// A swap-in of `p` reads the device: the page is not in the pool (or is being written
+    /// back from it), and the shrink worker has not just taken it (`pending`).
+    fn read_from_device(&self, p: u32, pending: bool) -> bool {
+        !pending && (self.dev.held[p as usize] != Held::Pool || self.dev.is_under_writeback(p))
+    }
 }
 
 impl SwapBackend for Zswap {
@@ -246,7 +252,7 @@ impl SwapBackend for Zswap {
 
     fn swap_in(&mut self, p: u32, write: bool, start: u64, by: Actor, env: &mut Env) -> SwapIn {
         let pending = self.take_pending(p);
-        if !pending && (self.dev.held[p as usize] != Held::Pool || self.dev.is_under_writeback(p)) {
+        if self.read_from_device(p, pending) {
             return self.dev.swap_in(p, write, start, by, env);
         }
         let cost = env.costs.pool_swap_in + env.costs.decompress(env.size(p), env.rng);
@@ -296,9 +302,7 @@ impl SwapBackend for Zswap {
         by: Actor,
         env: &mut Env,
     ) -> BeginSwapIn {
-        // A page not in the pool is read from the device, as `swap_in` says.
-        let pending = self.worker.pending.contains(&p);
-        if !pending && (self.dev.held[p as usize] != Held::Pool || self.dev.is_under_writeback(p)) {
+        if self.read_from_device(p, self.worker.pending.contains(&p)) {
             return self.dev.begin_swap_in(p, write, start, by, env);
         }
         BeginSwapIn::Now(self.swap_in(p, write, start, by, env))
