@@ -128,7 +128,7 @@ pub fn run(
     let path = dir.join(format!("nvmswap-check-device-{}.dat", std::process::id()));
     let mut setup = Setup::apply(&cfg, &crate::state::default_state_path())?;
     let result = (|| {
-        let file = scratch_file(&path, seed)?;
+        let file = scratch_file(&path, SCRATCH_BYTES, seed)?;
         let mut rows = Vec::new();
         for burst in BURSTS {
             let tracer = crate::blktrace::Tracer::start(&path)
@@ -166,8 +166,9 @@ pub fn run(
     result
 }
 
-/// The scratch file, written through once (so reads find data, not holes), opened O_DIRECT.
-fn scratch_file(path: &Path, seed: u64) -> Result<std::fs::File, LinuxError> {
+/// The scratch file of `size` bytes (a multiple of 256 pages), written through once (so reads
+/// find data, not holes), opened O_DIRECT.
+fn scratch_file(path: &Path, size: u64, seed: u64) -> Result<std::fs::File, LinuxError> {
     let file = std::fs::OpenOptions::new()
         .read(true)
         .write(true)
@@ -181,7 +182,7 @@ fn scratch_file(path: &Path, seed: u64) -> Result<std::fs::File, LinuxError> {
     let bytes = unsafe { std::slice::from_raw_parts_mut(buf.as_ptr(), chunk) };
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
     rng.fill(bytes);
-    for off in (0..SCRATCH_BYTES).step_by(chunk) {
+    for off in (0..size).step_by(chunk) {
         file.write_all_at(bytes, off)
             .map_err(|e| LinuxError::io("write", path, e))?;
     }
@@ -314,6 +315,281 @@ pub fn model_bursts(
     Ok(d2c.summary(NS_PER_US))
 }
 
+/// One request of a recorded stream (`blk_requests.csv` of `nvmswap pressure --blk-requests`):
+/// its direction, byte offset in the swap area, size, and dispatch time (ns, any origin).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Recorded {
+    pub write: bool,
+    pub offset: u64,
+    pub bytes: u64,
+    pub d_ns: u64,
+}
+
+/// Threads that issue a replay's requests (one request in flight each; the kernel's runs on vda
+/// reach 68 requests in the device).
+pub const REPLAY_THREADS: usize = 96;
+
+/// Largest swap area a replay recreates as its scratch file.
+const REPLAY_MAX_BYTES: u64 = 4 << 30;
+
+/// The requests of a `blk_requests.csv` (columns found by their header names `op`, `slot`,
+/// `bytes`, `d_ns`), in dispatch order.
+pub fn read_recorded(path: &Path) -> Result<Vec<Recorded>, LinuxError> {
+    let bad = |detail: String| LinuxError::Config {
+        name: path.display().to_string(),
+        detail,
+    };
+    let text = std::fs::read_to_string(path).map_err(|e| LinuxError::io("read", path, e))?;
+    let mut lines = text.lines();
+    let header: Vec<&str> = lines
+        .next()
+        .ok_or_else(|| bad("empty file".into()))?
+        .split(',')
+        .collect();
+    let column = |name: &str| {
+        header.iter().position(|h| *h == name).ok_or_else(|| {
+            bad(format!(
+                "no `{name}` column (a blk_requests.csv has op, slot, bytes, d_ns)"
+            ))
+        })
+    };
+    let (op, slot, bytes, d) = (
+        column("op")?,
+        column("slot")?,
+        column("bytes")?,
+        column("d_ns")?,
+    );
+    let mut out = Vec::new();
+    for (n, line) in lines.enumerate() {
+        let f: Vec<&str> = line.split(',').collect();
+        let field = |i: usize| {
+            f.get(i).and_then(|v| v.parse::<u64>().ok()).ok_or_else(|| {
+                bad(format!(
+                    "line {}: column {} is not a number",
+                    n + 2,
+                    header[i]
+                ))
+            })
+        };
+        let write = match f.get(op) {
+            Some(&"write") => true,
+            Some(&"read") => false,
+            other => return Err(bad(format!("line {}: op {other:?}", n + 2))),
+        };
+        out.push(Recorded {
+            write,
+            offset: field(slot)? * PAGE_SIZE,
+            bytes: field(bytes)?,
+            d_ns: field(d)?,
+        });
+    }
+    if out.is_empty() {
+        return Err(bad("no requests".into()));
+    }
+    out.sort_by_key(|r| r.d_ns);
+    Ok(out)
+}
+
+/// A replay: per direction, the requests, the disk's D2C (traced) and the profile's (µs).
+#[derive(Debug, Clone, Serialize)]
+pub struct ReplayRow {
+    pub write: bool,
+    pub requests: u64,
+    pub disk_d2c_us: LatencySummary,
+    pub model_d2c_us: LatencySummary,
+}
+
+/// What a replay did: its rows, and the requests issued over 100 µs after their time (the
+/// threads were all busy).
+#[derive(Debug, Clone, Serialize)]
+pub struct Replay {
+    pub rows: Vec<ReplayRow>,
+    pub late: u64,
+    pub seconds: f64,
+}
+
+/// Replays `requests` on a scratch file in `dir` the size of the swap area they touched, each
+/// issued at its recorded dispatch time (from [`REPLAY_THREADS`] threads, request i on thread i
+/// mod n), D2C from the block tracepoints; and through the model of `profile` at the same
+/// times. The disk is idle besides: the replay separates the stream from what else ran.
+pub fn replay(
+    dir: &Path,
+    profile: &DeviceProfile,
+    requests: &[Recorded],
+    seed: u64,
+) -> Result<Replay, LinuxError> {
+    crate::require_root()?;
+    let span = requests
+        .iter()
+        .map(|r| r.offset + r.bytes)
+        .max()
+        .unwrap_or(0)
+        .next_multiple_of(256 * PAGE_SIZE);
+    let largest = requests.iter().map(|r| r.bytes).max().unwrap_or(0);
+    if span > REPLAY_MAX_BYTES || largest == 0 || largest % PAGE_SIZE != 0 {
+        return Err(LinuxError::Config {
+            name: "check-device --replay".into(),
+            detail: format!(
+                "the requests span {span} bytes (at most {REPLAY_MAX_BYTES}) and are up to \
+                 {largest} bytes (whole pages)"
+            ),
+        });
+    }
+    let cfg = LinuxConfig {
+        name: "check-device".into(),
+        description: String::new(),
+        cgroup_limit_bytes: 1 << 30,
+        swap: SwapSetup::None,
+        scheduler: None,
+        page_cluster: None,
+        swappiness: None,
+        discard: Default::default(),
+    };
+    let path = dir.join(format!("nvmswap-replay-{}.dat", std::process::id()));
+    let mut setup = Setup::apply(&cfg, &crate::state::default_state_path())?;
+    let result = (|| {
+        let file = scratch_file(&path, span, seed)?;
+        let tracer = crate::blktrace::Tracer::start(&path)
+            .map_err(|why| LinuxError::Worker(format!("block trace: {why}")))?;
+        for change in tracer.journal() {
+            setup.journal(change)?;
+        }
+        let (late, seconds) = issue_recorded(&file, requests, largest as usize)?;
+        let traced = tracer
+            .finish()
+            .map_err(|why| LinuxError::Worker(format!("block trace: {why}")))?;
+        let model = model_recorded(profile, requests, seed)?;
+        let rows = [false, true]
+            .into_iter()
+            .map(|write| {
+                let op = if write { Op::Write } else { Op::Read };
+                let mut disk = LatencyRecorder::new();
+                for r in traced.requests.iter().filter(|r| r.op == op) {
+                    disk.record_ns(r.c_ns - r.d_ns);
+                }
+                ReplayRow {
+                    write,
+                    requests: disk.count(),
+                    disk_d2c_us: disk.summary(NS_PER_US),
+                    model_d2c_us: model[write as usize].summary(NS_PER_US),
+                }
+            })
+            .collect();
+        Ok(Replay {
+            rows,
+            late,
+            seconds,
+        })
+    })();
+    let _ = std::fs::remove_file(&path);
+    let diffs = setup.restore()?;
+    if !diffs.is_empty() {
+        return Err(LinuxError::Restore(diffs.join("; ")));
+    }
+    result
+}
+
+/// Issues `requests` at their times (relative to the first); returns how many went out over
+/// 100 µs late and the seconds the replay took.
+fn issue_recorded(
+    file: &std::fs::File,
+    requests: &[Recorded],
+    largest: usize,
+) -> Result<(u64, f64), LinuxError> {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    let t0 = requests[0].d_ns;
+    let late = AtomicU64::new(0);
+    let begin = std::time::Instant::now() + std::time::Duration::from_millis(50);
+    std::thread::scope(|scope| {
+        let handles: Vec<_> = (0..REPLAY_THREADS.min(requests.len()))
+            .map(|k| {
+                let late = &late;
+                scope.spawn(move || -> Result<(), LinuxError> {
+                    let buf = Mapping::new(largest, false)?;
+                    // SAFETY: the mapping is `largest` bytes, page-aligned, owned by this thread.
+                    let bytes = unsafe { std::slice::from_raw_parts_mut(buf.as_ptr(), largest) };
+                    for r in requests.iter().skip(k).step_by(REPLAY_THREADS) {
+                        let due = begin + std::time::Duration::from_nanos(r.d_ns - t0);
+                        let now = std::time::Instant::now();
+                        if due > now {
+                            std::thread::sleep(due - now);
+                        } else if now - due > std::time::Duration::from_micros(100) {
+                            late.fetch_add(1, Ordering::Relaxed);
+                        }
+                        let data = &mut bytes[..r.bytes as usize];
+                        if r.write {
+                            file.write_all_at(data, r.offset)
+                        } else {
+                            file.read_exact_at(data, r.offset)
+                        }
+                        .map_err(|e| LinuxError::io("O_DIRECT I/O on", "the scratch file", e))?;
+                    }
+                    Ok(())
+                })
+            })
+            .collect();
+        for h in handles {
+            h.join()
+                .unwrap_or_else(|_| Err(LinuxError::Worker("a replay thread panicked".into())))?;
+        }
+        Ok::<(), LinuxError>(())
+    })?;
+    Ok((late.into_inner(), begin.elapsed().as_secs_f64()))
+}
+
+/// The same requests through the profile's model, each handed to the device at its recorded
+/// time (or, when the ring has no room, when a completion makes room). D2C per direction.
+pub fn model_recorded(
+    profile: &DeviceProfile,
+    requests: &[Recorded],
+    seed: u64,
+) -> Result<[LatencyRecorder; 2], LinuxError> {
+    let mut device =
+        Device::new(profile, ChaCha8Rng::seed_from_u64(seed)).map_err(|e| LinuxError::Config {
+            name: profile.name.clone(),
+            detail: e.to_string(),
+        })?;
+    let mut d2c: [LatencyRecorder; 2] = Default::default();
+    let mut dispatched_at = std::collections::BTreeMap::new();
+    let mut waiting: std::collections::VecDeque<Request> = Default::default();
+    let mut next = 0;
+    loop {
+        let arrival = requests.get(next).map(|r| r.d_ns);
+        let now = match (arrival, device.next_completion()) {
+            (Some(a), Some(c)) => a.min(c),
+            (Some(a), None) => a,
+            (None, Some(c)) => c,
+            (None, None) => break,
+        };
+        while let Some((t, r)) = device.pop_completed(now) {
+            d2c[(r.op == Op::Write) as usize].record_ns(t - dispatched_at[&r.id]);
+        }
+        while requests.get(next).is_some_and(|r| r.d_ns <= now) {
+            let r = requests[next];
+            next += 1;
+            waiting.push_back(Request {
+                id: next as u64,
+                op: if r.write { Op::Write } else { Op::Read },
+                sync: !r.write,
+                sector: r.offset / 512,
+                bytes: r.bytes,
+                cpu: 0,
+                pid: 1,
+                merged_ids: Vec::new(),
+            });
+        }
+        while waiting.front().is_some_and(|r| device.fits(r)) {
+            let r = waiting.pop_front().expect("front checked");
+            dispatched_at.insert(r.id, now);
+            device.submit(r, now);
+        }
+        if waiting.is_empty() && next == requests.len() && device.next_completion().is_none() {
+            break;
+        }
+    }
+    Ok(d2c)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -332,6 +608,41 @@ parallelism = 4
             "test",
         )
         .unwrap()
+    }
+
+    #[test]
+    fn a_recorded_stream_is_read_by_its_header_and_replayed_through_the_model() {
+        let dir = std::env::temp_dir().join(format!("nvmswap-replay-test-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let csv = dir.join("blk_requests.csv");
+        // Two 1-page writes dispatched together, a read 1 ms later; columns in another order.
+        std::fs::write(
+            &csv,
+            "d_ns,op,bytes,slot,c_ns\n0,write,4096,10,0\n0,write,4096,11,0\n1000000,read,8192,3,0\n",
+        )
+        .unwrap();
+        let reqs = read_recorded(&csv).unwrap();
+        assert_eq!(reqs.len(), 3);
+        assert_eq!(
+            reqs[2],
+            Recorded {
+                write: false,
+                offset: 3 * PAGE_SIZE,
+                bytes: 8192,
+                d_ns: 1_000_000
+            }
+        );
+        // Constant 50 us, four channels: every request takes its 50 us (5 us more for the
+        // read's second page, the assumed per-page cost).
+        let [reads, writes] = model_recorded(&profile(), &reqs, 1).unwrap();
+        assert_eq!(writes.count(), 2);
+        assert!((writes.summary(1_000).max - 50.0).abs() < 0.1);
+        assert!((reads.summary(1_000).max - 55.0).abs() < 0.1);
+        // A file without the columns says which one is missing.
+        std::fs::write(&csv, "op,slot\nwrite,1\n").unwrap();
+        let e = read_recorded(&csv).unwrap_err().to_string();
+        assert!(e.contains("bytes"), "{e}");
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]

@@ -86,6 +86,11 @@ enum Action {
         /// Bursts of each kind.
         #[arg(long, default_value_t = 300)]
         rounds: u32,
+        /// Instead of the bursts, replay a recorded request stream (the blk_requests.csv of
+        /// `nvmswap pressure --substrate linux --blk-requests`): each request at its recorded
+        /// dispatch time, on an idle disk and through the profile's model.
+        #[arg(long)]
+        replay: Option<PathBuf>,
         #[arg(long, default_value_t = 1)]
         seed: u64,
         /// Print the rows as JSON on stdout.
@@ -308,10 +313,46 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             profile,
             swap_dir,
             rounds,
+            replay,
             seed,
             json,
         } => {
             let device = nvmswap_core::device::DeviceProfile::from_file(&profile)?;
+            if let Some(csv) = replay {
+                let requests = nvmswap_linux::device_check::read_recorded(&csv)?;
+                let r = nvmswap_linux::device_check::replay(&swap_dir, &device, &requests, seed)?;
+                if json {
+                    println!("{}", serde_json::to_string_pretty(&r)?);
+                    return Ok(());
+                }
+                println!(
+                    "{} replayed against {} and {} ({} requests in {:.1} s, {} issued over 100 us late; D2C in us, disk / model)",
+                    csv.display(),
+                    swap_dir.display(),
+                    profile.display(),
+                    requests.len(),
+                    r.seconds,
+                    r.late
+                );
+                println!("op     requests | p50 disk  model | p90 disk  model | p99 disk  model | mean disk  model");
+                for row in &r.rows {
+                    let (d, m) = (&row.disk_d2c_us, &row.model_d2c_us);
+                    println!(
+                        "{:5} {:9} | {:8.0} {:6.0} | {:8.0} {:6.0} | {:8.0} {:6.0} | {:9.0} {:6.0}",
+                        if row.write { "write" } else { "read" },
+                        row.requests,
+                        d.p50,
+                        m.p50,
+                        d.p90,
+                        m.p90,
+                        d.p99,
+                        m.p99,
+                        d.mean,
+                        m.mean
+                    );
+                }
+                return Ok(());
+            }
             let rows = nvmswap_linux::device_check::run(&swap_dir, &device, rounds, seed)?;
             if json {
                 println!("{}", serde_json::to_string_pretty(&rows)?);
