@@ -115,16 +115,7 @@ pub fn run(
             detail: "--rounds must be at least 1".into(),
         });
     }
-    let cfg = LinuxConfig {
-        name: "check-device".into(),
-        description: String::new(),
-        cgroup_limit_bytes: 1 << 30,
-        swap: SwapSetup::None,
-        scheduler: None,
-        page_cluster: None,
-        swappiness: None,
-        discard: Default::default(),
-    };
+    let cfg = check_config();
     let path = dir.join(format!("nvmswap-check-device-{}.dat", std::process::id()));
     let mut setup = Setup::apply(&cfg, &crate::state::default_state_path())?;
     let result = (|| {
@@ -164,6 +155,21 @@ pub fn run(
         return Err(LinuxError::Restore(diffs.join("; ")));
     }
     result
+}
+
+/// The set-up a check runs under: nothing of the machine changed but the block trace it
+/// journals (no swap, no scheduler or sysctl change; a cgroup of the set-up's own, unused).
+fn check_config() -> LinuxConfig {
+    LinuxConfig {
+        name: "check-device".into(),
+        description: String::new(),
+        cgroup_limit_bytes: 1 << 30,
+        swap: SwapSetup::None,
+        scheduler: None,
+        page_cluster: None,
+        swappiness: None,
+        discard: Default::default(),
+    }
 }
 
 /// The scratch file of `size` bytes (a multiple of 256 pages), written through once (so reads
@@ -435,16 +441,7 @@ pub fn replay(
             ),
         });
     }
-    let cfg = LinuxConfig {
-        name: "check-device".into(),
-        description: String::new(),
-        cgroup_limit_bytes: 1 << 30,
-        swap: SwapSetup::None,
-        scheduler: None,
-        page_cluster: None,
-        swappiness: None,
-        discard: Default::default(),
-    };
+    let cfg = check_config();
     let path = dir.join(format!("nvmswap-replay-{}.dat", std::process::id()));
     let mut setup = Setup::apply(&cfg, &crate::state::default_state_path())?;
     let result = (|| {
