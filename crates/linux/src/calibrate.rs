@@ -335,9 +335,9 @@ pub struct ReadUnderWrites {
     pub write_iops: f64,
 }
 
-/// Queue depth of the serial-stage probe's closed loops (the throughput of every size has
-/// stopped growing by then: 8-page reads gave 30,725 and 31,010 IOPS at depth 16 against 33,378
-/// at depth 8 in a hand-run closed loop on vda, 2026-11-25).
+/// Queue depth of the serial-stage probe's closed loops (throughput has about stopped growing by
+/// then: hand-run closed loops of reads on vda, 2026-11-25, gave 20,294 / 22,525 IOPS at depth
+/// 8 / 16 for 10-page reads, 15,957 / 14,869 for 16 pages, 9,130 / 9,728 for 32 pages).
 pub const SERIAL_PROBE_DEPTH: u32 = 16;
 
 /// Closed loops of one request size at [`SERIAL_PROBE_DEPTH`]: requests completed per second,
