@@ -56,8 +56,12 @@ impl Io {
             2 * depth.min(BLOCK_MAX_REQUESTS)
         };
         let mode = CompletionMode::by_name(cfg.completion.name()).map_err(|e| config_error(&e))?;
-        let scheduler = nvmswap_core::block::with_tunables(cfg.io_scheduler.name(), &cfg.iosched)
-            .map_err(|e| config_error(&e))?;
+        let scheduler = nvmswap_core::block::with_tunables(
+            cfg.io_scheduler.name(),
+            &cfg.iosched,
+            profile.rotational,
+        )
+        .map_err(|e| config_error(&e))?;
         let layer = BlockLayer::new(
             scheduler,
             device,

@@ -98,8 +98,10 @@ fn the_block_layer_reports_blktrace_stages_and_polling_spends_cpu_instead_of_iow
 #[test]
 fn every_io_scheduler_runs_and_queues_form_only_where_the_device_is_narrow() {
     // Seed 000's devices are NVMe with 1023 slots: at this load every request is dispatched at
-    // once (Q2D about 0) whatever the scheduler. An eMMC (one command at a time) makes requests wait
-    // in the scheduler or for a request tag.
+    // once (Q2D about 0) under none, kyber and mq-deadline. bfq holds reads back even there: while
+    // another process's weight-raised queue keeps the device (its reads in flight or its idle
+    // window), other queues wait. An eMMC (one command at a time) makes requests wait in every
+    // scheduler or for a request tag.
     let read_q2d_p99 = |sched: &str, device: &str| {
         let sched_arg = format!("io_scheduler={sched}");
         let device_arg = format!("swap_profile={device}");
@@ -109,7 +111,12 @@ fn every_io_scheduler_runs_and_queues_form_only_where_the_device_is_narrow() {
     };
     for sched in ["none", "kyber", "mq-deadline", "bfq"] {
         // The recorder's floor is 1 ns: "at once" reads as under a microsecond.
-        assert!(read_q2d_p99(sched, "nvme-nand") < 1.0, "{sched}");
+        let wide = read_q2d_p99(sched, "nvme-nand");
+        if sched == "bfq" {
+            assert!(wide > 1.0, "bfq's idling holds reads back: {wide}");
+        } else {
+            assert!(wide < 1.0, "{sched}: {wide}");
+        }
         assert!(read_q2d_p99(sched, "emmc") > 100.0, "{sched}");
     }
 }

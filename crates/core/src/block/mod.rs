@@ -135,15 +135,17 @@ pub enum BlockError {
 pub const SCHEDULERS: [&str; 4] = ["none", "kyber", "mq-deadline", "bfq"];
 
 /// Build a scheduler by its sysfs name (`/sys/block/*/queue/scheduler`), with the kernel's
-/// default tunables.
+/// default tunables, for a non-rotational device.
 pub fn by_name(name: &str) -> Result<Box<dyn IoScheduler>, BlockError> {
-    with_tunables(name, &SchedulerTunables::default())
+    with_tunables(name, &SchedulerTunables::default(), false)
 }
 
-/// Build a scheduler by its sysfs name with `t`'s tunables (the ones of that scheduler).
+/// Build a scheduler by its sysfs name with `t`'s tunables (the ones of that scheduler), for a
+/// device that reports itself `rotational` (bfq's seek detection and idling depend on it).
 pub fn with_tunables(
     name: &str,
     t: &SchedulerTunables,
+    rotational: bool,
 ) -> Result<Box<dyn IoScheduler>, BlockError> {
     const MS: Nanos = crate::NS_PER_MS;
     match name {
@@ -162,6 +164,7 @@ pub fn with_tunables(
             t.max_budget,
             t.slice_idle_us * 1_000,
             t.timeout_sync_ms * MS,
+            rotational,
         ))),
         other => Err(BlockError::UnknownScheduler(other.to_string())),
     }
