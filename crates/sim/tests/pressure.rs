@@ -98,26 +98,29 @@ fn the_block_layer_reports_blktrace_stages_and_polling_spends_cpu_instead_of_iow
 #[test]
 fn every_io_scheduler_runs_and_queues_form_only_where_the_device_is_narrow() {
     // Seed 000's devices are NVMe with 1023 slots: at this load every request is dispatched at
-    // once (Q2D about 0) under none, kyber and mq-deadline. bfq holds reads back even there: while
-    // another process's weight-raised queue keeps the device (its reads in flight or its idle
-    // window), other queues wait. An eMMC (one command at a time) makes requests wait in every
+    // once (Q2D about 0) under none, kyber and mq-deadline. bfq holds a few reads back even there:
+    // while another process's weight-raised queue keeps the device (its reads in flight or its
+    // idle window), other queues wait. An eMMC (one command at a time) makes requests wait in every
     // scheduler or for a request tag.
-    let read_q2d_p99 = |sched: &str, device: &str| {
+    let read_q2d = |sched: &str, device: &str| {
         let sched_arg = format!("io_scheduler={sched}");
         let device_arg = format!("swap_profile={device}");
         let r = run("nand", &[&sched_arg, &device_arg], 1, 0.05).result;
         assert_eq!(r.extra["blktrace"]["scheduler"], sched);
-        r.extra["blktrace"]["read_q2d_us"]["p99"].as_f64().unwrap()
+        let q2d = &r.extra["blktrace"]["read_q2d_us"];
+        (q2d["p99"].as_f64().unwrap(), q2d["max"].as_f64().unwrap())
     };
     for sched in ["none", "kyber", "mq-deadline", "bfq"] {
         // The recorder's floor is 1 ns: "at once" reads as under a microsecond.
-        let wide = read_q2d_p99(sched, "nvme-nand");
+        let (p99, max) = read_q2d(sched, "nvme-nand");
+        assert!(p99 < 1.0, "{sched}: {p99}");
         if sched == "bfq" {
-            assert!(wide > 1.0, "bfq's idling holds reads back: {wide}");
+            // Some read waits out another queue's idle window (20 ms for a raised one).
+            assert!(max > 1_000.0, "bfq's idling holds reads back: {max}");
         } else {
-            assert!(wide < 1.0, "{sched}: {wide}");
+            assert!(max < 1.0, "{sched}: {max}");
         }
-        assert!(read_q2d_p99(sched, "emmc") > 100.0, "{sched}");
+        assert!(read_q2d(sched, "emmc").0 > 100.0, "{sched}");
     }
 }
 

@@ -31,23 +31,32 @@
 //!   reset every second.
 //! - **Think time and seekiness** (`bfq_update_io_thinktime`, `bfq_update_has_short_ttime`,
 //!   `bfq_update_io_seektime`): the same fixed-point filters and thresholds.
+//! - **Soft real-time raising** (`bfq_bfqq_softrt_next_start`): a sync queue that empties and
+//!   comes back no sooner than its service so far allows at 7000 sectors/s (and at least an idle
+//!   window and four jiffies later) is raised x3000 for 300 ms; a process that faults a few pages
+//!   at a time now and then is such a queue.
 //! - **Preemption** (`bfq_bfqq_handle_idle_busy_switch`): a queue turning busy expires the
 //!   in-service one if it weighs more or the in-service one is not worth idling for.
-//!
 //! - **Budgets** (`bfq_init_bfqq`, `bfq_bfqq_update_budg_for_activation`,
 //!   `bfq_update_bfqq_wr_on_rq_arrival`): a sync queue's budget is 2/3 of `max_budget`, an async
 //!   queue's all of it, and a queue whose raising starts gets at most `2 * max_budget / 32` for
 //!   that slot; a slot ends when the next request does not fit.
 //!
-//! Not modelled, and why it does not matter here or what it would change: soft real-time raising
-//! and large-burst detection (no process here does isochronous I/O or starts in a burst of eight
-//! within 180 ms); waker queues and queue merging (one process's reads do not wait on another's
-//! I/O); budget adaptation after each slot (`__bfq_bfqq_recalc_budget`), time charging of slow
-//! queues and the peak-rate estimator (budgets stay as above; the raising duration is the one bfq
-//! starts with, see [`wr_duration_ns`]); request sorting by sector and the FIFO expiry inside a queue (requests are
-//! served in arrival order); `hw_tag` (taken as queueing, which is also what bfq assumes until it
-//! has sampled); cgroups and I/O priorities (one group, one class, default weight); the raising of
-//! an async queue that waits over 500 ms (`bfq_wr_min_inter_arr_async`).
+//! Not modelled, and why it does not matter here or what it would change: large-burst detection
+//! (no process here starts in a burst of eight within 180 ms); the return from soft real-time to
+//! a still running interactive period (`switch_back_to_interactive_wr`: here the interactive
+//! period simply resumes when the soft real-time one ends); preemption by a queue coming back
+//! within its old budget (`bfqq_wants_to_preempt`); waker queues (one process's reads do not wait
+//! on another's I/O); queue merging (the kernel merges the queues of processes whose I/O lies
+//! close together, `bfqSHARED` queues in its log during a pressure run; here every process keeps
+//! its own); budget adaptation after each slot (`__bfq_bfqq_recalc_budget`), time charging of
+//! slow queues and the peak-rate estimator (budgets stay as above; the raising period is the one
+//! bfq starts with, see [`wr_duration_ns`]); request sorting by sector and the FIFO expiry inside
+//! a queue (requests are served in arrival order; the kernel's async queue serves its writes in
+//! sector order, so a write far from the others can wait out several slots); `hw_tag` (taken as
+//! queueing, which is also what bfq assumes until it has sampled); cgroups and I/O priorities
+//! (one group, one class, default weight); the raising of an async queue that waits over 500 ms
+//! (`bfq_wr_min_inter_arr_async`).
 
 use super::{IoScheduler, Op, Request, SECTOR_BYTES};
 use crate::{Nanos, NS_PER_MS, NS_PER_S};
@@ -80,6 +89,18 @@ pub const fn wr_duration_ns(rotational: bool) -> Nanos {
         5 * NS_PER_S / 2 * 3 / 2
     }
 }
+/// Soft real-time raising (`bfq_bfqq_handle_idle_busy_switch`): a sync queue that turns busy
+/// no sooner than its I/O so far would allow at `bfq_wr_max_softrt_rate` (7000 sectors/s) is
+/// raised by `bfq_wr_coeff * BFQ_SOFTRT_WEIGHT_FACTOR` (30 * 100) for `bfq_wr_rt_max_time`
+/// (300 ms).
+pub const SOFT_RT_WEIGHT_FACTOR: u64 = 100;
+pub const SOFT_RT_MAX_RATE_SECTORS_PER_S: u64 = 7_000;
+pub const SOFT_RT_DURATION_NS: Nanos = 300 * NS_PER_MS;
+/// `bfq_bfqq_softrt_next_start` adds four jiffies: 16 ms at CONFIG_HZ=250 (this machine's
+/// kernel, /proc/config.gz).
+const SOFT_RT_SLACK_NS: Nanos = 16 * NS_PER_MS;
+/// `BFQQ_TOTALLY_SEEKY`: all of the last 32 requests were seeks.
+const TOTALLY_SEEKY: u32 = u32::MAX;
 /// `BFQ_MIN_TT`: the idle window of a seeky queue that is not raised.
 pub const MIN_THINK_TIME_NS: Nanos = 2 * NS_PER_MS;
 /// `bfq_arm_slice_timer`: a raised queue idles at least 20 ms.
@@ -129,9 +150,19 @@ struct Queue {
     dispatched: u32,
     /// Service received per weight (B-WF2Q+'s finish-time order).
     vtime: u128,
-    /// Weight raising: its end, and the sectors served since it began.
-    raised_until: Option<Nanos>,
+    /// Interactive weight raising: its end, and the sectors served since it began.
+    interactive_until: Option<Nanos>,
     raised_service: u64,
+    /// Soft real-time weight raising: its end, and when the queue may next be deemed soft
+    /// real-time (`soft_rt_next_start`).
+    soft_rt_until: Option<Nanos>,
+    soft_rt_next_start: Nanos,
+    /// `last_idle_bklogged`, `service_from_backlogged`: when it last turned busy, and the
+    /// sectors served since.
+    last_idle_backlogged: Nanos,
+    service_from_backlogged: u64,
+    /// `softrt_update`: work out `soft_rt_next_start` once its last request completes.
+    soft_rt_update: bool,
     /// Budget of its next service slot (`entity.budget`), sectors.
     budget: u64,
     /// `budget_timeout`: the end of its last service slot, or its last completion once idle;
@@ -158,17 +189,37 @@ impl Queue {
         }
     }
 
-    fn raised(&self, now: Nanos) -> bool {
-        self.raised_until.is_some_and(|until| now < until)
+    fn soft_rt(&self, now: Nanos) -> bool {
+        self.soft_rt_until.is_some_and(|until| now < until)
+    }
+
+    fn interactive(&self, now: Nanos) -> bool {
+        self.interactive_until.is_some_and(|until| now < until)
             && self.raised_service <= WR_MAX_SERVICE_SECTORS
     }
 
+    fn raised(&self, now: Nanos) -> bool {
+        self.soft_rt(now) || self.interactive(now)
+    }
+
     fn weight(&self, now: Nanos) -> u64 {
-        if self.raised(now) {
+        if self.soft_rt(now) {
+            DEFAULT_WEIGHT * WR_COEFF * SOFT_RT_WEIGHT_FACTOR
+        } else if self.interactive(now) {
             DEFAULT_WEIGHT * WR_COEFF
         } else {
             DEFAULT_WEIGHT
         }
+    }
+
+    /// `bfq_bfqq_softrt_next_start`: not before the queue's service so far at
+    /// `bfq_wr_max_softrt_rate`, nor before an idle window and four jiffies from now.
+    fn soft_rt_next_start(&self, now: Nanos, slice_idle: Nanos) -> Nanos {
+        let at_max_rate = self.last_idle_backlogged
+            + self.service_from_backlogged * NS_PER_S / SOFT_RT_MAX_RATE_SECTORS_PER_S;
+        self.soft_rt_next_start
+            .max(at_max_rate)
+            .max(now + slice_idle + SOFT_RT_SLACK_NS)
     }
 
     fn seeky(&self) -> bool {
@@ -339,8 +390,18 @@ impl Bfq {
     /// `bfq_bfqq_expire`: the queue leaves service; an empty one leaves the active tree too.
     fn expire(&mut self, now: Nanos) {
         let s = self.in_service.take().expect("a queue in service");
+        let slice_idle = self.slice_idle;
         if self.queue(s.id).requests.is_empty() {
             let q = self.queue_mut(s.id);
+            // bfq_bfqq_expire: an emptied queue's pattern is isochronous so far; the next start
+            // that would still keep it under the soft real-time rate (not while interactive).
+            if s.id != QueueId::Async && !q.interactive(now) {
+                if q.dispatched == 0 {
+                    q.soft_rt_next_start = q.soft_rt_next_start(now, slice_idle);
+                } else {
+                    q.soft_rt_update = true;
+                }
+            }
             q.busy = false;
             if q.dispatched == 0 {
                 q.budget_timeout = Some(now);
@@ -465,16 +526,30 @@ impl Bfq {
         q.budget = budget;
         let idle_for_long =
             q.dispatched == 0 && q.budget_timeout.is_none_or(|t| now > t + WR_MIN_IDLE_NS);
-        if id != QueueId::Async && idle_for_long {
-            q.raised_until = Some(now + wr_duration);
-            q.raised_service = 0;
-            // A raising period starts with a small budget, still enough for the next request.
-            let head = q
-                .requests
-                .front()
-                .map_or(0, |r| r.bytes.div_ceil(SECTOR_BYTES));
-            q.budget = q.budget.min(2 * min_budget).max(head);
+        let soft_rt =
+            q.seek_history != TOTALLY_SEEKY && now > q.soft_rt_next_start && q.dispatched == 0;
+        let was_raised = q.raised(now);
+        if id != QueueId::Async && (idle_for_long || soft_rt) {
+            if idle_for_long {
+                q.interactive_until = Some(now + wr_duration);
+                q.raised_service = 0;
+                q.soft_rt_until = None;
+            } else {
+                q.soft_rt_until = Some(now + SOFT_RT_DURATION_NS);
+            }
+            if !was_raised {
+                // A raising period starts with a small budget, still enough for the next
+                // request.
+                let head = q
+                    .requests
+                    .front()
+                    .map_or(0, |r| r.bytes.div_ceil(SECTOR_BYTES));
+                q.budget = q.budget.min(2 * min_budget).max(head);
+            }
         }
+        q.last_idle_backlogged = now;
+        q.service_from_backlogged = 0;
+        q.soft_rt_update = false;
         if let Some(f) = floor {
             q.vtime = q.vtime.max(f);
         }
@@ -497,9 +572,10 @@ impl Bfq {
         let q = self.queue_mut(id);
         let weight = u128::from(q.weight(now));
         q.vtime += u128::from(charge) * 1_000 / weight;
-        if q.raised(now) {
+        if q.interactive(now) {
             q.raised_service += sectors;
         }
+        q.service_from_backlogged += charge;
         q.dispatched += 1;
         let emptied_aside = q.requests.is_empty();
         self.in_driver += 1;
@@ -639,9 +715,14 @@ impl IoScheduler for Bfq {
             self.update_inject_limit(id, now);
         }
         self.in_driver -= 1;
+        let slice_idle = self.slice_idle;
         let q = self.queue_mut(id);
         q.dispatched -= 1;
         q.last_end_request = now;
+        if q.soft_rt_update && q.dispatched == 0 && q.requests.is_empty() && !q.interactive(now) {
+            q.soft_rt_next_start = q.soft_rt_next_start(now, slice_idle);
+            q.soft_rt_update = false;
+        }
         if q.dispatched == 0 && !q.busy {
             q.budget_timeout = Some(now);
         }
@@ -705,7 +786,7 @@ mod tests {
             b.insert(read(id, pid, sector), 0);
             // As if their raising had ended (it would start them with a smaller budget).
             let q = b.queue_mut(QueueId::Sync(pid));
-            q.raised_until = None;
+            q.interactive_until = None;
             q.budget = 64;
             b.queue_mut(QueueId::Sync(pid)).requests.clear();
         }
@@ -794,7 +875,7 @@ mod tests {
             let d = b.dispatch(i * NS_PER_MS).unwrap();
             b.completed(&d, i * NS_PER_MS, i * NS_PER_MS + 100_000);
         }
-        b.queue_mut(QueueId::Sync(7)).raised_until = None;
+        b.queue_mut(QueueId::Sync(7)).interactive_until = None;
         let r = read(30, 7, 900_000);
         b.insert(r, 30 * NS_PER_MS);
         let d = b.dispatch(30 * NS_PER_MS).unwrap();
