@@ -295,6 +295,7 @@ fn drive(
     }
     let setup: &Setup = setup;
     let vm0 = sysfs::vmstat()?;
+    let reported0 = sysfs::free_page_reported_kib();
     let rule = setup.config.discard.clone();
 
     let mut test = opts.params.workload(sites.len());
@@ -521,6 +522,15 @@ fn drive(
     for k in ["pswpin", "pswpout", "zswpin", "zswpout"] {
         extra.insert(format!("{k}_delta"), d(k).into());
     }
+    // The host discards the pages the guest reports free; while it does, this machine's disk
+    // serves writes slower (docs/experiments/validation.md, "Free page reporting").
+    extra.insert(
+        "free_page_reported_mib".into(),
+        match (reported0, sysfs::free_page_reported_kib()) {
+            (Some(a), Some(b)) => (b.saturating_sub(a) / 1024).into(),
+            _ => serde_json::Value::Null,
+        },
+    );
     extra.insert("oom_kills".into(), oom_kills.into());
     extra.insert("background_faults".into(), background_faults.into());
     extra.insert("scroll_faults".into(), scroll_faults.into());

@@ -51,6 +51,16 @@ pub fn vmstat() -> Result<std::collections::BTreeMap<String, u64>, LinuxError> {
         .collect())
 }
 
+/// KiB the guest has reported free to its hypervisor so far (virtio-balloon free page reporting,
+/// /sys/module/page_reporting/parameters/reported_kib, which this machine's kernel exposes; the
+/// host discards what is reported), or None where the kernel has no such counter.
+pub fn free_page_reported_kib() -> Option<u64> {
+    read_trimmed("/sys/module/page_reporting/parameters/reported_kib")
+        .ok()?
+        .parse()
+        .ok()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -348,6 +348,12 @@ const MECHANISMS: &[Mechanism] = &[
         "write: pages per request p90",
         &["blktrace", "write_pages_per_request", "p90"],
     ),
+    // The host's side of the run: pages the guest reported free (the host discards them), which
+    // slows this machine's disk; sim has no hypervisor.
+    Mechanism {
+        label: "free pages reported to the host MiB",
+        read: Read::Each(|r| extra_at(r, &["free_page_reported_mib"]), |_| None),
+    },
 ];
 
 /// The mechanism statistics of one scenario that at least one substrate has: (label, mean of
