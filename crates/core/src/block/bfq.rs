@@ -37,6 +37,10 @@
 //!   at a time now and then is such a queue.
 //! - **Preemption** (`bfq_bfqq_handle_idle_busy_switch`): a queue turning busy expires the
 //!   in-service one if it weighs more or the in-service one is not worth idling for.
+//! - **Order inside a queue** (`bfq_choose_req`, `bfq_check_fifo`): the request nearest ahead of
+//!   where the last one ended, or behind it within 16 MiB at twice the distance; one whose FIFO
+//!   deadline (125 ms sync, 250 ms async) passed goes first, once per slot. A write far behind
+//!   the others can wait out several of the async queue's slots.
 //! - **Budgets** (`bfq_init_bfqq`, `bfq_bfqq_update_budg_for_activation`,
 //!   `bfq_update_bfqq_wr_on_rq_arrival`): a sync queue's budget is 2/3 of `max_budget`, an async
 //!   queue's all of it, and a queue whose raising starts gets at most `2 * max_budget / 32` for
@@ -51,9 +55,7 @@
 //! close together, `bfqSHARED` queues in its log during a pressure run; here every process keeps
 //! its own); budget adaptation after each slot (`__bfq_bfqq_recalc_budget`), time charging of
 //! slow queues and the peak-rate estimator (budgets stay as above; the raising period is the one
-//! bfq starts with, see [`wr_duration_ns`]); request sorting by sector and the FIFO expiry inside
-//! a queue (requests are served in arrival order; the kernel's async queue serves its writes in
-//! sector order, so a write far from the others can wait out several slots); `hw_tag` (taken as
+//! bfq starts with, see [`wr_duration_ns`]); `hw_tag` (taken as
 //! queueing, which is also what bfq assumes until it has sampled); cgroups and I/O priorities
 //! (one group, one class, default weight); the raising of an async queue that waits over 500 ms
 //! (`bfq_wr_min_inter_arr_async`).
@@ -101,6 +103,15 @@ pub const SOFT_RT_DURATION_NS: Nanos = 300 * NS_PER_MS;
 const SOFT_RT_SLACK_NS: Nanos = 16 * NS_PER_MS;
 /// `BFQQ_TOTALLY_SEEKY`: all of the last 32 requests were seeks.
 const TOTALLY_SEEKY: u32 = u32::MAX;
+/// `bfq_fifo_expire`: a request waits at most this long before its queue's next slot serves it
+/// out of sector order, async (`NSEC_PER_SEC / 4`) and sync (`NSEC_PER_SEC / 8`).
+pub const FIFO_EXPIRE_ASYNC_NS: Nanos = NS_PER_S / 4;
+pub const FIFO_EXPIRE_SYNC_NS: Nanos = NS_PER_S / 8;
+/// `bfq_back_max = 16 * 1024` (KiB): how far behind the last position a request may be and still
+/// be served before those that wrap around (doubled to sectors in `bfq_choose_req`).
+const BACK_MAX_SECTORS: u64 = 2 * 16 * 1024;
+/// `bfq_back_penalty = 2`: a backward seek counts twice its distance.
+const BACK_PENALTY: u64 = 2;
 /// `BFQ_MIN_TT`: the idle window of a seeky queue that is not raised.
 pub const MIN_THINK_TIME_NS: Nanos = 2 * NS_PER_MS;
 /// `bfq_arm_slice_timer`: a raised queue idles at least 20 ms.
@@ -143,7 +154,8 @@ impl QueueId {
 
 #[derive(Debug, Default)]
 struct Queue {
-    requests: VecDeque<Request>,
+    /// Queued requests in arrival order, each with its FIFO deadline.
+    requests: VecDeque<(Request, Nanos)>,
     /// On the active tree: has requests, or is in service.
     busy: bool,
     /// Requests in the driver.
@@ -237,6 +249,8 @@ struct InService {
     /// The idle timer (`wait_request`): when it fires.
     idle_until: Option<Nanos>,
     idle_started: Nanos,
+    /// `fifo_expire`: the slot has looked at its FIFO once (`bfq_check_fifo`).
+    fifo_checked: bool,
 }
 
 #[derive(Debug)]
@@ -252,6 +266,8 @@ pub struct Bfq {
     waited_rq: Option<u64>,
     rqs_injected: bool,
     last_empty_occupied: Nanos,
+    /// `last_position`: where the last dispatched request ended (sector).
+    last_position: u64,
     max_budget_sectors: u64,
     slice_idle: Nanos,
     timeout: Nanos,
@@ -282,6 +298,7 @@ impl Bfq {
             waited_rq: None,
             rqs_injected: false,
             last_empty_occupied: 0,
+            last_position: 0,
             max_budget_sectors,
             slice_idle,
             timeout,
@@ -355,14 +372,47 @@ impl Bfq {
         }
     }
 
+    /// Which request a queue serves next (`bfqq->next_rq`): its oldest when that one's FIFO
+    /// deadline has passed and the queue is in service with its FIFO not yet looked at this slot
+    /// (`bfq_check_fifo`), else the one `bfq_choose_req` prefers from the last dispatched
+    /// position: the nearest ahead, or behind within `back_max` at twice the distance; those
+    /// further behind wrap around and go last, lowest sector first.
+    fn next_index(&self, id: QueueId, now: Nanos) -> Option<usize> {
+        let q = self.queue(id);
+        let (_, oldest_deadline) = q.requests.front()?;
+        let fifo_due = self
+            .in_service
+            .is_some_and(|s| s.id == id && !s.fifo_checked)
+            && now >= *oldest_deadline;
+        if fifo_due {
+            return Some(0);
+        }
+        let last = self.last_position;
+        q.requests
+            .iter()
+            .enumerate()
+            .min_by_key(|(_, (r, _))| {
+                let s = r.sector;
+                if s >= last {
+                    (false, s - last, std::cmp::Reverse(s))
+                } else if s + BACK_MAX_SECTORS >= last {
+                    (false, (last - s) * BACK_PENALTY, std::cmp::Reverse(s))
+                } else {
+                    (true, s, std::cmp::Reverse(s))
+                }
+            })
+            .map(|(i, _)| i)
+    }
+
+    fn next_request(&self, id: QueueId, now: Nanos) -> Option<&Request> {
+        let i = self.next_index(id, now)?;
+        Some(&self.queue(id).requests[i].0)
+    }
+
     /// The budget of a queue's next slot: enough for its next request.
     fn next_budget(&self, id: QueueId, now: Nanos) -> u64 {
-        let head = self
-            .queue(id)
-            .requests
-            .front()
-            .expect("a queue with a request");
-        self.queue_max_budget(id).max(self.charge(id, head, now))
+        let next = self.next_request(id, now).expect("a queue with a request");
+        self.queue_max_budget(id).max(self.charge(id, next, now))
     }
 
     fn set_in_service(&mut self, now: Nanos) -> Option<QueueId> {
@@ -383,6 +433,7 @@ impl Bfq {
             timeout_at,
             idle_until: None,
             idle_started: now,
+            fifo_checked: false,
         });
         Some(id)
     }
@@ -521,6 +572,9 @@ impl Bfq {
             .min();
         let wr_duration = wr_duration_ns(self.rotational);
         let budget = self.next_budget(id, now);
+        let next_sectors = self
+            .next_request(id, now)
+            .map_or(0, |r| r.bytes.div_ceil(SECTOR_BYTES));
         let min_budget = self.max_budget_sectors / 32;
         let q = self.queue_mut(id);
         q.budget = budget;
@@ -540,11 +594,7 @@ impl Bfq {
             if !was_raised {
                 // A raising period starts with a small budget, still enough for the next
                 // request.
-                let head = q
-                    .requests
-                    .front()
-                    .map_or(0, |r| r.bytes.div_ceil(SECTOR_BYTES));
-                q.budget = q.budget.min(2 * min_budget).max(head);
+                q.budget = q.budget.min(2 * min_budget).max(next_sectors);
             }
         }
         q.last_idle_backlogged = now;
@@ -565,8 +615,16 @@ impl Bfq {
     }
 
     fn dispatch_from(&mut self, id: QueueId, now: Nanos) -> Request {
-        let q = self.queue_mut(id);
-        let r = q.requests.pop_front().expect("a queue with a request");
+        let i = self.next_index(id, now).expect("a queue with a request");
+        if let Some(s) = self.in_service.as_mut().filter(|s| s.id == id) {
+            s.fifo_checked = true;
+        }
+        let (r, _) = self
+            .queue_mut(id)
+            .requests
+            .remove(i)
+            .expect("the index is in range");
+        self.last_position = r.end_sector();
         let charge = self.charge(id, &r, now);
         let sectors = r.bytes.div_ceil(SECTOR_BYTES);
         let q = self.queue_mut(id);
@@ -622,14 +680,14 @@ impl Bfq {
             .queues
             .iter()
             .filter(|(id, q)| **id != s.id && (always || q.raised(now)))
-            .find(|(_, q)| {
-                q.requests.front().is_some_and(|r| {
+            .map(|(id, _)| *id)
+            .find(|&id| {
+                self.next_request(id, now).is_some_and(|r| {
                     self.rotational
                         || r.bytes.div_ceil(SECTOR_BYTES) < LARGE_REQUEST_SECTORS
                         || in_driver == 0
                 })
-            })
-            .map(|(id, _)| *id)?;
+            })?;
         self.rqs_injected = true;
         Some(id)
     }
@@ -644,15 +702,20 @@ impl IoScheduler for Bfq {
         let id = QueueId::of(&req);
         self.observe_arrival(id, &req, now);
         self.maybe_start_sample(id, now);
+        let deadline = now
+            + match id {
+                QueueId::Sync(_) => FIFO_EXPIRE_SYNC_NS,
+                QueueId::Async => FIFO_EXPIRE_ASYNC_NS,
+            };
         let q = self.queue_mut(id);
         let req = match q.requests.back_mut() {
-            Some(last) => match last.try_back_merge(req) {
+            Some((last, _)) => match last.try_back_merge(req) {
                 Ok(()) => return,
                 Err(r) => r,
             },
             None => req,
         };
-        q.requests.push_back(req);
+        q.requests.push_back((req, deadline));
         if !q.busy {
             self.activate(id, now);
         }
@@ -672,7 +735,7 @@ impl IoScheduler for Bfq {
                 self.expire(now);
                 continue;
             }
-            if let Some(next) = q.requests.front() {
+            if let Some(next) = self.next_request(s.id, now) {
                 if self.charge(s.id, next, now) > s.budget_left {
                     self.expire(now);
                     continue;
@@ -688,8 +751,9 @@ impl IoScheduler for Bfq {
             let same_process_async = match s.id {
                 QueueId::Sync(pid) => self
                     .queues
-                    .get(&QueueId::Async)
-                    .and_then(|a| a.requests.front())
+                    .contains_key(&QueueId::Async)
+                    .then(|| self.next_request(QueueId::Async, now))
+                    .flatten()
                     .is_some_and(|r| r.pid == pid),
                 QueueId::Async => false,
             };
@@ -906,5 +970,31 @@ mod tests {
         b.update_inject_limit(id, 2_000);
         assert_eq!(b.queue(id).inject_limit, 1, "2x the base: one less");
         assert_eq!(b.queue(id).decrease_time, 2_000);
+    }
+
+    #[test]
+    fn a_queue_serves_the_nearest_request_ahead_and_wraps_around_last() {
+        let mut b = rotational();
+        b.last_position = 50_000;
+        for (id, sector) in [(1, 100), (2, 60_000), (3, 49_000), (4, 52_000)] {
+            b.insert(write(id, 0, sector), 0);
+        }
+        let ids: Vec<u64> = std::iter::from_fn(|| b.dispatch(0)).map(|r| r.id).collect();
+        // 52,000 is nearest ahead; then 49,000, 3,008 behind 52,008 (6,016 with the penalty),
+        // goes before 60,000 (7,992 ahead); 100 is beyond back_max behind and waits for the wrap.
+        assert_eq!(ids, [4, 3, 2, 1]);
+    }
+
+    #[test]
+    fn a_request_past_its_fifo_deadline_goes_first_in_the_next_slot() {
+        let mut b = rotational();
+        b.last_position = 50_000;
+        b.insert(write(1, 0, 100), 0);
+        b.insert(write(2, 0, 60_000), FIFO_EXPIRE_ASYNC_NS);
+        b.insert(write(3, 0, 70_000), FIFO_EXPIRE_ASYNC_NS);
+        // The oldest, far behind, has waited its 250 ms: served first, then sector order resumes.
+        let t = FIFO_EXPIRE_ASYNC_NS;
+        let ids: Vec<u64> = std::iter::from_fn(|| b.dispatch(t)).map(|r| r.id).collect();
+        assert_eq!(ids, [1, 2, 3]);
     }
 }
