@@ -11,7 +11,8 @@
 //!   a sync queue that turns busy after being idle for `bfq_wr_min_idle_time` (2 s), or is new,
 //!   is "interactive": its weight is multiplied by `bfq_wr_coeff` (30) for [`wr_duration_ns`] or
 //!   until it has received `max_service_from_wr` sectors (120,000); its budget time-out is
-//!   multiplied by the same coefficient (`bfq_set_budget_timeout`).
+//!   multiplied by the same coefficient (`bfq_set_budget_timeout`), which also delays when it can
+//!   count as idle again (`budget_timeout` + 2 s).
 //! - **When to idle** (`bfq_better_to_idle`): only for sync queues, when idling boosts throughput
 //!   (`idling_boosts_thr_without_issues`: a rotational device and a sequential queue with a short
 //!   think time, and no raised queue busy) or service guarantees need it
@@ -55,10 +56,9 @@
 //! close together, `bfqSHARED` queues in its log during a pressure run; here every process keeps
 //! its own); budget adaptation after each slot (`__bfq_bfqq_recalc_budget`), time charging of
 //! slow queues and the peak-rate estimator (budgets stay as above; the raising period is the one
-//! bfq starts with, see [`wr_duration_ns`]); `hw_tag` (taken as
-//! queueing, which is also what bfq assumes until it has sampled); cgroups and I/O priorities
-//! (one group, one class, default weight); the raising of an async queue that waits over 500 ms
-//! (`bfq_wr_min_inter_arr_async`).
+//! bfq starts with, see [`wr_duration_ns`]); `hw_tag` (taken as queueing, which is also what bfq
+//! assumes until it has sampled); cgroups and I/O priorities (one group, one class, default
+//! weight); the raising of an async queue that waits over 500 ms (`bfq_wr_min_inter_arr_async`).
 
 use super::{IoScheduler, Op, Request, SECTOR_BYTES};
 use crate::{Nanos, NS_PER_MS, NS_PER_S};
@@ -421,7 +421,13 @@ impl Bfq {
             .iter()
             .filter(|(_, q)| !q.requests.is_empty())
             .min_by_key(|(id, q)| (q.vtime, **id))?;
-        let coeff = if q.raised(now) { WR_COEFF } else { 1 };
+        // bfq_set_budget_timeout: an interactive queue's slot may last `bfq_wr_coeff` times
+        // longer; a soft real-time one's may not.
+        let coeff = if q.interactive(now) && !q.soft_rt(now) {
+            WR_COEFF
+        } else {
+            1
+        };
         let timeout_at = now + self.timeout * coeff;
         let q = self.queue_mut(id);
         q.budget_timeout = Some(timeout_at);
