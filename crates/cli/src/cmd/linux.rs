@@ -336,20 +336,9 @@ pub fn run(args: Args) -> anyhow::Result<()> {
                 );
                 println!("op     requests | p50 disk  model | p90 disk  model | p99 disk  model | mean disk  model");
                 for row in &r.rows {
-                    let (d, m) = (&row.disk_d2c_us, &row.model_d2c_us);
-                    println!(
-                        "{:5} {:9} | {:8.0} {:6.0} | {:8.0} {:6.0} | {:8.0} {:6.0} | {:9.0} {:6.0}",
-                        if row.write { "write" } else { "read" },
-                        row.requests,
-                        d.p50,
-                        m.p50,
-                        d.p90,
-                        m.p90,
-                        d.p99,
-                        m.p99,
-                        d.mean,
-                        m.mean
-                    );
+                    let op = if row.write { "write" } else { "read" };
+                    let label = format!("{op:5} {:9}", row.requests);
+                    println!("{}", d2c_row(&label, &row.disk_d2c_us, &row.model_d2c_us));
                 }
                 return Ok(());
             }
@@ -367,15 +356,12 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             println!("burst                  requests | p50 disk  model | p90 disk  model | p99 disk  model | mean disk  model");
             for r in &rows {
                 let b = r.burst;
-                let (d, m) = (&r.disk_d2c_us, &r.model_d2c_us);
-                println!(
-                    "{:5} {:2} x {:2} pages {:10} | {:8.0} {:6.0} | {:8.0} {:6.0} | {:8.0} {:6.0} | {:9.0} {:6.0}",
-                    if b.write { "write" } else { "read" },
-                    b.requests,
-                    b.pages,
-                    r.traced_requests,
-                    d.p50, m.p50, d.p90, m.p90, d.p99, m.p99, d.mean, m.mean
+                let op = if b.write { "write" } else { "read" };
+                let label = format!(
+                    "{op:5} {:2} x {:2} pages {:10}",
+                    b.requests, b.pages, r.traced_requests
                 );
+                println!("{}", d2c_row(&label, &r.disk_d2c_us, &r.model_d2c_us));
             }
             Ok(())
         }
@@ -424,4 +410,17 @@ impl nvmswap_core::progress::Progress for StderrProgress {
     fn message(&self, msg: &str) {
         tracing::info!("  {msg}");
     }
+}
+
+/// One `check-device` table row: its label, then D2C p50, p90, p99 and mean (µs), each as the
+/// disk's beside the profile model's.
+fn d2c_row(
+    label: &str,
+    disk: &nvmswap_core::results::LatencySummary,
+    model: &nvmswap_core::results::LatencySummary,
+) -> String {
+    format!(
+        "{label} | {:8.0} {:6.0} | {:8.0} {:6.0} | {:8.0} {:6.0} | {:9.0} {:6.0}",
+        disk.p50, model.p50, disk.p90, model.p90, disk.p99, model.p99, disk.mean, model.mean
+    )
 }
