@@ -21,7 +21,7 @@
 //!   through the per-size means (latency = a + b x (pages - 1), [`fit_page_cost`]) gives the cost
 //!   of each further page of a request (the profile's `read_page_ns` / `write_page_ns`), with its
 //!   R² and largest residual saying whether the cost is linear in the size.
-//! - **Queue depth**: the hardware queues' tags (/sys/block/<disk>/mq/*/nr_tags, summed), what
+//! - **Queue depth**: the hardware queues' tags (`/sys/block/<disk>/mq/*/nr_tags`, summed), what
 //!   the device takes; the scheduler's `nr_requests` is a software limit sim derives itself.
 //! - **Fault path**: the demand-zero (minor) fault, timed per page on fresh anonymous memory as
 //!   the linux pressure run's tabs time their faults ([`probe_minor_fault`]); its p50 is the cost.
@@ -93,14 +93,14 @@ pub struct Calibration {
     pub disk_write_4k_us: LatencySummary,
     pub minor_fault_us: LatencySummary,
     pub pages_per_probe: u64,
-    /// The disk's queue depth: the tags of its hardware queues (/sys/block/<disk>/mq/*/nr_tags,
+    /// The disk's queue depth: the tags of its hardware queues (`/sys/block/<disk>/mq/*/nr_tags`,
     /// summed), or the scheduler's nr_requests when the disk has no mq directory.
     pub queue_depth: u32,
     /// Where `queue_depth` was read.
     pub queue_depth_source: String,
-    /// Hardware queues of the disk (/sys/block/<disk>/mq/*).
+    /// Hardware queues of the disk (`/sys/block/<disk>/mq/*`).
     pub hw_queues: u32,
-    /// /sys/block/<disk>/queue/rotational: the kernel then swaps in with the cluster read-ahead.
+    /// `/sys/block/<disk>/queue/rotational`: the kernel then swaps in with the cluster read-ahead.
     pub rotational: bool,
     /// A virtio disk without indirect descriptors: its ring's descriptors
     /// ([`virtio_ring_descriptors`]); None otherwise.
@@ -879,6 +879,7 @@ fn probe_zram(
         page_cluster: None,
         swappiness: None,
         discard: Default::default(),
+        swap_file_blocks: Default::default(),
     };
     let setup = Setup::apply(&cfg, state_path)?;
     let id_text = sysfs::read_trimmed("/sys/class/zram-control/hot_add")?;
@@ -1347,6 +1348,7 @@ pub fn probe_swap_path(
         page_cluster: Some(0),
         swappiness: None,
         discard: Default::default(),
+        swap_file_blocks: Default::default(),
     };
     let run = probe_page_out(&cfg, pages, seed, state_path)?;
     let fault_us = run.fault.summary(NS_PER_US);
@@ -1419,6 +1421,7 @@ pub fn probe_pool_path(
         page_cluster: Some(0),
         swappiness: None,
         discard: Default::default(),
+        swap_file_blocks: Default::default(),
     };
     let run = probe_page_out(&cfg, pages, seed, state_path)?;
     Ok(PoolPathProbe {
@@ -1517,6 +1520,7 @@ fn limit_probe_config(name: &str, pages: usize) -> LinuxConfig {
         page_cluster: Some(0),
         swappiness: Some(100),
         discard: Default::default(),
+        swap_file_blocks: Default::default(),
     }
 }
 

@@ -65,6 +65,26 @@ pub struct LinuxConfig {
     /// Chrome's discard rule with this configuration's RAM-vs-swap weight.
     #[serde(default)]
     pub discard: DiscardRule,
+    /// How a swap file's blocks are prepared before `mkswap` (swap file and zswap set-ups).
+    #[serde(default)]
+    pub swap_file_blocks: SwapFileBlocks,
+}
+
+/// How a swap file's blocks are prepared before `mkswap`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SwapFileBlocks {
+    /// Allocated (`posix_fallocate`), then every block written once with O_DIRECT, as the
+    /// blocks of a swap file that has been in use have been. On a virtual disk the host may
+    /// have freed blocks the guest discarded (this machine's root file system is mounted with
+    /// `discard`, so deleting the previous run's swap file discards its blocks), and some first
+    /// writes cost it more: measured here, write D2C p99 a quarter lower on a written file, the
+    /// median unchanged (docs/experiments/validation.md, "The virtual disk's first writes").
+    #[default]
+    Written,
+    /// Allocated only: unwritten extents, as `fallocate -l SIZE` before `mkswap` leaves them.
+    /// Swap writes then land on blocks the disk has not seen written since they were discarded.
+    Allocated,
 }
 
 const BUNDLED: [(&str, &str); 3] = [

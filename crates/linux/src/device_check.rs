@@ -169,6 +169,7 @@ fn check_config() -> LinuxConfig {
         page_cluster: None,
         swappiness: None,
         discard: Default::default(),
+        swap_file_blocks: Default::default(),
     }
 }
 

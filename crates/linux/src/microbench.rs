@@ -88,6 +88,7 @@ fn config_for(spec: &MicrobenchSpec, swap: LinuxSwap) -> LinuxConfig {
         page_cluster: Some(0),
         swappiness: Some(100),
         discard: Default::default(),
+        swap_file_blocks: Default::default(),
     }
 }
 

@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use crate::cgroup;
-use crate::config::{LinuxConfig, SwapSetup};
+use crate::config::{LinuxConfig, SwapFileBlocks, SwapSetup};
 use crate::error::LinuxError;
 use crate::state::{self, Change, MachineSnapshot, StateFile};
 use crate::sysfs;
@@ -46,6 +46,38 @@ fn c_string(path: &str) -> Result<std::ffi::CString, LinuxError> {
         name: path.to_string(),
         detail: "path contains a NUL byte".into(),
     })
+}
+
+/// Writes every block of the swap file at `path` once (see [`SwapFileBlocks::Written`]), with
+/// O_DIRECT so the run does not start with a page cache full of it. The pattern is not zeros:
+/// a virtual disk may turn a write of zeros into a discard.
+fn write_through(path: &str, size: u64) -> Result<(), LinuxError> {
+    use std::os::unix::fs::{FileExt, OpenOptionsExt};
+    const CHUNK: usize = 1 << 20;
+    const ALIGN: usize = 4096;
+    let file = std::fs::OpenOptions::new()
+        .write(true)
+        .custom_flags(libc::O_DIRECT)
+        .open(path)
+        .map_err(|e| LinuxError::io("open with O_DIRECT", path, e))?;
+    // O_DIRECT needs a page-aligned buffer: an aligned window of a larger vector.
+    let mut backing = vec![0u8; CHUNK + ALIGN];
+    let skip = backing.as_ptr().align_offset(ALIGN);
+    let buf = &mut backing[skip..skip + CHUNK];
+    for (i, b) in buf.iter_mut().enumerate() {
+        *b = (i % 251) as u8 | 1;
+    }
+    // Whole pages only (O_DIRECT lengths are block multiples; swap uses whole pages anyway).
+    let size = size - size % ALIGN as u64;
+    let mut offset = 0u64;
+    while offset < size {
+        let len = (size - offset).min(CHUNK as u64) as usize;
+        file.write_all_at(&buf[..len], offset)
+            .map_err(|e| LinuxError::io("write through", path, e))?;
+        offset += len as u64;
+    }
+    // The extents turned from unwritten to written: make that durable before swapon maps them.
+    file.sync_all().map_err(|e| LinuxError::io("sync", path, e))
 }
 
 /// The whole-disk block device (as in /sys/block) that holds `path`.
@@ -295,7 +327,11 @@ impl Setup {
                 std::io::Error::from_raw_os_error(rc),
             ));
         }
-        Ok(())
+        drop(file);
+        match self.config.swap_file_blocks {
+            SwapFileBlocks::Allocated => Ok(()),
+            SwapFileBlocks::Written => write_through(path, size),
+        }
     }
 
     fn apply_steps(&mut self, config: &LinuxConfig) -> Result<(), LinuxError> {

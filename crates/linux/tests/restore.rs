@@ -372,3 +372,52 @@ fn restore_crashed(path: &std::path::Path, before: &MachineSnapshot) {
         Vec::<String>::new()
     );
 }
+
+/// Extents of `path` that `filefrag -v` (FIEMAP) reports as unwritten.
+fn unwritten_extents(path: &str) -> usize {
+    let out = std::process::Command::new("filefrag")
+        .args(["-v", path])
+        .output()
+        .expect("filefrag (e2fsprogs) runs");
+    assert!(out.status.success(), "filefrag -v {path} failed");
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter(|l| l.contains("unwritten"))
+        .count()
+}
+
+#[test]
+fn a_written_swap_file_has_no_unwritten_extents_and_an_allocated_one_has() {
+    let _m = MACHINE.lock().unwrap_or_else(|e| e.into_inner());
+    if !root_or_skip("swap_file_blocks") {
+        return;
+    }
+    for (blocks, expect_unwritten) in [
+        (nvmswap_linux::config::SwapFileBlocks::Written, false),
+        (nvmswap_linux::config::SwapFileBlocks::Allocated, true),
+    ] {
+        let before = MachineSnapshot::capture().unwrap();
+        let file = format!("/var/tmp/nvmswap-test-blocks-{}.swap", std::process::id());
+        let mut cfg = LinuxConfig::load("linux-swapfile").unwrap();
+        cfg.swap = nvmswap_linux::SwapSetup::Swapfile {
+            path: file.clone(),
+            size_bytes: 32 * MIB,
+        };
+        cfg.swap_file_blocks = blocks;
+        let path = state_path("blocks");
+        let setup = Setup::apply(&cfg, &path).unwrap();
+        // mkswap wrote the first page either way; the rest is what the set-up left.
+        let unwritten = unwritten_extents(&file);
+        drop(setup);
+        assert_eq!(
+            unwritten > 0,
+            expect_unwritten,
+            "{blocks:?}: {unwritten} unwritten extents"
+        );
+        assert_eq!(
+            before.differences(&MachineSnapshot::capture().unwrap()),
+            Vec::<String>::new()
+        );
+        assert!(!std::path::Path::new(&file).exists(), "swap file removed");
+    }
+}

@@ -171,7 +171,7 @@ pub fn with_tunables(
 }
 
 /// The I/O schedulers' tunables, named and in the units of their sysfs files
-/// (/sys/block/<dev>/queue/iosched/; Documentation/block/deadline-iosched.rst, kyber-iosched.rst,
+/// (`/sys/block/<dev>/queue/iosched/`; Documentation/block/deadline-iosched.rst, kyber-iosched.rst,
 /// bfq-iosched.rst). Each scheduler reads its own; the defaults are the kernel's (the constants
 /// of each scheduler's module, which cite the source).
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]

@@ -167,6 +167,7 @@ fn measure_config() -> LinuxConfig {
         page_cluster: Some(0),
         swappiness: Some(100),
         discard: Default::default(),
+        swap_file_blocks: Default::default(),
     }
 }
 
