@@ -6,12 +6,23 @@
 //!   `__swap_writepage` (mm/page_io.c) submits a one-page bio, which lands in the plug: a bio
 //!   contiguous with the plug's last request merges into it (`blk_attempt_plug_merge`,
 //!   block/blk-merge.c, tries the tail request only when one queue is plugged), otherwise it
-//!   becomes a new request; the plug is flushed to the I/O scheduler when it holds
-//!   `BLK_MAX_REQUEST_COUNT` requests (`blk_add_rq_to_plug`, block/blk-mq.c) and at
+//!   becomes a new request; the plug is flushed to the I/O scheduler when a new request meets
+//!   `BLK_MAX_REQUEST_COUNT` requests held or a head request (the oldest) of
+//!   `BLK_PLUG_FLUSH_SIZE` or more (`blk_add_rq_to_plug`, block/blk-mq.c), and at
 //!   `blk_finish_plug`. Swap slots come from a per-CPU cluster (mm/swapfile.c), so the pages of
 //!   one scan get consecutive slots and their writes merge. The swap-in read-ahead
 //!   (`swap_cluster_readahead`, `swap_vma_readahead`, mm/swap_state.c) reads its window under a
 //!   plug too, the faulting page among them: reads of adjacent slots merge the same way.
+//! - A task has one plug: `blk_start_plug` does nothing when the task already has one
+//!   (block/blk-core.c), and the inner `blk_finish_plug` then flushes nothing. The read-ahead
+//!   charges each page it allocates (`__read_swap_cache_async` ->
+//!   `mem_cgroup_swapin_charge_folio`), and a charge at a memory cgroup's limit reclaims
+//!   ([`Plug::nest_under`]): those writes join the read-ahead's plug behind its first read and
+//!   wait there until the read-ahead ends, or until the plug holds `BLK_MAX_REQUEST_COUNT`
+//!   requests; the head is a read of at most the window, under `BLK_PLUG_FLUSH_SIZE`, so its
+//!   size never flushes it. A kernel run's block trace shows the writes and the reads going to
+//!   the device together, after holds of up to ~40 ms (docs/experiments/validation.md, "Reclaim
+//!   inside the read-ahead's plug").
 //! - [`Writeback`]: the reclaiming task does not wait for its writes. A page under writeback is
 //!   put back on the inactive list (`shrink_folio_list`, `pageout` -> `keep_locked`) and is freed
 //!   only when reclaim finds it again after the write ended; `pageout` marks it `PG_reclaim`, and
@@ -48,9 +59,14 @@
 use crate::{Nanos, NS_PER_S, SWAP_CLUSTER_MAX};
 use std::collections::BTreeMap;
 
-/// Requests a plug holds before it is flushed (`BLK_MAX_REQUEST_COUNT`, include/linux/blkdev.h;
+/// Requests a plug holds before it is flushed (`BLK_MAX_REQUEST_COUNT`, block/blk-mq.h in 6.18;
 /// `blk_plug_max_rq_count` doubles it only when several queues are plugged).
 pub const BLK_MAX_REQUEST_COUNT: usize = 32;
+
+/// A plug whose head request is this big or bigger is flushed before it takes a new request
+/// (`BLK_PLUG_FLUSH_SIZE`, block/blk-mq.h; `blk_add_rq_to_plug` checks `rq_list_peek`, the
+/// oldest request, since requests are added at the tail).
+pub const BLK_PLUG_FLUSH_SIZE: u64 = 128 * 1024;
 
 /// One request as the plug built it: `pages` (in submission order) to consecutive swap slots
 /// starting at `first_slot`. `queued_at` is when its first bio was submitted: blktrace's Q of
@@ -75,6 +91,11 @@ impl PluggedRequest {
 pub struct Plug {
     max_pages_per_request: u64,
     requests: Vec<PluggedRequest>,
+    /// Reclaim runs inside the task's read-ahead plug ([`Plug::nest_under`]) until `finish`.
+    nested: bool,
+    /// Pages of an outer request heading the plug that the caller builds itself (the
+    /// read-ahead's first read), until the plug is flushed.
+    outer_head_pages: Option<u64>,
 }
 
 impl Plug {
@@ -85,7 +106,25 @@ impl Plug {
         Plug {
             max_pages_per_request: (max_request_bytes / crate::PAGE_SIZE).max(1),
             requests: Vec::new(),
+            nested: false,
+            outer_head_pages: None,
         }
+    }
+
+    /// The task's swap-in read-ahead opened this plug, its first read (`head_pages` pages,
+    /// built by the caller) at the head: what reclaim adds from now on queues behind it and
+    /// counts with it, and [`Plug::is_nested`] tells reclaim's `blk_finish_plug` to flush
+    /// nothing. Ends at [`Plug::finish`]; a plug that fills before goes out, the read with it,
+    /// and stays the read-ahead's.
+    pub fn nest_under(&mut self, head_pages: u64) {
+        debug_assert!(self.requests.is_empty(), "a task opens its plug empty");
+        self.nested = true;
+        self.outer_head_pages = Some(head_pages);
+    }
+
+    /// Reclaim runs inside another plug of the same task: its own finish flushes nothing.
+    pub fn is_nested(&self) -> bool {
+        self.nested
     }
 
     pub fn is_empty(&self) -> bool {
@@ -121,8 +160,15 @@ impl Plug {
             pages: vec![page],
             queued_at: at,
         };
-        if self.requests.len() >= BLK_MAX_REQUEST_COUNT {
-            let out = self.finish();
+        let held = self.requests.len() + usize::from(self.outer_head_pages.is_some());
+        let head_pages = self
+            .outer_head_pages
+            .or_else(|| self.requests.first().map(PluggedRequest::slots));
+        let head_too_big = head_pages.is_some_and(|h| h * crate::PAGE_SIZE >= BLK_PLUG_FLUSH_SIZE);
+        if held >= BLK_MAX_REQUEST_COUNT || head_too_big {
+            // The outer request goes out with the rest (`blk_mq_flush_plug_list`); the caller
+            // still dispatches it when it ends the outer plug.
+            let out = self.flush();
             self.requests.push(request);
             return out;
         }
@@ -130,8 +176,16 @@ impl Plug {
         Vec::new()
     }
 
-    /// `blk_finish_plug`: every request held, in the order they were made.
+    /// `blk_finish_plug`: every request held, in the order they were made. Ends a nesting.
     pub fn finish(&mut self) -> Vec<PluggedRequest> {
+        self.nested = false;
+        self.flush()
+    }
+
+    /// `blk_flush_plug` of a task going to sleep: every request held goes out (the outer head
+    /// too), and the plug stays open, still the read-ahead's when it was.
+    pub fn flush(&mut self) -> Vec<PluggedRequest> {
+        self.outer_head_pages = None;
         std::mem::take(&mut self.requests)
     }
 }
@@ -510,8 +564,9 @@ mod tests {
     #[test]
     fn a_plugged_batch_merges_adjacent_writes() {
         let mut plug = Plug::new(1024 * 1024);
-        // 32 pages reclaimed into consecutive slots 100..132: one request of 32 pages.
-        for p in 0..32 {
+        // 31 pages reclaimed into consecutive slots 100..131: one request of 31 pages (under
+        // BLK_PLUG_FLUSH_SIZE, so the plug keeps it when a second request starts).
+        for p in 0..31 {
             assert!(plug.add(p, 100 + u64::from(p), u64::from(p)).is_empty());
         }
         // A page whose slot is not adjacent starts a second request.
@@ -521,7 +576,7 @@ mod tests {
         let out = plug.finish();
         assert_eq!(out.len(), 2);
         assert_eq!(out[0].first_slot, 100);
-        assert_eq!(out[0].slots(), 32);
+        assert_eq!(out[0].slots(), 31);
         assert_eq!(out[1].first_slot, 499);
         assert_eq!(out[1].pages, vec![98, 99]);
         // Q of a request is its start sector's bio: the first bio, or a front merge's.
@@ -554,6 +609,48 @@ mod tests {
         let flushed = plug.add(32, 1000, 0);
         assert_eq!(flushed.len(), 32);
         assert_eq!(plug.len(), 1);
+    }
+
+    #[test]
+    fn a_head_request_of_128_kib_flushes_the_plug_when_the_next_request_starts() {
+        let mut plug = Plug::new(1024 * 1024);
+        // The head grows to 32 pages (128 KiB) by merges: merges never flush.
+        for p in 0..40u32 {
+            assert!(plug.add(p, 100 + u64::from(p), 0).is_empty());
+        }
+        // A new request meets a head of 40 pages: the plug goes out first.
+        let flushed = plug.add(40, 900, 5);
+        assert_eq!(flushed.len(), 1);
+        assert_eq!(flushed[0].slots(), 40);
+        // The new request heads the plug now, 1 page: the next one is kept.
+        assert!(plug.add(41, 2000, 6).is_empty());
+        assert_eq!(plug.len(), 2);
+    }
+
+    #[test]
+    fn reclaim_nested_in_a_read_ahead_plug_waits_behind_the_read_and_counts_it() {
+        let mut plug = Plug::new(1024 * 1024);
+        // The read-ahead's first read (8 pages) heads the plug; reclaim's writes follow.
+        plug.nest_under(8);
+        assert!(plug.is_nested());
+        // 40 pages merge into one write request of 160 KiB; the head is the read, so the
+        // size rule does not fire and 30 more requests are kept (31 with the read).
+        for p in 0..40u32 {
+            assert!(plug.add(p, 100 + u64::from(p), 0).is_empty());
+        }
+        for k in 1..=30u32 {
+            assert!(plug.add(100 + k, 1000 * u64::from(k), 1).is_empty());
+        }
+        assert_eq!(plug.len(), 31);
+        // The 33rd request (the read, 31 writes, this one) flushes the plug, the read with it.
+        // The plug is still the read-ahead's, now headed by the new request.
+        let flushed = plug.add(200, 99_999, 2);
+        assert_eq!(flushed.len(), 31);
+        assert!(plug.is_nested());
+        assert_eq!(plug.len(), 1);
+        // The read-ahead's own blk_finish_plug hands over the rest and ends the nesting.
+        assert_eq!(plug.finish().len(), 1);
+        assert!(!plug.is_nested());
     }
 
     #[test]

@@ -263,6 +263,7 @@ impl Machine<'_> {
             return stall;
         }
         let from = self.now + stall;
+        self.backend.flush_plug_to_sleep(from, &mut self.obs);
         let to = match ctx {
             ReclaimContext::Direct => {
                 // No progress at the lowest priority: one jiffy on the NOPROGRESS queue.
@@ -322,6 +323,7 @@ impl Machine<'_> {
         if too_many_isolated(ctx, isolated, self.lru.inactive_len(), true) {
             // Sleeps until kswapd puts its batch back, or HZ/50.
             let from = self.now + start;
+            self.backend.flush_plug_to_sleep(from, &mut self.obs);
             let deadline = from + throttle_timeout_ns(ThrottleReason::Isolated, KERNEL_HZ);
             while self.kswapd.running && self.kswapd.batch > 0 && self.kswapd.at < deadline {
                 let next = self.kswapd.at + 1;

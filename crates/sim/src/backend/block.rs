@@ -6,12 +6,14 @@
 //! Reclaim's writes as the 6.18 kernel issues them (`nvmswap_core::reclaim`): `shrink_lruvec`
 //! (mm/vmscan.c) runs under a block plug, so each `swap_writepage` (mm/page_io.c) of a batch
 //! lands in the plug ([`Plug`]: adjacent slots merge into one request) and the requests reach the
-//! I/O scheduler when the batch ends (`blk_finish_plug`, the engine's `finish_plug`) or the plug
-//! holds 32 requests. The reclaiming task pays the write path's CPU per page and does not wait
-//! for the write. A page under writeback keeps its frame ([`Writeback`]: `shrink_folio_list`
-//! puts it back on the inactive list) until its write completes; `folio_end_writeback` then
-//! rotates it to the inactive tail (`folio_rotate_reclaimable`, mm/swap.c) where the next scan
-//! frees it without I/O. In a memory cgroup sim does the same: the frame waits at the tail until a
+//! I/O scheduler when the batch ends (`blk_finish_plug`, the engine's `finish_plug`), when the
+//! plug holds 32 requests, or when a new request meets a head request of 128 KiB. A charge that
+//! reclaims while the task's swap-in read-ahead gets frames runs inside the read-ahead's plug
+//! (`Plug::nest_under`): its writes wait there until the window's reads go out. The reclaiming
+//! task pays the write path's CPU per page and does not wait for the write. A page under
+//! writeback keeps its frame ([`Writeback`]: `shrink_folio_list` puts it back on the inactive
+//! list) until its write completes; `folio_end_writeback` then rotates it to the inactive tail
+//! (`folio_rotate_reclaimable`, mm/swap.c) where the next scan frees it without I/O. In a memory cgroup sim does the same: the frame waits at the tail until a
 //! charge's scan frees it (`free_ended_writes`), so a charge that finds earlier writes ended frees
 //! them without writing, and one whose writes are in flight scans on. Elsewhere (kswapd's
 //! machines) sim frees the frame at the completion itself, the rotated page being the next one
@@ -92,6 +94,9 @@ pub struct BlockSwap {
     /// task starts writing).
     plug: Plug,
     plug_by: Option<Actor>,
+    /// When a read-ahead's plug went out before the read-ahead ended (it filled, or its task
+    /// slept): the window's reads queued by then went out with it.
+    nested_flushes: Vec<u64>,
     /// A fault's read-ahead window between `plan_read` and `submit_read`: (page, its window).
     planned: Option<(u32, Vec<(u32, u32)>)>,
     /// Pages under writeback (`PG_writeback`, `PG_reclaim`).
@@ -173,6 +178,7 @@ impl BlockSwap {
             // The largest request the block layer builds (`MAX_MERGED_BYTES`, core::block).
             plug: Plug::new(nvmswap_core::block::MAX_MERGED_BYTES),
             plug_by: None,
+            nested_flushes: Vec::new(),
             planned: None,
             writeback: Writeback::default(),
             write_gen: Vec::new(),
@@ -257,12 +263,32 @@ impl BlockSwap {
         wait
     }
 
-    /// `blk_finish_plug`: the plug's requests go to the I/O scheduler at `t`; the tag wait.
+    /// Reclaim's `blk_finish_plug`: the plug's requests go to the I/O scheduler at `t`; the tag
+    /// wait. Nothing when reclaim runs inside the task's read-ahead plug: the read-ahead's own
+    /// finish (`submit_read`) flushes it.
     pub(super) fn finish_plug(&mut self, t: u64, obs: &mut Observers) -> u64 {
-        let Some(by) = self.plug_by.take() else {
+        if self.plug.is_nested() {
+            return 0;
+        }
+        self.flush_plug(t, obs, true)
+    }
+
+    /// The plug's requests go to the I/O scheduler at `t`, whatever opened it; the tag wait.
+    /// `ends`: its owner finishes it (`blk_finish_plug`); otherwise the owner sleeps with it
+    /// open (`SwapBackend::flush_plug_to_sleep`) and a read-ahead's plug stays the task's.
+    pub(super) fn flush_plug(&mut self, t: u64, obs: &mut Observers, ends: bool) -> u64 {
+        let Some(by) = self.plug_by else {
             return 0;
         };
-        let reqs = self.plug.finish();
+        let reqs = if ends {
+            self.plug_by = None;
+            self.plug.finish()
+        } else {
+            if self.plug.is_nested() {
+                self.nested_flushes.push(t);
+            }
+            self.plug.flush()
+        };
         self.submit_plugged(reqs, t, by, obs)
     }
 
@@ -388,7 +414,7 @@ impl BlockSwap {
         spent.cpu += self.write_ns;
         spent.whole_path |= self.write_calibrated;
         if self.plug_by.is_some_and(|a| a != by) {
-            spent.wait += self.finish_plug(t + spent.total(), obs);
+            spent.wait += self.flush_plug(t + spent.total(), obs, true);
         }
         self.plug_by = Some(by);
         if self.writeback.is_under_writeback(p) {
@@ -412,6 +438,9 @@ impl BlockSwap {
         let full = self
             .plug
             .add(p, u64::from(self.slot_of[pi]), t + spent.total());
+        if !full.is_empty() && self.plug.is_nested() {
+            self.nested_flushes.push(t + spent.total());
+        }
         spent.wait += self.submit_plugged(full, t + spent.total(), by, obs);
         self.held[pi] = Held::Device;
     }
@@ -460,9 +489,24 @@ impl BlockSwap {
     /// [`SwapBackend::begin_swap_in`]'s first half for a page read from the device: the window
     /// is decided now (as the kernel decides it before allocating), kept for `submit_read`, and
     /// its neighbours handed to the engine for frames.
-    pub(super) fn plan_read(&mut self, p: u32) -> Vec<u32> {
+    ///
+    /// The task's read-ahead plug opens here (at `start`, by `me`), the faulting page's read at
+    /// its head: reclaim while the neighbours get frames runs inside it (`Plug::nest_under`).
+    pub(super) fn plan_read(
+        &mut self,
+        p: u32,
+        start: u64,
+        me: Actor,
+        obs: &mut Observers,
+    ) -> Vec<u32> {
         let window = self.readahead_window(p);
         let neighbours = window.iter().map(|&(q, _)| q).filter(|&q| q != p).collect();
+        // Any plug left open belongs to someone else's batch: it goes out before ours opens.
+        self.flush_plug(start, obs, true);
+        // The head is the faulting page's read: at most the window's pages.
+        self.plug.nest_under(window.len() as u64);
+        self.plug_by = Some(me);
+        self.nested_flushes.clear();
         self.planned = Some((p, window));
         neighbours
     }
@@ -490,7 +534,11 @@ impl BlockSwap {
                 .map(|&(_, after)| issued + after)
         };
         let dispatch = issued + framed.iter().map(|&(_, after)| after).max().unwrap_or(0);
-        let (id, readahead) = self.submit_window(p, &window, true, at, dispatch, me, obs);
+        let flushes = std::mem::take(&mut self.nested_flushes);
+        let (id, readahead) = self.submit_window(p, &window, true, at, dispatch, &flushes, me, obs);
+        // The read-ahead's blk_finish_plug: the writes its frames' reclaim left in the plug go
+        // out with the reads. Their tags were taken when each request was made, so no wait.
+        self.flush_plug(dispatch, obs, true);
         SwapIn::Wait {
             id: id.expect("the faulting page is in its window"),
             issued,
@@ -511,12 +559,14 @@ impl BlockSwap {
         obs: &mut Observers,
     ) -> (Option<u64>, Vec<u32>) {
         let window = self.readahead_window(p);
-        self.submit_window(p, &window, read_p, |_| Some(issued), issued, me, obs)
+        self.submit_window(p, &window, read_p, |_| Some(issued), issued, &[], me, obs)
     }
 
     /// The reads of a window (`readahead_window`'s pages), each queued at `queued(q)`: `p`'s
     /// when `read_p` (at `dispatch` if `queued` has no time for it), a neighbour's only when
-    /// `queued` has one (None: it got no frame); all under one plug that goes out at `dispatch`.
+    /// `queued` has one (None: it got no frame); under one plug that goes out at `dispatch`, or
+    /// at the first of `flushes` (times the plug went out early: full, or its task slept) after
+    /// a read was queued.
     #[allow(clippy::too_many_arguments)]
     fn submit_window(
         &mut self,
@@ -525,16 +575,32 @@ impl BlockSwap {
         read_p: bool,
         queued: impl Fn(u32) -> Option<u64>,
         dispatch: u64,
+        flushes: &[u64],
         me: Actor,
         obs: &mut Observers,
     ) -> (Option<u64>, Vec<u32>) {
+        let goes_out = |at: u64| {
+            flushes
+                .iter()
+                .copied()
+                .find(|&f| f >= at)
+                .unwrap_or(dispatch)
+        };
         let mut readahead = Vec::new();
-        let mut plug = Plug::new(nvmswap_core::block::MAX_MERGED_BYTES);
+        // One plug per time it goes out, so reads merge only with reads that left with them.
+        let mut plugs: BTreeMap<u64, Plug> = BTreeMap::new();
         let mut full = Vec::new();
+        let mut add = |q: u32, s: u32, at: u64, full: &mut Vec<(u64, PluggedRequest)>| {
+            let out = goes_out(at);
+            let plug = plugs
+                .entry(out)
+                .or_insert_with(|| Plug::new(nvmswap_core::block::MAX_MERGED_BYTES));
+            full.extend(plug.add(q, u64::from(s), at).into_iter().map(|r| (out, r)));
+        };
         for &(q, s) in window {
             if q == p {
                 if read_p {
-                    full.extend(plug.add(q, u64::from(s), queued(p).unwrap_or(dispatch)));
+                    add(q, s, queued(p).unwrap_or(dispatch), &mut full);
                 }
                 continue;
             }
@@ -542,13 +608,15 @@ impl BlockSwap {
                 continue;
             };
             if self.held[q as usize] == Held::Device {
-                full.extend(plug.add(q, u64::from(s), at));
+                add(q, s, at, &mut full);
             }
             readahead.push(q);
         }
-        full.extend(plug.finish());
+        for (out, mut plug) in plugs {
+            full.extend(plug.finish().into_iter().map(|r| (out, r)));
+        }
         let mut waited_for = None;
-        for r in full {
+        for (out, r) in full {
             let sync = r.pages.contains(&p);
             let (id, _) = self.io.submit_pages(
                 Op::Read,
@@ -556,7 +624,7 @@ impl BlockSwap {
                 r.first_slot as u32,
                 r.slots(),
                 r.queued_at,
-                dispatch,
+                out,
                 me,
                 obs,
             );
@@ -732,6 +800,11 @@ impl SwapBackend for BlockSwap {
         BlockSwap::finish_plug(self, t, obs)
     }
 
+    fn flush_plug_to_sleep(&mut self, t: u64, obs: &mut Observers) {
+        // Tags were the sleeper's to wait for anyway: the sleep covers them.
+        self.flush_plug(t, obs, false);
+    }
+
     fn swap_free_pages(&self) -> u64 {
         self.swap_slots - self.used_slots
     }
@@ -787,7 +860,7 @@ impl SwapBackend for BlockSwap {
                 readahead: Vec::new(),
             });
         }
-        BeginSwapIn::Frames(self.plan_read(p))
+        BeginSwapIn::Frames(self.plan_read(p, start, by, env.obs))
     }
 
     fn submit_swap_in(

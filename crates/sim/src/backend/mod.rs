@@ -144,6 +144,11 @@ pub trait SwapBackend {
         0
     }
 
+    /// The reclaiming task goes to sleep at `t` (a throttle, a wait for writeback): the
+    /// scheduler flushes its plug first (`sched_submit_work` -> `blk_flush_plug`,
+    /// kernel/sched/core.c), which stays open, a read-ahead's included.
+    fn flush_plug_to_sleep(&mut self, _t: u64, _obs: &mut Observers) {}
+
     /// Free swap space, in pages (Chrome's rule counts it).
     fn swap_free_pages(&self) -> u64;
 

@@ -320,17 +320,7 @@ fn a_read_ahead_window_waits_in_the_plug_while_its_neighbours_get_frames() {
     // as one request when the last frame was found: its Q is its first bio's (the lowest
     // slot's), so its Q2D is the time from that bio to the last frame, and the faulting task
     // waited for the frames and the read.
-    let vda = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../../profiles/linux/calibrated-vda.toml"
-    );
-    let set = [
-        format!("swap_profile=\"{vda}\""),
-        "page_cluster=3".to_string(),
-    ];
-    let mut rig = Rig::new("optane", 64, 2000, &set);
-    rig.swap_out_in_one_batch(64);
-    fault_in_order(&mut rig, 32);
+    let mut rig = vda_rig_after_32_faults();
     let (reads, pages) = (
         rig.obs.metrics.c.device_reads,
         rig.obs.metrics.c.device_read_pages,
@@ -338,10 +328,7 @@ fn a_read_ahead_window_waits_in_the_plug_while_its_neighbours_get_frames() {
     let t = 10_000_000_000;
     rig.backend.advance_to(t, &mut rig.obs);
     rig.call(|b, env| b.fault(43, false, t, ME, env));
-    let neighbours = match rig.call(|b, env| b.begin_swap_in(43, false, t, ME, env)) {
-        super::BeginSwapIn::Frames(n) => n,
-        other => panic!("a device read plans its window: {other:?}"),
-    };
+    let neighbours = plan_window(&mut rig, 43, t);
     assert!(neighbours.len() >= 3, "a grown window: {neighbours:?}");
     assert!(
         neighbours.iter().all(|&q| (40..48).contains(&q)),
@@ -385,4 +372,106 @@ fn a_read_ahead_window_waits_in_the_plug_while_its_neighbours_get_frames() {
         cost > last,
         "the fault waited for the frames and the read: {cost} ns"
     );
+}
+
+#[test]
+fn reclaim_while_the_read_ahead_gets_frames_waits_in_its_plug_until_the_reads_go_out() {
+    // The kernel's swap-in read-ahead charges each page it allocates under its plug; a charge
+    // that reclaims runs inside that plug (a task has one), so its writes reach the scheduler
+    // with the window's reads, not at the end of its own pass.
+    let mut rig = vda_rig_after_32_faults();
+    let t = 10_000_000_000;
+    rig.backend.advance_to(t, &mut rig.obs);
+    let writes = rig.writes_queued();
+    rig.call(|b, env| b.fault(43, false, t, ME, env));
+    let neighbours = plan_window(&mut rig, 43, t);
+    // The first neighbour's frame is charged and reclaims two resident pages (written 10 us
+    // in): the pass ends, but its blk_finish_plug flushes nothing.
+    for p in [3, 9] {
+        rig.backend.written(p); // dirty: no clean swap-cache copy to drop instead
+        rig.store(p, t + 10_000, ME);
+    }
+    assert_eq!(rig.backend.finish_plug(t + 20_000, &mut rig.obs), 0);
+    assert_eq!(rig.writes_queued(), writes, "held in the read-ahead's plug");
+    let framed: Vec<(u32, u64)> = neighbours
+        .iter()
+        .zip(1..)
+        .map(|(&q, k)| (q, 50_000 * k))
+        .collect();
+    let dispatch = t + framed.last().unwrap().1;
+    match rig.call(|b, env| b.submit_swap_in(43, t, &framed, ME, env)) {
+        SwapIn::Wait { .. } => {}
+        other => panic!("the fault waits for its read: {other:?}"),
+    }
+    // Consecutive slots: the two pages are one request.
+    assert_eq!(rig.writes_queued(), writes + 1, "out with the reads");
+    rig.drain();
+    // Each write's Q is its bio's (10 us in); it reached the scheduler at the last frame (the
+    // batch before waited 49 us in its plug).
+    let write_q2d_us = rig.obs.metrics.trace[1][0].summary(1_000).max;
+    let expected_us = (dispatch - (t + 10_000)) as f64 / 1_000.0;
+    // (The recorder keeps three significant digits.)
+    assert!(
+        write_q2d_us >= expected_us * 0.99,
+        "write Q2D {write_q2d_us} us, at least {expected_us} expected"
+    );
+    // Out of a read-ahead, reclaim's own finish flushes again.
+    rig.backend.written(11);
+    rig.store(11, dispatch + 1_000, ME);
+    rig.backend.finish_plug(dispatch + 2_000, &mut rig.obs);
+    assert_eq!(rig.writes_queued(), writes + 2);
+}
+
+#[test]
+fn a_read_ahead_plug_that_goes_out_early_takes_the_reads_queued_by_then() {
+    // The task sleeps (a throttle) while its read-ahead plug is open: the scheduler flushes the
+    // plug, and the reads queued before go out then, not at the read-ahead's end.
+    let mut rig = vda_rig_after_32_faults();
+    let t = 10_000_000_000;
+    rig.backend.advance_to(t, &mut rig.obs);
+    let reads = rig.obs.metrics.c.device_reads;
+    rig.call(|b, env| b.fault(43, false, t, ME, env));
+    let neighbours = plan_window(&mut rig, 43, t);
+    let slept_at = t + 100_000;
+    rig.backend.flush_plug_to_sleep(slept_at, &mut rig.obs);
+    // The faulting page's read was queued at once, every neighbour's after the sleep.
+    let framed: Vec<(u32, u64)> = neighbours
+        .iter()
+        .zip(1..)
+        .map(|(&q, k)| (q, 200_000 + 50_000 * k))
+        .collect();
+    match rig.call(|b, env| b.submit_swap_in(43, t, &framed, ME, env)) {
+        SwapIn::Wait { .. } => {}
+        other => panic!("the fault waits for its read: {other:?}"),
+    }
+    rig.drain();
+    // Three requests: the faulting page's alone (out at the sleep), and the neighbours' on
+    // either side of its slot; without the sleep the window is one merged request
+    // (`a_read_ahead_window_waits_in_the_plug_while_its_neighbours_get_frames`).
+    assert_eq!(rig.obs.metrics.c.device_reads - reads, 3);
+}
+
+/// The calibrated vda behind optane's tabs (page-cluster 3), 64 pages swapped out in one batch,
+/// then pages 0..32 faulted in order.
+fn vda_rig_after_32_faults() -> Rig {
+    let vda = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../profiles/linux/calibrated-vda.toml"
+    );
+    let set = [
+        format!("swap_profile=\"{vda}\""),
+        "page_cluster=3".to_string(),
+    ];
+    let mut rig = Rig::new("optane", 64, 2000, &set);
+    rig.swap_out_in_one_batch(64);
+    fault_in_order(&mut rig, 32);
+    rig
+}
+
+/// A device read's swap-in of `p` at `t` plans its window: the neighbours that need frames.
+fn plan_window(rig: &mut Rig, p: u32, t: u64) -> Vec<u32> {
+    match rig.call(|b, env| b.begin_swap_in(p, false, t, ME, env)) {
+        super::BeginSwapIn::Frames(n) => n,
+        other => panic!("a device read plans its window: {other:?}"),
+    }
 }

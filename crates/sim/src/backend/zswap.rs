@@ -384,6 +384,10 @@ impl SwapBackend for Zswap {
         self.dev.finish_plug(t, obs)
     }
 
+    fn flush_plug_to_sleep(&mut self, t: u64, obs: &mut Observers) {
+        self.dev.flush_plug(t, obs, false);
+    }
+
     fn io_finished(&self, id: u64) -> bool {
         self.dev.io_finished(id)
     }
