@@ -594,6 +594,9 @@ fn summarise(parsed: &Parsed, device: &str) -> serde_json::Value {
         .iter()
         .map(|r| (r.op, r.d_ns, r.c_ns))
         .collect();
+    if let Some(share) = nvmswap_core::block::writes_dispatched_with_reads(&spans) {
+        out.insert("write_share_dispatched_with_reads".into(), share.into());
+    }
     let depths = nvmswap_core::block::depth_at_dispatch(&spans);
     for (dir, depths) in depths.into_iter().enumerate() {
         let name = ["read", "write"][dir];

@@ -468,6 +468,9 @@ impl Metrics {
             trace.insert("scheduler".into(), cfg.io_scheduler.name().into());
             trace.insert("completion".into(), cfg.completion.name().into());
             let spans: Vec<_> = self.dispatched.iter().map(|r| (r.0, r.1, r.2)).collect();
+            if let Some(share) = nvmswap_core::block::writes_dispatched_with_reads(&spans) {
+                trace.insert("write_share_dispatched_with_reads".into(), share.into());
+            }
             let depths = nvmswap_core::block::depth_at_dispatch(&spans);
             for (dir, depths) in depths.into_iter().enumerate() {
                 let name = ["read", "write"][dir];

@@ -283,6 +283,11 @@ fn sim_pages_per_write(r: &RunResult) -> Option<f64> {
     (requests > 0.0).then(|| extra_at(r, &["device_write_pages"]).unwrap_or(0.0) / requests)
 }
 
+/// The share of write requests dispatched with a read, in percent (the same key on both).
+fn writes_with_reads_percent(r: &RunResult) -> Option<f64> {
+    extra_at(r, &["blktrace", "write_share_dispatched_with_reads"]).map(|share| share * 100.0)
+}
+
 /// A statistic under the same keys on both substrates.
 const fn both(label: &'static str, path: &'static [&'static str]) -> Mechanism {
     Mechanism {
@@ -340,6 +345,10 @@ const MECHANISMS: &[Mechanism] = &[
         "write: device depth at dispatch p99",
         &["blktrace", "write_depth_at_dispatch", "p99"],
     ),
+    Mechanism {
+        label: "writes with reads %",
+        read: Read::Each(writes_with_reads_percent, writes_with_reads_percent),
+    },
     both(
         "write: pages per request p50",
         &["blktrace", "write_pages_per_request", "p50"],

@@ -278,6 +278,40 @@ pub fn depth_at_dispatch(requests: &[(Op, Nanos, Nanos)]) -> [Vec<u64>; 2] {
     out
 }
 
+/// Dispatches this close to the one before belong to one burst ([`writes_dispatched_with_reads`]).
+/// A definition of the statistic, not a model parameter: a plug flush or a scheduler's dispatch
+/// round hands its requests to the driver within a few microseconds of each other, while the
+/// device's completions, which start the next round, come tens of microseconds or more apart.
+pub const DISPATCH_BURST_GAP_NS: Nanos = 100_000;
+
+/// Of the write requests given as (op, dispatch, completion), the share dispatched in a burst
+/// (dispatches each within [`DISPATCH_BURST_GAP_NS`] of the previous) that holds a read too;
+/// None without writes. On the kernel most such bursts are a plug that held reclaim's writes
+/// and a swap-in's reads together (the read-ahead's plug, `nvmswap_core::reclaim::Plug`), so the
+/// same statistic on both substrates tells whether sim nests reclaim in the read-ahead as often.
+pub fn writes_dispatched_with_reads(requests: &[(Op, Nanos, Nanos)]) -> Option<f64> {
+    let mut dispatches: Vec<(Nanos, Op)> = requests.iter().map(|&(op, d, _)| (d, op)).collect();
+    dispatches.sort_unstable_by_key(|&(d, op)| (d, op == Op::Write));
+    let (mut writes, mut with_reads) = (0u64, 0u64);
+    let mut start = 0;
+    while start < dispatches.len() {
+        let mut end = start + 1;
+        while end < dispatches.len()
+            && dispatches[end].0 - dispatches[end - 1].0 <= DISPATCH_BURST_GAP_NS
+        {
+            end += 1;
+        }
+        let burst = &dispatches[start..end];
+        let burst_writes = burst.iter().filter(|&&(_, op)| op == Op::Write).count() as u64;
+        writes += burst_writes;
+        if burst.iter().any(|&(_, op)| op == Op::Read) {
+            with_reads += burst_writes;
+        }
+        start = end;
+    }
+    (writes > 0).then(|| with_reads as f64 / writes as f64)
+}
+
 /// Mean and exact percentiles of counts: [`depth_at_dispatch`]'s, or the pages of each request
 /// (None when there are none).
 #[derive(Debug, Clone, Copy, PartialEq, serde::Serialize)]
@@ -340,6 +374,24 @@ mod tests {
         let w = super::DepthSummary::of(writes).unwrap();
         assert_eq!((w.mean, w.p50, w.max), (1.0, 1, 2));
         assert_eq!(super::DepthSummary::of(vec![]), None);
+    }
+
+    #[test]
+    fn writes_dispatched_with_reads_counts_bursts_that_hold_a_read() {
+        use super::{writes_dispatched_with_reads, Op, DISPATCH_BURST_GAP_NS as GAP};
+        let reqs = [
+            // A burst of a read and two writes, chained within the gap.
+            (Op::Read, 0, 50),
+            (Op::Write, GAP, 60),
+            (Op::Write, 2 * GAP, 70),
+            // Writes alone, one gap and a nanosecond later: a burst of their own.
+            (Op::Write, 3 * GAP + 1, 80),
+            (Op::Write, 3 * GAP + 2, 90),
+            // A read alone.
+            (Op::Read, 10 * GAP, 900),
+        ];
+        assert_eq!(writes_dispatched_with_reads(&reqs), Some(0.5));
+        assert_eq!(writes_dispatched_with_reads(&reqs[..1]), None);
     }
 
     use super::*;
