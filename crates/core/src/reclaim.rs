@@ -15,14 +15,17 @@
 //!   plug too, the faulting page among them: reads of adjacent slots merge the same way.
 //! - A task has one plug: `blk_start_plug` does nothing when the task already has one
 //!   (block/blk-core.c), and the inner `blk_finish_plug` then flushes nothing. The read-ahead
-//!   charges each page it allocates (`__read_swap_cache_async` ->
-//!   `mem_cgroup_swapin_charge_folio`), and a charge at a memory cgroup's limit reclaims
-//!   ([`Plug::nest_under`]): those writes join the read-ahead's plug behind its first read and
-//!   wait there until the read-ahead ends, or until the plug holds `BLK_MAX_REQUEST_COUNT`
-//!   requests; the head is a read of at most the window, under `BLK_PLUG_FLUSH_SIZE`, so its
-//!   size never flushes it. A kernel run's block trace shows the writes and the reads going to
-//!   the device together, after holds of up to ~40 ms (docs/experiments/validation.md, "Reclaim
-//!   inside the read-ahead's plug").
+//!   opens its plug before it allocates and charges the window's folios, the faulting page's
+//!   among them, in slot (cluster) or address (VMA) order (`__read_swap_cache_async` ->
+//!   `mem_cgroup_swapin_charge_folio`), each read joining the plug after its folio's charge. A
+//!   charge at a memory cgroup's limit reclaims ([`Plug::open_for_read_ahead`]): its writes
+//!   join the same plug, in the order they were made with the reads, until the read-ahead ends,
+//!   the plug holds `BLK_MAX_REQUEST_COUNT` requests, the head (a write when the window's first
+//!   charge reclaimed, else its first read) is `BLK_PLUG_FLUSH_SIZE` when a new request is
+//!   made, or the task sleeps. A read after a write cannot merge with the read before it (only
+//!   the plug's last request takes merges). A kernel run's block trace shows the writes and the
+//!   reads going to the device together, after holds of up to ~40 ms
+//!   (docs/experiments/validation.md, "Reclaim inside the read-ahead's plug").
 //! - [`Writeback`]: the reclaiming task does not wait for its writes. A page under writeback is
 //!   put back on the inactive list (`shrink_folio_list`, `pageout` -> `keep_locked`) and is freed
 //!   only when reclaim finds it again after the write ended; `pageout` marks it `PG_reclaim`, and
@@ -56,6 +59,7 @@
 //!   4, 8, 17 and 32-page passes at priorities 12 to 8, about 60 pages, not 32 (the kernel's
 //!   `vmscan` tracepoints on this machine: `extra.memcg_reclaim` of a linux run).
 
+use crate::block::Op;
 use crate::{Nanos, NS_PER_S, SWAP_CLUSTER_MAX};
 use std::collections::BTreeMap;
 
@@ -68,12 +72,14 @@ pub const BLK_MAX_REQUEST_COUNT: usize = 32;
 /// oldest request, since requests are added at the tail).
 pub const BLK_PLUG_FLUSH_SIZE: u64 = 128 * 1024;
 
-/// One request as the plug built it: `pages` (in submission order) to consecutive swap slots
-/// starting at `first_slot`. `queued_at` is when its first bio was submitted: blktrace's Q of
-/// the request (the parser matches a request by its start sector, whose Q is the first bio's),
-/// so the time a request waits in the plug is part of its Q2D on the kernel and must be in sim.
+/// One request as the plug built it: `op` of `pages` (in submission order) at consecutive swap
+/// slots starting at `first_slot`. `queued_at` is when its first bio was submitted: blktrace's Q
+/// of the request (the parser matches a request by its start sector, whose Q is the first
+/// bio's), so the time a request waits in the plug is part of its Q2D on the kernel and must be
+/// in sim.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PluggedRequest {
+    pub op: Op,
     pub first_slot: u64,
     pub pages: Vec<u32>,
     pub queued_at: Nanos,
@@ -85,17 +91,16 @@ impl PluggedRequest {
     }
 }
 
-/// A task's block plug: reclaim's swap-out writes, or a swap-in's read-ahead reads (see the
-/// module text and `nvmswap_core::readahead`).
+/// A task's block plug: reclaim's swap-out writes, a swap-in's read-ahead reads, or both when
+/// reclaim runs inside the read-ahead (see the module text and `nvmswap_core::readahead`).
 #[derive(Debug, Clone)]
 pub struct Plug {
     max_pages_per_request: u64,
+    /// In the order they were made; the first is the head the size rule looks at.
     requests: Vec<PluggedRequest>,
-    /// Reclaim runs inside the task's read-ahead plug ([`Plug::nest_under`]) until `finish`.
-    nested: bool,
-    /// Pages of an outer request heading the plug that the caller builds itself (the
-    /// read-ahead's first read), until the plug is flushed.
-    outer_head_pages: Option<u64>,
+    /// The plug is the task's swap-in read-ahead's ([`Plug::open_for_read_ahead`]) until
+    /// `finish`: reclaim's own start and finish do nothing.
+    read_ahead: bool,
 }
 
 impl Plug {
@@ -106,25 +111,24 @@ impl Plug {
         Plug {
             max_pages_per_request: (max_request_bytes / crate::PAGE_SIZE).max(1),
             requests: Vec::new(),
-            nested: false,
-            outer_head_pages: None,
+            read_ahead: false,
         }
     }
 
-    /// The task's swap-in read-ahead opened this plug, its first read (`head_pages` pages,
-    /// built by the caller) at the head: what reclaim adds from now on queues behind it and
-    /// counts with it, and [`Plug::is_nested`] tells reclaim's `blk_finish_plug` to flush
-    /// nothing. Ends at [`Plug::finish`]; a plug that fills before goes out, the read with it,
-    /// and stays the read-ahead's.
-    pub fn nest_under(&mut self, head_pages: u64) {
+    /// The task's swap-in read-ahead opens its plug (`blk_start_plug` before the window's
+    /// loop): reclaim that a charge runs from now on adds its writes here, between the window's
+    /// reads, and [`Plug::is_nested`] tells reclaim's `blk_finish_plug` to flush nothing. Ends
+    /// at [`Plug::finish`]; a plug that goes out before (full, its head big, its task asleep)
+    /// stays the read-ahead's.
+    pub fn open_for_read_ahead(&mut self) {
         debug_assert!(self.requests.is_empty(), "a task opens its plug empty");
-        self.nested = true;
-        self.outer_head_pages = Some(head_pages);
+        self.read_ahead = true;
     }
 
-    /// Reclaim runs inside another plug of the same task: its own finish flushes nothing.
+    /// Reclaim runs inside the read-ahead's plug of the same task: its own finish flushes
+    /// nothing.
     pub fn is_nested(&self) -> bool {
-        self.nested
+        self.read_ahead
     }
 
     pub fn is_empty(&self) -> bool {
@@ -136,13 +140,14 @@ impl Plug {
         self.requests.len()
     }
 
-    /// A one-page bio of `page` to swap slot `slot`, submitted at `at`, enters the plug. Returns
-    /// the requests to hand to the I/O scheduler now: none, or all of them when the plug became
-    /// full. A front merge makes the new bio the request's start sector, so its Q (`at`) becomes
-    /// the request's.
-    pub fn add(&mut self, page: u32, slot: u64, at: Nanos) -> Vec<PluggedRequest> {
+    /// A one-page bio (`op`) of `page` at swap slot `slot`, submitted at `at`, enters the plug.
+    /// Returns the requests to hand to the I/O scheduler now: none, or all of those held before
+    /// when the new request found the plug full or its head big. Only the last request takes a
+    /// merge (`blk_attempt_plug_merge`), and only a bio of its direction; a front merge makes
+    /// the new bio the request's start sector, so its Q (`at`) becomes the request's.
+    pub fn add(&mut self, op: Op, page: u32, slot: u64, at: Nanos) -> Vec<PluggedRequest> {
         if let Some(last) = self.requests.last_mut() {
-            if last.slots() < self.max_pages_per_request {
+            if last.op == op && last.slots() < self.max_pages_per_request {
                 if slot == last.first_slot + last.slots() {
                     last.pages.push(page);
                     return Vec::new();
@@ -156,18 +161,16 @@ impl Plug {
             }
         }
         let request = PluggedRequest {
+            op,
             first_slot: slot,
             pages: vec![page],
             queued_at: at,
         };
-        let held = self.requests.len() + usize::from(self.outer_head_pages.is_some());
-        let head_pages = self
-            .outer_head_pages
-            .or_else(|| self.requests.first().map(PluggedRequest::slots));
-        let head_too_big = head_pages.is_some_and(|h| h * crate::PAGE_SIZE >= BLK_PLUG_FLUSH_SIZE);
-        if held >= BLK_MAX_REQUEST_COUNT || head_too_big {
-            // The outer request goes out with the rest (`blk_mq_flush_plug_list`); the caller
-            // still dispatches it when it ends the outer plug.
+        let head_too_big = self
+            .requests
+            .first()
+            .is_some_and(|h| h.slots() * crate::PAGE_SIZE >= BLK_PLUG_FLUSH_SIZE);
+        if self.requests.len() >= BLK_MAX_REQUEST_COUNT || head_too_big {
             let out = self.flush();
             self.requests.push(request);
             return out;
@@ -176,16 +179,15 @@ impl Plug {
         Vec::new()
     }
 
-    /// `blk_finish_plug`: every request held, in the order they were made. Ends a nesting.
+    /// `blk_finish_plug`: every request held, in the order they were made. Ends a read-ahead's.
     pub fn finish(&mut self) -> Vec<PluggedRequest> {
-        self.nested = false;
+        self.read_ahead = false;
         self.flush()
     }
 
-    /// `blk_flush_plug` of a task going to sleep: every request held goes out (the outer head
-    /// too), and the plug stays open, still the read-ahead's when it was.
+    /// `blk_flush_plug` of a task going to sleep (or of a plug that filled): every request
+    /// held goes out, and the plug stays open, still the read-ahead's when it was.
     pub fn flush(&mut self) -> Vec<PluggedRequest> {
-        self.outer_head_pages = None;
         std::mem::take(&mut self.requests)
     }
 }
@@ -567,12 +569,14 @@ mod tests {
         // 31 pages reclaimed into consecutive slots 100..131: one request of 31 pages (under
         // BLK_PLUG_FLUSH_SIZE, so the plug keeps it when a second request starts).
         for p in 0..31 {
-            assert!(plug.add(p, 100 + u64::from(p), u64::from(p)).is_empty());
+            assert!(plug
+                .add(Op::Write, p, 100 + u64::from(p), u64::from(p))
+                .is_empty());
         }
         // A page whose slot is not adjacent starts a second request.
-        assert!(plug.add(99, 500, 40).is_empty());
+        assert!(plug.add(Op::Write, 99, 500, 40).is_empty());
         // A page just before the last request's first slot front-merges.
-        assert!(plug.add(98, 499, 41).is_empty());
+        assert!(plug.add(Op::Write, 98, 499, 41).is_empty());
         let out = plug.finish();
         assert_eq!(out.len(), 2);
         assert_eq!(out[0].first_slot, 100);
@@ -589,12 +593,12 @@ mod tests {
     fn only_the_last_request_takes_merges_and_size_is_bounded() {
         // Requests of at most 2 pages.
         let mut plug = Plug::new(2 * crate::PAGE_SIZE);
-        plug.add(0, 10, 0);
-        plug.add(1, 20, 0);
+        plug.add(Op::Write, 0, 10, 0);
+        plug.add(Op::Write, 1, 20, 0);
         // Adjacent to the first request (slot 11), but the plug only tries its tail: new request.
-        plug.add(2, 11, 0);
-        plug.add(3, 12, 0); // merges with slot 11
-        plug.add(4, 13, 0); // the request is at its size limit: new request
+        plug.add(Op::Write, 2, 11, 0);
+        plug.add(Op::Write, 3, 12, 0); // merges with slot 11
+        plug.add(Op::Write, 4, 13, 0); // the request is at its size limit: new request
         let out = plug.finish();
         let shapes: Vec<(u64, u64)> = out.iter().map(|r| (r.first_slot, r.slots())).collect();
         assert_eq!(shapes, vec![(10, 1), (20, 1), (11, 2), (13, 1)]);
@@ -604,9 +608,9 @@ mod tests {
     fn a_full_plug_is_flushed_at_thirty_two_requests() {
         let mut plug = Plug::new(1024 * 1024);
         for p in 0..32u32 {
-            assert!(plug.add(p, u64::from(p) * 10, 0).is_empty());
+            assert!(plug.add(Op::Write, p, u64::from(p) * 10, 0).is_empty());
         }
-        let flushed = plug.add(32, 1000, 0);
+        let flushed = plug.add(Op::Write, 32, 1000, 0);
         assert_eq!(flushed.len(), 32);
         assert_eq!(plug.len(), 1);
     }
@@ -616,41 +620,69 @@ mod tests {
         let mut plug = Plug::new(1024 * 1024);
         // The head grows to 32 pages (128 KiB) by merges: merges never flush.
         for p in 0..40u32 {
-            assert!(plug.add(p, 100 + u64::from(p), 0).is_empty());
+            assert!(plug.add(Op::Write, p, 100 + u64::from(p), 0).is_empty());
         }
         // A new request meets a head of 40 pages: the plug goes out first.
-        let flushed = plug.add(40, 900, 5);
+        let flushed = plug.add(Op::Write, 40, 900, 5);
         assert_eq!(flushed.len(), 1);
         assert_eq!(flushed[0].slots(), 40);
         // The new request heads the plug now, 1 page: the next one is kept.
-        assert!(plug.add(41, 2000, 6).is_empty());
+        assert!(plug.add(Op::Write, 41, 2000, 6).is_empty());
         assert_eq!(plug.len(), 2);
     }
 
     #[test]
     fn reclaim_nested_in_a_read_ahead_plug_waits_behind_the_read_and_counts_it() {
         let mut plug = Plug::new(1024 * 1024);
-        // The read-ahead's first read (8 pages) heads the plug; reclaim's writes follow.
-        plug.nest_under(8);
+        plug.open_for_read_ahead();
         assert!(plug.is_nested());
-        // 40 pages merge into one write request of 160 KiB; the head is the read, so the
-        // size rule does not fire and 30 more requests are kept (31 with the read).
+        // The window's first read (slot 500) heads the plug; a charge then reclaims 40 pages,
+        // which merge into one write request of 160 KiB. The head is the read, so the size
+        // rule does not fire; 30 more write requests are kept (32 requests with the read).
+        assert!(plug.add(Op::Read, 7, 500, 0).is_empty());
         for p in 0..40u32 {
-            assert!(plug.add(p, 100 + u64::from(p), 0).is_empty());
+            assert!(plug.add(Op::Write, p, 100 + u64::from(p), 0).is_empty());
         }
         for k in 1..=30u32 {
-            assert!(plug.add(100 + k, 1000 * u64::from(k), 1).is_empty());
+            assert!(plug
+                .add(Op::Write, 100 + k, 1000 * u64::from(k), 1)
+                .is_empty());
         }
-        assert_eq!(plug.len(), 31);
-        // The 33rd request (the read, 31 writes, this one) flushes the plug, the read with it.
-        // The plug is still the read-ahead's, now headed by the new request.
-        let flushed = plug.add(200, 99_999, 2);
-        assert_eq!(flushed.len(), 31);
-        assert!(plug.is_nested());
+        assert_eq!(plug.len(), 32);
+        // The next read is adjacent to the first but the plug's last request is a write: no
+        // merge, a 33rd request, and the plug goes out first, the read at its head.
+        let flushed = plug.add(Op::Read, 8, 501, 2);
+        assert_eq!(flushed.len(), 32);
+        assert_eq!((flushed[0].op, flushed[0].slots()), (Op::Read, 1));
+        assert!(plug.is_nested(), "still the read-ahead's plug");
         assert_eq!(plug.len(), 1);
-        // The read-ahead's own blk_finish_plug hands over the rest and ends the nesting.
+        // The read-ahead's own blk_finish_plug hands over the rest and ends it.
         assert_eq!(plug.finish().len(), 1);
         assert!(!plug.is_nested());
+    }
+
+    #[test]
+    fn a_window_whose_first_charge_reclaims_has_a_write_at_its_head() {
+        let mut plug = Plug::new(1024 * 1024);
+        plug.open_for_read_ahead();
+        // The first page's charge reclaims 32 pages before any read: a 128 KiB write heads the
+        // plug, so the window's first read finds it big and sends it out.
+        for p in 0..32u32 {
+            assert!(plug.add(Op::Write, p, 100 + u64::from(p), 0).is_empty());
+        }
+        let flushed = plug.add(Op::Read, 40, 900, 5);
+        assert_eq!(flushed.len(), 1);
+        assert_eq!((flushed[0].op, flushed[0].slots()), (Op::Write, 32));
+        // The reads that follow merge with one another in the plug, up to the read-ahead's end.
+        for (k, slot) in (901..904).enumerate() {
+            assert!(plug.add(Op::Read, 41 + k as u32, slot, 6).is_empty());
+        }
+        let rest = plug.finish();
+        assert_eq!(rest.len(), 1);
+        assert_eq!(
+            (rest[0].op, rest[0].first_slot, rest[0].slots()),
+            (Op::Read, 900, 4)
+        );
     }
 
     #[test]

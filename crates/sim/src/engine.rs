@@ -32,7 +32,7 @@ use nvmswap_core::PAGE_SIZE;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
-use crate::backend::{self, BeginSwapIn, BuildArgs, Fault, SwapBackend, SwapIn};
+use crate::backend::{self, BuildArgs, Fault, SwapBackend, SwapIn};
 use crate::costs::{Costs, TIMELINE_INTERVAL_NS};
 use crate::memory::Memory;
 use crate::metrics::{Metrics, RunEnd};
@@ -234,7 +234,7 @@ impl<'a> Machine<'a> {
                 return Ok(0);
             }
             Loc::Absent => {
-                let stall = self.frame_or_discard()?;
+                let stall = self.frame_or_discard(0)?;
                 self.place(p);
                 let minor = self.costs.minor_fault;
                 self.obs.emit(Event::Cpu {
@@ -265,35 +265,63 @@ impl<'a> Machine<'a> {
     }
 
     /// The back-end's page `p` comes into a frame (with whatever it reads ahead); the latency.
-    /// A read from a block device with a read-ahead window gets its neighbours' frames first,
-    /// while its reads wait in the plug (`SwapBackend::begin_swap_in`): each allocation (and
-    /// the reclaim its charge may run) delays the reads, and so the fault, and shows as their
-    /// Q2D. Other swap-ins find their neighbours' frames after the page is in.
+    /// A read from a block device under the read-ahead goes step by step as the kernel's
+    /// (`swap_in_window`); other swap-ins find the page's frame first and their neighbours'
+    /// after the page is in.
     fn swap_in(&mut self, p: u32, write: bool, me: Actor) -> Result<u64, SimError> {
-        let mut stall = self.frame_or_discard()?;
+        if self.backend.plans_read(p) {
+            return self.swap_in_window(p, write, me);
+        }
+        let stall = self.frame_or_discard(0)?;
         let start = self.now + stall;
-        let mut framed_first = false;
-        let begun = match self.backend.begin_swap_in(p, write, start, me, env!(self)) {
-            BeginSwapIn::Now(swap_in) => swap_in,
-            BeginSwapIn::Frames(neighbours) => {
-                framed_first = true;
-                let mut framed = Vec::with_capacity(neighbours.len());
-                let mut after = 0;
-                for q in neighbours {
-                    if self.loc[q as usize] != Loc::Out {
-                        continue;
-                    }
-                    match self.allocate_frame() {
-                        Some(s) => after += s,
-                        None => break,
-                    }
-                    framed.push((q, after));
+        let swap_in = self.backend.swap_in(p, write, start, me, env!(self));
+        Ok(stall + self.complete_swap_in(p, write, swap_in, false))
+    }
+
+    /// A swap-in that reads a block device: the window is planned and the task's plug opened;
+    /// each page of it, the faulting one among them, gets its frame in the kernel's order (the
+    /// charge may reclaim, inside the plug, which delays the reads after it and shows in their
+    /// Q2D), its read joining the plug; the plug goes out when the loop ends, and the task
+    /// waits for its page's read.
+    fn swap_in_window(&mut self, p: u32, write: bool, me: Actor) -> Result<u64, SimError> {
+        let (order, before) = self.backend.plan_swap_in(p, self.now, me, env!(self));
+        let mut after = before;
+        for q in order {
+            if q == p {
+                after += self.frame_or_discard(after)?;
+            } else if self.loc[q as usize] != Loc::Out {
+                continue;
+            } else {
+                // A neighbour without a frame is not read (`__read_swap_cache_async` failed).
+                match self.allocate_frame_after(after) {
+                    Some(s) => after += s,
+                    None => continue,
                 }
-                self.backend
-                    .submit_swap_in(p, start, &framed, me, env!(self))
             }
+            let t = self.now + after;
+            after += self.backend.window_page_framed(q, t, me, env!(self));
+        }
+        let t = self.now + after;
+        let swap_in = self.backend.submit_swap_in(p, t, me, env!(self));
+        let SwapIn::Wait { issued, .. } = swap_in else {
+            unreachable!("a planned read-ahead waits for its read");
         };
-        let (cost, readahead) = match begun {
+        // The latency from the fault: the software before the loop, the loop up to the page's
+        // read, then what `finish_swap_in` counts from that read on.
+        let to_read = issued - self.now - before;
+        Ok(to_read + self.complete_swap_in(p, write, swap_in, true))
+    }
+
+    /// Waits for `swap_in`'s read (if any) and brings in its read-ahead pages, which already
+    /// have frames when `framed_first`. Returns the cost after the page's frame was found.
+    fn complete_swap_in(
+        &mut self,
+        p: u32,
+        write: bool,
+        swap_in: SwapIn,
+        framed_first: bool,
+    ) -> u64 {
+        let (cost, readahead) = match swap_in {
             SwapIn::Done { cost, readahead } => (cost, readahead),
             SwapIn::Wait {
                 id,
@@ -308,6 +336,7 @@ impl<'a> Machine<'a> {
             }
         };
         self.place(p);
+        let mut stall = 0;
         for q in readahead {
             if self.loc[q as usize] != Loc::Out {
                 // Its tab was discarded while we waited: a frame taken for it goes back.
@@ -330,7 +359,7 @@ impl<'a> Machine<'a> {
             self.lru.add_faulted(q);
             self.lru.clear_accessed(q);
         }
-        Ok(stall + cost)
+        stall + cost
     }
 
     /// The page is now resident and mapped (its fault sets the accessed bit).
@@ -339,10 +368,11 @@ impl<'a> Machine<'a> {
         self.lru.add_faulted(p);
     }
 
-    /// A frame, or discard tabs until one is free (the OOM path; Chrome normally discards first).
-    fn frame_or_discard(&mut self) -> Result<u64, SimError> {
+    /// A frame, its reclaim starting `after` the present, or discard tabs until one is free
+    /// (the OOM path; Chrome normally discards first). Returns the stall from `after` on.
+    fn frame_or_discard(&mut self, after: u64) -> Result<u64, SimError> {
         loop {
-            if let Some(stall) = self.allocate_frame() {
+            if let Some(stall) = self.allocate_frame_after(after) {
                 return Ok(stall);
             }
             if !self.discard_lru(true) {

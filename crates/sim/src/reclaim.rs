@@ -200,31 +200,39 @@ impl Machine<'_> {
     /// Takes one free frame for the foreground, reclaiming as the kernel would. Returns the
     /// foreground's extra latency (direct reclaim), or None when nothing can be reclaimed.
     pub fn allocate_frame(&mut self) -> Option<u64> {
+        self.allocate_frame_after(0)
+    }
+
+    /// [`Self::allocate_frame`] for an allocation `after` the present (a swap-in's read-ahead
+    /// charges one folio after another): its reclaim starts then. Returns the stall from then.
+    pub fn allocate_frame_after(&mut self, after: u64) -> Option<u64> {
         if self.mem.memcg_limit {
-            return self.charge_frame();
+            return self.charge_frame(after);
         }
         if self.free_frames() <= self.mem.marks.low && !self.kswapd.running {
             self.kswapd.running = true;
-            self.kswapd.at = self.kswapd.at.max(self.now);
-            self.obs.emit(Event::KswapdWake { t: self.now });
+            self.kswapd.at = self.kswapd.at.max(self.now + after);
+            self.obs.emit(Event::KswapdWake {
+                t: self.now + after,
+            });
         }
         // kswapd is behind: the allocating task reclaims a batch itself.
         let mut stall = if self.free_frames() <= self.mem.marks.min {
-            self.direct_reclaim(0)
+            self.direct_reclaim(after)
         } else {
             0
         };
         if self.free_frames() == 0 {
-            stall = self.reclaim_until_free(stall);
+            stall = self.reclaim_until_free(after + stall) - after;
         }
         self.take_frame(stall)
     }
 
-    /// A frame under a memory cgroup's limit: nobody reclaims in the background, so a charge
-    /// that finds the limit reached reclaims itself first.
-    fn charge_frame(&mut self) -> Option<u64> {
+    /// A frame under a memory cgroup's limit, charged `after` the present: nobody reclaims in
+    /// the background, so a charge that finds the limit reached reclaims itself first.
+    fn charge_frame(&mut self, after: u64) -> Option<u64> {
         let stall = if self.free_frames() == 0 {
-            self.reclaim_until_free(0)
+            self.reclaim_until_free(after) - after
         } else {
             0
         };

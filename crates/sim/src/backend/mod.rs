@@ -94,16 +94,6 @@ pub enum SwapIn {
     },
 }
 
-/// How a swap-in begins ([`SwapBackend::begin_swap_in`]).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum BeginSwapIn {
-    /// The swap-in as `swap_in` makes it.
-    Now(SwapIn),
-    /// The page is read from a block device with these read-ahead neighbours: the engine gives
-    /// each a frame first (charging it, which may reclaim), then `submit_swap_in`.
-    Frames(Vec<u32>),
-}
-
 pub trait SwapBackend {
     /// Per-page state for pages 0..pages (tabs are opened one after the other).
     fn grow(&mut self, pages: usize);
@@ -162,35 +152,41 @@ pub trait SwapBackend {
     /// Brings `p` into the frame the engine found for it; the foreground resumes at `start`.
     fn swap_in(&mut self, p: u32, write: bool, start: u64, by: Actor, env: &mut Env) -> SwapIn;
 
-    /// The engine's way in to a swap-in: as `swap_in`, unless the page is read from a block
-    /// device under a read-ahead window. Then the kernel allocates and charges each neighbour's
-    /// folio while the reads already queued wait in its plug, and the plug goes out after the
-    /// window (mm/swap_state.c `swap_cluster_readahead` and `swap_vma_readahead`:
-    /// `blk_start_plug`, `__read_swap_cache_async` per page, `blk_finish_plug`), so the back-end
-    /// hands the neighbours back ([`BeginSwapIn::Frames`]) and submits once the engine has found
-    /// their frames (`submit_swap_in`).
-    fn begin_swap_in(
-        &mut self,
-        p: u32,
-        write: bool,
-        start: u64,
-        by: Actor,
-        env: &mut Env,
-    ) -> BeginSwapIn {
-        BeginSwapIn::Now(self.swap_in(p, write, start, by, env))
+    /// Whether a swap-in of `p` is a read from a block device under the kernel's read-ahead
+    /// (mm/swap_state.c `swap_cluster_readahead`, `swap_vma_readahead`), which the engine then
+    /// carries out step by step: `plan_swap_in`, a frame for each page of the window in the
+    /// order returned (`window_page_framed` after each), `submit_swap_in`. Otherwise `swap_in`
+    /// does it all once the page has its frame.
+    fn plans_read(&self, _p: u32) -> bool {
+        false
     }
 
-    /// After [`BeginSwapIn::Frames`]: the reads of `p`'s window, `framed` the neighbours that got
-    /// a frame with the time (after `start`) their allocation ended, when each read joins the
-    /// plug; the plug goes out after the last. A neighbour without a frame is not read.
-    fn submit_swap_in(
+    /// The read-ahead's plan for a fault on `p` at `start`, by `by`: the window is decided and
+    /// the task's plug opened (`blk_start_plug`, for a window of more than one page). Returns
+    /// the window's pages (`p` among them) in the order the kernel allocates and charges their
+    /// folios (`__read_swap_cache_async`), and the swap-in software spent before the first.
+    /// The charges, and the reclaim a charge at a memory cgroup's limit runs, happen inside the
+    /// plug: reclaim's writes queue in it between the window's reads (`nvmswap_core::reclaim`).
+    fn plan_swap_in(
         &mut self,
         _p: u32,
         _start: u64,
-        _framed: &[(u32, u64)],
         _by: Actor,
         _env: &mut Env,
-    ) -> SwapIn {
+    ) -> (Vec<u32>, u64) {
+        unreachable!("this back-end never plans a read-ahead window")
+    }
+
+    /// Page `q` of the planned window has its frame at `t`: its read joins the plug (none for a
+    /// page in a pool in front). Returns the wait for a request tag.
+    fn window_page_framed(&mut self, _q: u32, _t: u64, _by: Actor, _env: &mut Env) -> u64 {
+        unreachable!("this back-end never plans a read-ahead window")
+    }
+
+    /// The window's loop ended at `t`: the read-ahead's `blk_finish_plug` sends what the plug
+    /// still holds. The swap-in waits for the request holding `p`; its neighbours that got a
+    /// frame come in with it.
+    fn submit_swap_in(&mut self, _p: u32, _t: u64, _by: Actor, _env: &mut Env) -> SwapIn {
         unreachable!("this back-end never plans a read-ahead window")
     }
 

@@ -33,7 +33,7 @@ use nvmswap_core::reclaim::{swap_out_route, SwapOutRoute};
 use nvmswap_core::zswap::{StoreOutcome, ZswapPool};
 
 use super::block::{BlockSwap, Held};
-use super::{BeginSwapIn, BuildArgs, Env, Fault, Spent, SwapBackend, SwapIn};
+use super::{BuildArgs, Env, Fault, Spent, SwapBackend, SwapIn};
 use crate::costs::SAME_FILLED_NS;
 use crate::metrics::BackendReport;
 use crate::observe::{Actor, CpuKind, Event, Observers, Tier, ZswapKind, KWORKER_PID};
@@ -294,29 +294,20 @@ impl SwapBackend for Zswap {
         SwapIn::Done { cost, readahead }
     }
 
-    fn begin_swap_in(
-        &mut self,
-        p: u32,
-        write: bool,
-        start: u64,
-        by: Actor,
-        env: &mut Env,
-    ) -> BeginSwapIn {
-        if self.read_from_device(p, self.worker.pending.contains(&p)) {
-            return self.dev.begin_swap_in(p, write, start, by, env);
-        }
-        BeginSwapIn::Now(self.swap_in(p, write, start, by, env))
+    fn plans_read(&self, p: u32) -> bool {
+        self.read_from_device(p, self.worker.pending.contains(&p)) && self.dev.needs_read(p)
     }
 
-    fn submit_swap_in(
-        &mut self,
-        p: u32,
-        start: u64,
-        framed: &[(u32, u64)],
-        by: Actor,
-        env: &mut Env,
-    ) -> SwapIn {
-        self.dev.submit_swap_in(p, start, framed, by, env)
+    fn plan_swap_in(&mut self, p: u32, start: u64, by: Actor, env: &mut Env) -> (Vec<u32>, u64) {
+        self.dev.plan_swap_in(p, start, by, env)
+    }
+
+    fn window_page_framed(&mut self, q: u32, t: u64, by: Actor, env: &mut Env) -> u64 {
+        self.dev.window_page_framed(q, t, by, env)
+    }
+
+    fn submit_swap_in(&mut self, p: u32, t: u64, by: Actor, env: &mut Env) -> SwapIn {
+        self.dev.submit_swap_in(p, t, by, env)
     }
 
     fn finish_swap_in(&mut self, p: u32, write: bool, id: u64, issued: u64, env: &mut Env) -> u64 {
