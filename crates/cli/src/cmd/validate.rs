@@ -69,6 +69,11 @@ pub struct Args {
     /// `extra.validation`) on stdout.
     #[arg(long)]
     json: bool,
+    /// Also write each scenario's sim equivalent to DIR as `<config>-x<scale>-seed<seed>.toml`,
+    /// a configuration `nvmswap pressure --substrate sim --config FILE --scale S --seed N` runs
+    /// as validate did (to look inside one with `--blk-requests` or `--trace`).
+    #[arg(long, value_name = "DIR")]
+    sim_configs: Option<PathBuf>,
 }
 
 /// The sim configuration that stands for a linux one: DRAM = the cgroup's limit, the same swap
@@ -577,6 +582,7 @@ struct Common {
     costs_path: Option<PathBuf>,
     repeat: u32,
     linux_from: Option<LinuxFrom>,
+    sim_configs: Option<PathBuf>,
 }
 
 impl Common {
@@ -598,11 +604,16 @@ impl Common {
             .as_deref()
             .map(LinuxFrom::load)
             .transpose()?;
+        if let Some(dir) = &args.sim_configs {
+            std::fs::create_dir_all(dir)
+                .with_context(|| format!("--sim-configs {}", dir.display()))?;
+        }
         Ok(Common {
             disk,
             costs_path,
             repeat: args.repeat,
             linux_from,
+            sim_configs: args.sim_configs.clone(),
         })
     }
 
@@ -785,6 +796,9 @@ fn validate_scenario(common: &Common, scenario: &Scenario) -> anyhow::Result<Com
         sim_cfg.zswap_max_pool_percent =
             zswap_share_of_cgroup(*max_pool_percent, &linux_cfg, scenario.scale);
     }
+    if let Some(dir) = &common.sim_configs {
+        write_sim_config(dir, scenario, &sim_cfg)?;
+    }
     let linux_runs = match &common.linux_from {
         Some(from) => from.runs_of(scenario, &linux_cfg)?,
         None => run_linux(common.repeat, scenario, &linux_cfg)?,
@@ -795,6 +809,37 @@ fn validate_scenario(common: &Common, scenario: &Scenario) -> anyhow::Result<Com
         sim,
         rows,
     })
+}
+
+/// Writes `scenario`'s sim equivalent into `dir` (`--sim-configs`); the path written.
+fn write_sim_config(
+    dir: &std::path::Path,
+    scenario: &Scenario,
+    sim_cfg: &SystemConfig,
+) -> anyhow::Result<PathBuf> {
+    // A profile file named relative to here is named absolutely, so the file runs anywhere.
+    let mut sim_cfg = sim_cfg.clone();
+    if let Ok(abs) = std::fs::canonicalize(&sim_cfg.swap_profile) {
+        if abs.is_file() {
+            sim_cfg.swap_profile = abs.display().to_string();
+        }
+    }
+    let name = scenario
+        .label()
+        .replace(" seed ", "-seed")
+        .replace(' ', "-");
+    let path = dir.join(format!("{name}.toml"));
+    let text = format!(
+        "# The sim equivalent of {} as `nvmswap validate` ran it; run it with\n\
+         # nvmswap pressure --substrate sim --config {} --scale {} --seed {}\n{}",
+        scenario.config,
+        path.display(),
+        scenario.scale,
+        scenario.seed,
+        toml::to_string(&sim_cfg).context("the sim equivalent as TOML")?
+    );
+    std::fs::write(&path, text).with_context(|| format!("--sim-configs: {}", path.display()))?;
+    Ok(path)
 }
 
 /// `repeat` runs of the scenario on the kernel, each carrying `extra.scenario` and the scaled
@@ -1139,6 +1184,28 @@ mod tests {
         assert!(mean.is_nan());
     }
 
+    #[test]
+    fn a_written_sim_equivalent_loads_back_as_the_same_configuration() {
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+        let linux = LinuxConfig::load("linux-swapfile").unwrap();
+        let disk = root.join("profiles/linux/calibrated-vda.toml");
+        let sim_cfg = sim_equivalent(&linux, &disk.display().to_string(), Default::default());
+        let dir = std::env::temp_dir().join(format!("nvmswap-sim-configs-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let scenario = Scenario {
+            config: "linux-swapfile".into(),
+            scale: 0.1,
+            seed: 2,
+        };
+        let path = write_sim_config(&dir, &scenario, &sim_cfg).unwrap();
+        assert_eq!(path, dir.join("linux-swapfile-x0.1-seed2.toml"));
+        let loaded = SystemConfig::load(&path.display().to_string(), &[]);
+        std::fs::remove_dir_all(&dir).unwrap();
+        let mut expected = sim_cfg.clone();
+        expected.swap_profile = std::fs::canonicalize(&disk).unwrap().display().to_string();
+        assert_eq!(loaded.unwrap(), expected);
+    }
+
     fn parse(argv: &[&str]) -> Result<Args, clap::Error> {
         #[derive(clap::Parser)]
         struct Cli {
@@ -1423,6 +1490,7 @@ mod tests {
             costs_path: None,
             repeat: 1,
             linux_from: Some(LinuxFrom::parse(std::path::Path::new("earlier.json"), text).unwrap()),
+            sim_configs: None,
         }
     }
 
