@@ -118,6 +118,7 @@ impl Io {
     /// Queues one request of `pages` consecutive slots from `slot` (a plug's merged request) at
     /// `t`, when its plug is flushed; `first_bio_at` (at most `t`) is when its first bio entered
     /// the plug, blktrace's Q of the request, so its plug time counts in Q2D as on the kernel.
+    /// Returns its id and when the submitter goes on: `t` plus its wait for a request tag.
     #[allow(clippy::too_many_arguments)]
     pub fn submit_pages(
         &mut self,
@@ -134,7 +135,9 @@ impl Io {
         // enters the layer (which may be later than `t` when the layer's clock is ahead of the
         // submitter's: that skew is no wait of the request's).
         let plugged = t.saturating_sub(first_bio_at);
-        let mut t = t.max(self.clock);
+        let submitted = t;
+        let entered = t.max(self.clock);
+        let mut t = entered;
         let issued = t.saturating_sub(plugged);
         self.advance(t, obs);
         while self.layer.in_flight() >= self.max_requests {
@@ -162,6 +165,9 @@ impl Io {
             merged_ids: Vec::new(),
         };
         self.layer.submit(req, t);
+        // The skew between the submitter's clock and the layer's is sim's order of events, not a
+        // wait: only the wait for a tag delays the submitter (and the requests it submits next).
+        let tag_wait = t - entered;
         obs.emit(Event::BlockQueued {
             t,
             issued,
@@ -172,7 +178,7 @@ impl Io {
             sync,
             sector,
         });
-        (id, t)
+        (id, submitted + tag_wait)
     }
 
     /// Submits an asynchronous swap-out write of `pages` slots from `slot` at `t`, its first bio
