@@ -261,26 +261,16 @@ impl BlockSwap {
         let mut wait = 0;
         for r in reqs {
             if r.op == Op::Read {
-                let planned = self
+                let page = self
                     .planned
-                    .as_mut()
-                    .expect("reads are plugged by a read-ahead");
-                let sync = r.pages.contains(&planned.page);
-                let at = t + wait;
-                let (id, queued) = self.io.submit_pages(
-                    Op::Read,
-                    sync,
-                    r.first_slot as u32,
-                    r.slots(),
-                    r.queued_at,
-                    at,
-                    by,
-                    obs,
-                );
+                    .as_ref()
+                    .expect("reads are plugged by a read-ahead")
+                    .page;
+                let (id, sync, w) = self.submit_read_request(&r, page, t + wait, by, obs);
                 if sync {
-                    planned.sync_id = Some(id);
+                    self.planned.as_mut().expect("planned").sync_id = Some(id);
                 }
-                wait += queued - at;
+                wait += w;
                 continue;
             }
             let (id, w) = self.io.write(
@@ -304,6 +294,31 @@ impl BlockSwap {
             self.in_flight.insert(id, pages);
         }
         wait
+    }
+
+    /// Read request `r` goes to the I/O scheduler at `at`, synchronous when it holds the
+    /// faulting page `page`. Returns its id, whether it is synchronous, and the submitter's wait
+    /// for a request tag.
+    fn submit_read_request(
+        &mut self,
+        r: &PluggedRequest,
+        page: u32,
+        at: u64,
+        by: Actor,
+        obs: &mut Observers,
+    ) -> (u64, bool, u64) {
+        let sync = r.pages.contains(&page);
+        let (id, goes_on) = self.io.submit_pages(
+            Op::Read,
+            sync,
+            r.first_slot as u32,
+            r.slots(),
+            r.queued_at,
+            at,
+            by,
+            obs,
+        );
+        (id, sync, goes_on - at)
     }
 
     /// Reclaim's `blk_finish_plug`: the plug's requests go to the I/O scheduler at `t`; the tag
@@ -588,9 +603,15 @@ impl BlockSwap {
             }
         }
         if !plugged {
-            let (id, queued) = self.io.submit_pages(Op::Read, true, slot, 1, t, t, me, obs);
-            planned.sync_id = Some(id);
-            return queued - t;
+            let lone = PluggedRequest {
+                op: Op::Read,
+                first_slot: u64::from(slot),
+                pages: vec![q],
+                queued_at: t,
+            };
+            let (id, _, wait) = self.submit_read_request(&lone, q, t, me, obs);
+            self.planned.as_mut().expect("planned").sync_id = Some(id);
+            return wait;
         }
         let mut wait = 0;
         if self.plug_by != Some(me) {
@@ -656,17 +677,8 @@ impl BlockSwap {
         reqs.extend(plug.finish());
         let mut waited_for = None;
         for r in reqs {
-            let sync = r.pages.contains(&p);
-            let (id, _) = self.io.submit_pages(
-                Op::Read,
-                sync,
-                r.first_slot as u32,
-                r.slots(),
-                r.queued_at,
-                issued,
-                me,
-                obs,
-            );
+            // All at `issued`: the task is not held by tags here (its sync read is awaited).
+            let (id, sync, _) = self.submit_read_request(&r, p, issued, me, obs);
             if sync {
                 waited_for = Some(id);
             }
