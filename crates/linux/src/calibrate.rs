@@ -129,6 +129,10 @@ pub struct Calibration {
     /// kernel's vmscan trace (None when it could not be probed, with why).
     pub kept_pages: Option<KeptPageProbe>,
     pub kept_pages_unavailable: Option<String>,
+    /// What a page reclaim writes costs when its owner runs on another CPU (the remote TLB
+    /// shootdown, [`crate::shootdown`]; None when it could not be probed, with why).
+    pub remote_shootdown: Option<crate::shootdown::ShootdownProbe>,
+    pub remote_shootdown_unavailable: Option<String>,
 }
 
 /// Touches of fresh anonymous memory in a memory cgroup held at its limit (swap on zram): each
@@ -1202,7 +1206,7 @@ fn reclaim_cgroup(cg: &Path, bytes: u64) -> Result<(), LinuxError> {
 
 /// The cgroup's `cgroup.procs` path as a C string, for a forked child to join without
 /// allocating.
-fn procs_file(cg: &Path) -> Result<std::ffi::CString, LinuxError> {
+pub(crate) fn procs_file(cg: &Path) -> Result<std::ffi::CString, LinuxError> {
     std::ffi::CString::new(cg.join("cgroup.procs").display().to_string().into_bytes())
         .map_err(|_| LinuxError::Worker("cgroup path with a NUL byte".into()))
 }
@@ -1328,16 +1332,12 @@ fn probe_page_out(
     result
 }
 
-/// The swap write and read paths through a scratch swap file in `dir` (see the module text).
-pub fn probe_swap_path(
-    dir: &Path,
-    pages: usize,
-    seed: u64,
-    state_path: &Path,
-) -> Result<SwapPathProbe, LinuxError> {
+/// A probe's set-up: a scratch swap file in `dir` with room for twice `pages`, page-cluster 0,
+/// a 1 GiB memory cgroup (room for the probe's pages).
+pub(crate) fn scratch_swap_file_config(name: &str, dir: &Path, pages: usize) -> LinuxConfig {
     let swap_file = dir.join(format!("nvmswap-calibrate-{}.swap", std::process::id()));
-    let cfg = LinuxConfig {
-        name: "calibrate-swap-path".into(),
+    LinuxConfig {
+        name: name.into(),
         description: String::new(),
         cgroup_limit_bytes: 1024 * MIB,
         swap: SwapSetup::Swapfile {
@@ -1349,7 +1349,17 @@ pub fn probe_swap_path(
         swappiness: None,
         discard: Default::default(),
         swap_file_blocks: Default::default(),
-    };
+    }
+}
+
+/// The swap write and read paths through a scratch swap file in `dir` (see the module text).
+pub fn probe_swap_path(
+    dir: &Path,
+    pages: usize,
+    seed: u64,
+    state_path: &Path,
+) -> Result<SwapPathProbe, LinuxError> {
+    let cfg = scratch_swap_file_config("calibrate-swap-path", dir, pages);
     let run = probe_page_out(&cfg, pages, seed, state_path)?;
     let fault_us = run.fault.summary(NS_PER_US);
     let trace = run.trace;
@@ -1862,7 +1872,14 @@ pub fn run(swap_dir: &Path, seed: u64) -> Result<Calibration, LinuxError> {
         Ok(p) => (Some(p), None),
         Err(e) => (None, Some(e.to_string())),
     };
+    let (remote_shootdown, remote_shootdown_unavailable) =
+        match crate::shootdown::probe_remote_shootdown(swap_dir, seed, &state_path) {
+            Ok(p) => (Some(p), None),
+            Err(e) => (None, Some(e.to_string())),
+        };
     Ok(Calibration {
+        remote_shootdown,
+        remote_shootdown_unavailable,
         kept_pages,
         kept_pages_unavailable,
         limit_reclaim,
@@ -2197,6 +2214,11 @@ pub fn costs_toml(cal: &Calibration) -> String {
     }
     out.push_str(&pool_costs_toml(cal));
     out.push_str(&limit_reclaim_costs_toml(cal));
+    if let Some(p) = &cal.remote_shootdown {
+        // Measured, not a sim cost: sim does not yet know which CPUs run user code when it
+        // reclaims (docs/experiments/validation.md, "Reclaim's TLB shootdowns").
+        out.push_str(&crate::shootdown::comment(p));
+    }
     for c in &cal.compression {
         out.push_str(&format!("\n[compressor.{}]\n", c.algorithm));
         out.push_str(&format!("compress_mean_ns = {}\n", ns(c.compress_us.mean)));
@@ -2719,6 +2741,8 @@ mod tests {
             limit_reclaim_unavailable: None,
             kept_pages: None,
             kept_pages_unavailable: None,
+            remote_shootdown: None,
+            remote_shootdown_unavailable: None,
         };
         let text = costs_toml(&cal);
         // With the kept-page probe and the touches' own trace (1.5 kept per page reclaimed at
@@ -2869,6 +2893,8 @@ mod tests {
             limit_reclaim_unavailable: None,
             kept_pages: None,
             kept_pages_unavailable: None,
+            remote_shootdown: None,
+            remote_shootdown_unavailable: None,
         };
         let text = device_profile_toml(&cal);
         let p = nvmswap_core::device::DeviceProfile::from_toml_str(&text, "test").unwrap();

@@ -17,6 +17,7 @@ pub mod memcg_reclaim;
 pub mod microbench;
 pub mod pressure;
 pub mod setup;
+pub mod shootdown;
 pub mod signals;
 pub mod state;
 pub mod sysfs;

@@ -13,8 +13,15 @@
 //!   (`shrink_active_list`: `nr_taken`, `nr_deactivated`, `priority`) for each LRU list that
 //!   `do_try_to_free_pages`' priority loop scans (`lru_size >> priority` pages, priority 12 down).
 //!
+//! - `ipi_send_cpu` / `ipi_send_cpumask` (include/trace/events/ipi.h), where the kernel has them:
+//!   the IPIs a charge's task sends from `on_each_cpu_cond_mask`, which is how x86 flushes other
+//!   CPUs' TLBs (`native_flush_tlb_multi`). Reclaim flushes before it writes each dirty page it
+//!   unmapped (`try_to_unmap_flush_dirty`), and the flush interrupts every CPU not in lazy TLB
+//!   mode and waits for it ([`crate::shootdown`] measures one). Counted per charge as
+//!   `remote_flushes`.
+//!
 //! Events are per task: a begin and the next end of the same pid are one charge, and the shrink
-//! events of that pid between them are its scans. Only the workload's processes count (the
+//! and IPI events of that pid between them are its scans and flushes. Only the workload's processes count (the
 //! tabs' pids, given at the end); other tasks' charges are counted apart.
 //!
 //! The events are recorded in a tracefs instance of our own (`instances/nvmswap-reclaim-<pid>`):
@@ -45,6 +52,13 @@ pub const EVENTS: [&str; 4] = [
     "mm_vmscan_lru_shrink_active",
 ];
 
+/// The IPI events (system `ipi`), recorded where the kernel has them.
+pub const IPI_EVENTS: [&str; 2] = ["ipi_send_cpu", "ipi_send_cpumask"];
+
+/// The call site of x86's remote TLB flush IPIs (`native_flush_tlb_multi` ->
+/// `on_each_cpu_cond_mask`), as `ipi_send_*`'s `callsite=` prints it.
+const FLUSH_CALLSITE: &str = "on_each_cpu_cond_mask";
+
 /// Prefix of our instances' names (`nvmswap-reclaim-<pid>`).
 pub const INSTANCE_PREFIX: &str = "nvmswap-reclaim-";
 
@@ -65,6 +79,8 @@ pub struct Tracer {
     mounted: bool,
     /// The instance exists (not yet removed).
     created: bool,
+    /// The IPI events are recorded (the kernel has them).
+    ipis: bool,
 }
 
 impl Tracer {
@@ -102,6 +118,7 @@ impl Tracer {
             name,
             mounted,
             created: false,
+            ipis: false,
         };
         if !has_events(&root) {
             return Err(format!(
@@ -129,6 +146,9 @@ impl Tracer {
         for ev in EVENTS {
             tracer.set(&format!("events/vmscan/{ev}/enable"), "1")?;
         }
+        tracer.ipis = IPI_EVENTS
+            .iter()
+            .all(|ev| tracer.set(&format!("events/ipi/{ev}/enable"), "1").is_ok());
         tracer.set("tracing_on", "1")?;
         Ok(tracer)
     }
@@ -161,7 +181,8 @@ impl Tracer {
         let lost = self.events_lost();
         let text = std::fs::read_to_string(self.dir.join("trace"))
             .map_err(|e| format!("read {}/trace: {e}", self.dir.display()))?;
-        let summary = summarise(&parse(&text), pids, lost);
+        let mut summary = summarise(&parse(&text), pids, lost);
+        summary.ipis_traced = self.ipis;
         let charges = summary.charges;
         let lost = summary.events_lost;
         if lost > 0 {
@@ -218,6 +239,9 @@ fn remove_instance(dir: &Path) {
     let _ = std::fs::write(dir.join("tracing_on"), "0");
     for ev in EVENTS {
         let _ = std::fs::write(dir.join(format!("events/vmscan/{ev}/enable")), "0");
+    }
+    for ev in IPI_EVENTS {
+        let _ = std::fs::write(dir.join(format!("events/ipi/{ev}/enable")), "0");
     }
     let _ = std::fs::remove_dir(dir);
 }
@@ -313,6 +337,8 @@ enum Event {
         deactivated: u64,
         priority: i32,
     },
+    /// An IPI sent from x86's remote TLB flush ([`FLUSH_CALLSITE`]).
+    FlushIpi,
 }
 
 /// An event with its task and time (ns).
@@ -353,8 +379,18 @@ fn parse(text: &str) -> Parsed {
 }
 
 fn parse_line(line: &str) -> Option<Traced> {
-    let (head, tail) = line.split_once(": mm_vmscan_")?;
-    let (name, args) = tail.split_once(':').unwrap_or((tail, ""));
+    let (head, name, args) = match line.split_once(": mm_vmscan_") {
+        Some((head, tail)) => {
+            let (name, args) = tail.split_once(':').unwrap_or((tail, ""));
+            (head, name, args)
+        }
+        None => {
+            let (head, tail) = line
+                .split_once(": ipi_send_cpumask:")
+                .or_else(|| line.split_once(": ipi_send_cpu:"))?;
+            (head, "ipi_send", tail)
+        }
+    };
     let t_ns = parse_time_ns(head.split_whitespace().last()?)?;
     // `comm-pid [cpu]` or, with record-tgid, `comm-pid (tgid) [cpu]`; comm may hold '-'.
     let task = head[..head.rfind('[')?].trim_end();
@@ -390,6 +426,15 @@ fn parse_line(line: &str) -> Option<Traced> {
             deactivated: field("nr_deactivated").unwrap_or(0),
             priority: priority()?,
         },
+        "ipi_send" => {
+            let site = args
+                .split_whitespace()
+                .find_map(|kv| kv.strip_prefix("callsite="))?;
+            if !site.starts_with(FLUSH_CALLSITE) {
+                return None;
+            }
+            Event::FlushIpi
+        }
         _ => return None,
     };
     Some(Traced { pid, t_ns, event })
@@ -410,6 +455,8 @@ pub struct Charge {
     pub deactivated: u64,
     /// The lowest priority its scans reached (None: no shrink event).
     pub lowest_priority: Option<i32>,
+    /// IPIs its task sent to flush other CPUs' TLBs (0 where the IPI events are not traced).
+    pub remote_flushes: u64,
 }
 
 /// What the trace says of the workload's charges.
@@ -433,6 +480,13 @@ struct Summary {
     scans_outside_charges: u64,
     /// Charges of other processes (other cgroups' limits), left out.
     other_charges: u64,
+    /// Per charge, its remote flushes.
+    remote_flushes: Vec<u64>,
+    /// The charges with no remote flush, and with some: (charges, their summed duration ns).
+    without_flushes: (u64, u64),
+    with_flushes: (u64, u64),
+    /// The IPI events were recorded (else `remote_flushes` is not reported).
+    ipis_traced: bool,
 }
 
 /// Pairs begin/end per pid over the events of `pids`, attributing that pid's shrink events in
@@ -490,6 +544,12 @@ fn charges(parsed: &Parsed, pids: &BTreeSet<i32>, s: &mut Summary) -> Vec<Charge
                 }
                 None => s.scans_outside_charges += 1,
             },
+            // A flush outside a charge is not reclaim's (munmap, mprotect, migration).
+            Event::FlushIpi => {
+                if let Some(c) = open.get_mut(&e.pid) {
+                    c.remote_flushes += 1;
+                }
+            }
         }
     }
     s.unfinished += open.len() as u64;
@@ -513,6 +573,14 @@ fn summarise(parsed: &Parsed, pids: &BTreeSet<i32>, lost_in_stats: u64) -> Summa
         s.ref_keep += c.ref_keep;
         s.activated += c.activated;
         s.deactivated += c.deactivated;
+        s.remote_flushes.push(c.remote_flushes);
+        let group = if c.remote_flushes == 0 {
+            &mut s.without_flushes
+        } else {
+            &mut s.with_flushes
+        };
+        group.0 += 1;
+        group.1 += c.duration_ns;
     }
     s
 }
@@ -550,6 +618,28 @@ impl Summary {
             "ends_without_begin": self.ends_without_begin,
             "scans_outside_charges": self.scans_outside_charges,
             "other_processes_charges": self.other_charges,
+            "remote_flushes": self.remote_flushes_json(),
+        })
+    }
+
+    /// `remote_flushes` of `extra.memcg_reclaim`: null where the IPI events were not traced.
+    fn remote_flushes_json(&self) -> serde_json::Value {
+        if !self.ipis_traced {
+            return serde_json::Value::Null;
+        }
+        let mean_us = |(n, ns): (u64, u64)| {
+            if n == 0 {
+                serde_json::Value::Null
+            } else {
+                serde_json::json!(ns as f64 / n as f64 / 1_000.0)
+            }
+        };
+        serde_json::json!({
+            "total": self.remote_flushes.iter().sum::<u64>(),
+            "per_charge": dist(&self.remote_flushes, 1.0),
+            "charges_with": self.with_flushes.0,
+            "duration_us_mean_with": mean_us(self.with_flushes),
+            "duration_us_mean_without": mean_us(self.without_flushes),
         })
     }
 }
@@ -635,6 +725,7 @@ mod tests {
                     activated: 3,
                     deactivated: 32,
                     lowest_priority: Some(8),
+                    remote_flushes: 0,
                 },
                 Charge {
                     begin_ns: 100_000_010_000,
@@ -645,6 +736,7 @@ mod tests {
                     activated: 1,
                     deactivated: 0,
                     lowest_priority: Some(10),
+                    remote_flushes: 0,
                 },
             ],
             "interleaved on two CPUs, each pid's scans go to its own charge"
@@ -699,6 +791,46 @@ mod tests {
         let v = s.to_json();
         assert_eq!(v["lowest_priority"], serde_json::json!({"none": 1}));
         assert_eq!(v["duration_us"]["max"], 100.0);
+    }
+
+    #[test]
+    fn a_charges_tlb_flush_ipis_are_counted_and_other_ipis_are_not() {
+        let begin = "mm_vmscan_memcg_reclaim_begin: order=0 gfp_flags=GFP_HIGHUSER_MOVABLE";
+        let flush = "ipi_send_cpu: cpu=1 callsite=on_each_cpu_cond_mask+0x20/0x60 \
+                     callback=generic_smp_call_function_single_interrupt+0x0/0x10";
+        let wake = "ipi_send_cpu: cpu=1 callsite=ttwu_queue_wakelist+0x11d/0x150 \
+                    callback=0x0";
+        let mask = "ipi_send_cpumask: cpumask=1 callsite=on_each_cpu_cond_mask+0x20/0x60 \
+                    callback=flush_tlb_func+0x0/0x1f0";
+        let text = format!(
+            "nvmswap-7 [000] ..... 1.000000: {begin}\n\
+             nvmswap-7 [000] ...2. 1.000010: {flush}\n\
+             nvmswap-7 [000] ...2. 1.000020: {wake}\n\
+             nvmswap-8 [001] ...2. 1.000025: {flush}\n\
+             nvmswap-7 [000] ...2. 1.000030: {mask}\n\
+             nvmswap-7 [000] ..... 1.000100: mm_vmscan_memcg_reclaim_end: nr_reclaimed=32\n\
+             nvmswap-7 [000] ...2. 1.000200: {flush}\n\
+             nvmswap-7 [000] ..... 1.000300: {begin}\n\
+             nvmswap-7 [000] ..... 1.000340: mm_vmscan_memcg_reclaim_end: nr_reclaimed=32\n"
+        );
+        let p = parse(&text);
+        let mut s = Summary::default();
+        let c = charges(&p, &pids(&[7, 8]), &mut s);
+        // Two flushes inside 7's first charge (the wake-up IPI is not one; 8 is not charging;
+        // the flush after the end is outside any charge).
+        assert_eq!(
+            c.iter().map(|c| c.remote_flushes).collect::<Vec<_>>(),
+            [2, 0]
+        );
+        let mut summary = summarise(&p, &pids(&[7, 8]), 0);
+        assert_eq!(summary.to_json()["remote_flushes"], serde_json::Value::Null);
+        summary.ipis_traced = true;
+        let v = summary.to_json()["remote_flushes"].clone();
+        assert_eq!(v["total"], 2);
+        assert_eq!(v["charges_with"], 1);
+        assert_eq!(v["duration_us_mean_with"], 100.0);
+        assert_eq!(v["duration_us_mean_without"], 40.0);
+        assert_eq!(v["per_charge"]["max"], 2.0);
     }
 
     #[test]

@@ -421,3 +421,53 @@ fn a_written_swap_file_has_no_unwritten_extents_and_an_allocated_one_has() {
         assert!(!std::path::Path::new(&file).exists(), "swap file removed");
     }
 }
+
+#[test]
+fn the_remote_shootdown_probe_flushes_a_busy_cpu_only_and_restores_exactly() {
+    let _m = MACHINE.lock().unwrap_or_else(|e| e.into_inner());
+    if !root_or_skip("remote_shootdown") {
+        return;
+    }
+    if std::thread::available_parallelism().map_or(1, |n| n.get()) < 2 {
+        eprintln!("skipping remote_shootdown: a remote flush needs two CPUs");
+        return;
+    }
+    let before = MachineSnapshot::capture().unwrap();
+    let path = state_path("shootdown");
+    let probe = match nvmswap_linux::shootdown::probe_remote_shootdown(
+        std::path::Path::new("/var/tmp"),
+        3,
+        &path,
+    ) {
+        Ok(p) => p,
+        Err(LinuxError::Worker(why)) if why.contains("/proc/interrupts") => {
+            eprintln!("skipping remote_shootdown: {why}");
+            return;
+        }
+        Err(e) => panic!("{e}"),
+    };
+    assert_eq!(
+        before.differences(&MachineSnapshot::capture().unwrap()),
+        Vec::<String>::new()
+    );
+    assert!(!path.exists(), "state file removed");
+    let pages = (nvmswap_linux::shootdown::SHOOTDOWN_PROBE_PAGES / 2) as u64;
+    for phase in [&probe.idle, &probe.spinning] {
+        assert_eq!(phase.pages, pages);
+        // Every page went to the swap file (a page already written would be freed clean).
+        assert!(phase.pswpout >= pages * 9 / 10, "{phase:?}");
+    }
+    if probe.spinning.shootdowns_per_page < 0.5 {
+        eprintln!(
+            "skipping the flush half of remote_shootdown: {:.2} flushes per page with the owner \
+             running (this CPU flushes remote TLBs without IPIs, e.g. INVLPGB)",
+            probe.spinning.shootdowns_per_page
+        );
+        return;
+    }
+    // Known answer: each written page's flush reaches the owner's CPU while it runs user code,
+    // and an idle (lazy) CPU is skipped.
+    assert!(probe.spinning.shootdowns_per_page >= 0.9, "{probe:?}");
+    assert!(probe.idle.shootdowns_per_page < 0.5, "{probe:?}");
+    assert!(probe.shootdown_ns().is_some_and(|ns| ns > 0.0), "{probe:?}");
+}

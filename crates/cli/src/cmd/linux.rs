@@ -72,6 +72,24 @@ enum Action {
         #[arg(long)]
         json: bool,
     },
+    /// Measure what reclaim pays to write out a page whose owner runs on another CPU (the
+    /// remote TLB shootdown before the write): an owner process's pages paged out from another
+    /// CPU, in 32-page batches through a scratch swap file, while the owner sleeps or spins in
+    /// alternate blocks. Prints each phase's time and TLB shootdowns per page and one flush's
+    /// cost. `calibrate` runs it too. Needs root and two CPUs; the machine is restored.
+    Shootdown {
+        /// Directory on the disk for the scratch swap file (144 MiB).
+        #[arg(long, default_value = "/var/tmp")]
+        swap_dir: PathBuf,
+        /// Runs of the probe, one after another.
+        #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=20))]
+        repeat: u32,
+        #[arg(long, default_value_t = 1)]
+        seed: u64,
+        /// Print the runs as JSON on stdout.
+        #[arg(long)]
+        json: bool,
+    },
     /// Check a device profile against the disk it describes: bursts like reclaim's (N requests
     /// of P pages issued together, writes to consecutive and reads to random offsets), the
     /// disk's D2C from the block tracepoints beside the profile's model of the same bursts.
@@ -306,6 +324,32 @@ pub fn run(args: Args) -> anyhow::Result<()> {
                     (None, Some(why)) => println!("kept pages not probed: {why}"),
                     (None, None) => {}
                 }
+            }
+            Ok(())
+        }
+        Action::Shootdown {
+            swap_dir,
+            repeat,
+            seed,
+            json,
+        } => {
+            nvmswap_linux::require_root()?;
+            let state_path = nvmswap_linux::state::default_state_path();
+            let mut runs = Vec::new();
+            for r in 0..repeat {
+                let p = nvmswap_linux::shootdown::probe_remote_shootdown(
+                    &swap_dir,
+                    seed + r as u64,
+                    &state_path,
+                )?;
+                if !json {
+                    print!("{}", nvmswap_linux::shootdown::comment(&p));
+                }
+                runs.push(p);
+            }
+            if json {
+                let v = serde_json::json!({ "schema": "nvmswap.shootdown/1", "runs": runs });
+                println!("{}", serde_json::to_string_pretty(&v)?);
             }
             Ok(())
         }
