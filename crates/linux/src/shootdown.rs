@@ -7,11 +7,12 @@
 //! entry still cached on another CPU would let that CPU change the page while it is written.
 //! The flush goes to every CPU in the owners' `mm_cpumask`s that is not in lazy TLB mode
 //! (x86 `native_flush_tlb_multi` -> `should_flush_tlb`, arch/x86/mm/tlb.c), as an IPI the
-//! reclaimer waits for. A CPU running user code gets it; an idle one does not. In a virtual
-//! machine an IPI leaves the guest on both ends, so one flush costs many times the page's own
-//! unmap. Found by tracing the pressure run (docs/experiments/validation.md, "Reclaim's TLB
-//! shootdowns"): there, a page reclaim wrote cost about 4 µs without a flush and some 17 µs
-//! with one.
+//! reclaimer waits for. A CPU running user code gets it; an idle one in lazy TLB mode does not,
+//! but an idle one left on `init_mm` (is_lazy stays false there) does. In a virtual machine an
+//! IPI leaves the guest on both ends, so one flush costs more than the page's own unmap and
+//! write submission. Found by tracing the pressure run (docs/experiments/validation.md,
+//! "Reclaim's TLB shootdowns"): there, split over the charges, a written page cost 6.2 µs and a
+//! flush IPI 14.6 µs more.
 //!
 //! The probe: a forked owner process on one CPU fills tab-model pages; this process, pinned to
 //! another CPU, pages them out with `process_madvise(MADV_PAGEOUT)` (the same
