@@ -13,6 +13,15 @@ const CASES: &[(&[&str], &[&str])] = &[
         &["--page-cluster", "0..=10"],
     ),
     (&["iosched", "--requests", "0"], &["--requests"]),
+    (&["pressure", "--max-tabs", "0"], &["--max-tabs", "1.."]),
+    (
+        &["pressure", "--max-tabs", "3"],
+        &["--max-tabs 3", "5 pinned tabs"],
+    ),
+    (
+        &["linux", "shootdown", "--repeat", "0"],
+        &["--repeat", "1..=20"],
+    ),
     (
         &["iosched", "--scheduler", "cfq"],
         &["--scheduler", "mq-deadline"],

@@ -106,3 +106,24 @@ fn bad_input_fails_clearly_and_writes_nothing() {
         );
     }
 }
+
+#[test]
+fn max_tabs_stops_the_test_after_that_many_tabs() {
+    let out = out_dir("max-tabs");
+    let o = nvmswap(&[
+        "pressure",
+        "--config",
+        "optane",
+        "--scale",
+        "0.02",
+        "--max-tabs",
+        "7",
+        "--json",
+        "--out",
+        &out,
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["runs"][0]["tabs_opened"], 7);
+    assert_eq!(v["runs"][0]["discards"], 0, "stopped before memory ran out");
+}

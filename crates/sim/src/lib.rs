@@ -114,11 +114,28 @@ pub fn run_pressure_observed(
     progress: &dyn Progress,
     observers: Vec<Box<dyn observe::Observer>>,
 ) -> Result<RunOutput, SimError> {
+    run_pressure_observed_with(
+        cfg,
+        opts,
+        &nvmswap_core::workload::tabs::PressureParams::default(),
+        progress,
+        observers,
+    )
+}
+
+/// [`run_pressure_observed`] with the test's parameters `params` (as [`run_pressure_with`]).
+pub fn run_pressure_observed_with(
+    cfg: &SystemConfig,
+    opts: &RunOptions,
+    params: &nvmswap_core::workload::tabs::PressureParams,
+    progress: &dyn Progress,
+    observers: Vec<Box<dyn observe::Observer>>,
+) -> Result<RunOutput, SimError> {
     check_scale(opts.scale).map_err(|e| SimError::Scale(e.0))?;
     let started = std::time::Instant::now();
     let mut driver = driver::Driver::new(cfg, default_sites(), opts, progress)?;
     for o in observers {
         driver.machine.observe(o);
     }
-    driver.run_pressure(started)
+    driver.run_pressure_with(params.clone(), started)
 }

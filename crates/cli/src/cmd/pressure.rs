@@ -58,6 +58,11 @@ pub struct Args {
     /// the full-size main job makes millions of requests, about 100 bytes of CSV each.
     #[arg(long)]
     blk_requests: bool,
+    /// Stop opening tabs after N, as seed 000 §5 caps its runs at 50; at least the test's 5
+    /// pinned tabs (default: the test's own safety stop, 1000 tabs; the first discard usually
+    /// ends a run long before). Every substrate and workload.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    max_tabs: Option<u32>,
 }
 
 impl Args {
@@ -75,6 +80,7 @@ impl Args {
             workload: "tabs".into(),
             trace: None,
             blk_requests: false,
+            max_tabs: None,
         }
     }
 }
@@ -173,6 +179,18 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     }
     let trace = std::sync::Arc::new(std::sync::Mutex::new(crate::trace::Trace::default()));
     let mut outputs: Vec<RunOutput> = Vec::new();
+    let mut params = nvmswap_core::workload::tabs::PressureParams::default();
+    if let Some(n) = args.max_tabs {
+        // The test opens its pinned tabs before any limit applies.
+        if n < params.pinned_tabs {
+            bail!(
+                "--max-tabs {n}: the test opens its {} pinned tabs first; give at least {}",
+                params.pinned_tabs,
+                params.pinned_tabs
+            );
+        }
+        params.max_tabs = n;
+    }
     for (run, (substrate, name, cfg)) in plan.iter().enumerate() {
         let pid = run as u32 + 1;
         let bar = Bar::new(&format!("{substrate}:{name}"));
@@ -196,7 +214,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
                         args.scale,
                     )));
                 }
-                nvmswap_sim::run_pressure_observed(cfg, &opts, &bar, observers)
+                nvmswap_sim::run_pressure_observed_with(cfg, &opts, &params, &bar, observers)
                     .map(|mut out| {
                         out.series.block_requests = requests.take();
                         out
@@ -207,7 +225,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
                 let opts = nvmswap_live::PressureOptions {
                     seed: args.seed,
                     scale: args.scale,
-                    params: Default::default(),
+                    params: params.clone(),
                 };
                 let budget = ((cfg.dram_bytes.saturating_sub(cfg.os_reserved_bytes)) as f64
                     * args.scale) as u64;
@@ -227,11 +245,14 @@ pub fn run(args: Args) -> anyhow::Result<()> {
                     .map_err(anyhow::Error::from)
             }
             _ if chromium => {
-                let opts = nvmswap_linux::chromium::ChromiumOptions {
+                let mut opts = nvmswap_linux::chromium::ChromiumOptions {
                     seed: args.seed,
                     scale: args.scale,
                     ..Default::default()
                 };
+                if let Some(n) = args.max_tabs {
+                    opts.params.max_tabs = n;
+                }
                 nvmswap_linux::chromium::run_chromium_pressure(name, &opts, &bar)
                     .map_err(anyhow::Error::from)
             }
@@ -240,6 +261,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
                     seed: args.seed,
                     scale: args.scale,
                     block_requests: args.blk_requests,
+                    params: params.clone(),
                     ..Default::default()
                 };
                 nvmswap_linux::run_pressure(name, &opts, &bar).map_err(anyhow::Error::from)
