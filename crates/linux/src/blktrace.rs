@@ -58,19 +58,12 @@ struct Tracefs {
 impl Tracefs {
     fn start(major: u64, minor: u64) -> Result<Tracefs, Unavailable> {
         let root = Path::new(TRACEFS);
-        let mounted = if root.join("events/block").exists() {
-            false
-        } else {
-            let ok = Command::new("mount")
-                .args(["-t", "tracefs", "nodev", TRACEFS])
-                .status()
-                .map_err(|e| format!("mount tracefs: {e}"))?
-                .success();
-            if !ok || !root.join("events/block").exists() {
-                return Err("tracefs with block events is not available".into());
-            }
-            true
-        };
+        let mounted = crate::tracefs::mount_unless(
+            "tracefs",
+            root,
+            |r| r.join("events/block").exists(),
+            "tracefs with block events",
+        )?;
         let mut t = Tracefs {
             mounted,
             saved: Vec::new(),
@@ -114,7 +107,7 @@ impl Tracefs {
         }
         let _ = std::fs::write(Path::new(TRACEFS).join("trace"), "");
         if self.mounted {
-            let _ = Command::new("umount").arg(TRACEFS).status();
+            crate::tracefs::unmount(Path::new(TRACEFS));
             self.mounted = false;
         }
     }
@@ -233,19 +226,12 @@ impl Tracer {
                 ));
             }
         }
-        let mounted_debugfs = if Path::new(DEBUGFS).join("block").exists() {
-            false
-        } else {
-            let ok = Command::new("mount")
-                .args(["-t", "debugfs", "none", DEBUGFS])
-                .status()
-                .map_err(|e| format!("mount debugfs: {e}"))?
-                .success();
-            if !ok {
-                return Err("cannot mount debugfs at /sys/kernel/debug".into());
-            }
-            true
-        };
+        let mounted_debugfs = crate::tracefs::mount_unless(
+            "debugfs",
+            Path::new(DEBUGFS),
+            |d| d.join("block").exists(),
+            "debugfs with block trace files at /sys/kernel/debug",
+        )?;
         let dir = std::env::temp_dir().join(format!("nvmswap-blktrace-{}", std::process::id()));
         // From here on `Drop` undoes what was done, whatever fails.
         let mut tracer = Tracer {
@@ -372,7 +358,7 @@ impl Drop for Tracer {
             let _ = std::fs::remove_dir_all(&self.dir);
         }
         if self.mounted_debugfs {
-            let _ = Command::new("umount").arg(DEBUGFS).status();
+            crate::tracefs::unmount(Path::new(DEBUGFS));
         }
     }
 }

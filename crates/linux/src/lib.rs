@@ -22,6 +22,7 @@ pub mod signals;
 pub mod state;
 pub mod sysfs;
 pub mod tab;
+pub mod tracefs;
 pub mod worker;
 
 pub use config::{bundled_configs, LinuxConfig, SwapSetup};

@@ -34,7 +34,6 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 use nvmswap_core::metrics::percentile_sorted;
 
@@ -96,19 +95,13 @@ impl Tracer {
             Some(r) => (r.to_path_buf(), false),
             None => {
                 let root = Path::new(TRACEFS_ROOTS[0]);
-                let ok = Command::new("mount")
-                    .args(["-t", "tracefs", "nodev"])
-                    .arg(root)
-                    .status()
-                    .map_err(|e| format!("mount tracefs: {e}"))?
-                    .success();
-                if !ok || !root.join("instances").exists() {
-                    if ok {
-                        let _ = Command::new("umount").arg(root).status();
-                    }
-                    return Err("tracefs (with instances) is not available".into());
-                }
-                (root.to_path_buf(), true)
+                let mounted = crate::tracefs::mount_unless(
+                    "tracefs",
+                    root,
+                    |r| r.join("instances").exists(),
+                    "tracefs (with instances)",
+                )?;
+                (root.to_path_buf(), mounted)
             }
         };
         let name = format!("{INSTANCE_PREFIX}{}", std::process::id());
@@ -227,7 +220,7 @@ impl Drop for Tracer {
             self.created = false;
         }
         if self.mounted {
-            let _ = Command::new("umount").arg(TRACEFS_ROOTS[0]).status();
+            crate::tracefs::unmount(Path::new(TRACEFS_ROOTS[0]));
             self.mounted = false;
         }
     }
@@ -252,13 +245,16 @@ pub fn undo_instance(name: &str) -> Result<(), String> {
     let mut roots = tracefs_mounts();
     let mut mounted = false;
     if roots.is_empty() {
-        let root = TRACEFS_ROOTS[0];
-        mounted = Command::new("mount")
-            .args(["-t", "tracefs", "nodev", root])
-            .status()
-            .is_ok_and(|s| s.success());
+        let root = Path::new(TRACEFS_ROOTS[0]);
+        mounted = crate::tracefs::mount_unless(
+            "tracefs",
+            root,
+            |r| r.join("instances").exists(),
+            "tracefs (with instances)",
+        )
+        .unwrap_or(false);
         if mounted {
-            roots.push(PathBuf::from(root));
+            roots.push(root.to_path_buf());
         }
     }
     let mut left = None;
@@ -272,7 +268,7 @@ pub fn undo_instance(name: &str) -> Result<(), String> {
         }
     }
     if mounted {
-        let _ = Command::new("umount").arg(TRACEFS_ROOTS[0]).status();
+        crate::tracefs::unmount(Path::new(TRACEFS_ROOTS[0]));
     }
     match left {
         Some(dir) => Err(format!("cannot remove trace instance {}", dir.display())),
