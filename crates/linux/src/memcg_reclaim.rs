@@ -21,8 +21,8 @@
 //!   `remote_flushes`.
 //!
 //! Events are per task: a begin and the next end of the same pid are one charge, and the shrink
-//! and IPI events of that pid between them are its scans and flushes. Only the workload's processes count (the
-//! tabs' pids, given at the end); other tasks' charges are counted apart.
+//! and IPI events of that pid between them are its scans and flushes. Only the workload's
+//! processes count (the tabs' pids, given at the end); other tasks' charges are counted apart.
 //!
 //! The events are recorded in a tracefs instance of our own (`instances/nvmswap-reclaim-<pid>`):
 //! its own buffer, `tracing_on`, event switches and clock, so the top-level trace (and the
@@ -62,8 +62,9 @@ const FLUSH_CALLSITE: &str = "on_each_cpu_cond_mask";
 pub const INSTANCE_PREFIX: &str = "nvmswap-reclaim-";
 
 /// Per-CPU buffer for a run at `scale`: a charge is ~9 events of ~70 bytes (589 charges at scale
-/// 0.1, ~0.4 MB), and charges grow with the scale; 32 MiB per CPU at scale 1 leaves ~8x room,
-/// more in proportion above it (at most 256 MiB).
+/// 0.1, ~0.4 MB), and the IPI events of every task add about as much (11,266 in a linux-swapfile
+/// run at scale 0.1, 10-18 per charge); both grow with the scale. 32 MiB per CPU at scale 1
+/// leaves ~4x room, more in proportion above it (at most 256 MiB).
 pub fn buffer_kb(scale: f64) -> u64 {
     ((32_768.0 * scale.max(1.0)) as u64).min(262_144)
 }
