@@ -85,6 +85,24 @@ impl LatencyRecorder {
     }
 }
 
+/// `{mean, p50, p99, max}` of `values` divided by `unit`, exactly (zeros when empty): per-charge
+/// counts and durations, where zero is a common value that a histogram would not record.
+pub fn exact_distribution(values: &[u64], unit: f64) -> serde_json::Value {
+    let mut v = values.to_vec();
+    v.sort_unstable();
+    if v.is_empty() {
+        return serde_json::json!({"mean": 0.0, "p50": 0.0, "p99": 0.0, "max": 0.0});
+    }
+    let mean = v.iter().sum::<u64>() as f64 / v.len() as f64;
+    let at = |p| percentile_sorted(&v, p) as f64 / unit;
+    serde_json::json!({
+        "mean": mean / unit,
+        "p50": at(50),
+        "p99": at(99),
+        "max": at(100),
+    })
+}
+
 /// The `percent`-th percentile of `sorted` (ascending, not empty), exactly: the value at rank
 /// ceil((n - 1) * percent / 100). For small exact samples (a scheduler's window, a short run)
 /// where a histogram's bucket error would matter; `LatencyRecorder` is the one for long runs.

@@ -35,8 +35,6 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
-use nvmswap_core::metrics::percentile_sorted;
-
 use crate::blktrace::{parse_time_ns, Unavailable};
 use crate::state::Change;
 
@@ -326,6 +324,7 @@ enum Event {
     },
     Inactive {
         scanned: u64,
+        reclaimed: u64,
         ref_keep: u64,
         activated: u64,
         priority: i32,
@@ -414,6 +413,7 @@ fn parse_line(line: &str) -> Option<Traced> {
         },
         "lru_shrink_inactive" => Event::Inactive {
             scanned: field("nr_scanned")?,
+            reclaimed: field("nr_reclaimed").unwrap_or(0),
             ref_keep: field("nr_ref_keep").unwrap_or(0),
             activated: field("nr_activate_anon").unwrap_or(0)
                 + field("nr_activate_file").unwrap_or(0),
@@ -454,6 +454,11 @@ pub struct Charge {
     pub lowest_priority: Option<i32>,
     /// IPIs its task sent to flush other CPUs' TLBs (0 where the IPI events are not traced).
     pub remote_flushes: u64,
+    /// Pages its inactive scans neither freed nor kept for their references (`nr_scanned -
+    /// nr_reclaimed - nr_ref_keep - nr_activate_*`): anonymous pages it wrote whose writes were
+    /// still in flight (`shrink_folio_list` keeps a page under writeback; a later scan frees
+    /// it), and the rare page it could not unmap or lock.
+    pub left_writing: u64,
 }
 
 /// What the trace says of the workload's charges.
@@ -477,8 +482,9 @@ struct Summary {
     scans_outside_charges: u64,
     /// Charges of other processes (other cgroups' limits), left out.
     other_charges: u64,
-    /// Per charge, its remote flushes.
+    /// Per charge, its remote flushes and its pages left writing.
     remote_flushes: Vec<u64>,
+    left_writing: Vec<u64>,
     /// The charges with no remote flush, and with some: (charges, their summed duration ns).
     without_flushes: (u64, u64),
     with_flushes: (u64, u64),
@@ -519,12 +525,14 @@ fn charges(parsed: &Parsed, pids: &BTreeSet<i32>, s: &mut Summary) -> Vec<Charge
             },
             Event::Inactive {
                 scanned,
+                reclaimed,
                 ref_keep,
                 activated,
                 priority,
             } => match open.get_mut(&e.pid) {
                 Some(c) => {
                     c.scanned += scanned;
+                    c.left_writing += scanned.saturating_sub(reclaimed + ref_keep + activated);
                     c.ref_keep += ref_keep;
                     c.activated += activated;
                     lower(c, priority);
@@ -571,6 +579,7 @@ fn summarise(parsed: &Parsed, pids: &BTreeSet<i32>, lost_in_stats: u64) -> Summa
         s.activated += c.activated;
         s.deactivated += c.deactivated;
         s.remote_flushes.push(c.remote_flushes);
+        s.left_writing.push(c.left_writing);
         let group = if c.remote_flushes == 0 {
             &mut s.without_flushes
         } else {
@@ -582,21 +591,9 @@ fn summarise(parsed: &Parsed, pids: &BTreeSet<i32>, lost_in_stats: u64) -> Summa
     s
 }
 
-/// `{mean, p50, p99, max}` of `values` divided by `unit` (exact percentiles; zeros when empty).
+/// `{mean, p50, p99, max}` of `values` divided by `unit`, exactly.
 fn dist(values: &[u64], unit: f64) -> serde_json::Value {
-    let mut v = values.to_vec();
-    v.sort_unstable();
-    if v.is_empty() {
-        return serde_json::json!({"mean": 0.0, "p50": 0.0, "p99": 0.0, "max": 0.0});
-    }
-    let mean = v.iter().sum::<u64>() as f64 / v.len() as f64;
-    let at = |p| percentile_sorted(&v, p) as f64 / unit;
-    serde_json::json!({
-        "mean": mean / unit,
-        "p50": at(50),
-        "p99": at(99),
-        "max": at(100),
-    })
+    nvmswap_core::metrics::exact_distribution(values, unit)
 }
 
 impl Summary {
@@ -606,6 +603,7 @@ impl Summary {
             "pages_reclaimed": dist(&self.reclaimed, 1.0),
             "pages_scanned": dist(&self.scanned, 1.0),
             "duration_us": dist(&self.duration_ns, 1_000.0),
+            "pages_left_writing": dist(&self.left_writing, 1.0),
             "lowest_priority": self.lowest_priority,
             "ref_keep": self.ref_keep,
             "activated": self.activated,
@@ -690,6 +688,7 @@ mod tests {
             p.events[5].event,
             Event::Inactive {
                 scanned: 34,
+                reclaimed: 30,
                 ref_keep: 4,
                 activated: 3,
                 priority: 8
@@ -723,6 +722,7 @@ mod tests {
                     deactivated: 32,
                     lowest_priority: Some(8),
                     remote_flushes: 0,
+                    left_writing: 0,
                 },
                 Charge {
                     begin_ns: 100_000_010_000,
@@ -734,6 +734,7 @@ mod tests {
                     deactivated: 0,
                     lowest_priority: Some(10),
                     remote_flushes: 0,
+                    left_writing: 0,
                 },
             ],
             "interleaved on two CPUs, each pid's scans go to its own charge"
@@ -828,6 +829,30 @@ mod tests {
         assert_eq!(v["duration_us_mean_with"], 100.0);
         assert_eq!(v["duration_us_mean_without"], 40.0);
         assert_eq!(v["per_charge"]["max"], 2.0);
+    }
+
+    #[test]
+    fn pages_neither_freed_nor_kept_are_left_writing() {
+        // 32 scanned: 3 freed, 1 kept for its reference, 28 written and under writeback; then
+        // a batch that frees 30 ended writes and keeps 2.
+        let text = "nvmswap-7 [000] ..... 1.000000: mm_vmscan_memcg_reclaim_begin: order=0 \
+             gfp_flags=GFP_HIGHUSER_MOVABLE\n\
+             nvmswap-7 [000] ..... 1.000100: mm_vmscan_lru_shrink_inactive: nid=0 nr_scanned=32 \
+             nr_reclaimed=3 nr_dirty=0 nr_writeback=0 nr_congested=0 nr_immediate=0 \
+             nr_activate_anon=0 nr_activate_file=0 nr_ref_keep=1 nr_unmap_fail=0 priority=12 \
+             flags=RECLAIM_WB_ANON|RECLAIM_WB_ASYNC\n\
+             nvmswap-7 [000] ..... 1.000150: mm_vmscan_lru_shrink_inactive: nid=0 nr_scanned=32 \
+             nr_reclaimed=30 nr_dirty=0 nr_writeback=0 nr_congested=0 nr_immediate=0 \
+             nr_activate_anon=2 nr_activate_file=0 nr_ref_keep=0 nr_unmap_fail=0 priority=11 \
+             flags=RECLAIM_WB_ANON|RECLAIM_WB_ASYNC\n\
+             nvmswap-7 [000] ..... 1.000200: mm_vmscan_memcg_reclaim_end: nr_reclaimed=33\n";
+        let p = parse(text);
+        let mut s = Summary::default();
+        let c = charges(&p, &pids(&[7]), &mut s);
+        assert_eq!(c.len(), 1);
+        assert_eq!(c[0].left_writing, 28);
+        let v = summarise(&p, &pids(&[7]), 0).to_json();
+        assert_eq!(v["pages_left_writing"]["mean"], 28.0);
     }
 
     #[test]

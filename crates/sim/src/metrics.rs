@@ -87,6 +87,9 @@ pub struct Metrics {
     /// A memory cgroup's charges that reclaimed: pages reclaimed, pages scanned, duration, and
     /// charges by the lowest priority they reached (the linux run's `extra.memcg_reclaim`).
     memcg_reclaim: [LatencyRecorder; 3],
+    /// Per charge, the pages it left writing (exact: zero is common, and a histogram records
+    /// no zeros).
+    memcg_left_writing: Vec<u64>,
     memcg_lowest_priority: std::collections::BTreeMap<u32, u64>,
     /// The process in front (the last tab used) and its fault time since it came to the front.
     front_pid: u32,
@@ -107,6 +110,7 @@ impl Metrics {
             plugged: (0, 0),
             swap_in_cost: [0; 4],
             memcg_reclaim: Default::default(),
+            memcg_left_writing: Vec::new(),
             memcg_lowest_priority: Default::default(),
             front_pid: 0,
             front_fault_ns: 0,
@@ -179,6 +183,7 @@ impl Observer for Metrics {
             Event::MemcgReclaim {
                 pages_reclaimed,
                 pages_scanned,
+                pages_left_writing,
                 lowest_priority,
                 ns,
                 ..
@@ -187,6 +192,7 @@ impl Observer for Metrics {
                 reclaimed.record_ns(pages_reclaimed);
                 scanned.record_ns(pages_scanned);
                 duration.record_ns(ns);
+                self.memcg_left_writing.push(pages_left_writing);
                 *self
                     .memcg_lowest_priority
                     .entry(lowest_priority)
@@ -516,6 +522,7 @@ impl Metrics {
                     "pages_reclaimed": summary(&self.memcg_reclaim[0], 1),
                     "pages_scanned": summary(&self.memcg_reclaim[1], 1),
                     "duration_us": summary(&self.memcg_reclaim[2], 1_000),
+                    "pages_left_writing": nvmswap_core::metrics::exact_distribution(&self.memcg_left_writing, 1.0),
                     "lowest_priority": by_priority,
                 }),
             );

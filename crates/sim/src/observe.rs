@@ -157,12 +157,15 @@ pub enum Event<'e> {
         actor: Actor,
     },
     /// A memory cgroup's charge finished reclaiming (`mm_vmscan_memcg_reclaim_end`): the pages
-    /// it reclaimed and looked at, the lowest priority its passes reached, and how long it took.
+    /// it reclaimed and looked at, those it wrote and left under writeback (a block device's
+    /// write still in flight: freed by a later scan), the lowest priority its passes reached,
+    /// and how long it took.
     MemcgReclaim {
         t: u64,
         actor: Actor,
         pages_reclaimed: u64,
         pages_scanned: u64,
+        pages_left_writing: u64,
         lowest_priority: u32,
         ns: u64,
     },

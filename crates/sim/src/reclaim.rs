@@ -396,6 +396,7 @@ impl Machine<'_> {
         let mut stall = 0;
         let mut reclaimed = 0;
         let mut scanned = 0;
+        let mut left_writing = 0;
         let mut lowest_priority = DEF_PRIORITY;
         let mut victims = Vec::with_capacity(SWAP_CLUSTER_MAX as usize);
         for priority in (0..=DEF_PRIORITY).rev() {
@@ -477,6 +478,9 @@ impl Machine<'_> {
                         }
                     }
                 }
+                // Written but not freed: their writes are in flight (a pool store or a clean
+                // page frees its frame in the pass).
+                left_writing += written - (batch_freed - ended);
                 self.backend
                     .advance_to(self.now + start + stall, &mut self.obs);
                 let lru_pages = self.lru.inactive_len() + self.lru.active_len();
@@ -510,6 +514,7 @@ impl Machine<'_> {
             actor: me,
             pages_reclaimed: reclaimed,
             pages_scanned: scanned,
+            pages_left_writing: left_writing,
             lowest_priority,
             ns: stall,
         });
@@ -856,17 +861,22 @@ mod tests {
         );
     }
 
-    /// Keeps each charge's `MemcgReclaim` (pages reclaimed, lowest priority).
-    struct Charges(std::rc::Rc<std::cell::RefCell<Vec<(u64, u32)>>>);
+    /// Keeps each charge's `MemcgReclaim` (pages reclaimed, lowest priority, pages left
+    /// writing).
+    type Seen = std::rc::Rc<std::cell::RefCell<Vec<(u64, u32, u64)>>>;
+    struct Charges(Seen);
     impl crate::observe::Observer for Charges {
         fn on_event(&mut self, e: &Event<'_>) {
             if let Event::MemcgReclaim {
                 pages_reclaimed,
                 lowest_priority,
+                pages_left_writing,
                 ..
             } = *e
             {
-                self.0.borrow_mut().push((pages_reclaimed, lowest_priority));
+                self.0
+                    .borrow_mut()
+                    .push((pages_reclaimed, lowest_priority, pages_left_writing));
             }
         }
     }
@@ -900,11 +910,16 @@ mod tests {
         }
         let charges = seen.borrow();
         assert!(charges.len() > 100, "{} charges", charges.len());
-        assert!(charges.iter().all(|&(n, _)| n >= SWAP_CLUSTER_MAX));
-        let mean = charges.iter().map(|&(n, _)| n).sum::<u64>() as f64 / charges.len() as f64;
+        assert!(charges.iter().all(|&(n, _, _)| n >= SWAP_CLUSTER_MAX));
+        // A zram store frees its frame in the pass: nothing is left writing.
+        assert!(charges.iter().all(|&(_, _, writing)| writing == 0));
+        let mean = charges.iter().map(|&(n, _, _)| n).sum::<u64>() as f64 / charges.len() as f64;
         assert!(mean > 33.0 && mean < 64.0, "mean {mean} pages a charge");
         // Passes that reach the goal at priority 8 or 7 (inactive list of 4-8 k pages).
-        let typical = charges.iter().filter(|&&(_, p)| p == 7 || p == 8).count();
+        let typical = charges
+            .iter()
+            .filter(|&&(_, p, _)| p == 7 || p == 8)
+            .count();
         assert!(
             typical * 2 > charges.len(),
             "{typical} of {}",
@@ -918,9 +933,15 @@ mod tests {
         // held). Long after the writes ended the frames are still held, waiting at the inactive
         // tail; the next charge frees them without writing anything new.
         let mut m = full_cgroup(|_| {});
+        let seen = Seen::default();
+        m.observe(Box::new(Charges(seen.clone())));
         m.allocate_frame().unwrap();
         let held = m.backend.frames_held();
         assert!(held > 0, "the charge's writes hold their frames");
+        // Every page it wrote was left writing in its batch; a later batch of the same charge
+        // may have freed some whose writes had ended, so the frames still held are fewer.
+        let left = seen.borrow().last().map_or(0, |c| c.2);
+        assert!(left >= held, "{left} left writing, {held} frames held");
         m.advance(100 * NS_PER_MS, false);
         assert_eq!(
             m.backend.frames_held(),
@@ -941,6 +962,7 @@ mod tests {
             m.obs.metrics.c.device_write_pages, writes,
             "without writing"
         );
+        assert_eq!(seen.borrow().last().map(|c| c.2), Some(0));
     }
 
     #[test]

@@ -318,6 +318,14 @@ const MECHANISMS: &[Mechanism] = &[
         label: "charge lowest priority",
         read: Read::Each(usual_lowest_priority, usual_lowest_priority),
     },
+    both(
+        "pages left writing per charge mean",
+        &["memcg_reclaim", "pages_left_writing", "mean"],
+    ),
+    both(
+        "pages left writing per charge p50",
+        &["memcg_reclaim", "pages_left_writing", "p50"],
+    ),
     both("charge us mean", &["memcg_reclaim", "duration_us", "mean"]),
     both("charge us p50", &["memcg_reclaim", "duration_us", "p50"]),
     both("charge us p99", &["memcg_reclaim", "duration_us", "p99"]),
