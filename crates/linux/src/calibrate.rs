@@ -1039,7 +1039,7 @@ fn probe_minor_fault(pages: usize) -> Result<LatencySummary, LinuxError> {
     Ok(faults.summary(NS_PER_US))
 }
 
-fn vmstat_counter(name: &str) -> Result<u64, LinuxError> {
+pub(crate) fn vmstat_counter(name: &str) -> Result<u64, LinuxError> {
     let text = std::fs::read_to_string("/proc/vmstat")
         .map_err(|e| LinuxError::io("read", "/proc/vmstat", e))?;
     Ok(text
@@ -1152,7 +1152,7 @@ fn swap_probe_child(
 
 /// Waits until the child `pid` has put `phase` into `w[0]` (an error if it ended first, or on
 /// Ctrl-C; the caller kills it).
-fn wait_phase(
+pub(crate) fn wait_phase(
     pid: libc::pid_t,
     w: &[std::sync::atomic::AtomicU64],
     phase: u64,
@@ -1163,7 +1163,7 @@ fn wait_phase(
         // SAFETY: polling our own child with a valid status out-pointer.
         if unsafe { libc::waitpid(pid, &mut status, libc::WNOHANG) } == pid {
             return Err(LinuxError::Worker(format!(
-                "swap probe child ended before phase {phase} (status {status})"
+                "probe child ended before phase {phase} (status {status})"
             )));
         }
         if crate::signals::interrupted() {
@@ -1171,7 +1171,7 @@ fn wait_phase(
         }
         if start.elapsed() > std::time::Duration::from_secs(60) {
             return Err(LinuxError::Worker(format!(
-                "swap probe child did not reach phase {phase} in 60 s"
+                "probe child did not reach phase {phase} in 60 s"
             )));
         }
         std::thread::sleep(std::time::Duration::from_millis(2));

@@ -94,13 +94,7 @@ impl Tracer {
             Some(r) => (r.to_path_buf(), false),
             None => {
                 let root = Path::new(TRACEFS_ROOTS[0]);
-                let mounted = crate::tracefs::mount_unless(
-                    "tracefs",
-                    root,
-                    |r| r.join("instances").exists(),
-                    "tracefs (with instances)",
-                )?;
-                (root.to_path_buf(), mounted)
+                (root.to_path_buf(), mount_tracefs_at(root)?)
             }
         };
         let name = format!("{INSTANCE_PREFIX}{}", std::process::id());
@@ -225,6 +219,16 @@ impl Drop for Tracer {
     }
 }
 
+/// Mounts tracefs at `root` unless it is there with instances; whether we mounted it.
+fn mount_tracefs_at(root: &Path) -> Result<bool, Unavailable> {
+    crate::tracefs::mount_unless(
+        "tracefs",
+        root,
+        |r| r.join("instances").exists(),
+        "tracefs (with instances)",
+    )
+}
+
 /// Stops an instance's tracing, disables its events and removes it (its buffer, switches and
 /// clock go with it). Best effort: a missing instance is already removed.
 fn remove_instance(dir: &Path) {
@@ -245,13 +249,7 @@ pub fn undo_instance(name: &str) -> Result<(), String> {
     let mut mounted = false;
     if roots.is_empty() {
         let root = Path::new(TRACEFS_ROOTS[0]);
-        mounted = crate::tracefs::mount_unless(
-            "tracefs",
-            root,
-            |r| r.join("instances").exists(),
-            "tracefs (with instances)",
-        )
-        .unwrap_or(false);
+        mounted = mount_tracefs_at(root).unwrap_or(false);
         if mounted {
             roots.push(root.to_path_buf());
         }

@@ -155,16 +155,6 @@ fn read_tlb_shootdowns() -> Result<u64, LinuxError> {
     })
 }
 
-fn pswpout() -> Result<u64, LinuxError> {
-    let text = std::fs::read_to_string("/proc/vmstat")
-        .map_err(|e| LinuxError::io("read", "/proc/vmstat", e))?;
-    Ok(text
-        .lines()
-        .find_map(|l| l.strip_prefix("pswpout "))
-        .and_then(|v| v.trim().parse().ok())
-        .unwrap_or(0))
-}
-
 /// Pins the calling thread to `cpu`; returns false when the kernel refused.
 fn pin_to(cpu: u32) -> bool {
     // SAFETY: a zeroed cpu_set_t is valid; sched_setaffinity only reads it.
@@ -314,26 +304,8 @@ pub fn probe_remote_shootdown(
         // to `region` and `words`, both mapped before the fork; fill_page does not allocate.
         let pid = unsafe { worker::fork_child(|| owner(&procs, &region, word, owner_cpu, seed)) }?;
         let measured = (|| {
-            let start = std::time::Instant::now();
-            while word.load(Ordering::Acquire) != OWNER_FILLED {
-                let mut status = 0;
-                // SAFETY: polling our own child with a valid status out-pointer.
-                if unsafe { libc::waitpid(pid, &mut status, libc::WNOHANG) } == pid {
-                    return Err(LinuxError::Worker(format!(
-                        "shootdown probe owner ended early (status {status}; 2: cgroup join, \
-                         3: affinity)"
-                    )));
-                }
-                if crate::signals::interrupted() {
-                    return Err(LinuxError::Interrupted);
-                }
-                if start.elapsed() > std::time::Duration::from_secs(60) {
-                    return Err(LinuxError::Worker(
-                        "shootdown probe owner did not fill its pages in 60 s".into(),
-                    ));
-                }
-                std::thread::sleep(std::time::Duration::from_millis(2));
-            }
+            // Ends early with the owner's status (2: cgroup join, 3: affinity).
+            crate::calibrate::wait_phase(pid, words.words(), OWNER_FILLED)?;
             // SAFETY: pidfd_open on our own live child; the fd is closed below.
             let pidfd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0u32) } as i32;
             if pidfd < 0 {
@@ -391,7 +363,10 @@ fn time_phases(
             return Err(LinuxError::Interrupted);
         }
         let tally = if spin { &mut spinning } else { &mut idle };
-        let (tlb0, out0) = (read_tlb_shootdowns()?, pswpout()?);
+        let (tlb0, out0) = (
+            read_tlb_shootdowns()?,
+            crate::calibrate::vmstat_counter("pswpout")?,
+        );
         for b in first..(first + SHOOTDOWN_BLOCK_BATCHES).min(batches) {
             // SAFETY: the batch lies inside the mapping (the owner's copy sits at the same
             // address).
@@ -404,7 +379,7 @@ fn time_phases(
             tally.pages += batch as u64;
         }
         tally.shootdowns += read_tlb_shootdowns()? - tlb0;
-        tally.pswpout += pswpout()? - out0;
+        tally.pswpout += crate::calibrate::vmstat_counter("pswpout")? - out0;
     }
     Ok((idle, spinning))
 }

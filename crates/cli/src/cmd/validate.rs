@@ -233,6 +233,8 @@ struct Mechanism {
 enum Read {
     /// The same keys under `extra` on both substrates.
     Both(&'static [&'static str]),
+    /// Keys under `extra` of the linux runs; sim has no such statistic.
+    Linux(&'static [&'static str]),
     /// Each substrate its own way: (linux, sim).
     Each(fn(&RunResult) -> Option<f64>, fn(&RunResult) -> Option<f64>),
 }
@@ -240,7 +242,7 @@ enum Read {
 impl Read {
     fn linux(&self, r: &RunResult) -> Option<f64> {
         match self {
-            Read::Both(path) => extra_at(r, path),
+            Read::Both(path) | Read::Linux(path) => extra_at(r, path),
             Read::Each(linux, _) => linux(r),
         }
     }
@@ -248,6 +250,7 @@ impl Read {
     fn sim(&self, r: &RunResult) -> Option<f64> {
         match self {
             Read::Both(path) => extra_at(r, path),
+            Read::Linux(_) => None,
             Read::Each(_, sim) => sim(r),
         }
     }
@@ -300,6 +303,14 @@ fn charges_with_remote_flushes_percent(r: &RunResult) -> Option<f64> {
     (charges > 0.0).then(|| 100.0 * with / charges)
 }
 
+/// A statistic of the linux runs alone.
+const fn linux(label: &'static str, path: &'static [&'static str]) -> Mechanism {
+    Mechanism {
+        label,
+        read: Read::Linux(path),
+    }
+}
+
 /// A statistic under the same keys on both substrates.
 const fn both(label: &'static str, path: &'static [&'static str]) -> Mechanism {
     Mechanism {
@@ -335,34 +346,18 @@ const MECHANISMS: &[Mechanism] = &[
         label: "charges with remote flushes %",
         read: Read::Each(charges_with_remote_flushes_percent, |_| None),
     },
-    Mechanism {
-        label: "remote flushes per charge mean",
-        read: Read::Each(
-            |r| {
-                extra_at(
-                    r,
-                    &["memcg_reclaim", "remote_flushes", "per_charge", "mean"],
-                )
-            },
-            |_| None,
-        ),
-    },
-    Mechanism {
-        label: "charge us mean without remote flushes",
-        read: Read::Each(
-            |r| {
-                extra_at(
-                    r,
-                    &[
-                        "memcg_reclaim",
-                        "remote_flushes",
-                        "duration_us_mean_without",
-                    ],
-                )
-            },
-            |_| None,
-        ),
-    },
+    linux(
+        "remote flushes per charge mean",
+        &["memcg_reclaim", "remote_flushes", "per_charge", "mean"],
+    ),
+    linux(
+        "charge us mean without remote flushes",
+        &[
+            "memcg_reclaim",
+            "remote_flushes",
+            "duration_us_mean_without",
+        ],
+    ),
     Mechanism {
         label: "device read requests",
         read: Read::Each(
@@ -414,10 +409,10 @@ const MECHANISMS: &[Mechanism] = &[
     ),
     // The host's side of the run: pages the guest reported free (the host discards them), which
     // slows this machine's disk; sim has no hypervisor.
-    Mechanism {
-        label: "free pages reported to the host MiB",
-        read: Read::Each(|r| extra_at(r, &["free_page_reported_mib"]), |_| None),
-    },
+    linux(
+        "free pages reported to the host MiB",
+        &["free_page_reported_mib"],
+    ),
 ];
 
 /// The mechanism statistics of one scenario that at least one substrate has: (label, mean of
