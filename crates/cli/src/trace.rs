@@ -174,14 +174,16 @@ impl Trace {
     }
 
     /// Writes the trace: metadata first, then every event in time order (an async end before a
-    /// begin at the same instant, so a request never ends before it begins).
+    /// begin at the same instant, so a request never ends before it begins; of slices that
+    /// begin together the longer first, so one that holds another encloses it).
     pub fn write(&mut self, path: &Path) -> anyhow::Result<()> {
         self.events.sort_by_key(|e| {
-            let rank = match e.kind {
-                Kind::AsyncEnd(_) => 0,
-                _ => 1,
+            let (rank, dur) = match e.kind {
+                Kind::AsyncEnd(_) => (0, 0),
+                Kind::Slice { dur_ns } => (1, dur_ns),
+                _ => (1, 0),
             };
-            (e.ts_ns, rank)
+            (e.ts_ns, rank, std::cmp::Reverse(dur))
         });
         let file = std::fs::File::create(path)?;
         let mut w = std::io::BufWriter::new(file);
@@ -263,7 +265,12 @@ pub struct SimTracer {
     faults_since_sample: u64,
     /// Reclaim of consecutive pages on one track shown as one slice: (track, start, end, pages).
     reclaim: Option<(u32, u64, u64, u64)>,
+    /// Memory cgroup charges so far (their async slices' ids).
+    charges: u64,
 }
+
+/// Ids of charges' async slices start here, clear of the block requests' ids.
+const CHARGE_ID_BASE: u64 = 1 << 48;
 
 /// Reclaimed pages closer together than this on one track join one `reclaim` slice (a page
 /// each would make a full-scale trace hundreds of MB).
@@ -309,6 +316,7 @@ impl SimTracer {
             swap_bytes,
             faults_since_sample: 0,
             reclaim: None,
+            charges: 0,
         }
     }
 }
@@ -363,6 +371,34 @@ impl Observer for SimTracer {
             ),
             Event::DirectReclaim { t, .. } => {
                 tr.instant(pid, TID_DIRECT, t, "direct reclaim", "reclaim", Vec::new())
+            }
+            // One slice per charge, spanning its page-by-page `reclaim` slices, with the
+            // statistics `extra.memcg_reclaim` summarises. Asynchronous: the background tabs'
+            // charges overlap the foreground's (each tab runs on its own clock).
+            Event::MemcgReclaim {
+                t,
+                pages_reclaimed,
+                pages_scanned,
+                pages_left_writing,
+                lowest_priority,
+                ns,
+                ..
+            } => {
+                self.charges += 1;
+                tr.async_slice(
+                    pid,
+                    CHARGE_ID_BASE + self.charges,
+                    t,
+                    t + ns,
+                    "memcg charge".to_string(),
+                    "reclaim",
+                    vec![
+                        ("pages_reclaimed", pages_reclaimed.into()),
+                        ("pages_scanned", pages_scanned.into()),
+                        ("pages_left_writing", pages_left_writing.into()),
+                        ("lowest_priority", lowest_priority.into()),
+                    ],
+                )
             }
             Event::Fault {
                 t,

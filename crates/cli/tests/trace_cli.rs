@@ -76,33 +76,7 @@ fn a_sim_run_writes_a_trace_with_slices_counters_and_block_requests() {
         "longest switch slice {longest} ms, results' max {max_ms} ms"
     );
 
-    // Complete slices on one track nest: none starts inside another and ends after it.
-    let mut by_track: HashMap<(u64, u64), Vec<(f64, f64)>> = HashMap::new();
-    for e in timed.iter().filter(|e| e["ph"] == "X") {
-        let d = f(e, "dur");
-        // Zero only for a switch that took no time (a resident tab, render CPU under a tick).
-        assert!(d > 0.0 || (d == 0.0 && e["cat"] == "switch"), "{e}");
-        let key = (e["pid"].as_u64().unwrap(), e["tid"].as_u64().unwrap());
-        by_track
-            .entry(key)
-            .or_default()
-            .push((f(e, "ts"), f(e, "ts") + d));
-    }
-    for (track, slices) in &by_track {
-        let mut open: Vec<f64> = Vec::new();
-        for &(s, end) in slices {
-            while open.last().is_some_and(|&top| top <= s + 1e-6) {
-                open.pop();
-            }
-            if let Some(&top) = open.last() {
-                assert!(
-                    end <= top + 1e-6,
-                    "track {track:?}: [{s}, {end}] crosses {top}"
-                );
-            }
-            open.push(end);
-        }
-    }
+    assert_slices_nest(&timed);
 
     // Block requests: every begin has its end, later, with the same name and id.
     let mut begun: HashMap<u64, (f64, String)> = HashMap::new();
@@ -153,6 +127,100 @@ fn a_sim_run_writes_a_trace_with_slices_counters_and_block_requests() {
         );
     }
     assert!(counters["swap used (MiB)"].iter().any(|v| *v > 0.0));
+    let _ = std::fs::remove_dir_all(&out);
+    let _ = std::fs::remove_file(&trace);
+}
+
+/// Complete slices on one track nest: none starts inside another and ends after it.
+fn assert_slices_nest(timed: &[&Value]) {
+    let mut by_track: HashMap<(u64, u64), Vec<(f64, f64)>> = HashMap::new();
+    for e in timed.iter().filter(|e| e["ph"] == "X") {
+        let d = f(e, "dur");
+        // Zero only for a switch that took no time (a resident tab, render CPU under a tick).
+        assert!(d > 0.0 || (d == 0.0 && e["cat"] == "switch"), "{e}");
+        let key = (e["pid"].as_u64().unwrap(), e["tid"].as_u64().unwrap());
+        by_track
+            .entry(key)
+            .or_default()
+            .push((f(e, "ts"), f(e, "ts") + d));
+    }
+    for (track, slices) in &by_track {
+        let mut open: Vec<f64> = Vec::new();
+        for &(s, end) in slices {
+            while open.last().is_some_and(|&top| top <= s + 1e-6) {
+                open.pop();
+            }
+            if let Some(&top) = open.last() {
+                assert!(
+                    end <= top + 1e-6,
+                    "track {track:?}: [{s}, {end}] crosses {top}"
+                );
+            }
+            open.push(end);
+        }
+    }
+}
+
+#[test]
+fn a_memory_cgroups_charges_are_slices_around_their_reclaim_with_the_charge_statistics() {
+    let out = scratch("trace-memcg", "out");
+    let trace = scratch("trace-memcg", "t.json");
+    let o = nvmswap(&[
+        "pressure",
+        "--config",
+        "nand",
+        "--scale",
+        "0.05",
+        "--set",
+        "memcg_limit=true",
+        "--trace",
+        &trace,
+        "--out",
+        &out,
+        "--json",
+        "-q",
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let results: Value = serde_json::from_slice(&o.stdout).unwrap();
+    let summary = &results["runs"][0]["extra"]["memcg_reclaim"];
+    let v: Value = serde_json::from_slice(&std::fs::read(&trace).unwrap()).unwrap();
+    let timed: Vec<&Value> = v["traceEvents"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["ph"] != "M")
+        .collect();
+    let charges: Vec<&&Value> = timed
+        .iter()
+        .filter(|e| e["name"] == "memcg charge" && e["ph"] == "b")
+        .collect();
+    let ends = timed
+        .iter()
+        .filter(|e| e["name"] == "memcg charge" && e["ph"] == "e")
+        .count();
+    assert_eq!(ends, charges.len());
+    assert!(!charges.is_empty());
+    assert_eq!(charges.len() as u64, summary["charges"].as_u64().unwrap());
+    let mean = |k: &str| {
+        charges
+            .iter()
+            .map(|e| e["args"][k].as_f64().unwrap())
+            .sum::<f64>()
+            / charges.len() as f64
+    };
+    // pages_left_writing is summarised exactly, the others through a histogram (3 digits).
+    for (k, tolerance) in [
+        ("pages_left_writing", 1e-9),
+        ("pages_reclaimed", 1e-2),
+        ("pages_scanned", 1e-2),
+    ] {
+        let (got, want) = (mean(k), summary[k]["mean"].as_f64().unwrap());
+        assert!(
+            (got - want).abs() <= tolerance * want.max(1.0),
+            "{k}: slices' mean {got}, summary's {want}"
+        );
+    }
+    assert_slices_nest(&timed);
     let _ = std::fs::remove_dir_all(&out);
     let _ = std::fs::remove_file(&trace);
 }
