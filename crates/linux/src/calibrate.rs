@@ -884,6 +884,7 @@ fn probe_zram(
         swappiness: None,
         discard: Default::default(),
         swap_file_blocks: Default::default(),
+        tab_cpus: None,
     };
     let setup = Setup::apply(&cfg, state_path)?;
     let id_text = sysfs::read_trimmed("/sys/class/zram-control/hot_add")?;
@@ -1349,6 +1350,7 @@ pub(crate) fn scratch_swap_file_config(name: &str, dir: &Path, pages: usize) -> 
         swappiness: None,
         discard: Default::default(),
         swap_file_blocks: Default::default(),
+        tab_cpus: None,
     }
 }
 
@@ -1432,6 +1434,7 @@ pub fn probe_pool_path(
         swappiness: None,
         discard: Default::default(),
         swap_file_blocks: Default::default(),
+        tab_cpus: None,
     };
     let run = probe_page_out(&cfg, pages, seed, state_path)?;
     Ok(PoolPathProbe {
@@ -1531,6 +1534,7 @@ fn limit_probe_config(name: &str, pages: usize) -> LinuxConfig {
         swappiness: Some(100),
         discard: Default::default(),
         swap_file_blocks: Default::default(),
+        tab_cpus: None,
     }
 }
 

@@ -68,6 +68,13 @@ pub struct LinuxConfig {
     /// How a swap file's blocks are prepared before `mkswap` (swap file and zswap set-ups).
     #[serde(default)]
     pub swap_file_blocks: SwapFileBlocks,
+    /// The CPUs the tab processes (or Chromium) may run on, e.g. `[0]`; every CPU this process
+    /// may use if absent. With one CPU the tabs' memory has only that CPU in its `mm_cpumask`,
+    /// so reclaim flushes TLBs locally and sends no remote shootdown (crate::affinity). The
+    /// driver and the kernel's workers stay unconfined; sim's equivalent is unchanged (it has
+    /// no remote flushes to take away).
+    #[serde(default)]
+    pub tab_cpus: Option<Vec<u32>>,
 }
 
 /// How a swap file's blocks are prepared before `mkswap`.
@@ -145,6 +152,16 @@ impl LinuxConfig {
                 self.cgroup_limit_bytes
             ));
         }
+        if let Some(cpus) = &self.tab_cpus {
+            let mut sorted = cpus.clone();
+            sorted.sort_unstable();
+            sorted.dedup();
+            if cpus.is_empty() || sorted.len() != cpus.len() {
+                return bad(format!(
+                    "tab_cpus {cpus:?} must name at least one CPU, each once"
+                ));
+            }
+        }
         match &self.swap {
             SwapSetup::Zram { size_bytes, .. }
             | SwapSetup::Swapfile { size_bytes, .. }
@@ -180,5 +197,18 @@ mod tests {
         .unwrap_err();
         assert!(err.to_string().contains("below 16 MiB"), "{err}");
         assert!(LinuxConfig::load("no-such-config").is_err());
+        let with_cpus = |cpus: &str| {
+            LinuxConfig::parse(
+                "x",
+                &format!(
+                    "name='x'\ncgroup_limit_bytes=33554432\ntab_cpus={cpus}\n[swap]\nkind='none'\n"
+                ),
+            )
+        };
+        assert_eq!(with_cpus("[0]").unwrap().tab_cpus, Some(vec![0]));
+        for bad in ["[]", "[0, 0]"] {
+            let err = with_cpus(bad).unwrap_err().to_string();
+            assert!(err.contains("at least one CPU, each once"), "{bad}: {err}");
+        }
     }
 }

@@ -170,6 +170,7 @@ fn check_config() -> LinuxConfig {
         swappiness: None,
         discard: Default::default(),
         swap_file_blocks: Default::default(),
+        tab_cpus: None,
     }
 }
 

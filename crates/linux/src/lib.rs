@@ -6,6 +6,7 @@
 //! - [`run_pressure`] runs the ChromeOS pressure test with tabs as real processes.
 //! - [`microbench::run`] runs the shared page-touch microbenchmark against zram or a swap file.
 
+pub mod affinity;
 pub mod blktrace;
 pub mod calibrate;
 pub mod cgroup;

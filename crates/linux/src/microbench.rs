@@ -89,6 +89,7 @@ fn config_for(spec: &MicrobenchSpec, swap: LinuxSwap) -> LinuxConfig {
         swappiness: Some(100),
         discard: Default::default(),
         swap_file_blocks: Default::default(),
+        tab_cpus: None,
     }
 }
 

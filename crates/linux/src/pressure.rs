@@ -28,6 +28,7 @@ use nvmswap_core::workload::life::Life;
 use nvmswap_core::workload::tabs::{default_sites, Action, PressureParams, TabId};
 use nvmswap_core::{NS_PER_MS, NS_PER_US, PAGE_SIZE};
 
+use crate::affinity::CpuSet;
 use crate::config::{LinuxConfig, SwapSetup};
 use crate::error::LinuxError;
 use crate::setup::Setup;
@@ -263,6 +264,7 @@ fn drive(
     let (mut background_faults, mut grown_pages, mut scroll_faults) = (0u64, 0u64, 0u64);
     let procs = CString::new(setup.cgroup.join("cgroup.procs").display().to_string())
         .map_err(|_| LinuxError::Worker("cgroup path has a NUL byte".into()))?;
+    let tab_cpus = CpuSet::of_config(&setup.config)?;
     let swap = swap_path(setup);
     // blktrace of the swap file's disk, for Q2D/D2C/Q2C (seed 000 §5-§6). A trace that cannot be
     // taken is reported, not fatal; the tracer stops and cleans up when dropped, also on error.
@@ -406,7 +408,8 @@ fn drive(
                 pass!(steps as u64 * pause_ns);
             }
             Action::Open { tab, site } => {
-                let (proc_, loaded) = TabProcess::spawn(&procs, shapes[site], opts.seed, tab)?;
+                let (proc_, loaded) =
+                    TabProcess::spawn(tab_cpus.as_ref(), &procs, shapes[site], opts.seed, tab)?;
                 tab_pids.insert(proc_.pid);
                 clock += t0.elapsed().as_nanos() as u64;
                 if let Some((_, lat)) = loaded {
@@ -537,6 +540,11 @@ fn drive(
     extra.insert("grown_pages".into(), grown_pages.into());
     extra.insert("major_faults".into(), major_faults.into());
     extra.insert("scale".into(), opts.scale.into());
+    // The CPUs the tabs were confined to (`tab_cpus`), or null: every CPU.
+    extra.insert(
+        "tab_cpus".into(),
+        tab_cpus.map_or(serde_json::Value::Null, |c| c.cpus().into()),
+    );
     extra.insert(
         "cgroup_limit_bytes".into(),
         setup.config.cgroup_limit_bytes.into(),

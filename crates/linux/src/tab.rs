@@ -24,6 +24,7 @@ use nvmswap_core::workload::life::{scroll_step, TabLife};
 use nvmswap_core::workload::tabs::SiteType;
 use nvmswap_core::PAGE_SIZE;
 
+use crate::affinity::{self, CpuSet};
 use crate::error::LinuxError;
 use crate::worker::{self, Mapping};
 
@@ -140,7 +141,8 @@ fn read_args(fd: libc::c_int) -> Option<[u64; 3]> {
 }
 
 /// The child's life: join the cgroup, load, then serve switches until told to exit. The
-/// arguments are the pieces prepared before the fork (no struct: nothing may allocate).
+/// arguments are the pieces prepared before the fork (no struct: nothing may allocate). Exit
+/// codes: 3 the cgroup join failed, 4 an answer could not be written.
 #[allow(clippy::too_many_arguments)]
 fn tab_main(
     procs: &CString,
@@ -297,9 +299,11 @@ fn fill(
 }
 
 impl TabProcess {
-    /// Fork the tab; it joins the cgroup whose `cgroup.procs` is `procs` and loads its memory.
-    /// Returns once the tab has loaded (or died trying).
+    /// Fork the tab; it runs on `cpus` (every CPU if None), joins the cgroup whose
+    /// `cgroup.procs` is `procs` and loads its memory. Returns once the tab has loaded (or died
+    /// trying).
     pub fn spawn(
+        cpus: Option<&CpuSet>,
         procs: &CString,
         shape: TabShape,
         seed: u64,
@@ -321,10 +325,11 @@ impl TabProcess {
             }
             tab_main(procs, base, words, shape, seed, tab, cmd_read, answer_write)
         };
+        // Forked on `cpus`, the child never runs elsewhere (crate::affinity::forking_on).
         // SAFETY: the child closes the driver's pipe ends and runs `tab_main`, which joins the
         // cgroup without allocating and only makes system calls and writes to memory mapped
         // before the fork, as `fork_child` requires.
-        let pid = unsafe { worker::fork_child(child_body) }?;
+        let pid = affinity::forking_on(cpus, || unsafe { worker::fork_child(child_body) })??;
         // SAFETY: closing the child's ends in the driver, so EOF means the tab died.
         unsafe {
             libc::close(cmd_read);

@@ -585,12 +585,14 @@ impl Scenario {
 const MATRIX_BASE: [&str; 3] = ["linux-zram", "linux-swapfile", "linux-zswap"];
 
 /// The matrix's variants, at its first scale and seed: the I/O schedulers beside linux-swapfile's
-/// mq-deadline, page-cluster 0 beside its 3, and zswap with a 1 % pool beside linux-zswap's 20 %.
-const MATRIX_VARIANTS: [&str; 5] = [
+/// mq-deadline, page-cluster 0 beside its 3, the tabs on one CPU (no remote TLB shootdowns)
+/// beside both, and zswap with a 1 % pool beside linux-zswap's 20 %.
+const MATRIX_VARIANTS: [&str; 6] = [
     "profiles/linux/matrix/linux-swapfile-none.toml",
     "profiles/linux/matrix/linux-swapfile-kyber.toml",
     "profiles/linux/matrix/linux-swapfile-bfq.toml",
     "profiles/linux/matrix/linux-swapfile-pc0.toml",
+    "profiles/linux/matrix/linux-swapfile-cpu0.toml",
     "profiles/linux/matrix/linux-zswap-pool1.toml",
 ];
 
@@ -1286,6 +1288,7 @@ mod tests {
             "linux-swapfile-kyber",
             "linux-swapfile-bfq",
             "linux-swapfile-pc0",
+            "linux-swapfile-cpu0",
             "linux-zswap-pool1",
         ] {
             want.push(format!("{v} x0.1 seed 1"));
@@ -1327,8 +1330,9 @@ mod tests {
         assert_eq!(sched(MATRIX_VARIANTS[1]), Some(Scheduler::Kyber));
         assert_eq!(sched(MATRIX_VARIANTS[2]), Some(Scheduler::Bfq));
         assert_eq!(load(MATRIX_VARIANTS[3]).page_cluster, Some(0));
+        assert_eq!(load(MATRIX_VARIANTS[4]).tab_cpus, Some(vec![0]));
         assert!(matches!(
-            load(MATRIX_VARIANTS[4]).swap,
+            load(MATRIX_VARIANTS[5]).swap,
             SwapSetup::Zswap {
                 max_pool_percent: 1,
                 ..
@@ -1336,7 +1340,7 @@ mod tests {
         ));
 
         // A reduced matrix: one scale and seed gives the three bundled ones plus the variants.
-        assert_eq!(matrix_scenarios(&[0.1], &[7]).len(), 8);
+        assert_eq!(matrix_scenarios(&[0.1], &[7]).len(), 9);
     }
 
     #[test]

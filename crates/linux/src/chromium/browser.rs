@@ -15,6 +15,7 @@ use std::time::{Duration, Instant};
 
 use headless_chrome::{Browser, Tab};
 
+use crate::affinity::CpuSet;
 use crate::error::LinuxError;
 
 /// Candidates for the Chromium binary (Debian's `chromium` package first).
@@ -59,8 +60,13 @@ pub struct Chromium {
 }
 
 impl Chromium {
-    /// Start Chromium in cgroup `cg` with a fresh profile in `work_dir`, and connect to it.
-    pub fn launch(cg: &Path, work_dir: &Path) -> Result<Chromium, LinuxError> {
+    /// Start Chromium in cgroup `cg`, on `cpus` (every CPU if None; its processes inherit it),
+    /// with a fresh profile in `work_dir`, and connect to it.
+    pub fn launch(
+        cg: &Path,
+        cpus: Option<CpuSet>,
+        work_dir: &Path,
+    ) -> Result<Chromium, LinuxError> {
         let bin = find_binary()?;
         let user_data_dir = work_dir.join("profile");
         std::fs::create_dir_all(&user_data_dir)
@@ -97,12 +103,15 @@ impl Chromium {
         .stdout(Stdio::null())
         .stderr(Stdio::from(log_file));
         // SAFETY: the closure runs between fork and exec and only makes system calls on memory
-        // prepared before the fork (the C string): setsid, then joining the cgroup without
-        // allocating.
+        // prepared before the fork (the C string, the CPU set): setsid, the affinity, then
+        // joining the cgroup without allocating.
         unsafe {
             use std::os::unix::process::CommandExt;
             cmd.pre_exec(move || {
                 libc::setsid();
+                if cpus.is_some_and(|c| !c.apply_no_alloc()) {
+                    return Err(std::io::Error::other("setting the CPU affinity"));
+                }
                 if crate::worker::join_cgroup_no_alloc(&procs) {
                     Ok(())
                 } else {

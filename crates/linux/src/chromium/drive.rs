@@ -138,7 +138,8 @@ fn drive(
     // start; then the limit is set and the test begins.
     let limit = setup.config.cgroup_limit_bytes;
     cgroup::configure(&setup.cgroup, limit + 4 * nvmswap_core::GIB, None)?;
-    let chromium = Chromium::launch(&setup.cgroup, work)?;
+    let cpus = crate::affinity::CpuSet::of_config(&setup.config)?;
+    let chromium = Chromium::launch(&setup.cgroup, cpus, work)?;
     sleep_checked(Duration::from_secs(3))?;
     let baseline = cgroup::usage_bytes(&setup.cgroup)?;
     cgroup::configure(&setup.cgroup, limit + baseline, None)?;

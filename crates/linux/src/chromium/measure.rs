@@ -168,6 +168,7 @@ fn measure_config() -> LinuxConfig {
         swappiness: Some(100),
         discard: Default::default(),
         swap_file_blocks: Default::default(),
+        tab_cpus: None,
     }
 }
 
@@ -356,7 +357,8 @@ fn measure_in(
     let scratch = Scratch::new(setup)?;
     let setup: &Setup = setup;
     let pages = Pages::generate(&work.join("pages"), opts.scale, opts.seed)?;
-    let chromium = Chromium::launch(&setup.cgroup, work)?;
+    let cpus = crate::affinity::CpuSet::of_config(&setup.config)?;
+    let chromium = Chromium::launch(&setup.cgroup, cpus, work)?;
     let version = chromium
         .browser
         .get_version()
