@@ -31,7 +31,9 @@
 //!   only when reclaim finds it again after the write ended; `pageout` marks it `PG_reclaim`, and
 //!   `folio_end_writeback` (mm/filemap.c) moves a `PG_reclaim` page that is still inactive to the
 //!   tail of the inactive list (`folio_rotate_reclaimable`, mm/swap.c), where reclaim takes it
-//!   next and frees it without I/O (it is clean in the swap cache).
+//!   next and frees it without I/O (it is clean in the swap cache). The move goes through a
+//!   per-CPU batch of the completing CPU ([`RotateBatches`]), so pages reach the tail 31 at a
+//!   time unless a reclaimer or a read-ahead on that CPU drains it.
 //! - What `shrink_folio_list` does when it meets a page still under writeback
 //!   ([`Writeback::meet`]): kswapd counts it as `nr_immediate` when it is `PG_reclaim` and the
 //!   node is marked `PGDAT_WRITEBACK` (case 1); with sane writeback throttling (global reclaim, or
@@ -319,6 +321,68 @@ impl Writeback {
     }
 }
 
+/// Pages a per-CPU folio batch holds before it is moved as a whole (`FOLIO_BATCH_SIZE`, 31
+/// since Linux 6.5, include/linux/folio_batch.h; `PAGEVEC_SIZE` before).
+pub const FOLIO_BATCH_SIZE: usize = 31;
+
+/// `folio_rotate_reclaimable`'s per-CPU batches (`cpu_fbatches.lru_move_tail`, mm/swap.c).
+/// When a reclaim write ends, `folio_end_writeback` runs where the completion does (on this
+/// machine the disk's interrupt CPU: blk-mq completes in place when submitter and interrupt
+/// share a cache, `blk_mq_complete_need_ipi`) and adds the page to that CPU's batch; the page
+/// stays where `shrink_folio_list` put it back, at the head of the inactive list, until the
+/// batch is moved to the tail: when it fills (`folio_batch_add` returns 0), or when that CPU
+/// drains its batches (`lru_add_drain`: at the start of every `shrink_inactive_list` and
+/// `shrink_active_list`, and after a swap-in's read-ahead, `swap_vma_readahead` /
+/// `swap_cluster_readahead`). A reclaimer on another CPU finds at the tail only what full
+/// batches brought there: written pages come back in groups of 31.
+#[derive(Debug, Clone)]
+pub struct RotateBatches {
+    per_cpu: Vec<Vec<u32>>,
+}
+
+impl RotateBatches {
+    pub fn new(cpus: u32) -> Self {
+        RotateBatches {
+            per_cpu: vec![Vec::with_capacity(FOLIO_BATCH_SIZE); cpus.max(1) as usize],
+        }
+    }
+
+    /// `page`'s write ended on `cpu`: it joins that CPU's batch. When the batch is full, its
+    /// pages go to the inactive tail in the order they joined: appended to `tail`.
+    pub fn add(&mut self, cpu: u32, page: u32, tail: &mut impl Extend<u32>) {
+        let batch = &mut self.per_cpu[cpu as usize];
+        batch.push(page);
+        if batch.len() >= FOLIO_BATCH_SIZE {
+            tail.extend(batch.drain(..));
+        }
+    }
+
+    /// `lru_add_drain` on `cpu`: its batch goes to the inactive tail (appended to `tail`).
+    pub fn drain(&mut self, cpu: u32, tail: &mut impl Extend<u32>) {
+        if let Some(batch) = self.per_cpu.get_mut(cpu as usize) {
+            tail.extend(batch.drain(..));
+        }
+    }
+
+    /// The oldest page still waiting in a batch (for a reclaimer that waited on that page's
+    /// write itself: it holds the page isolated, so no batch would have taken it).
+    pub fn take_oldest(&mut self) -> Option<u32> {
+        self.per_cpu
+            .iter_mut()
+            .find(|b| !b.is_empty())
+            .map(|b| b.remove(0))
+    }
+
+    /// Pages waiting in the batches.
+    pub fn len(&self) -> usize {
+        self.per_cpu.iter().map(Vec::len).sum()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
 /// Why a reclaimer sleeps (`enum vmscan_throttle_state`, include/linux/mmzone.h).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ThrottleReason {
@@ -526,6 +590,35 @@ pub fn pool_charged_to_memcg(backend: SwapBackend, cgroup_v2: bool) -> bool {
 mod tests {
     use super::*;
     use crate::NS_PER_MS;
+
+    #[test]
+    fn ended_writes_reach_the_inactive_tail_in_full_batches_or_when_their_cpu_drains() {
+        let mut batches = RotateBatches::new(2);
+        let mut tail: Vec<u32> = Vec::new();
+        // Thirty writes end on CPU 1: none is at the tail yet.
+        for p in 0..30 {
+            batches.add(1, p, &mut tail);
+        }
+        assert!(tail.is_empty());
+        assert_eq!(batches.len(), 30);
+        // A reclaimer on CPU 0 drains its own batch only.
+        batches.drain(0, &mut tail);
+        assert!(tail.is_empty());
+        // The 31st fills the batch: all 31 go, in the order their writes ended.
+        batches.add(1, 30, &mut tail);
+        assert_eq!(tail, (0..31).collect::<Vec<u32>>());
+        // A reclaimer on the completion CPU takes what is there at once.
+        batches.add(1, 31, &mut tail);
+        batches.add(1, 32, &mut tail);
+        batches.drain(1, &mut tail);
+        assert_eq!(&tail[31..], &[31, 32]);
+        assert!(batches.is_empty());
+        // A waiter takes the oldest page left in a batch.
+        batches.add(1, 40, &mut tail);
+        batches.add(1, 41, &mut tail);
+        assert_eq!(batches.take_oldest(), Some(40));
+        assert_eq!(batches.len(), 1);
+    }
 
     #[test]
     fn a_fresh_cgroup_scans_half_then_a_third_of_the_anon_list_at_swappiness_100() {

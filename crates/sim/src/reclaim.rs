@@ -297,7 +297,7 @@ impl Machine<'_> {
         loop {
             // A write that ended frees its page to whoever waited for it (case 3's
             // `folio_wait_writeback`, then the page is freed in the same scan).
-            if until_free && (self.free_frames() > 0 || self.backend.free_ended_writes(1) > 0) {
+            if until_free && (self.free_frames() > 0 || self.backend.free_waited_write()) {
                 return t;
             }
             match self.backend.next_event_time() {
@@ -423,7 +423,7 @@ impl Machine<'_> {
                 nr_inactive -= batch;
                 // Pages whose writes ended wait at the inactive tail: the scan meets them first
                 // and frees them without I/O, at the LRU work of a reclaimed page.
-                let ended = self.backend.free_ended_writes(batch);
+                let ended = self.backend.free_ended_writes(batch, me.cpu);
                 let mut batch_freed = ended;
                 let ns = ended * self.costs.reclaim_scan;
                 if ns > 0 {
@@ -929,10 +929,11 @@ mod tests {
 
     #[test]
     fn in_a_cgroup_a_written_page_is_freed_by_a_later_scan_not_by_its_write() {
-        // A 64-frame v1 cgroup on optane: the first charge writes pages out (their frames stay
-        // held). Long after the writes ended the frames are still held, waiting at the inactive
-        // tail; the next charge frees them without writing anything new.
-        let mut m = full_cgroup(|_| {});
+        // A 64-frame v1 cgroup on optane with one CPU (the charge runs where the writes
+        // complete, so its scan drains their rotations): the first charge writes pages out
+        // (their frames stay held). Long after the writes ended the frames are still held,
+        // waiting at the inactive tail; the next charge frees them without writing anything new.
+        let mut m = full_cgroup(|c| c.cpus = 1);
         let seen = Seen::default();
         m.observe(Box::new(Charges(seen.clone())));
         m.allocate_frame().unwrap();

@@ -15,7 +15,10 @@
 //! task pays the write path's CPU per page and does not wait for the write. A page under
 //! writeback keeps its frame ([`Writeback`]: `shrink_folio_list` puts it back on the inactive
 //! list) until its write completes; `folio_end_writeback` then rotates it to the inactive tail
-//! (`folio_rotate_reclaimable`, mm/swap.c) where the next scan frees it without I/O. In a memory cgroup sim does the same: the frame waits at the tail until a
+//! (`folio_rotate_reclaimable`, mm/swap.c) where the next scan frees it without I/O. That move
+//! goes through the completing CPU's batch (`nvmswap_core::reclaim::RotateBatches`): the
+//! device's interrupt is handled on the last CPU and sim's tabs run on CPU 0, so written pages
+//! reach the tail 31 at a time. In a memory cgroup sim does the same: the frame waits at the tail until a
 //! charge's scan frees it (`free_ended_writes`), so a charge that finds earlier writes ended frees
 //! them without writing, and one whose writes are in flight scans on. Elsewhere (kswapd's
 //! machines) sim frees the frame at the completion itself, the rotated page being the next one
@@ -33,7 +36,7 @@ use std::collections::BTreeMap;
 use nvmswap_core::config::SystemConfig;
 use nvmswap_core::kinds::BlockAllocator;
 use nvmswap_core::readahead::{ReadDecision, ReadRange, SwapReadAhead};
-use nvmswap_core::reclaim::{Plug, PluggedRequest, Writeback};
+use nvmswap_core::reclaim::{Plug, PluggedRequest, RotateBatches, Writeback};
 use nvmswap_core::PAGE_SIZE;
 
 use super::{profile, BuildArgs, Env, Fault, Spent, SwapBackend, SwapIn};
@@ -133,8 +136,17 @@ pub struct BlockSwap {
     /// a memory cgroup's charge to free it (`free_ended_writes`), as the kernel's does.
     free_at_completion: bool,
     /// Pages whose write ended that still hold their frame until a scan frees them, in the
-    /// order `folio_end_writeback` rotated them to the inactive tail (stale entries skipped).
+    /// order their rotation reached the inactive tail (stale entries skipped).
     ended: std::collections::VecDeque<u32>,
+    /// Ended writes on their way to the tail: the completing CPU's `lru_move_tail` batch. Sim
+    /// drains it where a charge's scan does (`free_ended_writes`); the swap-in read-ahead's own
+    /// `lru_add_drain` is left out because sim's tabs all run on CPU 0, whose batch fills only
+    /// when it is also the interrupt's (one CPU), and then every scan drains it first.
+    rotations: RotateBatches,
+    /// The CPU that handles the device's completion interrupts, where `folio_end_writeback`
+    /// runs: the last one (this machine's vda: /proc/interrupts counts virtio1-req.0 on CPU 1
+    /// of 0-1 only, 2026-11-25). With one CPU, every reclaimer drains it.
+    irq_cpu: u32,
     awaiting_scan: Vec<bool>,
     /// A fault found the page in memory after its write ended (`refault_under_writeback` took
     /// its frame back): the swap-in maps it without I/O.
@@ -206,6 +218,8 @@ impl BlockSwap {
             frames_held: 0,
             free_at_completion: !cfg.memcg_limit,
             ended: std::collections::VecDeque::new(),
+            rotations: RotateBatches::new(cfg.cpus),
+            irq_cpu: cfg.cpus - 1,
             awaiting_scan: Vec::new(),
             refaulted_after_write: Vec::new(),
             pages_written: 0,
@@ -216,10 +230,17 @@ impl BlockSwap {
         })
     }
 
-    /// A memory cgroup's scan meets up to `max` pages whose writes ended at the inactive tail
-    /// and frees them without I/O (`shrink_folio_list` on a clean swap-cache page). Returns how
-    /// many it freed.
-    pub(super) fn free_ended_writes(&mut self, max: u64) -> u64 {
+    /// A memory cgroup's scan on `cpu` drains that CPU's rotations (`lru_add_drain` at the
+    /// start of `shrink_inactive_list`), then meets up to `max` pages whose writes ended at the
+    /// inactive tail and frees them without I/O (`shrink_folio_list` on a clean swap-cache
+    /// page). Returns how many it freed.
+    pub(super) fn free_ended_writes(&mut self, max: u64, cpu: u32) -> u64 {
+        self.rotations.drain(cpu, &mut self.ended);
+        self.free_at_tail(max)
+    }
+
+    /// Frees up to `max` pages whose writes ended from the inactive tail; how many.
+    fn free_at_tail(&mut self, max: u64) -> u64 {
         let mut freed = 0;
         while freed < max {
             let Some(q) = self.ended.pop_front() else {
@@ -234,6 +255,22 @@ impl BlockSwap {
             freed += 1;
         }
         freed
+    }
+
+    /// A v1 charge that waited for a page's write (`folio_wait_writeback`) frees that page: the
+    /// first one whose write ended, wherever it is (held isolated by the waiter, it was never
+    /// in a rotation batch). True when there was one.
+    pub(super) fn free_waited_write(&mut self) -> bool {
+        if self.free_at_tail(1) == 1 {
+            return true;
+        }
+        while let Some(q) = self.rotations.take_oldest() {
+            self.ended.push_front(q);
+            if self.free_at_tail(1) == 1 {
+                return true;
+            }
+        }
+        false
     }
 
     /// Frames held by pages under reclaim's writeback.
@@ -367,7 +404,7 @@ impl BlockSwap {
                         self.frames_held -= 1;
                     } else {
                         self.awaiting_scan[qi] = true;
-                        self.ended.push_back(q);
+                        self.rotations.add(self.irq_cpu, q, &mut self.ended);
                     }
                 }
             }
@@ -842,8 +879,12 @@ impl SwapBackend for BlockSwap {
         BlockSwap::frames_held(self)
     }
 
-    fn free_ended_writes(&mut self, max: u64) -> u64 {
-        BlockSwap::free_ended_writes(self, max)
+    fn free_ended_writes(&mut self, max: u64, cpu: u32) -> u64 {
+        BlockSwap::free_ended_writes(self, max, cpu)
+    }
+
+    fn free_waited_write(&mut self) -> bool {
+        BlockSwap::free_waited_write(self)
     }
 
     fn pages_written(&self) -> u64 {

@@ -115,11 +115,18 @@ pub trait SwapBackend {
         0
     }
 
-    /// A memory cgroup's scan frees up to `max` pages whose writes ended, waiting at the
-    /// inactive tail with their frames (a block device's reclaim writes in a cgroup); returns
-    /// how many. Nothing to free elsewhere.
-    fn free_ended_writes(&mut self, _max: u64) -> u64 {
+    /// A memory cgroup's scan on `cpu` frees up to `max` pages whose writes ended, waiting at
+    /// the inactive tail with their frames (a block device's reclaim writes in a cgroup), after
+    /// draining that CPU's rotations (`nvmswap_core::reclaim::RotateBatches`); returns how
+    /// many. Nothing to free elsewhere.
+    fn free_ended_writes(&mut self, _max: u64, _cpu: u32) -> u64 {
         0
+    }
+
+    /// A cgroup v1 charge that waited for a page's write frees it once the write ended; true
+    /// when a page was freed.
+    fn free_waited_write(&mut self) -> bool {
+        false
     }
 
     /// Pages whose writeback ended since the start (what wakes `reclaim_throttle`'s writeback

@@ -1,7 +1,8 @@
 //! Known answers for reclaim's write path in sim (block.rs, zswap.rs): the plug merges a
 //! batch's adjacent writes into one request, a page under writeback keeps its frame until its
 //! write completes, a fault on it is served from the swap cache, zero pages are not written,
-//! and zswap's shrinker runs in its worker, not in the task that stores or faults. And the
+//! and zswap's shrinker runs in its worker, not in the task that stores or faults; in a memory
+//! cgroup, ended writes reach the scan through the completing CPU's rotation batch. And the
 //! read side: a swap-in's read-ahead reaches the device as merged requests, a request's Q is
 //! its first bio's, and a zswap pool hit reads ahead as a device read does.
 
@@ -138,6 +139,28 @@ fn a_page_under_writeback_is_not_freed_before_its_write_completes() {
     rig.drain();
     assert_eq!(rig.backend.frames_held(), 0, "freed at completion");
     assert_eq!(rig.backend.pages_written(), 1);
+}
+
+#[test]
+fn in_a_cgroup_ended_writes_reach_a_scan_on_another_cpu_only_in_full_batches() {
+    // 40 pages written by a charge in a memory cgroup on a 2-CPU machine; their writes complete
+    // on CPU 1 (the interrupt's). A scan on CPU 0 finds the first 31 at the inactive tail, the
+    // batch that filled; the other 9 wait in CPU 1's batch until a scan there drains it. A
+    // charge that waited for a write takes one from the batch.
+    let mut rig = Rig::new("optane", 40, 2000, &["memcg_limit=true".into()]);
+    rig.swap_out_in_one_batch(40);
+    assert_eq!(rig.backend.pages_written(), 40);
+    assert_eq!(
+        rig.backend.frames_held(),
+        40,
+        "ended writes wait for a scan"
+    );
+    assert_eq!(rig.backend.free_ended_writes(32, 0), 31);
+    assert_eq!(rig.backend.free_ended_writes(32, 0), 0);
+    assert!(rig.backend.free_waited_write());
+    assert_eq!(rig.backend.free_ended_writes(32, 1), 8);
+    assert_eq!(rig.backend.frames_held(), 0);
+    assert!(!rig.backend.free_waited_write());
 }
 
 #[test]

@@ -363,8 +363,12 @@ impl SwapBackend for Zswap {
         self.dev.frames_held()
     }
 
-    fn free_ended_writes(&mut self, max: u64) -> u64 {
-        self.dev.free_ended_writes(max)
+    fn free_ended_writes(&mut self, max: u64, cpu: u32) -> u64 {
+        self.dev.free_ended_writes(max, cpu)
+    }
+
+    fn free_waited_write(&mut self) -> bool {
+        self.dev.free_waited_write()
     }
 
     fn pages_written(&self) -> u64 {
