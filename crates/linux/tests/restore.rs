@@ -457,7 +457,7 @@ fn the_remote_shootdown_probe_flushes_a_busy_cpu_only_and_restores_exactly() {
         // Every page went to the swap file (a page already written would be freed clean).
         assert!(phase.pswpout >= pages * 9 / 10, "{phase:?}");
     }
-    if probe.spinning.shootdowns_per_page < 0.5 {
+    if probe.spinning.shootdowns_per_page < 0.2 {
         eprintln!(
             "skipping the flush half of remote_shootdown: {:.2} flushes per page with the owner \
              running (this CPU flushes remote TLBs without IPIs, e.g. INVLPGB)",
@@ -465,9 +465,13 @@ fn the_remote_shootdown_probe_flushes_a_busy_cpu_only_and_restores_exactly() {
         );
         return;
     }
-    // Known answer: each written page's flush reaches the owner's CPU while it runs user code,
-    // and an idle (lazy) CPU is skipped.
-    assert!(probe.spinning.shootdowns_per_page >= 0.9, "{probe:?}");
-    assert!(probe.idle.shootdowns_per_page < 0.5, "{probe:?}");
+    // Known answer: a written page's flush reaches the owner's CPU while it runs user code (one
+    // per page on a quiet machine, 1.02-1.03 measured; fewer when the owner is preempted, as
+    // under a loaded CI: 0.89 seen), and an idle (lazy) CPU is skipped (0.06-0.07).
+    assert!(probe.spinning.shootdowns_per_page >= 0.5, "{probe:?}");
+    assert!(
+        probe.idle.shootdowns_per_page * 3.0 < probe.spinning.shootdowns_per_page,
+        "{probe:?}"
+    );
     assert!(probe.shootdown_ns().is_some_and(|ns| ns > 0.0), "{probe:?}");
 }
