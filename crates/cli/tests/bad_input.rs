@@ -232,6 +232,35 @@ fn os_errors_are_printed_once() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// A linux configuration's `tab_cpus` naming a CPU this process may not run on is refused with
+/// that CPU and the ones it may use, before the machine is touched (no root needed).
+#[test]
+fn tab_cpus_this_process_may_not_use_are_refused_before_any_change() {
+    let dir = scratch("tab-cpus");
+    let cfg_dir = scratch("tab-cpus-config");
+    let cfg = cfg_dir.join("bad-cpu.toml");
+    std::fs::write(
+        &cfg,
+        "name = 'bad-cpu'\ncgroup_limit_bytes = 1073741824\ntab_cpus = [1023]\n[swap]\nkind = 'none'\n",
+    )
+    .unwrap();
+    assert_refused(
+        &dir,
+        &[
+            "pressure",
+            "--substrate",
+            "linux",
+            "--config",
+            cfg.to_str().unwrap(),
+            "--scale",
+            "0.05",
+        ],
+        &["tab_cpus: CPU 1023 is not one this process may run on"],
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+    let _ = std::fs::remove_dir_all(&cfg_dir);
+}
+
 /// A zswap compressor the running kernel lacks is refused before anything changes, with the
 /// list of what the kernel has (it used to report "No such file or directory" for a file that
 /// exists). Needs root (the linux substrate refuses to start otherwise) and a compressor of

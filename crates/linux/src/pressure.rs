@@ -96,6 +96,8 @@ pub fn run_pressure(
         detail: e.to_string(),
     })?;
     let config = LinuxConfig::load(config_name_or_path)?;
+    // CPUs the tabs may not use are refused before the machine is touched.
+    crate::affinity::CpuSet::of_config(&config)?;
     crate::require_root()?;
     let scaled_config = scaled(&config, opts.scale);
     let state_path = opts

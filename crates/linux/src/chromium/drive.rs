@@ -75,6 +75,8 @@ pub fn run_chromium_pressure(
         });
     }
     let config = LinuxConfig::load(config_name_or_path)?;
+    // CPUs the tabs may not use are refused before the machine is touched.
+    crate::affinity::CpuSet::of_config(&config)?;
     crate::require_root()?;
     browser::find_binary()?;
     let scaled_config = scaled(&config, opts.scale);
