@@ -127,6 +127,14 @@ pub struct DeviceProfile {
     /// no such limit (indirect descriptors, NVMe, or unknown).
     #[serde(default)]
     pub ring_descriptors: Option<u32>,
+    /// Block devices: the largest request the block layer builds for swap, in 4 KiB pages: the
+    /// smaller of the queue's `max_sectors_kb` / 4 and its `max_segments`, since each swapped
+    /// page is a segment of its own (its frame is not next to the previous page's). Bios merge
+    /// into a request, in a plug or in the I/O scheduler (`ll_back_merge_fn`, block/blk-merge.c),
+    /// only while it stays within both. None: unknown, and the block model takes its assumption
+    /// (`block::MAX_MERGED_BYTES`). A value needs a `[sources]` entry.
+    #[serde(default)]
+    pub max_request_pages: Option<u32>,
     /// Block devices: the device reports itself rotational (/sys/block/*/queue/rotational). The
     /// kernel then uses the cluster swap read-ahead instead of the VMA one
     /// (`nvmswap_core::readahead::kind`). False (the default) for flash, NVM and RAM disks; a
@@ -300,6 +308,15 @@ impl DeviceProfile {
     }
 
     /// The serial stage's four fields by name.
+    /// The largest request the block layer builds on this device, in bytes: `max_request_pages`
+    /// where the profile has it, else the block model's assumption.
+    pub fn max_request_bytes(&self) -> u64 {
+        self.max_request_pages
+            .map_or(crate::block::MAX_MERGED_BYTES, |pages| {
+                u64::from(pages) * crate::PAGE_SIZE
+            })
+    }
+
     fn serial_fields(&self) -> [(&'static str, Option<f64>); 4] {
         [
             ("read_serial_ns", self.read_serial_ns),
@@ -354,6 +371,21 @@ impl DeviceProfile {
                 if self.serial_fields().iter().any(|(_, v)| v.is_some()) {
                     return Err("the serial_* fields apply to block devices only".into());
                 }
+            }
+        }
+        if let Some(pages) = self.max_request_pages {
+            if self.kind != DeviceKind::Block {
+                return Err("max_request_pages applies to block devices only".into());
+            }
+            if pages == 0 {
+                return Err("max_request_pages must be at least 1".into());
+            }
+            if !self.sources.contains_key("max_request_pages") {
+                return Err(
+                    "max_request_pages is set but [sources] has no max_request_pages \
+                            entry saying where it comes from"
+                        .into(),
+                );
             }
         }
         for (per_request, per_page) in [
@@ -415,6 +447,7 @@ const SOURCED_FIELDS: &[&str] = &[
     "queue_depth",
     "parallelism",
     "ring_descriptors",
+    "max_request_pages",
     "rotational",
     "read_page_ns",
     "write_page_ns",
@@ -519,5 +552,30 @@ mod tests {
         dram.read_page_ns = Some(1.0);
         let err = dram.validate().unwrap_err();
         assert!(err.contains("read_page_ns"), "{err}");
+    }
+
+    #[test]
+    fn a_request_size_limit_is_checked_needs_a_source_and_bounds_merges() {
+        let mut p = DeviceProfile::bundled("nvme-nand").unwrap();
+        assert_eq!(p.max_request_bytes(), crate::block::MAX_MERGED_BYTES);
+        p.max_request_pages = Some(254);
+        let err = p.validate().unwrap_err();
+        assert!(
+            err.contains("max_request_pages") && err.contains("[sources]"),
+            "{err}"
+        );
+        p.sources
+            .insert("max_request_pages".into(), "read: test".into());
+        p.validate().unwrap();
+        assert_eq!(p.max_request_bytes(), 254 * crate::PAGE_SIZE);
+        let back = DeviceProfile::from_toml_str(&toml::to_string(&p).unwrap(), "t.toml").unwrap();
+        assert_eq!(back.max_request_pages, Some(254));
+        p.max_request_pages = Some(0);
+        assert!(p.validate().unwrap_err().contains("at least 1"));
+        let mut dram = DeviceProfile::bundled("dram-ddr4").unwrap();
+        dram.max_request_pages = Some(8);
+        dram.sources.insert("max_request_pages".into(), "x".into());
+        let err = dram.validate().unwrap_err();
+        assert!(err.contains("block devices only"), "{err}");
     }
 }

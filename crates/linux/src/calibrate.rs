@@ -105,6 +105,10 @@ pub struct Calibration {
     /// A virtio disk without indirect descriptors: its ring's descriptors
     /// ([`virtio_ring_descriptors`]); None otherwise.
     pub ring_descriptors: Option<u32>,
+    /// The largest request the block layer builds for swap on the disk, in pages
+    /// ([`max_request_pages`] of its `queue/max_sectors_kb` and `queue/max_segments`); None when
+    /// they could not be read.
+    pub max_request_pages: Option<u32>,
     /// The disk at queue depths 1..32 and reads under a stream of writes (None when it could
     /// not be probed, with why).
     pub queue_probe: Option<QueueProbe>,
@@ -806,8 +810,15 @@ fn probe_sizes(file: &std::fs::File, size_pages: u64, seed: u64) -> Result<SizeP
     Ok(SizeProbe::from_points(points, SIZE_PROBE_REQUESTS))
 }
 
-/// The disk's queue depth: its hardware queues' tags summed, else the scheduler's nr_requests;
-/// with where it was read and the number of hardware queues.
+/// The largest request (pages) the block layer builds for swap on a queue with these limits:
+/// `max_sectors_kb` bounds its bytes and `max_segments` its segments, and each swapped page is
+/// a segment of its own (bios merge only while both hold: `ll_back_merge_fn`, block/blk-merge.c).
+/// None when a limit is 0 or the result is below one page.
+pub fn max_request_pages(max_sectors_kb: u64, max_segments: u64) -> Option<u32> {
+    let pages = (max_sectors_kb / (PAGE_SIZE / 1024)).min(max_segments);
+    u32::try_from(pages).ok().filter(|&p| p > 0)
+}
+
 /// The descriptors of a virtio disk's ring when the device does not offer indirect descriptors
 /// (`features`: /sys/block/<disk>/device/features, one '0'/'1' per feature bit; bit 28 is
 /// VIRTIO_RING_F_INDIRECT_DESC). drivers/block/virtio_blk.c then sizes the tags at half the ring,
@@ -821,6 +832,8 @@ pub fn virtio_ring_descriptors(features: &str, tags: u32) -> Option<u32> {
     (bits[28] == b'0').then_some(2 * tags)
 }
 
+/// The disk's queue depth: its hardware queues' tags summed, else the scheduler's nr_requests;
+/// with where it was read and the number of hardware queues.
 fn queue_depth_of(disk: &str) -> Result<(u32, String, u32), LinuxError> {
     let mq = format!("/sys/block/{disk}/mq");
     let mut tags = 0u32;
@@ -1857,6 +1870,14 @@ pub fn run(swap_dir: &Path, seed: u64) -> Result<Calibration, LinuxError> {
     let ring_descriptors = std::fs::read_to_string(format!("/sys/block/{disk}/device/features"))
         .ok()
         .and_then(|f| virtio_ring_descriptors(&f, queue_depth));
+    let queue_limit = |name: &str| {
+        sysfs::read_trimmed(format!("/sys/block/{disk}/queue/{name}"))
+            .ok()
+            .and_then(|v| v.parse::<u64>().ok())
+    };
+    let max_request_pages = queue_limit("max_sectors_kb")
+        .zip(queue_limit("max_segments"))
+        .and_then(|(kb, segments)| max_request_pages(kb, segments));
     let (swap_path, swap_path_unavailable) =
         match probe_swap_path(swap_dir, 4096, seed, &state_path) {
             Ok(p) => (Some(p), None),
@@ -1900,6 +1921,7 @@ pub fn run(swap_dir: &Path, seed: u64) -> Result<Calibration, LinuxError> {
         hw_queues,
         rotational,
         ring_descriptors,
+        max_request_pages,
         queue_probe,
         queue_probe_unavailable,
         size_probe,
@@ -1941,6 +1963,9 @@ pub fn device_profile_toml(cal: &Calibration) -> String {
     }
     if let Some(ring) = cal.ring_descriptors {
         out.push_str(&format!("ring_descriptors = {ring}\n"));
+    }
+    if let Some(pages) = cal.max_request_pages {
+        out.push_str(&format!("max_request_pages = {pages}\n"));
     }
     out.push_str(&format!("rotational = {}\n", cal.rotational));
     let fits = cal
@@ -1994,6 +2019,12 @@ pub fn device_profile_toml(cal: &Calibration) -> String {
     if cal.ring_descriptors.is_some() {
         out.push_str(&format!(
             "ring_descriptors = \"read: /sys/block/{}/device/features (bit 28 VIRTIO_RING_F_INDIRECT_DESC not set): drivers/block/virtio_blk.c sizes the tags at half the ring, so the ring has 2 x the tags\"\n",
+            cal.disk
+        ));
+    }
+    if cal.max_request_pages.is_some() {
+        out.push_str(&format!(
+            "max_request_pages = \"read: /sys/block/{}/queue/max_sectors_kb / 4 and queue/max_segments, the smaller (each swapped page is a segment of its own; block/blk-merge.c merges within both)\"\n",
             cal.disk
         ));
     }
@@ -2620,6 +2651,17 @@ mod tests {
     }
 
     #[test]
+    fn the_largest_swap_request_is_the_smaller_of_the_queue_limits_in_pages() {
+        // This machine's vda: max_sectors_kb 4096 (1,024 pages) and max_segments 254.
+        assert_eq!(max_request_pages(4096, 254), Some(254));
+        // A disk whose byte limit is the tighter one: 128 KiB = 32 pages.
+        assert_eq!(max_request_pages(128, 128), Some(32));
+        assert_eq!(max_request_pages(0, 254), None);
+        assert_eq!(max_request_pages(4096, 0), None);
+        assert_eq!(max_request_pages(2, 254), None, "below one page");
+    }
+
+    #[test]
     fn a_virtio_ring_without_indirect_descriptors_is_twice_the_tags() {
         // vda on this machine (2026-11-25): bits 2, 6, 9, 10, 13, 29, 32 set.
         let mut vda = vec![b'0'; 64];
@@ -2712,6 +2754,7 @@ mod tests {
             hw_queues: 1,
             rotational: true,
             ring_descriptors: Some(256),
+            max_request_pages: None,
             queue_probe: None,
             queue_probe_unavailable: None,
             size_probe: None,
@@ -2883,6 +2926,7 @@ mod tests {
             hw_queues: 1,
             rotational: true,
             ring_descriptors: Some(256),
+            max_request_pages: Some(254),
             queue_probe: Some(q),
             queue_probe_unavailable: None,
             size_probe: Some(sizes),
@@ -2905,6 +2949,8 @@ mod tests {
         assert_eq!(p.queue_depth, Some(128));
         assert_eq!(p.parallelism, Some(4));
         assert_eq!(p.ring_descriptors, Some(256));
+        assert_eq!(p.max_request_pages, Some(254));
+        assert!(p.sources["max_request_pages"].contains("max_segments"));
         assert!(p.rotational);
         assert!(text.contains("72000 IOPS at depth 4"), "{text}");
         assert_eq!(p.read_page_ns, Some(5_000.0));

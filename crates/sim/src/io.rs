@@ -60,6 +60,7 @@ impl Io {
             cfg.io_scheduler.name(),
             &cfg.iosched,
             profile.rotational,
+            profile.max_request_bytes(),
         )
         .map_err(|e| config_error(&e))?;
         let layer = BlockLayer::new(

@@ -146,7 +146,13 @@ pub fn run_one(
         Device::new(profile, ChaCha8Rng::seed_from_u64(seed ^ 0x5eed)).map_err(|e| err(&e))?;
     let mode_ = CompletionMode::by_name(mode).map_err(|e| err(&e))?;
     let completer = Completer::new(mode_, CompletionCosts::ASSUMED);
-    let scheduler = with_tunables(sched, tunables, profile.rotational).map_err(|e| err(&e))?;
+    let scheduler = with_tunables(
+        sched,
+        tunables,
+        profile.rotational,
+        profile.max_request_bytes(),
+    )
+    .map_err(|e| err(&e))?;
     let name = scheduler.name();
     let mut layer = BlockLayer::new(scheduler, dev, completer);
     let mut done: Vec<Completed> = Vec::new();

@@ -272,6 +272,8 @@ pub struct Bfq {
     slice_idle: Nanos,
     timeout: Nanos,
     rotational: bool,
+    /// The queue's largest request (`DeviceProfile::max_request_bytes`): merges stay within it.
+    pub(super) max_request_bytes: u64,
 }
 
 impl Default for Bfq {
@@ -303,6 +305,7 @@ impl Bfq {
             slice_idle,
             timeout,
             rotational,
+            max_request_bytes: super::MAX_MERGED_BYTES,
         }
     }
 
@@ -713,9 +716,10 @@ impl IoScheduler for Bfq {
                 QueueId::Sync(_) => FIFO_EXPIRE_SYNC_NS,
                 QueueId::Async => FIFO_EXPIRE_ASYNC_NS,
             };
+        let max_request_bytes = self.max_request_bytes;
         let q = self.queue_mut(id);
         let req = match q.requests.back_mut() {
-            Some((last, _)) => match last.try_back_merge(req) {
+            Some((last, _)) => match last.try_back_merge(req, max_request_bytes) {
                 Ok(()) => return,
                 Err(r) => r,
             },

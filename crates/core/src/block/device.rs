@@ -215,6 +215,7 @@ pub(crate) fn test_profile(mean_ns: f64, p99_ns: f64, channels: u32, qd: u32) ->
         queue_depth: Some(qd),
         parallelism: Some(channels),
         ring_descriptors: None,
+        max_request_pages: None,
         rotational: false,
         read_page_ns: None,
         write_page_ns: None,

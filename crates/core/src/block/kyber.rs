@@ -63,6 +63,8 @@ pub struct Kyber {
     /// Domain the round-robin starts from next.
     cursor: usize,
     window_end: Option<Nanos>,
+    /// The queue's largest request (`DeviceProfile::max_request_bytes`): merges stay within it.
+    pub(super) max_request_bytes: u64,
 }
 
 impl Default for Kyber {
@@ -81,6 +83,7 @@ impl Kyber {
             ],
             cursor: 0,
             window_end: None,
+            max_request_bytes: super::MAX_MERGED_BYTES,
         }
     }
 }
@@ -128,9 +131,10 @@ impl IoScheduler for Kyber {
         if self.window_end.is_none() {
             self.window_end = Some(now + WINDOW_NS);
         }
+        let max_request_bytes = self.max_request_bytes;
         let d = &mut self.domains[ix(req.op)];
         let req = match d.queue.back_mut() {
-            Some(last) => match last.try_back_merge(req) {
+            Some(last) => match last.try_back_merge(req, max_request_bytes) {
                 Ok(()) => return,
                 Err(r) => r,
             },

@@ -17,8 +17,9 @@ use thiserror::Error;
 /// Bytes in one block-layer sector (the kernel's `SECTOR_SIZE`).
 pub const SECTOR_BYTES: u64 = 512;
 
-/// Largest request a back-merge may build. Assumption: the kernel's limit is the device's
-/// `max_sectors_kb` (often 128–1280 KiB); we take 512 KiB.
+/// Largest request a back-merge may build on a device whose profile does not say
+/// (`DeviceProfile::max_request_pages`). Assumption: the kernel's limit is the smaller of the
+/// queue's `max_sectors_kb` (often 128–1280 KiB) and `max_segments` pages; we take 512 KiB.
 pub const MAX_MERGED_BYTES: u64 = 512 * 1024;
 
 /// A request's direction; `read`/`write` in results and tables (`results::BlockRequest`).
@@ -73,11 +74,12 @@ impl Request {
     }
 
     /// Back-merge `next` into `self` when it starts where `self` ends, has the same direction and
-    /// the result stays under [`MAX_MERGED_BYTES`]. Returns `next` back when it cannot merge.
-    pub fn try_back_merge(&mut self, next: Request) -> Result<(), Request> {
+    /// the result stays within `max_bytes` (the queue's limit: `DeviceProfile::max_request_bytes`).
+    /// Returns `next` back when it cannot merge.
+    pub fn try_back_merge(&mut self, next: Request, max_bytes: u64) -> Result<(), Request> {
         if next.op == self.op
             && next.sector == self.end_sector()
-            && self.bytes + next.bytes <= MAX_MERGED_BYTES
+            && self.bytes + next.bytes <= max_bytes
         {
             self.bytes += next.bytes;
             self.sync |= next.sync;
@@ -135,37 +137,52 @@ pub enum BlockError {
 pub const SCHEDULERS: [&str; 4] = ["none", "kyber", "mq-deadline", "bfq"];
 
 /// Build a scheduler by its sysfs name (`/sys/block/*/queue/scheduler`), with the kernel's
-/// default tunables, for a non-rotational device.
+/// default tunables, for a non-rotational device with the assumed request size limit.
 pub fn by_name(name: &str) -> Result<Box<dyn IoScheduler>, BlockError> {
-    with_tunables(name, &SchedulerTunables::default(), false)
+    with_tunables(name, &SchedulerTunables::default(), false, MAX_MERGED_BYTES)
 }
 
 /// Build a scheduler by its sysfs name with `t`'s tunables (the ones of that scheduler), for a
-/// device that reports itself `rotational` (bfq's seek detection and idling depend on it).
+/// device that reports itself `rotational` (bfq's seek detection and idling depend on it) and
+/// builds requests of at most `max_request_bytes` (`DeviceProfile::max_request_bytes`).
 pub fn with_tunables(
     name: &str,
     t: &SchedulerTunables,
     rotational: bool,
+    max_request_bytes: u64,
 ) -> Result<Box<dyn IoScheduler>, BlockError> {
     const MS: Nanos = crate::NS_PER_MS;
     match name {
-        "none" => Ok(Box::new(none::NoneScheduler::default())),
-        "mq-deadline" => Ok(Box::new(mq_deadline::MqDeadline::with_params(
-            t.read_expire_ms * MS,
-            t.write_expire_ms * MS,
-            t.writes_starved,
-            t.fifo_batch,
-        ))),
-        "kyber" => Ok(Box::new(kyber::Kyber::with_targets(
-            t.read_lat_nsec,
-            t.write_lat_nsec,
-        ))),
-        "bfq" => Ok(Box::new(bfq::Bfq::with_params(
-            t.max_budget,
-            t.slice_idle_us * 1_000,
-            t.timeout_sync_ms * MS,
-            rotational,
-        ))),
+        "none" => {
+            let mut s = none::NoneScheduler::default();
+            s.max_request_bytes = max_request_bytes;
+            Ok(Box::new(s))
+        }
+        "mq-deadline" => {
+            let mut s = mq_deadline::MqDeadline::with_params(
+                t.read_expire_ms * MS,
+                t.write_expire_ms * MS,
+                t.writes_starved,
+                t.fifo_batch,
+            );
+            s.max_request_bytes = max_request_bytes;
+            Ok(Box::new(s))
+        }
+        "kyber" => {
+            let mut s = kyber::Kyber::with_targets(t.read_lat_nsec, t.write_lat_nsec);
+            s.max_request_bytes = max_request_bytes;
+            Ok(Box::new(s))
+        }
+        "bfq" => {
+            let mut s = bfq::Bfq::with_params(
+                t.max_budget,
+                t.slice_idle_us * 1_000,
+                t.timeout_sync_ms * MS,
+                rotational,
+            );
+            s.max_request_bytes = max_request_bytes;
+            Ok(Box::new(s))
+        }
         other => Err(BlockError::UnknownScheduler(other.to_string())),
     }
 }
@@ -395,15 +412,49 @@ mod tests {
     }
 
     use super::*;
+    use crate::PAGE_SIZE;
 
     #[test]
     fn back_merge_joins_adjacent_same_direction_only() {
         let mut a = req(1, Op::Read, 0);
-        assert!(a.try_back_merge(req(2, Op::Read, 8)).is_ok());
+        assert!(a
+            .try_back_merge(req(2, Op::Read, 8), MAX_MERGED_BYTES)
+            .is_ok());
         assert_eq!((a.bytes, a.end_sector()), (8192, 16));
-        assert!(a.try_back_merge(req(3, Op::Read, 24)).is_err());
-        assert!(a.try_back_merge(req(4, Op::Write, 16)).is_err());
+        assert!(a
+            .try_back_merge(req(3, Op::Read, 24), MAX_MERGED_BYTES)
+            .is_err());
+        assert!(a
+            .try_back_merge(req(4, Op::Write, 16), MAX_MERGED_BYTES)
+            .is_err());
         assert_eq!(a.all_ids().collect::<Vec<_>>(), vec![1, 2]);
+    }
+
+    #[test]
+    fn every_scheduler_merges_up_to_the_queue_limit_and_no_further() {
+        // Three adjacent one-page writes under a two-page limit: the first two become one
+        // request, the third stays apart (`ll_back_merge_fn` refuses a merge past the limit).
+        for name in SCHEDULERS {
+            let mut s = with_tunables(name, &SchedulerTunables::default(), false, 2 * PAGE_SIZE)
+                .expect("a known scheduler");
+            for (id, sector) in [(1, 0), (2, 8), (3, 16)] {
+                s.insert(req(id, Op::Write, sector), 0);
+            }
+            assert_eq!(s.pending(), 2, "{name}");
+            let mut sizes = Vec::new();
+            // bfq may idle or hold async writes behind a timer: step time until both are out.
+            let mut now = 0;
+            while sizes.len() < 2 && now < 10 * crate::NS_PER_S {
+                while let Some(r) = s.dispatch(now) {
+                    sizes.push(r.bytes);
+                }
+                now = s
+                    .next_timer()
+                    .map_or(now + crate::NS_PER_MS, |t| t.max(now + 1));
+            }
+            sizes.sort_unstable();
+            assert_eq!(sizes, vec![PAGE_SIZE, 2 * PAGE_SIZE], "{name}");
+        }
     }
 
     #[test]

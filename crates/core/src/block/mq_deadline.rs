@@ -51,6 +51,8 @@ pub struct MqDeadline {
     batch_dir: Option<Op>,
     batching: u32,
     starved: u32,
+    /// The queue's largest request (`DeviceProfile::max_request_bytes`): merges stay within it.
+    pub(super) max_request_bytes: u64,
 }
 
 fn ix(op: Op) -> usize {
@@ -84,6 +86,7 @@ impl MqDeadline {
             batch_dir: None,
             batching: 0,
             starved: 0,
+            max_request_bytes: super::MAX_MERGED_BYTES,
         }
     }
 
@@ -122,11 +125,12 @@ impl IoScheduler for MqDeadline {
     }
 
     fn insert(&mut self, req: Request, now: Nanos) {
+        let max_request_bytes = self.max_request_bytes;
         let dir = &mut self.dirs[ix(req.op)];
         // Back-merge: the queued request ending where this one starts.
         if let Some((_, prev)) = dir.sorted.range_mut(..(req.sector, 0)).next_back() {
             if prev.end_sector() == req.sector {
-                match prev.try_back_merge(req) {
+                match prev.try_back_merge(req, max_request_bytes) {
                     Ok(()) => return,
                     Err(r) => return self.insert_unmerged(r, now),
                 }

@@ -2,13 +2,24 @@
 //! reordering is the software-queue back-merge (block/blk-merge.c, `blk_attempt_plug_merge` /
 //! `blk_bio_list_merge`), modelled here as a back-merge with the most recent queued request.
 
-use super::{IoScheduler, Request};
+use super::{IoScheduler, Request, MAX_MERGED_BYTES};
 use crate::Nanos;
 use std::collections::VecDeque;
 
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct NoneScheduler {
     queue: VecDeque<Request>,
+    /// The queue's largest request (`DeviceProfile::max_request_bytes`): merges stay within it.
+    pub(super) max_request_bytes: u64,
+}
+
+impl Default for NoneScheduler {
+    fn default() -> Self {
+        Self {
+            queue: VecDeque::new(),
+            max_request_bytes: MAX_MERGED_BYTES,
+        }
+    }
 }
 
 impl IoScheduler for NoneScheduler {
@@ -18,7 +29,7 @@ impl IoScheduler for NoneScheduler {
 
     fn insert(&mut self, req: Request, _now: Nanos) {
         let req = match self.queue.back_mut() {
-            Some(last) => match last.try_back_merge(req) {
+            Some(last) => match last.try_back_merge(req, self.max_request_bytes) {
                 Ok(()) => return,
                 Err(r) => r,
             },

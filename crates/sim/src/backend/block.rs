@@ -112,6 +112,9 @@ pub struct BlockSwap {
     /// Swap-in software around the device read: `costs.swap_in_software_ns` (calibrated) or
     /// `BLOCK_SWAP_IN_SOFTWARE_NS` (seed 002).
     swap_in_ns: u64,
+    /// The largest request the block layer builds on the swap device
+    /// (`DeviceProfile::max_request_bytes`): plugged bios merge up to it, as the scheduler's do.
+    max_request_bytes: u64,
     /// Reclaim's block plug, and whose it is (each task has its own; sim flushes it when another
     /// task starts writing).
     plug: Plug,
@@ -206,8 +209,8 @@ impl BlockSwap {
                 .costs
                 .swap_in_software_ns
                 .map_or(BLOCK_SWAP_IN_SOFTWARE_NS, |v| v as u64),
-            // The largest request the block layer builds (`MAX_MERGED_BYTES`, core::block).
-            plug: Plug::new(nvmswap_core::block::MAX_MERGED_BYTES),
+            max_request_bytes: p.max_request_bytes(),
+            plug: Plug::new(p.max_request_bytes()),
             plug_by: None,
             planned: None,
             window_end: None,
@@ -696,7 +699,7 @@ impl BlockSwap {
         obs: &mut Observers,
     ) -> (Option<u64>, Vec<u32>) {
         let window = self.readahead_window(p);
-        let mut plug = Plug::new(nvmswap_core::block::MAX_MERGED_BYTES);
+        let mut plug = Plug::new(self.max_request_bytes);
         let mut reqs = Vec::new();
         let mut readahead = Vec::new();
         for &(q, s) in &window {
