@@ -143,6 +143,8 @@ pub fn run_pressure(
 /// and what the run spends working or waiting around them.
 #[derive(Debug, Default, Clone, Copy)]
 struct WallSplit {
+    /// Writing back the page cache dirtied before the run (`sync`).
+    sync: f64,
     /// Starting the memcg reclaim trace and the swap-device trace (blktrace's set-up wait
     /// included).
     trace_start: f64,
@@ -172,6 +174,7 @@ struct WallSplit {
 impl WallSplit {
     fn to_json(self) -> serde_json::Value {
         serde_json::json!({
+            "sync": self.sync,
             "trace_start": self.trace_start,
             "sleep": self.sleep,
             "scroll_pause": self.scroll_pause,
@@ -271,6 +274,10 @@ fn drive(
     // blktrace of the swap file's disk, for Q2D/D2C/Q2C (seed 000 §5-§6). A trace that cannot be
     // taken is reported, not fatal; the tracer stops and cleans up when dropped, also on error.
     let mut split = WallSplit::default();
+    // What earlier work left dirty goes to the disk now, not among the run's swap writes.
+    let t_sync = std::time::Instant::now();
+    sysfs::write_back_dirty_pages();
+    split.sync = t_sync.elapsed().as_secs_f64();
     let t_trace = std::time::Instant::now();
     // The kernel's per-charge memcg reclaim (vmscan tracepoints, `extra.memcg_reclaim`), in a
     // tracefs instance of its own. Started before the swap-device trace so that a tracefs it
@@ -527,6 +534,13 @@ fn drive(
     for k in ["pswpin", "pswpout", "zswpin", "zswpout"] {
         extra.insert(format!("{k}_delta"), d(k).into());
     }
+    // Pages whose writeback ended during the run (`nr_written`: swap-outs and file writeback
+    // alike) that were not swap-outs: other writers' I/O on the machine's disks, which the swap
+    // file's requests queue with. Near 0 on a quiet machine, the run's `sync` having gone first.
+    extra.insert(
+        "other_written_pages".into(),
+        d("nr_written").saturating_sub(d("pswpout")).into(),
+    );
     // The host discards the pages the guest reports free; while it does, this machine's disk
     // serves writes slower (docs/experiments/validation.md, "Free page reporting").
     extra.insert(

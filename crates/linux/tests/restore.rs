@@ -221,6 +221,14 @@ fn swap_file_run_traces_the_swap_device_and_unmounts_what_it_mounted() {
             assert!(r.slot > 0, "slot 0 is the swap header: {r:?}");
         }
     }
+    // The page cache dirtied before the run was written back first (`sync`), and what else was
+    // written during it is counted apart from the swap-outs.
+    assert!(
+        out.result.extra["wall_split_s"]["sync"].as_f64().unwrap() >= 0.0,
+        "{}",
+        out.result.extra["wall_split_s"]
+    );
+    assert!(out.result.extra["other_written_pages"].is_u64());
     // The kernel's per-charge memcg reclaim, from its vmscan tracepoints.
     let reclaim = &out.result.extra["memcg_reclaim"];
     if reclaim.is_null() {
