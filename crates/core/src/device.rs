@@ -307,7 +307,6 @@ impl DeviceProfile {
         Ok(profile)
     }
 
-    /// The serial stage's four fields by name.
     /// The largest request the block layer builds on this device, in bytes: `max_request_pages`
     /// where the profile has it, else the block model's assumption.
     pub fn max_request_bytes(&self) -> u64 {
@@ -317,6 +316,7 @@ impl DeviceProfile {
             })
     }
 
+    /// The serial stage's four fields by name.
     fn serial_fields(&self) -> [(&'static str, Option<f64>); 4] {
         [
             ("read_serial_ns", self.read_serial_ns),
@@ -555,7 +555,7 @@ mod tests {
     }
 
     #[test]
-    fn a_request_size_limit_is_checked_needs_a_source_and_bounds_merges() {
+    fn a_request_size_limit_is_checked_and_needs_a_source() {
         let mut p = DeviceProfile::bundled("nvme-nand").unwrap();
         assert_eq!(p.max_request_bytes(), crate::block::MAX_MERGED_BYTES);
         p.max_request_pages = Some(254);

@@ -271,13 +271,13 @@ fn drive(
         .map_err(|_| LinuxError::Worker("cgroup path has a NUL byte".into()))?;
     let tab_cpus = CpuSet::of_config(&setup.config)?;
     let swap = swap_path(setup);
-    // blktrace of the swap file's disk, for Q2D/D2C/Q2C (seed 000 §5-§6). A trace that cannot be
-    // taken is reported, not fatal; the tracer stops and cleans up when dropped, also on error.
     let mut split = WallSplit::default();
     // What earlier work left dirty goes to the disk now, not among the run's swap writes.
     let t_sync = std::time::Instant::now();
     sysfs::write_back_dirty_pages();
     split.sync = t_sync.elapsed().as_secs_f64();
+    // blktrace of the swap file's disk, for Q2D/D2C/Q2C (seed 000 §5-§6). A trace that cannot be
+    // taken is reported, not fatal; the tracer stops and cleans up when dropped, also on error.
     let t_trace = std::time::Instant::now();
     // The kernel's per-charge memcg reclaim (vmscan tracepoints, `extra.memcg_reclaim`), in a
     // tracefs instance of its own. Started before the swap-device trace so that a tracefs it

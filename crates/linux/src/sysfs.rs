@@ -51,9 +51,6 @@ pub fn vmstat() -> Result<std::collections::BTreeMap<String, u64>, LinuxError> {
         .collect())
 }
 
-/// KiB the guest has reported free to its hypervisor so far (virtio-balloon free page reporting,
-/// /sys/module/page_reporting/parameters/reported_kib, which this machine's kernel exposes; the
-/// host discards what is reported), or None where the kernel has no such counter.
 /// Writes every filesystem's dirty page cache back and waits for it (`sync(2)`), so that the
 /// flusher does not write back, during a run, what was written before it (a build, an earlier
 /// run's output): on this machine such 4 MiB writes held the swap file's writes back by 20-40 ms
@@ -63,6 +60,9 @@ pub fn write_back_dirty_pages() {
     unsafe { libc::sync() }
 }
 
+/// KiB the guest has reported free to its hypervisor so far (virtio-balloon free page reporting,
+/// /sys/module/page_reporting/parameters/reported_kib, which this machine's kernel exposes; the
+/// host discards what is reported), or None where the kernel has no such counter.
 pub fn free_page_reported_kib() -> Option<u64> {
     read_trimmed("/sys/module/page_reporting/parameters/reported_kib")
         .ok()?
