@@ -2,8 +2,12 @@
 //! fixing it), table-driven: each must exit non-zero, say what was wrong (the flag or the value),
 //! never panic, and write nothing.
 
+mod uid;
+
 use std::path::Path;
 use std::process::{Command, Output};
+
+use uid::effective_uid;
 
 /// (arguments, substrings the error must contain).
 const CASES: &[(&[&str], &[&str])] = &[
@@ -72,6 +76,29 @@ const CASES: &[(&[&str], &[&str])] = &[
         &["--matrix-scales", "(0, 1]"],
     ),
     (&["validate", "--matrix-seeds", "3"], &["--matrix"]),
+    // --calibrate measures the profiles it hands to sim: given ones, or no kernel runs, clash.
+    (
+        &["validate", "--calibrate", "--costs", "none"],
+        &["--calibrate", "--costs"],
+    ),
+    (
+        &["validate", "--calibrate", "--linux-from", "x.json"],
+        &["--calibrate", "--linux-from"],
+    ),
+    (&["validate", "--calibrate-runs", "3"], &["--calibrate"]),
+    (
+        &["validate", "--calibrate", "--calibrate-runs", "0"],
+        &["--calibrate-runs", "1..=20"],
+    ),
+    (
+        &["linux", "calibrate", "--runs", "0"],
+        &["--runs", "1..=20"],
+    ),
+    // A configuration that does not load fails before minutes of calibration.
+    (
+        &["validate", "--calibrate", "--configs", "no-such-config"],
+        &["no-such-config"],
+    ),
     (
         &["validate", "--matrix", "--matrix-seeds", "1,1"],
         &["--matrix-seeds", "twice"],
@@ -332,19 +359,6 @@ fn a_compressor_the_kernel_lacks_is_refused_before_any_change() {
         zswap
     );
     let _ = std::fs::remove_dir_all(&dir);
-}
-
-fn effective_uid() -> u32 {
-    // The effective uid from /proc, without libc.
-    std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find(|l| l.starts_with("Uid:"))
-                .and_then(|l| l.split_whitespace().nth(2).map(str::to_string))
-        })
-        .and_then(|u| u.parse().ok())
-        .unwrap_or(u32::MAX)
 }
 
 /// Sizes with units ("4GiB") are accepted in `--set` and in a configuration file (they used to

@@ -9,6 +9,7 @@
 pub mod affinity;
 pub mod blktrace;
 pub mod calibrate;
+pub mod calibration_median;
 pub mod cgroup;
 pub mod chromium;
 pub mod config;

@@ -19,6 +19,17 @@
 //!   unmapped (`try_to_unmap_flush_dirty`), and the flush interrupts every CPU not in lazy TLB
 //!   mode and waits for it ([`crate::shootdown`] measures one). Counted per charge as
 //!   `remote_flushes`.
+//! - `sched_switch` (include/trace/events/sched.h) and, filtered to one case, `tlb_flush`
+//!   (include/trace/events/tlb.h), where the kernel has them: what the target of each flush IPI
+//!   was doing when it was sent. A CPU that runs a task, or that went idle on `init_mm`, takes
+//!   every flush; an idle CPU in lazy TLB mode is skipped (`should_flush_tlb`, arch/x86/mm/tlb.c).
+//!   An idle CPU leaves lazy mode for `init_mm` when a flush IPI sent while its task still ran
+//!   reaches it after the task went to sleep (`flush_tlb_func` switches a lazy CPU to
+//!   `init_mm`), which the trace shows as a `tlb_flush` of reason "flush on task switch" in hard
+//!   interrupt context on the idle CPU; it stays there, taking every flush, until it runs a
+//!   task again. Counted as `remote_flushes.to_running_cpu`, `to_idle_cpu` and
+//!   `idle_cpu_joined_init_mm`. The same switches give each charge's time off its CPU,
+//!   preempted (switched out runnable) or asleep (`off_cpu_us`).
 //!
 //! Events are per task: a begin and the next end of the same pid are one charge, and the shrink
 //! and IPI events of that pid between them are its scans and flushes. Only the workload's
@@ -52,6 +63,12 @@ pub const EVENTS: [&str; 4] = [
 /// The IPI events (system `ipi`), recorded where the kernel has them.
 pub const IPI_EVENTS: [&str; 2] = ["ipi_send_cpu", "ipi_send_cpumask"];
 
+/// `tlb_flush` kept to the one case the summary reads: reason 0 (`TLB_FLUSH_ON_TASK_SWITCH`, a
+/// switch of page tables) in hard interrupt context (`TRACE_FLAG_HARDIRQ`, 0x08), i.e. a flush
+/// IPI that switched a CPU to `init_mm`. Task switches' own flushes, tens of thousands a run,
+/// stay out of the buffer.
+const INIT_MM_FILTER: &str = "reason == 0 && common_flags & 8";
+
 /// The call site of x86's remote TLB flush IPIs (`native_flush_tlb_multi` ->
 /// `on_each_cpu_cond_mask`), as `ipi_send_*`'s `callsite=` prints it.
 const FLUSH_CALLSITE: &str = "on_each_cpu_cond_mask";
@@ -61,8 +78,10 @@ pub const INSTANCE_PREFIX: &str = "nvmswap-reclaim-";
 
 /// Per-CPU buffer for a run at `scale`: a charge is ~9 events of ~70 bytes (589 charges at scale
 /// 0.1, ~0.4 MB), and the IPI events of every task add about as much (11,266 in a linux-swapfile
-/// run at scale 0.1, 10-18 per charge); both grow with the scale. 32 MiB per CPU at scale 1
-/// leaves ~4x room, more in proportion above it (at most 256 MiB).
+/// run at scale 0.1, 10-18 per charge); both grow with the scale. The scheduler's switches add
+/// ~22,000 events at scale 0.1 (a hand trace, 2026-11-27), ~1.5 MB; they grow with the run's
+/// length. 32 MiB per CPU at scale 1 leaves ~3x room, more in proportion above it (at most 256
+/// MiB).
 pub fn buffer_kb(scale: f64) -> u64 {
     ((32_768.0 * scale.max(1.0)) as u64).min(262_144)
 }
@@ -79,6 +98,8 @@ pub struct Tracer {
     created: bool,
     /// The IPI events are recorded (the kernel has them).
     ipis: bool,
+    /// The scheduler's switches and the `init_mm` flushes are recorded (the kernel has them).
+    cpu_states: bool,
 }
 
 impl Tracer {
@@ -105,6 +126,7 @@ impl Tracer {
             mounted,
             created: false,
             ipis: false,
+            cpu_states: false,
         };
         if !has_events(&root) {
             return Err(format!(
@@ -135,6 +157,13 @@ impl Tracer {
         tracer.ipis = IPI_EVENTS
             .iter()
             .all(|ev| tracer.set(&format!("events/ipi/{ev}/enable"), "1").is_ok());
+        tracer.cpu_states = tracer.ipis
+            && tracer
+                .set("events/tlb/tlb_flush/filter", INIT_MM_FILTER)
+                .is_ok()
+            && ["sched/sched_switch", "tlb/tlb_flush"]
+                .iter()
+                .all(|ev| tracer.set(&format!("events/{ev}/enable"), "1").is_ok());
         tracer.set("tracing_on", "1")?;
         Ok(tracer)
     }
@@ -169,6 +198,7 @@ impl Tracer {
             .map_err(|e| format!("read {}/trace: {e}", self.dir.display()))?;
         let mut summary = summarise(&parse(&text), pids, lost);
         summary.ipis_traced = self.ipis;
+        summary.cpu_states_traced = self.cpu_states;
         let charges = summary.charges;
         let lost = summary.events_lost;
         if lost > 0 {
@@ -331,14 +361,27 @@ enum Event {
         deactivated: u64,
         priority: i32,
     },
-    /// An IPI sent from x86's remote TLB flush ([`FLUSH_CALLSITE`]).
-    FlushIpi,
+    /// An IPI sent from x86's remote TLB flush ([`FLUSH_CALLSITE`]) to the CPUs of `targets`
+    /// (bit n: CPU n; CPUs above 63 are not told apart).
+    FlushIpi {
+        targets: u64,
+    },
+    /// The event's CPU switched from the event's task (still runnable: preempted; else
+    /// asleep) to task `next` (0: the idle task).
+    Switch {
+        next: i32,
+        prev_runnable: bool,
+    },
+    /// A flush IPI switched the event's CPU to `init_mm` ([`INIT_MM_FILTER`]).
+    InitMm,
 }
 
 /// An event with its task and time (ns).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 struct Traced {
     pid: i32,
+    /// The CPU the event was recorded on.
+    cpu: u32,
     t_ns: u64,
     event: Event,
 }
@@ -378,16 +421,25 @@ fn parse_line(line: &str) -> Option<Traced> {
             let (name, args) = tail.split_once(':').unwrap_or((tail, ""));
             (head, name, args)
         }
-        None => {
-            let (head, tail) = line
-                .split_once(": ipi_send_cpumask:")
-                .or_else(|| line.split_once(": ipi_send_cpu:"))?;
-            (head, "ipi_send", tail)
-        }
+        None => [
+            (": ipi_send_cpumask:", "ipi_send"),
+            (": ipi_send_cpu:", "ipi_send"),
+            (": sched_switch:", "sched_switch"),
+            (": tlb_flush:", "tlb_flush"),
+        ]
+        .iter()
+        .find_map(|(marker, name)| {
+            let (head, tail) = line.split_once(marker)?;
+            Some((head, *name, tail))
+        })?,
     };
     let t_ns = parse_time_ns(head.split_whitespace().last()?)?;
-    // `comm-pid [cpu]` or, with record-tgid, `comm-pid (tgid) [cpu]`; comm may hold '-'.
-    let task = head[..head.rfind('[')?].trim_end();
+    // `comm-pid [cpu] flags` or, with record-tgid, `comm-pid (tgid) [cpu] flags`; comm may
+    // hold '-'.
+    let open = head.rfind('[')?;
+    let (cpu, flags) = head[open + 1..].split_once(']')?;
+    let cpu: u32 = cpu.trim().parse().ok()?;
+    let task = head[..open].trim_end();
     let task = match task.strip_suffix(')') {
         Some(t) => t[..t.rfind('(')?].trim_end(),
         None => task,
@@ -428,11 +480,62 @@ fn parse_line(line: &str) -> Option<Traced> {
             if !site.starts_with(FLUSH_CALLSITE) {
                 return None;
             }
-            Event::FlushIpi
+            let targets = args.split_whitespace().find_map(|kv| {
+                kv.strip_prefix("cpu=")
+                    .and_then(|c| c.parse::<u32>().ok())
+                    .map(cpu_bit)
+                    .or_else(|| kv.strip_prefix("cpumask=").map(cpu_list_bits))
+            })?;
+            Event::FlushIpi { targets }
+        }
+        "sched_switch" => {
+            let next: i32 = args
+                .split_whitespace()
+                .find_map(|kv| kv.strip_prefix("next_pid="))?
+                .parse()
+                .ok()?;
+            // `R` or `R+` (preempted): the task left the CPU able to run.
+            let prev_runnable = args
+                .split_whitespace()
+                .find_map(|kv| kv.strip_prefix("prev_state="))?
+                .starts_with('R');
+            Event::Switch {
+                next,
+                prev_runnable,
+            }
+        }
+        // Only the filter's case is recorded; a trace without the filter is checked here too.
+        "tlb_flush" => {
+            let hardirq = matches!(flags.trim().chars().nth(2), Some('h' | 'H'));
+            if !hardirq || !args.trim_end().ends_with("(0)") {
+                return None;
+            }
+            Event::InitMm
         }
         _ => return None,
     };
-    Some(Traced { pid, t_ns, event })
+    Some(Traced {
+        pid,
+        cpu,
+        t_ns,
+        event,
+    })
+}
+
+/// CPU `cpu`'s bit of a target mask (none above 63).
+fn cpu_bit(cpu: u32) -> u64 {
+    1u64.checked_shl(cpu).unwrap_or(0)
+}
+
+/// A cpumask as tracefs prints it (`%*pbl`: `1`, `0-3`, `0,2-5`) as bits.
+fn cpu_list_bits(list: &str) -> u64 {
+    list.split(',')
+        .filter_map(|part| match part.split_once('-') {
+            Some((a, b)) => Some((a.parse::<u32>().ok()?, b.parse::<u32>().ok()?)),
+            None => part.parse::<u32>().ok().map(|c| (c, c)),
+        })
+        .flat_map(|(a, b)| a..=b.min(63))
+        .fold(0, |bits, c| bits | cpu_bit(c))
 }
 
 /// One finished charge: begin and end of a pid, its scans between (times on the trace clock,
@@ -452,6 +555,15 @@ pub struct Charge {
     pub lowest_priority: Option<i32>,
     /// IPIs its task sent to flush other CPUs' TLBs (0 where the IPI events are not traced).
     pub remote_flushes: u64,
+    /// Of the CPUs those IPIs went to, how many ran a task and how many were idle when it was
+    /// sent (0 where the scheduler's switches are not traced; a CPU not yet seen switching is in
+    /// neither).
+    pub flushes_to_running: u64,
+    pub flushes_to_idle: u64,
+    /// Time its task spent off the CPU while runnable (preempted) and asleep (waiting, e.g.
+    /// for a write), ns (0 where the scheduler's switches are not traced).
+    pub preempted_ns: u64,
+    pub blocked_ns: u64,
     /// Pages its inactive scans neither freed nor kept for their references (`nr_scanned -
     /// nr_reclaimed - nr_ref_keep - nr_activate_*`): anonymous pages it wrote whose writes were
     /// still in flight (`shrink_folio_list` keeps a page under writeback; a later scan frees
@@ -488,6 +600,17 @@ struct Summary {
     with_flushes: (u64, u64),
     /// The IPI events were recorded (else `remote_flushes` is not reported).
     ipis_traced: bool,
+    /// Per charge, its task's time off the CPU preempted and asleep (ns).
+    preempted_ns: Vec<u64>,
+    blocked_ns: Vec<u64>,
+    /// Flush IPIs of the charges to a CPU that ran a task, and to an idle one.
+    flushes_to_running: u64,
+    flushes_to_idle: u64,
+    /// Times an idle CPU was switched to `init_mm` by a flush IPI ([`Event::InitMm`]).
+    joined_init_mm: u64,
+    /// The scheduler's switches and the `init_mm` flushes were recorded (else the three
+    /// above are not reported).
+    cpu_states_traced: bool,
 }
 
 /// Pairs begin/end per pid over the events of `pids`, attributing that pid's shrink events in
@@ -495,7 +618,40 @@ struct Summary {
 fn charges(parsed: &Parsed, pids: &BTreeSet<i32>, s: &mut Summary) -> Vec<Charge> {
     let mut open: BTreeMap<i32, Charge> = BTreeMap::new();
     let mut done = Vec::new();
+    // Each CPU's state as its last switch left it: Some(true) idle, Some(false) a task; a CPU
+    // not yet seen switching is unknown.
+    let mut idle: BTreeMap<u32, bool> = BTreeMap::new();
+    // A charging task off its CPU: since when, and whether it left runnable (preempted).
+    let mut off_cpu: BTreeMap<i32, (u64, bool)> = BTreeMap::new();
     for e in &parsed.events {
+        // What CPUs do is every task's doing, not only the workload's.
+        match e.event {
+            Event::Switch {
+                next,
+                prev_runnable,
+            } => {
+                idle.insert(e.cpu, next == 0);
+                if open.contains_key(&e.pid) {
+                    off_cpu.insert(e.pid, (e.t_ns, prev_runnable));
+                }
+                if let (Some(c), Some((since, preempted))) =
+                    (open.get_mut(&next), off_cpu.remove(&next))
+                {
+                    let away = e.t_ns.saturating_sub(since);
+                    if preempted {
+                        c.preempted_ns += away;
+                    } else {
+                        c.blocked_ns += away;
+                    }
+                }
+                continue;
+            }
+            Event::InitMm => {
+                s.joined_init_mm += (idle.get(&e.cpu) == Some(&true)) as u64;
+                continue;
+            }
+            _ => {}
+        }
         if !pids.contains(&e.pid) {
             s.other_charges += (e.event == Event::Begin) as u64;
             continue;
@@ -505,6 +661,7 @@ fn charges(parsed: &Parsed, pids: &BTreeSet<i32>, s: &mut Summary) -> Vec<Charge
         };
         match e.event {
             Event::Begin => {
+                off_cpu.remove(&e.pid);
                 let fresh = Charge {
                     begin_ns: e.t_ns,
                     ..Charge::default()
@@ -548,11 +705,21 @@ fn charges(parsed: &Parsed, pids: &BTreeSet<i32>, s: &mut Summary) -> Vec<Charge
                 None => s.scans_outside_charges += 1,
             },
             // A flush outside a charge is not reclaim's (munmap, mprotect, migration).
-            Event::FlushIpi => {
+            Event::FlushIpi { targets } => {
                 if let Some(c) = open.get_mut(&e.pid) {
                     c.remote_flushes += 1;
+                    for (&cpu, &is_idle) in &idle {
+                        if targets & cpu_bit(cpu) != 0 {
+                            if is_idle {
+                                c.flushes_to_idle += 1;
+                            } else {
+                                c.flushes_to_running += 1;
+                            }
+                        }
+                    }
                 }
             }
+            Event::Switch { .. } | Event::InitMm => unreachable!("handled above"),
         }
     }
     s.unfinished += open.len() as u64;
@@ -577,6 +744,10 @@ fn summarise(parsed: &Parsed, pids: &BTreeSet<i32>, lost_in_stats: u64) -> Summa
         s.activated += c.activated;
         s.deactivated += c.deactivated;
         s.remote_flushes.push(c.remote_flushes);
+        s.flushes_to_running += c.flushes_to_running;
+        s.flushes_to_idle += c.flushes_to_idle;
+        s.preempted_ns.push(c.preempted_ns);
+        s.blocked_ns.push(c.blocked_ns);
         s.left_writing.push(c.left_writing);
         let group = if c.remote_flushes == 0 {
             &mut s.without_flushes
@@ -612,6 +783,14 @@ impl Summary {
             "scans_outside_charges": self.scans_outside_charges,
             "other_processes_charges": self.other_charges,
             "remote_flushes": self.remote_flushes_json(),
+            "off_cpu_us": if self.cpu_states_traced {
+                serde_json::json!({
+                    "preempted": dist(&self.preempted_ns, 1_000.0),
+                    "blocked": dist(&self.blocked_ns, 1_000.0),
+                })
+            } else {
+                serde_json::Value::Null
+            },
         })
     }
 
@@ -627,12 +806,22 @@ impl Summary {
                 serde_json::json!(ns as f64 / n as f64 / 1_000.0)
             }
         };
+        let traced = |n: u64| {
+            if self.cpu_states_traced {
+                serde_json::json!(n)
+            } else {
+                serde_json::Value::Null
+            }
+        };
         serde_json::json!({
             "total": self.remote_flushes.iter().sum::<u64>(),
             "per_charge": dist(&self.remote_flushes, 1.0),
             "charges_with": self.with_flushes.0,
             "duration_us_mean_with": mean_us(self.with_flushes),
             "duration_us_mean_without": mean_us(self.without_flushes),
+            "to_running_cpu": traced(self.flushes_to_running),
+            "to_idle_cpu": traced(self.flushes_to_idle),
+            "idle_cpu_joined_init_mm": traced(self.joined_init_mm),
         })
     }
 }
@@ -673,10 +862,12 @@ mod tests {
     fn tracefs_lines_parse_to_events_of_their_task() {
         let p = parse(&trace());
         assert_eq!(p.events.len(), 12);
+        assert_eq!(p.events[1].cpu, 1);
         assert_eq!(
             p.events[0],
             Traced {
                 pid: 101,
+                cpu: 0,
                 t_ns: 100_000_000_000,
                 event: Event::Begin
             }
@@ -720,6 +911,10 @@ mod tests {
                     deactivated: 32,
                     lowest_priority: Some(8),
                     remote_flushes: 0,
+                    flushes_to_running: 0,
+                    flushes_to_idle: 0,
+                    preempted_ns: 0,
+                    blocked_ns: 0,
                     left_writing: 0,
                 },
                 Charge {
@@ -732,6 +927,10 @@ mod tests {
                     deactivated: 0,
                     lowest_priority: Some(10),
                     remote_flushes: 0,
+                    flushes_to_running: 0,
+                    flushes_to_idle: 0,
+                    preempted_ns: 0,
+                    blocked_ns: 0,
                     left_writing: 0,
                 },
             ],
@@ -827,6 +1026,123 @@ mod tests {
         assert_eq!(v["duration_us_mean_with"], 100.0);
         assert_eq!(v["duration_us_mean_without"], 40.0);
         assert_eq!(v["per_charge"]["max"], 2.0);
+    }
+
+    #[test]
+    fn a_flush_ipi_counts_its_target_as_running_or_idle_and_init_mm_entries_are_counted() {
+        // CPU 1 runs tab 8, then goes idle; a flush IPI sent before it slept reaches it
+        // idle and switches it to init_mm (hardirq flush on task switch); 7's later flushes
+        // find it idle. Before CPU 1's first switch its state is unknown. A task-switch flush
+        // outside an interrupt, and a hardirq shootdown, are not init_mm entries.
+        let begin = "mm_vmscan_memcg_reclaim_begin: order=0 gfp_flags=GFP_HIGHUSER_MOVABLE";
+        let flush = "ipi_send_cpu: cpu=1 callsite=on_each_cpu_cond_mask+0x20/0x60 \
+                     callback=generic_smp_call_function_single_interrupt+0x0/0x10";
+        let both = "ipi_send_cpumask: cpumask=0-1 callsite=on_each_cpu_cond_mask+0x20/0x60 \
+                    callback=flush_tlb_func+0x0/0x1f0";
+        let to_tab = "sched_switch: prev_comm=swapper/1 prev_pid=0 prev_prio=120 prev_state=R \
+                      ==> next_comm=nvmswap next_pid=8 next_prio=120";
+        let to_idle = "sched_switch: prev_comm=nvmswap prev_pid=8 prev_prio=120 prev_state=S \
+                       ==> next_comm=swapper/1 next_pid=0 next_prio=120";
+        let init_mm = "tlb_flush: pages:-1 reason:flush on task switch (0)";
+        let shootdown = "tlb_flush: pages:-1 reason:remote shootdown (1)";
+        let text = format!(
+            "nvmswap-7 [000] ..... 1.000000: {begin}\n\
+             nvmswap-7 [000] ...2. 1.000005: {flush}\n\
+             <idle>-0 [001] d..2. 1.000010: {to_tab}\n\
+             nvmswap-7 [000] ...2. 1.000020: {flush}\n\
+             nvmswap-8 [001] d.h.. 1.000021: {shootdown}\n\
+             nvmswap-8 [001] d..2. 1.000030: {to_idle}\n\
+             <idle>-0 [001] d.h1. 1.000032: {init_mm}\n\
+             nvmswap-7 [000] ...2. 1.000040: {flush}\n\
+             nvmswap-7 [000] ...2. 1.000050: {both}\n\
+             <idle>-0 [001] d..2. 1.000060: {init_mm}\n\
+             nvmswap-7 [000] ..... 1.000100: mm_vmscan_memcg_reclaim_end: nr_reclaimed=32\n"
+        );
+        let p = parse(&text);
+        assert_eq!(p.events[2].cpu, 1);
+        assert_eq!(
+            p.events[2].event,
+            Event::Switch {
+                next: 8,
+                prev_runnable: true
+            }
+        );
+        assert_eq!(p.events[5].event, Event::InitMm);
+        assert_eq!(p.events[6].event, Event::FlushIpi { targets: 0b10 });
+        assert_eq!(p.events[7].event, Event::FlushIpi { targets: 0b11 });
+        assert_eq!(
+            p.events.len(),
+            9,
+            "the shootdown and the threaded flush are left out"
+        );
+        let mut s = Summary::default();
+        let c = charges(&p, &pids(&[7]), &mut s);
+        assert_eq!(c[0].remote_flushes, 4);
+        // Running: the second flush. Idle: the third and the mask's CPU 1 (CPU 0 unknown).
+        assert_eq!((c[0].flushes_to_running, c[0].flushes_to_idle), (1, 2));
+        assert_eq!(s.joined_init_mm, 1);
+        let mut summary = summarise(&p, &pids(&[7]), 0);
+        summary.ipis_traced = true;
+        assert_eq!(
+            summary.to_json()["remote_flushes"]["to_idle_cpu"],
+            serde_json::Value::Null,
+            "not reported without the scheduler's switches"
+        );
+        summary.cpu_states_traced = true;
+        let v = summary.to_json()["remote_flushes"].clone();
+        assert_eq!(v["to_running_cpu"], 1);
+        assert_eq!(v["to_idle_cpu"], 2);
+        assert_eq!(v["idle_cpu_joined_init_mm"], 1);
+    }
+
+    #[test]
+    fn a_charges_time_off_the_cpu_is_split_into_preempted_and_asleep() {
+        // 7 charges from 1.000000 to 1.002000: preempted by 9 for 300 us, then asleep (D) for
+        // 1 ms. 9's own time off the CPU, and 7's before its charge, are not the charge's.
+        let sw = |prev: i32, state: &str, next: i32| {
+            format!(
+                "sched_switch: prev_comm=nvmswap prev_pid={prev} prev_prio=120 \
+                 prev_state={state} ==> next_comm=nvmswap next_pid={next} next_prio=120"
+            )
+        };
+        let text = format!(
+            "nvmswap-7 [000] d..2. 0.999000: {}\n\
+             nvmswap-9 [000] d..2. 0.999500: {}\n\
+             nvmswap-7 [000] ..... 1.000000: mm_vmscan_memcg_reclaim_begin: order=0 \
+             gfp_flags=GFP_HIGHUSER_MOVABLE\n\
+             nvmswap-7 [000] d..2. 1.000100: {}\n\
+             nvmswap-9 [000] d..2. 1.000400: {}\n\
+             nvmswap-7 [000] d..2. 1.000500: {}\n\
+             <idle>-0 [000] d..2. 1.001500: {}\n\
+             nvmswap-7 [000] ..... 1.002000: mm_vmscan_memcg_reclaim_end: nr_reclaimed=32\n",
+            sw(7, "R+", 9),
+            sw(9, "S", 7),
+            sw(7, "R+", 9),
+            sw(9, "S", 7),
+            sw(7, "D", 0),
+            sw(0, "R", 7),
+        );
+        let p = parse(&text);
+        let mut s = Summary::default();
+        let c = charges(&p, &pids(&[7, 9]), &mut s);
+        assert_eq!(c.len(), 1);
+        assert_eq!((c[0].preempted_ns, c[0].blocked_ns), (300_000, 1_000_000));
+        assert_eq!(c[0].duration_ns, 2_000_000);
+        let mut summary = summarise(&p, &pids(&[7, 9]), 0);
+        assert_eq!(summary.to_json()["off_cpu_us"], serde_json::Value::Null);
+        summary.cpu_states_traced = true;
+        let v = summary.to_json()["off_cpu_us"].clone();
+        assert_eq!(v["preempted"]["mean"], 300.0);
+        assert_eq!(v["blocked"]["max"], 1000.0);
+    }
+
+    #[test]
+    fn tracefs_cpumasks_parse_as_lists_and_ranges() {
+        assert_eq!(cpu_list_bits("1"), 0b10);
+        assert_eq!(cpu_list_bits("0-3"), 0b1111);
+        assert_eq!(cpu_list_bits("0,2-3"), 0b1101);
+        assert_eq!(cpu_list_bits("62-70"), 0b11 << 62);
+        assert_eq!(cpu_list_bits(""), 0);
     }
 
     #[test]

@@ -252,6 +252,27 @@ fn swap_file_run_traces_the_swap_device_and_unmounts_what_it_mounted() {
             .sum();
         assert_eq!(hist, reclaim["charges"].as_u64().unwrap(), "{reclaim}");
         assert_eq!(reclaim["other_processes_charges"], 0, "{reclaim}");
+        // Where the scheduler's switches were traced: each flush IPI's target was running or
+        // idle (or not yet seen), and each charge's time off its CPU fits inside the charges.
+        let flushes = &reclaim["remote_flushes"];
+        if !flushes.is_null() && !flushes["to_idle_cpu"].is_null() {
+            let cpus = std::thread::available_parallelism().map_or(1, |n| n.get()) as u64;
+            let classified = flushes["to_idle_cpu"].as_u64().unwrap()
+                + flushes["to_running_cpu"].as_u64().unwrap();
+            assert!(
+                classified <= flushes["total"].as_u64().unwrap() * cpus,
+                "{flushes}"
+            );
+            assert!(flushes["idle_cpu_joined_init_mm"].is_u64(), "{flushes}");
+            let off = &reclaim["off_cpu_us"];
+            let charge_max = reclaim["duration_us"]["max"].as_f64().unwrap();
+            for kind in ["preempted", "blocked"] {
+                let max = off[kind]["max"].as_f64().unwrap();
+                assert!((0.0..=charge_max).contains(&max), "{kind}: {off}");
+            }
+        } else {
+            eprintln!("no scheduler switches in the reclaim trace on this machine: {flushes}");
+        }
     }
     assert_eq!(
         before.differences(&MachineSnapshot::capture().unwrap()),
@@ -266,8 +287,9 @@ fn swap_file_run_traces_the_swap_device_and_unmounts_what_it_mounted() {
 }
 
 /// The top-level trace's settings the traces might touch: tracing_on, buffer_size_kb, the
-/// vmscan and block events' enable (and the block events' filter) files, wherever tracefs is
-/// mounted (empty when it is mounted nowhere).
+/// vmscan, block, IPI, scheduler-switch and TLB-flush events' enable (and the block and
+/// TLB-flush events' filter) files, wherever tracefs is mounted (empty when it is mounted
+/// nowhere).
 fn tracing_state() -> Vec<(String, String)> {
     let Some(root) = ["/sys/kernel/tracing", "/sys/kernel/debug/tracing"]
         .into_iter()
@@ -284,6 +306,12 @@ fn tracing_state() -> Vec<(String, String)> {
         files.push(format!("events/block/{ev}/enable"));
         files.push(format!("events/block/{ev}/filter"));
     }
+    for ev in nvmswap_linux::memcg_reclaim::IPI_EVENTS {
+        files.push(format!("events/ipi/{ev}/enable"));
+    }
+    files.push("events/sched/sched_switch/enable".into());
+    files.push("events/tlb/tlb_flush/enable".into());
+    files.push("events/tlb/tlb_flush/filter".into());
     files
         .into_iter()
         .map(|f| {

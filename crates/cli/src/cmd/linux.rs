@@ -68,6 +68,11 @@ enum Action {
         costs_out: PathBuf,
         #[arg(long, default_value_t = 1)]
         seed: u64,
+        /// Runs of the whole calibration, one after another; with more than one, each number
+        /// written is the median of the runs' (the runs' values are listed in each file's
+        /// header). One run moves with whatever else the machine does.
+        #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=20))]
+        runs: u32,
         /// Print the measurements as JSON on stdout.
         #[arg(long)]
         json: bool,
@@ -197,133 +202,31 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             out,
             costs_out,
             seed,
+            runs,
             json,
         } => {
-            let cal = nvmswap_linux::calibrate::run(&swap_dir, seed)?;
-            let profile = nvmswap_linux::calibrate::device_profile_toml(&cal);
-            nvmswap_core::device::DeviceProfile::from_toml_str(&profile, "calibration")
-                .context("the calibrated profile does not validate")?;
+            let (cals, profile, costs) = calibrate_runs(&swap_dir, seed, runs, |i, cal| {
+                if !json {
+                    if runs > 1 {
+                        println!("run {}/{runs}", i + 1);
+                    }
+                    print_calibration(cal);
+                }
+            })?;
             std::fs::write(&out, &profile).with_context(|| format!("writing {}", out.display()))?;
             tracing::info!("wrote {}", out.display());
-            let costs = nvmswap_linux::calibrate::costs_toml(&cal);
             std::fs::write(&costs_out, &costs)
                 .with_context(|| format!("writing {}", costs_out.display()))?;
             tracing::info!("wrote {}", costs_out.display());
             if json {
-                let v =
-                    serde_json::json!({ "schema": "nvmswap.calibration/1", "calibration": cal });
+                let mut v = serde_json::json!({
+                    "schema": "nvmswap.calibration/1",
+                    "calibration": cals[0],
+                });
+                if runs > 1 {
+                    v["runs"] = serde_json::to_value(&cals)?;
+                }
                 println!("{}", serde_json::to_string_pretty(&v)?);
-            } else {
-                for c in &cal.compression {
-                    println!(
-                        "{:8} compress mean {:.2} us p99 {:.2} us, decompress mean {:.2} us p99 {:.2} us, ratio {:.3}",
-                        c.algorithm, c.compress_us.mean, c.compress_us.p99, c.decompress_us.mean, c.decompress_us.p99, c.ratio
-                    );
-                }
-                println!(
-                    "disk {}: read 4k mean {:.1} us p99 {:.1} us, write 4k mean {:.1} us p99 {:.1} us",
-                    cal.disk, cal.disk_read_4k_us.mean, cal.disk_read_4k_us.p99, cal.disk_write_4k_us.mean, cal.disk_write_4k_us.p99
-                );
-                println!(
-                    "minor fault mean {:.2} us p50 {:.2} us p99 {:.2} us",
-                    cal.minor_fault_us.mean, cal.minor_fault_us.p50, cal.minor_fault_us.p99
-                );
-                println!(
-                    "queue depth {} ({})",
-                    cal.queue_depth, cal.queue_depth_source
-                );
-                match (&cal.queue_probe, &cal.queue_probe_unavailable) {
-                    (Some(q), _) => {
-                        print!("{}", nvmswap_linux::calibrate::queue_probe_comment(q));
-                        print!("{}", nvmswap_linux::calibrate::serial_probe_comment(q));
-                        if let Some(p) = q.parallelism() {
-                            println!("parallelism {} (profile)", p.parallelism);
-                        }
-                    }
-                    (None, Some(why)) => println!("queue probe did not run: {why}"),
-                    (None, None) => {}
-                }
-                match (&cal.size_probe, &cal.size_probe_unavailable) {
-                    (Some(q), _) => {
-                        print!("{}", nvmswap_linux::calibrate::size_probe_comment(q))
-                    }
-                    (None, Some(why)) => println!("request size probe did not run: {why}"),
-                    (None, None) => {}
-                }
-                match (&cal.swap_path, &cal.swap_path_unavailable) {
-                    (Some(sp), _) => {
-                        println!(
-                            "swap write path (MADV_PAGEOUT, 32-page batches) mean {:.2} us/page p99 {:.2} us/page; pswpout {}",
-                            sp.write_submit_us_per_page.mean, sp.write_submit_us_per_page.p99, sp.pswpout
-                        );
-                        println!(
-                            "swap-in fault (page-cluster 0) mean {:.2} us p50 {:.2} us p99 {:.2} us; pswpin {} (the cgroup's reclaim freed {} KiB first)",
-                            sp.swap_in_fault_us.mean, sp.swap_in_fault_us.p50, sp.swap_in_fault_us.p99, sp.pswpin, sp.evicted_bytes / 1024
-                        );
-                        if let Some(b) = &sp.breakdown {
-                            println!(
-                                "swap-in breakdown (seed 002): total {:.1} us = swap layer + fault handling {:.1} us + block layer {:.1} us + device {:.1} us",
-                                b.total_us, b.swap_layer_and_fault_us, b.block_layer_us, b.device_us
-                            );
-                        }
-                    }
-                    (None, Some(why)) => println!("swap path not probed: {why}"),
-                    (None, None) => {}
-                }
-                for (name, probe, why) in [
-                    ("zswap", &cal.zswap_path, &cal.zswap_path_unavailable),
-                    ("zram", &cal.zram_path, &cal.zram_path_unavailable),
-                ] {
-                    match (probe, why) {
-                        (Some(z), _) => {
-                            let (pool_out, pool_in) = z.pool_counts();
-                            println!(
-                                "{name} ({}) swap-out path (MADV_PAGEOUT, 32-page batches) p50 {:.2} us/page mean {:.2} p99 {:.2}; hit fault p50 {:.2} us mean {:.2} p99 {:.2}; into/out of the pool {pool_out}/{pool_in} of {} pages (pswpout {}, pswpin {})",
-                                z.compressor, z.store_us_per_page.p50, z.store_us_per_page.mean, z.store_us_per_page.p99,
-                                z.hit_fault_us.p50, z.hit_fault_us.mean, z.hit_fault_us.p99, z.pages, z.pswpout, z.pswpin
-                            );
-                        }
-                        (None, Some(why)) => println!("{name} path not probed: {why}"),
-                        (None, None) => {}
-                    }
-                }
-                match (&cal.limit_reclaim, &cal.limit_reclaim_unavailable) {
-                    (Some(l), _) => {
-                        let probes = cal.zram_path.as_ref().and_then(|z| {
-                            l.scan_page_ns(
-                                (cal.minor_fault_us.p50 * 1e3).round(),
-                                (z.store_us_per_page.p50 * 1e3).round(),
-                            )
-                        });
-                        let f = |v: Option<f64>| v.map_or("n/a".to_string(), |v| format!("{v:.0}"));
-                        println!(
-                            "limit reclaim ({} MiB cgroup, zram {}): {} touches ({} faulted) p50 {:.2} us mean {:.2} p99 {:.2}, {} over {:.0} us (p50 {:.2} mean {:.2}); sum {:.1} ms; pswpout {}; then page-out p50 {:.2} us/page (pswpout {}); reclaim_scan_page_ns {} (chunk median {}; against the minor-fault and zram page-out probes: {})",
-                            l.limit_bytes >> 20, l.compressor, l.pages, l.faulted, l.touch_us.p50, l.touch_us.mean,
-                            l.touch_us.p99, l.slow_touches, nvmswap_linux::calibrate::SLOW_TOUCH_US, l.slow_touch_us.p50, l.slow_touch_us.mean,
-                            l.touch_sum_ns as f64 / 1e6, l.pswpout, l.page_out_us_per_page.p50, l.page_out_pswpout,
-                            f(l.paired_scan_page_ns()), f(l.chunk_median_scan_page_ns()), f(probes)
-                        );
-                    }
-                    (None, Some(why)) => println!("limit reclaim not probed: {why}"),
-                    (None, None) => {}
-                }
-                match (&cal.kept_pages, &cal.kept_pages_unavailable) {
-                    (Some(k), _) => {
-                        let fit = k.fit.map_or("no fit (too few charges, or reclaimed and kept moved together)".to_string(), |f| {
-                            format!(
-                                "duration = {:.0} ns + {:.0} ns x reclaimed + {:.0} ns x kept (R² {:.4}); reclaim_keep_page_ns {:.0}",
-                                f.per_charge_ns, f.per_reclaimed_ns, f.per_kept_ns, f.r_squared, f.per_kept_ns
-                            )
-                        });
-                        println!(
-                            "kept pages ({} MiB cgroup, zram {}, {}-page working set read again between bursts of fresh pages): {} charges traced, {} pages reclaimed, {} kept (widest {} in {:.0} us), {} events lost; {fit}",
-                            k.limit_bytes >> 20, k.compressor, k.working_set_pages, k.charges, k.pages_reclaimed,
-                            k.pages_kept, k.max_kept, k.max_kept_charge_us, k.events_lost
-                        );
-                    }
-                    (None, Some(why)) => println!("kept pages not probed: {why}"),
-                    (None, None) => {}
-                }
             }
             Ok(())
         }
@@ -453,6 +356,162 @@ impl nvmswap_core::progress::Progress for StderrProgress {
     }
     fn message(&self, msg: &str) {
         tracing::info!("  {msg}");
+    }
+}
+
+/// `runs` calibrations of this machine, one after another, each handed to `each` as it ends:
+/// the runs, and the device profile and software costs to write (with more than one run, every
+/// number the median of the runs', [`nvmswap_linux::calibration_median`]). `nvmswap linux
+/// calibrate` and `nvmswap validate --calibrate` share it.
+pub fn calibrate_runs(
+    swap_dir: &std::path::Path,
+    seed: u64,
+    runs: u32,
+    mut each: impl FnMut(u32, &nvmswap_linux::calibrate::Calibration),
+) -> anyhow::Result<(Vec<nvmswap_linux::calibrate::Calibration>, String, String)> {
+    let mut cals = Vec::new();
+    let mut profiles = Vec::new();
+    let mut costs = Vec::new();
+    for i in 0..runs {
+        if runs > 1 {
+            tracing::info!("calibration run {}/{runs}", i + 1);
+        }
+        let cal = nvmswap_linux::calibrate::run(swap_dir, seed)?;
+        let profile = nvmswap_linux::calibrate::device_profile_toml(&cal);
+        nvmswap_core::device::DeviceProfile::from_toml_str(&profile, "calibration")
+            .context("the calibrated profile does not validate")?;
+        each(i, &cal);
+        profiles.push(profile);
+        costs.push(nvmswap_linux::calibrate::costs_toml(&cal));
+        cals.push(cal);
+    }
+    if runs == 1 {
+        let (profile, costs) = (profiles.remove(0), costs.remove(0));
+        return Ok((cals, profile, costs));
+    }
+    let merge = nvmswap_linux::calibration_median::merge;
+    let profile = merge(&profiles, "disk profile").map_err(anyhow::Error::msg)?;
+    nvmswap_core::device::DeviceProfile::from_toml_str(&profile, "calibration")
+        .context("the merged profile does not validate")?;
+    let costs = merge(&costs, "software costs").map_err(anyhow::Error::msg)?;
+    Ok((cals, profile, costs))
+}
+
+/// One calibration run's measurements, as `nvmswap linux calibrate` prints them.
+fn print_calibration(cal: &nvmswap_linux::calibrate::Calibration) {
+    for c in &cal.compression {
+        println!(
+            "{:8} compress mean {:.2} us p99 {:.2} us, decompress mean {:.2} us p99 {:.2} us, ratio {:.3}",
+            c.algorithm, c.compress_us.mean, c.compress_us.p99, c.decompress_us.mean, c.decompress_us.p99, c.ratio
+        );
+    }
+    println!(
+        "disk {}: read 4k mean {:.1} us p99 {:.1} us, write 4k mean {:.1} us p99 {:.1} us",
+        cal.disk,
+        cal.disk_read_4k_us.mean,
+        cal.disk_read_4k_us.p99,
+        cal.disk_write_4k_us.mean,
+        cal.disk_write_4k_us.p99
+    );
+    println!(
+        "minor fault mean {:.2} us p50 {:.2} us p99 {:.2} us",
+        cal.minor_fault_us.mean, cal.minor_fault_us.p50, cal.minor_fault_us.p99
+    );
+    println!(
+        "queue depth {} ({})",
+        cal.queue_depth, cal.queue_depth_source
+    );
+    match (&cal.queue_probe, &cal.queue_probe_unavailable) {
+        (Some(q), _) => {
+            print!("{}", nvmswap_linux::calibrate::queue_probe_comment(q));
+            print!("{}", nvmswap_linux::calibrate::serial_probe_comment(q));
+            if let Some(p) = q.parallelism() {
+                println!("parallelism {} (profile)", p.parallelism);
+            }
+        }
+        (None, Some(why)) => println!("queue probe did not run: {why}"),
+        (None, None) => {}
+    }
+    match (&cal.size_probe, &cal.size_probe_unavailable) {
+        (Some(q), _) => {
+            print!("{}", nvmswap_linux::calibrate::size_probe_comment(q))
+        }
+        (None, Some(why)) => println!("request size probe did not run: {why}"),
+        (None, None) => {}
+    }
+    match (&cal.swap_path, &cal.swap_path_unavailable) {
+        (Some(sp), _) => {
+            println!(
+                "swap write path (MADV_PAGEOUT, 32-page batches) mean {:.2} us/page p99 {:.2} us/page; pswpout {}",
+                sp.write_submit_us_per_page.mean, sp.write_submit_us_per_page.p99, sp.pswpout
+            );
+            println!(
+                "swap-in fault (page-cluster 0) mean {:.2} us p50 {:.2} us p99 {:.2} us; pswpin {} (the cgroup's reclaim freed {} KiB first)",
+                sp.swap_in_fault_us.mean, sp.swap_in_fault_us.p50, sp.swap_in_fault_us.p99, sp.pswpin, sp.evicted_bytes / 1024
+            );
+            if let Some(b) = &sp.breakdown {
+                println!(
+                    "swap-in breakdown (seed 002): total {:.1} us = swap layer + fault handling {:.1} us + block layer {:.1} us + device {:.1} us",
+                    b.total_us, b.swap_layer_and_fault_us, b.block_layer_us, b.device_us
+                );
+            }
+        }
+        (None, Some(why)) => println!("swap path not probed: {why}"),
+        (None, None) => {}
+    }
+    for (name, probe, why) in [
+        ("zswap", &cal.zswap_path, &cal.zswap_path_unavailable),
+        ("zram", &cal.zram_path, &cal.zram_path_unavailable),
+    ] {
+        match (probe, why) {
+            (Some(z), _) => {
+                let (pool_out, pool_in) = z.pool_counts();
+                println!(
+                    "{name} ({}) swap-out path (MADV_PAGEOUT, 32-page batches) p50 {:.2} us/page mean {:.2} p99 {:.2}; hit fault p50 {:.2} us mean {:.2} p99 {:.2}; into/out of the pool {pool_out}/{pool_in} of {} pages (pswpout {}, pswpin {})",
+                    z.compressor, z.store_us_per_page.p50, z.store_us_per_page.mean, z.store_us_per_page.p99,
+                    z.hit_fault_us.p50, z.hit_fault_us.mean, z.hit_fault_us.p99, z.pages, z.pswpout, z.pswpin
+                );
+            }
+            (None, Some(why)) => println!("{name} path not probed: {why}"),
+            (None, None) => {}
+        }
+    }
+    match (&cal.limit_reclaim, &cal.limit_reclaim_unavailable) {
+        (Some(l), _) => {
+            let probes = cal.zram_path.as_ref().and_then(|z| {
+                l.scan_page_ns(
+                    (cal.minor_fault_us.p50 * 1e3).round(),
+                    (z.store_us_per_page.p50 * 1e3).round(),
+                )
+            });
+            let f = |v: Option<f64>| v.map_or("n/a".to_string(), |v| format!("{v:.0}"));
+            println!(
+                "limit reclaim ({} MiB cgroup, zram {}): {} touches ({} faulted) p50 {:.2} us mean {:.2} p99 {:.2}, {} over {:.0} us (p50 {:.2} mean {:.2}); sum {:.1} ms; pswpout {}; then page-out p50 {:.2} us/page (pswpout {}); reclaim_scan_page_ns {} (chunk median {}; against the minor-fault and zram page-out probes: {})",
+                l.limit_bytes >> 20, l.compressor, l.pages, l.faulted, l.touch_us.p50, l.touch_us.mean,
+                l.touch_us.p99, l.slow_touches, nvmswap_linux::calibrate::SLOW_TOUCH_US, l.slow_touch_us.p50, l.slow_touch_us.mean,
+                l.touch_sum_ns as f64 / 1e6, l.pswpout, l.page_out_us_per_page.p50, l.page_out_pswpout,
+                f(l.paired_scan_page_ns()), f(l.chunk_median_scan_page_ns()), f(probes)
+            );
+        }
+        (None, Some(why)) => println!("limit reclaim not probed: {why}"),
+        (None, None) => {}
+    }
+    match (&cal.kept_pages, &cal.kept_pages_unavailable) {
+        (Some(k), _) => {
+            let fit = k.fit.map_or("no fit (too few charges, or reclaimed and kept moved together)".to_string(), |f| {
+                format!(
+                    "duration = {:.0} ns + {:.0} ns x reclaimed + {:.0} ns x kept (R² {:.4}); reclaim_keep_page_ns {:.0}",
+                    f.per_charge_ns, f.per_reclaimed_ns, f.per_kept_ns, f.r_squared, f.per_kept_ns
+                )
+            });
+            println!(
+                "kept pages ({} MiB cgroup, zram {}, {}-page working set read again between bursts of fresh pages): {} charges traced, {} pages reclaimed, {} kept (widest {} in {:.0} us), {} events lost; {fit}",
+                k.limit_bytes >> 20, k.compressor, k.working_set_pages, k.charges, k.pages_reclaimed,
+                k.pages_kept, k.max_kept, k.max_kept_charge_us, k.events_lost
+            );
+        }
+        (None, Some(why)) => println!("kept pages not probed: {why}"),
+        (None, None) => {}
     }
 }
 

@@ -69,6 +69,24 @@ pub struct Args {
     /// `extra.validation`) on stdout.
     #[arg(long)]
     json: bool,
+    /// Calibrate this machine first (`nvmswap linux calibrate --runs N`, N =
+    /// `--calibrate-runs`) and give sim the result instead of `--disk-profile` and `--costs`:
+    /// the bundled profiles describe the machine they were measured on, and another machine's
+    /// disk and CPU paths differ by up to several times (docs/experiments/validation.md). The
+    /// two files go to `--calibrate-out`; each sim run names them in `extra.calibration`.
+    #[arg(long, conflicts_with_all = ["linux_from", "disk_profile", "costs"])]
+    calibrate: bool,
+    /// Runs of the calibration with `--calibrate`; each number is the median of the runs'.
+    #[arg(
+        long,
+        default_value_t = 3,
+        requires = "calibrate",
+        value_parser = clap::value_parser!(u32).range(1..=20)
+    )]
+    calibrate_runs: u32,
+    /// Where `--calibrate` writes `calibrated-disk.toml` and `calibrated-costs.toml`.
+    #[arg(long, default_value = "out/validate", requires = "calibrate")]
+    calibrate_out: PathBuf,
     /// Also write each scenario's sim equivalent to DIR as `<config>-x<scale>-seed<seed>.toml`,
     /// a configuration `nvmswap pressure --substrate sim --config FILE --scale S --seed N` runs
     /// as validate did (to look inside one with `--blk-requests` or `--trace`).
@@ -303,6 +321,13 @@ fn charges_with_remote_flushes_percent(r: &RunResult) -> Option<f64> {
     (charges > 0.0).then(|| 100.0 * with / charges)
 }
 
+/// The share of the charges' flush IPIs whose target CPU was idle (on `init_mm`), in percent.
+fn remote_flushes_to_idle_percent(r: &RunResult) -> Option<f64> {
+    let idle = extra_at(r, &["memcg_reclaim", "remote_flushes", "to_idle_cpu"])?;
+    let running = extra_at(r, &["memcg_reclaim", "remote_flushes", "to_running_cpu"])?;
+    (idle + running > 0.0).then(|| 100.0 * idle / (idle + running))
+}
+
 /// A statistic of the linux runs alone.
 const fn linux(label: &'static str, path: &'static [&'static str]) -> Mechanism {
     Mechanism {
@@ -349,6 +374,24 @@ const MECHANISMS: &[Mechanism] = &[
     linux(
         "remote flushes per charge mean",
         &["memcg_reclaim", "remote_flushes", "per_charge", "mean"],
+    ),
+    Mechanism {
+        label: "remote flushes to an idle CPU %",
+        read: Read::Each(remote_flushes_to_idle_percent, |_| None),
+    },
+    linux(
+        "idle CPUs switched to init_mm by a flush",
+        &["memcg_reclaim", "remote_flushes", "idle_cpu_joined_init_mm"],
+    ),
+    // Time a charging task spent off its CPU: sim runs each charge to its end on one clock
+    // (no preemption; a v1 charge's waits for writeback are in its model).
+    linux(
+        "charge us mean preempted",
+        &["memcg_reclaim", "off_cpu_us", "preempted", "mean"],
+    ),
+    linux(
+        "charge us mean asleep",
+        &["memcg_reclaim", "off_cpu_us", "blocked", "mean"],
     ),
     linux(
         "charge us mean without remote flushes",
@@ -665,6 +708,17 @@ impl Common {
         })
     }
 
+    /// Which device profile and costs sim was given, for the tables.
+    fn calibration_text(&self) -> String {
+        let costs = self
+            .costs_path
+            .as_ref()
+            .map_or("none (sim's sourced defaults)".to_string(), |p| {
+                p.display().to_string()
+            });
+        format!("disk profile {}, costs {costs}", self.disk)
+    }
+
     /// With `--linux-from`: checks that the file has linux runs of every scenario of the plan,
     /// made with the configuration as it is now, before any sim runs.
     fn check_plan(&self, scenarios: &[Scenario]) -> anyhow::Result<()> {
@@ -960,6 +1014,13 @@ fn compare_with_sim(
         sim.extra
             .insert("linux_from".into(), from.path.display().to_string().into());
     }
+    sim.extra.insert(
+        "calibration".into(),
+        serde_json::json!({
+            "disk_profile": common.disk,
+            "costs": common.costs_path.as_ref().map(|p| p.display().to_string()),
+        }),
+    );
     Ok((sim, rows))
 }
 
@@ -970,10 +1031,54 @@ fn all_runs(done: Vec<Compared>) -> Vec<RunResult> {
         .collect()
 }
 
+/// With `--calibrate`: calibrates this machine (root) and points `--disk-profile` and
+/// `--costs` at the files it wrote. The plan is checked first, so that bad flags or
+/// configurations fail before minutes of calibration.
+fn calibrate_first(mut args: Args) -> anyhow::Result<Args> {
+    if !args.calibrate {
+        return Ok(args);
+    }
+    nvmswap_linux::require_root().context("--calibrate measures this machine's kernel")?;
+    let dir = &args.calibrate_out;
+    std::fs::create_dir_all(dir).with_context(|| format!("--calibrate-out {}", dir.display()))?;
+    let (disk, costs) = (
+        dir.join("calibrated-disk.toml"),
+        dir.join("calibrated-costs.toml"),
+    );
+    tracing::info!(
+        "validate --calibrate: {} calibration run(s) of this machine first",
+        args.calibrate_runs
+    );
+    let (_, profile, costs_toml) = super::linux::calibrate_runs(
+        std::path::Path::new(DEFAULT_SWAP_DIR),
+        1,
+        args.calibrate_runs,
+        |_, _| {},
+    )?;
+    std::fs::write(&disk, profile).with_context(|| format!("writing {}", disk.display()))?;
+    std::fs::write(&costs, costs_toml).with_context(|| format!("writing {}", costs.display()))?;
+    tracing::info!(
+        "validate --calibrate: sim takes {} and {}",
+        disk.display(),
+        costs.display()
+    );
+    args.disk_profile = disk;
+    args.costs = costs.display().to_string();
+    Ok(args)
+}
+
+/// Where the linux runs put their swap file, and so where calibration probes the disk.
+const DEFAULT_SWAP_DIR: &str = "/var/tmp";
+
 pub fn run(args: Args) -> anyhow::Result<()> {
     if args.matrix {
-        return run_matrix(&args);
+        matrix_plan(&args)?;
+        return run_matrix(&calibrate_first(args)?);
     }
+    for name in &args.configs {
+        LinuxConfig::load(name)?;
+    }
+    let args = calibrate_first(args)?;
     let common = Common::new(&args)?;
     let scenarios: Vec<Scenario> = args
         .configs
@@ -991,15 +1096,11 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         let c = validate_scenario(&common, scenario)?;
         if !args.json {
             println!(
-                "\n{name} (scale {}, seed {}, {} linux run(s){})",
+                "\n{name} (scale {}, seed {}, {} linux run(s), sim's calibration: {})",
                 args.scale,
                 args.seed,
                 c.linux_runs.len(),
-                if common.costs_path.is_some() {
-                    ", sim with calibrated costs"
-                } else {
-                    ""
-                }
+                common.calibration_text()
             );
             println!(
                 "{:22} {:>10} {:>21} {:>10} {:>11}",
@@ -1109,7 +1210,11 @@ fn run_matrix(args: &Args) -> anyhow::Result<()> {
         }
         done_weight += scenario.scale;
     }
-    let table = matrix_table(&done, started.elapsed().as_secs_f64());
+    let table = format!(
+        "{}sim's calibration: {}\n",
+        matrix_table(&done, started.elapsed().as_secs_f64()),
+        common.calibration_text()
+    );
     if args.json {
         // stdout has the one JSON object; the table goes to stderr so one run gives both.
         eprint!("{table}");
@@ -1393,7 +1498,13 @@ mod tests {
                 serde_json::json!({
                     "charges": 5,
                     "lowest_priority": {"8": 4, "7": 1},
-                    "remote_flushes": {"charges_with": 2, "duration_us_mean_without": 300.0},
+                    "remote_flushes": {
+                        "charges_with": 2,
+                        "duration_us_mean_without": 300.0,
+                        "to_running_cpu": 30,
+                        "to_idle_cpu": 90,
+                        "idle_cpu_joined_init_mm": 4,
+                    },
                 }),
             );
             r
@@ -1424,6 +1535,15 @@ mod tests {
         assert_eq!(
             get("charge us mean without remote flushes"),
             Some((Some(300.0), None))
+        );
+        // 90 of the 120 flush IPIs found their target idle, after 4 init_mm entries.
+        assert_eq!(
+            get("remote flushes to an idle CPU %"),
+            Some((Some(75.0), None))
+        );
+        assert_eq!(
+            get("idle CPUs switched to init_mm by a flush"),
+            Some((Some(4.0), None))
         );
         // Neither has a trace stage: no row.
         assert_eq!(get("write D2C us p99"), None);

@@ -1,0 +1,181 @@
+//! Several calibrations of one machine as one: each measured value the median of the runs'.
+//!
+//! One `nvmswap linux calibrate` moves with whatever else the machine does (the bundled
+//! profiles/linux/*.toml were each the median of three quiet runs, taken by hand). `calibrate
+//! --runs N` and `validate --calibrate` take the files the runs wrote (a device profile, or the
+//! software costs) and merge them here: every number the median of the runs' (an integer stays
+//! an integer: the lower median, a value one run measured), every other value (names, kinds,
+//! the sources' text) the first run's, and a header that lists each number's values per run,
+//! so the spread stays visible.
+
+use std::fmt::Write as _;
+
+/// The merged TOML of `runs` (each a whole file `calibrate` wrote, same keys), with its header.
+/// An error names what does not match (a key one run lacks, a number in one and text in another).
+pub fn merge(runs: &[String], what: &str) -> Result<String, String> {
+    let tables = runs
+        .iter()
+        .enumerate()
+        .map(|(i, text)| {
+            text.parse::<toml::Table>()
+                .map_err(|e| format!("{what}, run {}: {e}", i + 1))
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    let Some(first) = tables.first() else {
+        return Err(format!("{what}: no runs to merge"));
+    };
+    let mut spread = Vec::new();
+    let merged = merge_tables(first, &tables, "", &mut spread)?;
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "# {what}: the median of {} runs of `nvmswap linux calibrate` on this machine; each \
+         number's value per run:",
+        runs.len()
+    );
+    let _ = writeln!(
+        out,
+        "# Text (names, [sources]) is the first run's, and so are the numbers it quotes."
+    );
+    for (key, values) in &spread {
+        let _ = writeln!(out, "#   {key}: {}", values.join(", "));
+    }
+    let body = toml::to_string(&merged).map_err(|e| format!("{what}: {e}"))?;
+    out.push_str(&body);
+    Ok(out)
+}
+
+fn merge_tables(
+    first: &toml::Table,
+    all: &[toml::Table],
+    path: &str,
+    spread: &mut Vec<(String, Vec<String>)>,
+) -> Result<toml::Table, String> {
+    let mut out = toml::Table::new();
+    for (key, value) in first {
+        let here = if path.is_empty() {
+            key.clone()
+        } else {
+            format!("{path}.{key}")
+        };
+        let values = all
+            .iter()
+            .enumerate()
+            .map(|(i, t)| {
+                t.get(key)
+                    .ok_or_else(|| format!("{here}: run {} has no such key", i + 1))
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        let merged = match value {
+            toml::Value::Table(_) => {
+                let tables = each(&values, &here, "a table", |v| v.as_table().cloned())?;
+                toml::Value::Table(merge_tables(&tables[0], &tables, &here, spread)?)
+            }
+            toml::Value::Integer(_) => {
+                let mut ints = each(&values, &here, "an integer", toml::Value::as_integer)?;
+                spread.push((here, ints.iter().map(|v| v.to_string()).collect()));
+                ints.sort_unstable();
+                toml::Value::Integer(ints[(ints.len() - 1) / 2])
+            }
+            toml::Value::Float(_) => {
+                let mut floats = each(&values, &here, "a number", toml::Value::as_float)?;
+                spread.push((here, floats.iter().map(|v| v.to_string()).collect()));
+                floats.sort_by(f64::total_cmp);
+                let n = floats.len();
+                toml::Value::Float(if n % 2 == 1 {
+                    floats[n / 2]
+                } else {
+                    (floats[n / 2 - 1] + floats[n / 2]) / 2.0
+                })
+            }
+            other => other.clone(),
+        };
+        out.insert(key.clone(), merged);
+    }
+    for (i, t) in all.iter().enumerate().skip(1) {
+        if let Some(extra) = t.keys().find(|k| !first.contains_key(*k)) {
+            let at = if path.is_empty() {
+                extra.clone()
+            } else {
+                format!("{path}.{extra}")
+            };
+            return Err(format!("{at}: run {} has it, run 1 does not", i + 1));
+        }
+    }
+    Ok(out)
+}
+
+/// Every run's value as `kind`, or an error naming the key that is `kind` in one run and not
+/// in another.
+fn each<'a, T>(
+    values: &[&'a toml::Value],
+    here: &str,
+    kind: &str,
+    as_kind: impl Fn(&'a toml::Value) -> Option<T>,
+) -> Result<Vec<T>, String> {
+    values
+        .iter()
+        .map(|v| as_kind(v).ok_or_else(|| format!("{here}: {kind} in one run, not in another")))
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const RUN1: &str =
+        "name = \"linux-vda\"\nqueue_depth = 128\nread_4k = { mean_ns = 41000, p99_ns = 90000 }\n\
+                        ratio = 0.34\n[sources]\nread_4k = \"measured: run one\"\n";
+    const RUN2: &str =
+        "name = \"linux-vda\"\nqueue_depth = 128\nread_4k = { mean_ns = 47000, p99_ns = 80000 }\n\
+                        ratio = 0.30\n[sources]\nread_4k = \"measured: run two\"\n";
+    const RUN3: &str =
+        "name = \"linux-vda\"\nqueue_depth = 128\nread_4k = { mean_ns = 39000, p99_ns = 99000 }\n\
+                        ratio = 0.36\n[sources]\nread_4k = \"measured: run three\"\n";
+
+    #[test]
+    fn every_number_is_the_median_of_the_runs_and_text_is_the_first_runs() {
+        let runs = [RUN1.to_string(), RUN2.to_string(), RUN3.to_string()];
+        let text = merge(&runs, "disk profile").unwrap();
+        let t: toml::Table = text.parse().unwrap();
+        assert_eq!(t["read_4k"]["mean_ns"].as_integer(), Some(41_000));
+        assert_eq!(t["read_4k"]["p99_ns"].as_integer(), Some(90_000));
+        assert_eq!(t["ratio"].as_float(), Some(0.34));
+        assert_eq!(t["queue_depth"].as_integer(), Some(128));
+        assert_eq!(t["name"].as_str(), Some("linux-vda"));
+        assert_eq!(t["sources"]["read_4k"].as_str(), Some("measured: run one"));
+        assert!(
+            text.contains("#   read_4k.mean_ns: 41000, 47000, 39000"),
+            "{text}"
+        );
+        assert!(
+            text.starts_with("# disk profile: the median of 3 runs"),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn an_even_count_takes_the_lower_integer_and_the_mean_of_the_middle_floats() {
+        let runs = [RUN1.to_string(), RUN2.to_string()];
+        let t: toml::Table = merge(&runs, "x").unwrap().parse().unwrap();
+        assert_eq!(t["read_4k"]["mean_ns"].as_integer(), Some(41_000));
+        assert!((t["ratio"].as_float().unwrap() - 0.32).abs() < 1e-12);
+    }
+
+    #[test]
+    fn runs_that_do_not_match_are_refused_with_the_key() {
+        let missing = "name = \"linux-vda\"\nqueue_depth = 128\nratio = 0.3\n[sources]\n";
+        let err = merge(&[RUN1.to_string(), missing.to_string()], "disk profile").unwrap_err();
+        assert!(err.contains("read_4k: run 2 has no such key"), "{err}");
+        let extra = format!("{RUN1}\n[extra]\nx = 1\n");
+        let err = merge(&[RUN1.to_string(), extra], "d").unwrap_err();
+        assert!(err.contains("extra: run 2 has it"), "{err}");
+        let text = RUN2.replace("queue_depth = 128", "queue_depth = \"many\"");
+        let err = merge(&[RUN1.to_string(), text], "d").unwrap_err();
+        assert!(err.contains("queue_depth: an integer"), "{err}");
+        assert!(merge(&[], "d").unwrap_err().contains("no runs"));
+        assert!(merge(&["= broken".to_string()], "d")
+            .unwrap_err()
+            .contains("d, run 1"));
+    }
+}
