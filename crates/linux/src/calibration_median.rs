@@ -163,6 +163,32 @@ mod tests {
     }
 
     #[test]
+    fn merged_bundled_calibrations_load_as_a_profile_and_as_costs() {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../profiles/linux");
+        let read = |f: &str| std::fs::read_to_string(dir.join(f)).unwrap();
+        let disk = read("calibrated-vda.toml");
+        let merged = merge(&[disk.clone(), disk.clone(), disk], "disk profile").unwrap();
+        let p = nvmswap_core::device::DeviceProfile::from_toml_str(&merged, "merged").unwrap();
+        let bundled = nvmswap_core::device::DeviceProfile::from_toml_str(
+            &read("calibrated-vda.toml"),
+            "bundled",
+        )
+        .unwrap();
+        assert_eq!(format!("{p:?}"), format!("{bundled:?}"));
+        let costs = read("calibrated-costs.toml");
+        let merged = merge(&[costs.clone(), costs.clone(), costs], "costs").unwrap();
+        let out = std::env::temp_dir().join(format!("nvmswap-median-{}.toml", std::process::id()));
+        std::fs::write(&out, merged).unwrap();
+        let loaded = crate::calibrate::load_costs(&out, "lzo-rle");
+        let _ = std::fs::remove_file(&out);
+        let bundled = crate::calibrate::load_costs(&dir.join("calibrated-costs.toml"), "lzo-rle");
+        assert_eq!(
+            format!("{:?}", loaded.unwrap()),
+            format!("{:?}", bundled.unwrap())
+        );
+    }
+
+    #[test]
     fn runs_that_do_not_match_are_refused_with_the_key() {
         let missing = "name = \"linux-vda\"\nqueue_depth = 128\nratio = 0.3\n[sources]\n";
         let err = merge(&[RUN1.to_string(), missing.to_string()], "disk profile").unwrap_err();

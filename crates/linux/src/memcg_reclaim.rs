@@ -608,8 +608,8 @@ struct Summary {
     flushes_to_idle: u64,
     /// Times an idle CPU was switched to `init_mm` by a flush IPI ([`Event::InitMm`]).
     joined_init_mm: u64,
-    /// The scheduler's switches and the `init_mm` flushes were recorded (else the three
-    /// above are not reported).
+    /// The scheduler's switches and the `init_mm` flushes were recorded (else neither the
+    /// flushes' targets, the `init_mm` entries nor the time off the CPU are reported).
     cpu_states_traced: bool,
 }
 
