@@ -26,6 +26,11 @@ const CASES: &[(&[&str], &[&str])] = &[
         &["linux", "shootdown", "--repeat", "0"],
         &["--repeat", "1..=20"],
     ),
+    // The per-request CSV belongs to a replay; alone it would be silently ignored.
+    (
+        &["linux", "check-device", "--replay-requests", "x.csv"],
+        &["--replay"],
+    ),
     (
         &["iosched", "--scheduler", "cfq"],
         &["--scheduler", "mq-deadline"],

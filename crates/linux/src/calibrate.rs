@@ -116,6 +116,10 @@ pub struct Calibration {
     /// Latency against request size, the per-page costs' source (None: see `_unavailable`).
     pub size_probe: Option<SizeProbe>,
     pub size_probe_unavailable: Option<String>,
+    /// How long the disk takes to wake after idle gaps (the profile's wake curves; None: see
+    /// `_unavailable`).
+    pub wake_probe: Option<crate::wake_probe::WakeProbe>,
+    pub wake_probe_unavailable: Option<String>,
     /// The swap path through a swap file on the disk (None when it could not be probed, with why).
     pub swap_path: Option<SwapPathProbe>,
     pub swap_path_unavailable: Option<String>,
@@ -975,6 +979,7 @@ type DiskProbe = (
     LatencySummary,
     Result<QueueProbe, LinuxError>,
     Result<SizeProbe, LinuxError>,
+    Result<crate::wake_probe::WakeProbe, LinuxError>,
 );
 
 fn probe_disk(dir: &Path, ops: u64, seed: u64) -> Result<DiskProbe, LinuxError> {
@@ -1016,11 +1021,13 @@ fn probe_disk(dir: &Path, ops: u64, seed: u64) -> Result<DiskProbe, LinuxError> 
         }
         let queue = probe_queue(&file, size_pages, seed);
         let sizes = probe_sizes(&file, size_pages, seed);
+        let wake = crate::wake_probe::probe(&file, size_pages, seed);
         Ok((
             reads.summary(NS_PER_US),
             writes.summary(NS_PER_US),
             queue,
             sizes,
+            wake,
         ))
     })();
     let _ = std::fs::remove_file(&path);
@@ -1854,7 +1861,11 @@ pub fn run(swap_dir: &Path, seed: u64) -> Result<Calibration, LinuxError> {
             compression.push(probe_zram(alg, pages, seed, &state_path)?);
         }
     }
-    let (read, write, queue, sizes) = probe_disk(swap_dir, 2000, seed)?;
+    let (read, write, queue, sizes, wake) = probe_disk(swap_dir, 2000, seed)?;
+    let (wake_probe, wake_probe_unavailable) = match wake {
+        Ok(w) => (Some(w), None),
+        Err(e) => (None, Some(e.to_string())),
+    };
     let (queue_probe, queue_probe_unavailable) = match queue {
         Ok(q) => (Some(q), None),
         Err(e) => (None, Some(e.to_string())),
@@ -1926,6 +1937,8 @@ pub fn run(swap_dir: &Path, seed: u64) -> Result<Calibration, LinuxError> {
         queue_probe_unavailable,
         size_probe,
         size_probe_unavailable,
+        wake_probe,
+        wake_probe_unavailable,
         disk,
         disk_read_4k_us: read,
         disk_write_4k_us: write,
@@ -2011,7 +2024,14 @@ pub fn device_profile_toml(cal: &Calibration) -> String {
             }
         }
     }
+    if let Some(w) = &cal.wake_probe {
+        out.push_str(&crate::wake_probe::comment(w));
+        out.push_str(&crate::wake_probe::profile_fields(w));
+    }
     out.push_str("\n[sources]\n");
+    if let Some(w) = &cal.wake_probe {
+        out.push_str(&crate::wake_probe::sources(w));
+    }
     out.push_str(&format!(
         "rotational = \"read: /sys/block/{}/queue/rotational on this machine (a virtio disk reports 1 whatever backs it)\"\n",
         cal.disk
@@ -2759,6 +2779,8 @@ mod tests {
             queue_probe_unavailable: None,
             size_probe: None,
             size_probe_unavailable: None,
+            wake_probe: None,
+            wake_probe_unavailable: None,
             swap_path: None,
             swap_path_unavailable: None,
             zswap_path: Some(pool("zswap", 14.0, 9.7)),
@@ -2914,6 +2936,20 @@ mod tests {
                 .collect(),
             300,
         );
+        let gap = |gap_us, idle_us_p50, p50| crate::wake_probe::WakeGap {
+            gap_us,
+            idle_us_p50,
+            latency_us: s(p50),
+        };
+        let wake_direction = crate::wake_probe::WakeDirection {
+            back_to_back_us: s(40.0),
+            gaps: vec![gap(200, 204.0, 70.0), gap(5000, 5003.0, 240.0)],
+        };
+        let wake = crate::wake_probe::WakeProbe {
+            read: wake_direction.clone(),
+            write: wake_direction,
+            requests_per_gap: 80,
+        };
         let cal = Calibration {
             compression: vec![],
             disk: "vda".into(),
@@ -2931,6 +2967,8 @@ mod tests {
             queue_probe_unavailable: None,
             size_probe: Some(sizes),
             size_probe_unavailable: None,
+            wake_probe: Some(wake),
+            wake_probe_unavailable: None,
             swap_path: None,
             swap_path_unavailable: None,
             zswap_path: None,
@@ -2968,6 +3006,20 @@ mod tests {
             "{text}"
         );
         assert!(p.sources["write_page_ns"].contains("R² 1.0000"), "{text}");
+        // The wake probe's curves: 30 us over the back-to-back 40 us after 0.2 ms idle, 200 us
+        // after 5 ms (reads); writes the same.
+        let read_wake = p.read_wake.as_deref().unwrap();
+        assert_eq!(read_wake.len(), 2);
+        assert_eq!(
+            (read_wake[1].idle_ns, read_wake[1].extra_ns),
+            (5_003_000.0, 200_000.0)
+        );
+        assert_eq!(p.write_wake.as_deref(), Some(read_wake));
+        assert!(
+            p.sources["read_wake"].contains("back-to-back median (40.0 us)"),
+            "{text}"
+        );
+        assert!(text.contains("#     5000 |       5003   240"), "{text}");
         assert!(
             text.contains("#      32 |        215.0   215.0 |         670.0   670.0"),
             "{text}"

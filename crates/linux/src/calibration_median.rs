@@ -66,30 +66,7 @@ fn merge_tables(
                     .ok_or_else(|| format!("{here}: run {} has no such key", i + 1))
             })
             .collect::<Result<Vec<_>, _>>()?;
-        let merged = match value {
-            toml::Value::Table(_) => {
-                let tables = each(&values, &here, "a table", |v| v.as_table().cloned())?;
-                toml::Value::Table(merge_tables(&tables[0], &tables, &here, spread)?)
-            }
-            toml::Value::Integer(_) => {
-                let mut ints = each(&values, &here, "an integer", toml::Value::as_integer)?;
-                spread.push((here, ints.iter().map(|v| v.to_string()).collect()));
-                ints.sort_unstable();
-                toml::Value::Integer(ints[(ints.len() - 1) / 2])
-            }
-            toml::Value::Float(_) => {
-                let mut floats = each(&values, &here, "a number", toml::Value::as_float)?;
-                spread.push((here, floats.iter().map(|v| v.to_string()).collect()));
-                floats.sort_by(f64::total_cmp);
-                let n = floats.len();
-                toml::Value::Float(if n % 2 == 1 {
-                    floats[n / 2]
-                } else {
-                    (floats[n / 2 - 1] + floats[n / 2]) / 2.0
-                })
-            }
-            other => other.clone(),
-        };
+        let merged = merge_value(value, &values, &here, spread)?;
         out.insert(key.clone(), merged);
     }
     for (i, t) in all.iter().enumerate().skip(1) {
@@ -103,6 +80,68 @@ fn merge_tables(
         }
     }
     Ok(out)
+}
+
+/// One value from every run: a table key by key, an array element by element (the runs' arrays
+/// as long as each other), a number the median, anything else the first run's.
+fn merge_value(
+    value: &toml::Value,
+    values: &[&toml::Value],
+    here: &str,
+    spread: &mut Vec<(String, Vec<String>)>,
+) -> Result<toml::Value, String> {
+    Ok(match value {
+        toml::Value::Table(_) => {
+            let tables = each(values, here, "a table", |v| v.as_table().cloned())?;
+            toml::Value::Table(merge_tables(&tables[0], &tables, here, spread)?)
+        }
+        toml::Value::Array(first) => {
+            let arrays = each(values, here, "an array", toml::Value::as_array)?;
+            if let Some((i, a)) = arrays
+                .iter()
+                .enumerate()
+                .find(|(_, a)| a.len() != first.len())
+            {
+                return Err(format!(
+                    "{here}: run {} has {} elements, run 1 has {}",
+                    i + 1,
+                    a.len(),
+                    first.len()
+                ));
+            }
+            let merged = (0..first.len())
+                .map(|e| {
+                    let column: Vec<&toml::Value> = arrays.iter().map(|a| &a[e]).collect();
+                    merge_value(&first[e], &column, &format!("{here}[{e}]"), spread)
+                })
+                .collect::<Result<Vec<_>, _>>()?;
+            toml::Value::Array(merged)
+        }
+        toml::Value::Integer(_) => {
+            let mut ints = each(values, here, "an integer", toml::Value::as_integer)?;
+            spread.push((
+                here.to_string(),
+                ints.iter().map(|v| v.to_string()).collect(),
+            ));
+            ints.sort_unstable();
+            toml::Value::Integer(ints[(ints.len() - 1) / 2])
+        }
+        toml::Value::Float(_) => {
+            let mut floats = each(values, here, "a number", toml::Value::as_float)?;
+            spread.push((
+                here.to_string(),
+                floats.iter().map(|v| v.to_string()).collect(),
+            ));
+            floats.sort_by(f64::total_cmp);
+            let n = floats.len();
+            toml::Value::Float(if n % 2 == 1 {
+                floats[n / 2]
+            } else {
+                (floats[n / 2 - 1] + floats[n / 2]) / 2.0
+            })
+        }
+        other => other.clone(),
+    })
 }
 
 /// Every run's value as `kind`, or an error naming the key that is `kind` in one run and not
@@ -155,6 +194,29 @@ mod tests {
     }
 
     #[test]
+    fn arrays_merge_element_by_element() {
+        let with = |run: &str, a: i64, b: i64| {
+            run.replace(
+                "ratio",
+                &format!(
+                    "read_wake = [{{ idle_ns = 20000, extra_ns = {a} }}, {{ idle_ns = 5000000, extra_ns = {b} }}]\nratio"
+                ),
+            )
+        };
+        let runs = [with(RUN1, 3, 200), with(RUN2, 9, 150), with(RUN3, 5, 180)];
+        let text = merge(&runs, "disk profile").unwrap();
+        let t: toml::Table = text.parse().unwrap();
+        let wake = t["read_wake"].as_array().unwrap();
+        assert_eq!(wake[0]["extra_ns"].as_integer(), Some(5));
+        assert_eq!(wake[1]["extra_ns"].as_integer(), Some(180));
+        assert_eq!(wake[1]["idle_ns"].as_integer(), Some(5_000_000));
+        assert!(
+            text.contains("#   read_wake[1].extra_ns: 200, 150, 180"),
+            "{text}"
+        );
+    }
+
+    #[test]
     fn an_even_count_takes_the_lower_integer_and_the_mean_of_the_middle_floats() {
         let runs = [RUN1.to_string(), RUN2.to_string()];
         let t: toml::Table = merge(&runs, "x").unwrap().parse().unwrap();
@@ -200,6 +262,14 @@ mod tests {
         let err = merge(&[RUN1.to_string(), text], "d").unwrap_err();
         assert!(err.contains("queue_depth: an integer"), "{err}");
         assert!(merge(&[], "d").unwrap_err().contains("no runs"));
+        let curve = |points: &str| {
+            RUN1.replace("ratio = 0.34", &format!("wake = [{points}]\nratio = 0.34"))
+        };
+        let err = merge(&[curve("{ a = 1 }"), curve("{ a = 1 }, { a = 2 }")], "d").unwrap_err();
+        assert!(
+            err.contains("wake: run 2 has 2 elements, run 1 has 1"),
+            "{err}"
+        );
         assert!(merge(&["= broken".to_string()], "d")
             .unwrap_err()
             .contains("d, run 1"));

@@ -9,6 +9,7 @@
 //! Writes go to consecutive offsets of the scratch file, as swap-out writes go to consecutive
 //! slots; reads to random ones, as swap-ins of scattered pages do.
 
+use std::collections::{BTreeMap, VecDeque};
 use std::os::unix::fs::{FileExt, OpenOptionsExt};
 use std::path::Path;
 
@@ -16,7 +17,7 @@ use nvmswap_core::block::device::Device;
 use nvmswap_core::block::{Op, Request};
 use nvmswap_core::device::DeviceProfile;
 use nvmswap_core::metrics::LatencyRecorder;
-use nvmswap_core::results::LatencySummary;
+use nvmswap_core::results::{BlockRequest, LatencySummary};
 use nvmswap_core::{NS_PER_US, PAGE_SIZE};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -414,6 +415,64 @@ pub struct Replay {
     pub rows: Vec<ReplayRow>,
     pub late: u64,
     pub seconds: f64,
+    /// Each recorded request's D2C on the disk and in the model, in the stream's order (not in
+    /// the JSON: `check-device --replay-requests FILE` writes them as CSV).
+    #[serde(skip)]
+    pub requests: Vec<ReplayedRequest>,
+}
+
+/// One recorded request as the replay served it: the disk's D2C (None when the block trace has
+/// no request of that direction, offset and size left to match it: the block layer split or
+/// merged it) and the model's.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ReplayedRequest {
+    pub recorded: Recorded,
+    pub disk_d2c_ns: Option<u64>,
+    pub model_d2c_ns: u64,
+}
+
+impl Replay {
+    /// The per-request CSV: `op,offset,bytes,d_ns,disk_d2c_ns,model_d2c_ns` (d_ns from the
+    /// stream's first request; an empty disk_d2c_ns where the trace has no match).
+    pub fn requests_csv(&self) -> String {
+        let t0 = self.requests.first().map_or(0, |r| r.recorded.d_ns);
+        let mut out = String::from("op,offset,bytes,d_ns,disk_d2c_ns,model_d2c_ns\n");
+        for r in &self.requests {
+            let op = if r.recorded.write { "write" } else { "read" };
+            let disk = r.disk_d2c_ns.map_or(String::new(), |d| d.to_string());
+            out.push_str(&format!(
+                "{op},{},{},{},{disk},{}\n",
+                r.recorded.offset,
+                r.recorded.bytes,
+                r.recorded.d_ns - t0,
+                r.model_d2c_ns
+            ));
+        }
+        out
+    }
+}
+
+/// Pairs each recorded request with a traced one of the same direction, offset and size, in
+/// dispatch order (the replay issues each recorded request once, so the n-th recorded request of
+/// a key is the n-th traced one of it).
+fn match_traced(requests: &[Recorded], traced: &[BlockRequest]) -> Vec<Option<u64>> {
+    let mut by_key: BTreeMap<(bool, u64, u64), VecDeque<u64>> = BTreeMap::new();
+    let mut sorted: Vec<&BlockRequest> = traced.iter().collect();
+    sorted.sort_by_key(|r| r.d_ns);
+    for r in sorted {
+        by_key
+            .entry((r.op == Op::Write, r.slot * PAGE_SIZE, r.bytes))
+            .or_default()
+            .push_back(r.c_ns.saturating_sub(r.d_ns));
+    }
+    requests
+        .iter()
+        .map(|r| {
+            by_key
+                .get_mut(&(r.write, r.offset, r.bytes))
+                .and_then(VecDeque::pop_front)
+        })
+        .collect()
 }
 
 /// Replays `requests` on a scratch file in `dir` the size of the swap area they touched, each
@@ -457,7 +516,8 @@ pub fn replay(
         let traced = tracer
             .finish()
             .map_err(|why| LinuxError::Worker(format!("block trace: {why}")))?;
-        let model = model_recorded(profile, requests, seed)?;
+        let model_ns = model_recorded_each(profile, requests, seed)?;
+        let model = summarize_by_direction(requests, &model_ns);
         let rows = [false, true]
             .into_iter()
             .map(|write| {
@@ -474,10 +534,22 @@ pub fn replay(
                 }
             })
             .collect();
+        let disk_ns = match_traced(requests, &traced.requests);
+        let requests = requests
+            .iter()
+            .zip(disk_ns)
+            .zip(model_ns)
+            .map(|((&recorded, disk_d2c_ns), model_d2c_ns)| ReplayedRequest {
+                recorded,
+                disk_d2c_ns,
+                model_d2c_ns,
+            })
+            .collect();
         Ok(Replay {
             rows,
             late,
             seconds,
+            requests,
         })
     })();
     let _ = std::fs::remove_file(&path);
@@ -543,12 +615,31 @@ pub fn model_recorded(
     requests: &[Recorded],
     seed: u64,
 ) -> Result<[LatencyRecorder; 2], LinuxError> {
+    let each = model_recorded_each(profile, requests, seed)?;
+    Ok(summarize_by_direction(requests, &each))
+}
+
+/// Per-request D2C (ns) recorded into one recorder per direction (reads, writes).
+fn summarize_by_direction(requests: &[Recorded], d2c_ns: &[u64]) -> [LatencyRecorder; 2] {
+    let mut out: [LatencyRecorder; 2] = Default::default();
+    for (r, &ns) in requests.iter().zip(d2c_ns) {
+        out[r.write as usize].record_ns(ns);
+    }
+    out
+}
+
+/// [`model_recorded`] per request: the model's D2C (ns) of each, in the stream's order.
+pub fn model_recorded_each(
+    profile: &DeviceProfile,
+    requests: &[Recorded],
+    seed: u64,
+) -> Result<Vec<u64>, LinuxError> {
     let mut device =
         Device::new(profile, ChaCha8Rng::seed_from_u64(seed)).map_err(|e| LinuxError::Config {
             name: profile.name.clone(),
             detail: e.to_string(),
         })?;
-    let mut d2c: [LatencyRecorder; 2] = Default::default();
+    let mut d2c = vec![0; requests.len()];
     let mut dispatched_at = std::collections::BTreeMap::new();
     let mut waiting: std::collections::VecDeque<Request> = Default::default();
     let mut next = 0;
@@ -561,7 +652,8 @@ pub fn model_recorded(
             (None, None) => break,
         };
         while let Some((t, r)) = device.pop_completed(now) {
-            d2c[(r.op == Op::Write) as usize].record_ns(t - dispatched_at[&r.id]);
+            // Ids are the stream's index + 1.
+            d2c[r.id as usize - 1] = t - dispatched_at[&r.id];
         }
         while requests.get(next).is_some_and(|r| r.d_ns <= now) {
             let r = requests[next];

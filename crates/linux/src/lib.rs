@@ -25,6 +25,7 @@ pub mod state;
 pub mod sysfs;
 pub mod tab;
 pub mod tracefs;
+pub mod wake_probe;
 pub mod worker;
 
 pub use config::{bundled_configs, LinuxConfig, SwapSetup};

@@ -116,6 +116,37 @@ pub fn monotonic_ns() -> u64 {
     ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
 }
 
+/// Sleeps until CLOCK_MONOTONIC reads `deadline_ns` (absolute, so a wake-up early by a signal
+/// sleeps again for the rest).
+pub fn sleep_until_monotonic_ns(deadline_ns: u64) {
+    let ts = libc::timespec {
+        tv_sec: (deadline_ns / 1_000_000_000) as libc::time_t,
+        tv_nsec: (deadline_ns % 1_000_000_000) as libc::c_long,
+    };
+    // SAFETY: `ts` is a valid timespec; the remaining-time pointer may be null with
+    // TIMER_ABSTIME.
+    while unsafe {
+        libc::clock_nanosleep(
+            libc::CLOCK_MONOTONIC,
+            libc::TIMER_ABSTIME,
+            &ts,
+            std::ptr::null_mut(),
+        )
+    } == libc::EINTR
+    {}
+}
+
+/// Sets the calling thread's timer slack (how late the kernel may end its sleeps, 50 µs by
+/// default) and returns the value it had.
+pub fn set_timer_slack_ns(ns: u64) -> u64 {
+    // SAFETY: PR_GET_TIMERSLACK takes no pointer and returns the slack; PR_SET_TIMERSLACK takes
+    // a value. Both act on the calling thread only.
+    let old = unsafe { libc::prctl(libc::PR_GET_TIMERSLACK, 0, 0, 0, 0) };
+    // SAFETY: as above.
+    unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, ns as libc::c_ulong, 0, 0, 0) };
+    old.max(0) as u64
+}
+
 /// (major, minor) page faults of the calling thread so far.
 #[inline]
 pub fn thread_faults() -> (u64, u64) {

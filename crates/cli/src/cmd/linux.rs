@@ -114,6 +114,10 @@ enum Action {
         /// dispatch time, on an idle disk and through the profile's model.
         #[arg(long)]
         replay: Option<PathBuf>,
+        /// With --replay: also write each request's D2C on the disk and in the model to this
+        /// CSV (op, offset, bytes, d_ns, disk_d2c_ns, model_d2c_ns), to study where they part.
+        #[arg(long, requires = "replay")]
+        replay_requests: Option<PathBuf>,
         #[arg(long, default_value_t = 1)]
         seed: u64,
         /// Print the rows as JSON on stdout.
@@ -261,6 +265,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             swap_dir,
             rounds,
             replay,
+            replay_requests,
             seed,
             json,
         } => {
@@ -268,6 +273,10 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             if let Some(csv) = replay {
                 let requests = nvmswap_linux::device_check::read_recorded(&csv)?;
                 let r = nvmswap_linux::device_check::replay(&swap_dir, &device, &requests, seed)?;
+                if let Some(path) = &replay_requests {
+                    std::fs::write(path, r.requests_csv())
+                        .with_context(|| format!("writing {}", path.display()))?;
+                }
                 if json {
                     println!("{}", serde_json::to_string_pretty(&r)?);
                     return Ok(());
@@ -437,6 +446,11 @@ fn print_calibration(cal: &nvmswap_linux::calibrate::Calibration) {
             print!("{}", nvmswap_linux::calibrate::size_probe_comment(q))
         }
         (None, Some(why)) => println!("request size probe did not run: {why}"),
+        (None, None) => {}
+    }
+    match (&cal.wake_probe, &cal.wake_probe_unavailable) {
+        (Some(w), _) => print!("{}", nvmswap_linux::wake_probe::comment(w)),
+        (None, Some(why)) => println!("wake-up probe did not run: {why}"),
         (None, None) => {}
     }
     match (&cal.swap_path, &cal.swap_path_unavailable) {

@@ -19,9 +19,15 @@
 //! virtio disk the host's handling of requests is such a stage: closed loops of 8-page reads at
 //! depth 16 complete one request per ~31 µs on this machine's vda, where four channels of ~76 µs
 //! each would complete one per ~19 µs.
+//!
+//! A profile with a wake-up curve (`read_wake` / `write_wake`) has a device that sleeps when
+//! nothing is in flight: the request that finds it idle waits for it to wake, longer the longer
+//! it slept (`device::wake_wait_ns`, per the direction of that request), and every request that
+//! arrives before it is awake waits with it. Requests issued back to back never find it asleep,
+//! which is how the profile's other numbers were measured.
 
 use super::{BlockError, Op, Request};
-use crate::device::{DeviceProfile, LatencyDist};
+use crate::device::{wake_wait_ns, DeviceProfile, LatencyDist, WakePoint};
 use crate::{Nanos, PAGE_SIZE};
 use rand::Rng;
 use rand_chacha::ChaCha8Rng;
@@ -69,6 +75,12 @@ pub struct Device {
     write_serial: Option<(f64, f64)>,
     /// When the serial stage is next free.
     serial_free_at: Nanos,
+    /// The wake-up curves per direction (None: always awake), when the last request submitted
+    /// completes (the device is idle from then until the next), and when it is awake again.
+    read_wake: Option<Vec<WakePoint>>,
+    write_wake: Option<Vec<WakePoint>>,
+    last_done: Nanos,
+    awake_at: Nanos,
     pub channels: u32,
     pub queue_depth: u32,
     /// The virtqueue's descriptors (`DeviceProfile::ring_descriptors`) and those the requests in
@@ -107,6 +119,10 @@ impl Device {
             read_serial: profile.read_serial_ns.zip(profile.read_serial_page_ns),
             write_serial: profile.write_serial_ns.zip(profile.write_serial_page_ns),
             serial_free_at: 0,
+            read_wake: profile.read_wake.clone(),
+            write_wake: profile.write_wake.clone(),
+            last_done: 0,
+            awake_at: 0,
             channels,
             queue_depth,
             ring_descriptors: profile.ring_descriptors,
@@ -148,10 +164,26 @@ impl Device {
             "driver dispatched beyond the queue depth or the ring"
         );
         self.descriptors_in_use += Self::descriptors(&req);
-        let (dist, page_ns, serial) = match req.op {
-            Op::Read => (self.read, self.read_page_ns, self.read_serial),
-            Op::Write => (self.write, self.write_page_ns, self.write_serial),
+        let (dist, page_ns, serial, wake) = match req.op {
+            Op::Read => (
+                self.read,
+                self.read_page_ns,
+                self.read_serial,
+                &self.read_wake,
+            ),
+            Op::Write => (
+                self.write,
+                self.write_page_ns,
+                self.write_serial,
+                &self.write_wake,
+            ),
         };
+        if let Some(curve) = wake {
+            if self.last_done <= now {
+                let slept = (now - self.last_done) as f64;
+                self.awake_at = now + wake_wait_ns(curve, slept).round() as Nanos;
+            }
+        }
         let extra_pages = req.bytes.div_ceil(PAGE_SIZE).saturating_sub(1);
         let service =
             sample_latency(&dist, &mut self.rng) + (extra_pages as f64 * page_ns) as Nanos;
@@ -162,7 +194,7 @@ impl Device {
             .enumerate()
             .min_by_key(|&(i, t)| (t, i))
             .expect("at least one channel");
-        let start = now.max(free_at);
+        let start = now.max(free_at).max(self.awake_at);
         let done = match serial {
             None => start + service,
             Some((per_request, per_page)) => {
@@ -178,6 +210,7 @@ impl Device {
             "the stage never shortens a request"
         );
         self.channel_free_at[ch] = done;
+        self.last_done = self.last_done.max(done);
         self.in_device.insert((done, req.id), req);
         done
     }
@@ -223,6 +256,8 @@ pub(crate) fn test_profile(mean_ns: f64, p99_ns: f64, channels: u32, qd: u32) ->
         read_serial_page_ns: None,
         write_serial_ns: None,
         write_serial_page_ns: None,
+        read_wake: None,
+        write_wake: None,
         sources: Default::default(),
     }
 }
@@ -347,6 +382,64 @@ mod tests {
         };
         let done: Vec<Nanos> = (6..10).map(|id| d.submit(write(id), 300_000)).collect();
         assert_eq!(done, [357_000; 4]);
+    }
+
+    #[test]
+    fn a_request_that_finds_the_device_idle_waits_for_it_to_wake() {
+        // Constant 50 us; reads wake in 20 us after 100 us idle, 120 us after 1 ms and beyond.
+        let mut p = test_profile(50_000.0, 50_000.0, 4, 128);
+        p.read_wake = Some(vec![
+            WakePoint {
+                idle_ns: 100_000.0,
+                extra_ns: 20_000.0,
+            },
+            WakePoint {
+                idle_ns: 1_000_000.0,
+                extra_ns: 120_000.0,
+            },
+        ]);
+        let mut d = Device::new(&p, ChaCha8Rng::seed_from_u64(1)).unwrap();
+        // Idle since 0, 10 ms before: the whole last point's wait.
+        assert_eq!(d.submit(req(1, Op::Read, 0), 10_000_000), 10_170_000);
+        // A read arriving while the device wakes waits with it; one arriving once it is busy
+        // and awake does not wait again.
+        assert_eq!(d.submit(req(2, Op::Read, 0), 10_050_000), 10_170_000);
+        assert_eq!(d.submit(req(3, Op::Read, 0), 10_150_000), 10_200_000);
+        while d.pop_completed(u64::MAX).is_some() {}
+        // Right at the last completion: awake, no wait.
+        assert_eq!(d.submit(req(4, Op::Read, 0), 10_200_000), 10_250_000);
+        // 50 us idle: half of the first point's 20 us, from 0 at 0 idle.
+        assert_eq!(d.submit(req(5, Op::Read, 0), 10_300_000), 10_360_000);
+        // 550 us idle: halfway between the points, 70 us.
+        assert_eq!(d.submit(req(6, Op::Read, 0), 10_910_000), 11_030_000);
+        // A write wakes the device by its own curve: none here.
+        assert_eq!(d.submit(req(7, Op::Write, 0), 20_000_000), 20_050_000);
+        assert_eq!(
+            wake_wait_ns(p.read_wake.as_deref().unwrap(), 5e6),
+            120_000.0
+        );
+    }
+
+    #[test]
+    fn a_wake_curve_is_checked_and_sourced() {
+        let mut p = test_profile(50_000.0, 50_000.0, 4, 128);
+        let point = |idle_ns, extra_ns| WakePoint { idle_ns, extra_ns };
+        p.write_wake = Some(vec![point(1e5, 1e4), point(1e5, 2e4)]);
+        let e = p.validate().unwrap_err();
+        assert!(e.contains("write_wake[1].idle_ns"), "{e}");
+        p.write_wake = Some(vec![point(1e5, -1.0)]);
+        let e = p.validate().unwrap_err();
+        assert!(e.contains("write_wake[0].extra_ns"), "{e}");
+        p.write_wake = Some(vec![point(1e5, 1e4)]);
+        let e = p.validate().unwrap_err();
+        assert!(e.contains("[sources]"), "{e}");
+        p.sources.insert("write_wake".into(), "measured".into());
+        p.validate().unwrap();
+        p.kind = crate::device::DeviceKind::MemoryBus;
+        p.queue_depth = None;
+        p.parallelism = None;
+        let e = p.validate().unwrap_err();
+        assert!(e.contains("block devices only"), "{e}");
     }
 
     #[test]

@@ -1,0 +1,304 @@
+//! How long the disk takes to wake after it had nothing to do (the device profile's
+//! `read_wake` / `write_wake`).
+//!
+//! A replay of a pressure run's own request stream on the idle machine (`nvmswap linux
+//! check-device --replay --replay-requests`, 2026-11-27) served most reads with nothing else in
+//! flight, yet at p50 70 µs where the profile's model gave 45 µs, and the gap grew with how long
+//! the disk had been idle before the read: 51 µs after under 50 µs idle, 219 µs after 10 ms or
+//! more. On a virtual disk the host's I/O thread and the guest's vCPUs sleep when nothing is in
+//! flight (halt polling gives up after some hundred µs, host CPUs enter idle states) and take
+//! longer to wake the longer they slept. Every other disk probe issues its requests back to
+//! back, so none of them sees it.
+//!
+//! The probe: single 4 KiB O_DIRECT requests at random offsets of the calibration's scratch
+//! file, each issued a set gap after the one before completed (the thread sleeps the gap, as a
+//! faulting task sleeps on its read; its timer slack set to 1 ns so the gap is what was asked),
+//! the gaps in shuffled order so drift does not follow the gap; and as many issued back to back
+//! as the baseline. A gap's wait is its median latency less the baseline's (not below 0), at the
+//! median idle time actually measured before its requests.
+
+use crate::error::LinuxError;
+use crate::worker;
+use nvmswap_core::device::WakePoint;
+use nvmswap_core::metrics::LatencyRecorder;
+use nvmswap_core::results::LatencySummary;
+use nvmswap_core::{NS_PER_US, PAGE_SIZE};
+use rand::seq::SliceRandom;
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use serde::Serialize;
+use std::os::unix::fs::FileExt;
+
+/// Idle gaps the probe leaves before a request, µs: from within a halt-polling window (the KVM
+/// default `halt_poll_ns` is 200 µs) to well past where the wait stops growing (hand runs
+/// 2026-11-27: about 5 ms on vda).
+pub const WAKE_PROBE_GAPS_US: [u64; 10] =
+    [20, 50, 100, 200, 500, 1_000, 2_000, 5_000, 10_000, 20_000];
+
+/// Requests per gap and direction (and back to back, the baseline): ~3 s of sleeping per
+/// direction.
+pub const WAKE_PROBE_REQUESTS: usize = 80;
+
+/// One gap of the probe, one direction.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct WakeGap {
+    pub gap_us: u64,
+    /// The disk's idle time actually measured before the requests (from the completion of the
+    /// one before to the issue of this one), median, µs.
+    pub idle_us_p50: f64,
+    pub latency_us: LatencySummary,
+}
+
+/// The probe in one direction: the baseline (back to back) and each gap.
+#[derive(Debug, Clone, Serialize)]
+pub struct WakeDirection {
+    pub back_to_back_us: LatencySummary,
+    pub gaps: Vec<WakeGap>,
+}
+
+impl WakeDirection {
+    /// The curve the profile takes: per gap, (median idle, median latency less the baseline's,
+    /// not below 0). None when the measured idle times do not increase with the gaps (the
+    /// thread overslept: the points would not describe the gaps asked for).
+    pub fn curve(&self) -> Option<Vec<WakePoint>> {
+        let mut out: Vec<WakePoint> = Vec::new();
+        for g in &self.gaps {
+            let idle_ns = g.idle_us_p50 * NS_PER_US as f64;
+            if out.last().is_some_and(|p| idle_ns <= p.idle_ns) || idle_ns <= 0.0 {
+                return None;
+            }
+            out.push(WakePoint {
+                idle_ns,
+                extra_ns: ((g.latency_us.p50 - self.back_to_back_us.p50) * NS_PER_US as f64)
+                    .max(0.0),
+            });
+        }
+        Some(out)
+    }
+}
+
+/// Reads and writes.
+#[derive(Debug, Clone, Serialize)]
+pub struct WakeProbe {
+    pub read: WakeDirection,
+    pub write: WakeDirection,
+    pub requests_per_gap: usize,
+}
+
+/// Runs the probe on `file` (O_DIRECT, `size_pages` pages long, written), reads then writes.
+pub fn probe(file: &std::fs::File, size_pages: u64, seed: u64) -> Result<WakeProbe, LinuxError> {
+    let old_slack = worker::set_timer_slack_ns(1);
+    let result = (|| {
+        Ok(WakeProbe {
+            read: probe_direction(file, size_pages, false, seed)?,
+            write: probe_direction(file, size_pages, true, seed ^ 1)?,
+            requests_per_gap: WAKE_PROBE_REQUESTS,
+        })
+    })();
+    worker::set_timer_slack_ns(old_slack.max(1));
+    result
+}
+
+fn probe_direction(
+    file: &std::fs::File,
+    size_pages: u64,
+    write: bool,
+    seed: u64,
+) -> Result<WakeDirection, LinuxError> {
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    let buf = worker::Mapping::new(PAGE_SIZE as usize, false)?;
+    // SAFETY: the mapping is one page long, page-aligned and owned by this function.
+    let page = unsafe { std::slice::from_raw_parts_mut(buf.as_ptr(), PAGE_SIZE as usize) };
+    page.fill(0x5a);
+    let mut io = |rng: &mut ChaCha8Rng| -> Result<(u64, u64), LinuxError> {
+        let offset = rng.random_range(0..size_pages) * PAGE_SIZE;
+        let t = worker::monotonic_ns();
+        if write {
+            file.write_all_at(page, offset)
+        } else {
+            file.read_exact_at(page, offset)
+        }
+        .map_err(|e| LinuxError::io("O_DIRECT I/O on", "the wake probe's scratch file", e))?;
+        let done = worker::monotonic_ns();
+        Ok((t, done))
+    };
+    // Gap 0 is the baseline: issued the moment the one before completed.
+    let mut order: Vec<usize> = (0..=WAKE_PROBE_GAPS_US.len())
+        .flat_map(|g| std::iter::repeat_n(g, WAKE_PROBE_REQUESTS))
+        .collect();
+    order.shuffle(&mut rng);
+    let mut latency = vec![LatencyRecorder::new(); WAKE_PROBE_GAPS_US.len() + 1];
+    let mut idle: Vec<Vec<u64>> = vec![Vec::new(); WAKE_PROBE_GAPS_US.len() + 1];
+    let (_, mut last_done) = io(&mut rng)?;
+    for g in order {
+        if g > 0 {
+            worker::sleep_until_monotonic_ns(last_done + WAKE_PROBE_GAPS_US[g - 1] * NS_PER_US);
+        }
+        let (issued, done) = io(&mut rng)?;
+        latency[g].record_ns(done - issued);
+        idle[g].push(issued.saturating_sub(last_done));
+        last_done = done;
+    }
+    let median_us = |v: &mut Vec<u64>| {
+        v.sort_unstable();
+        v[(v.len() - 1) / 2] as f64 / NS_PER_US as f64
+    };
+    let gaps = WAKE_PROBE_GAPS_US
+        .iter()
+        .enumerate()
+        .map(|(i, &gap_us)| WakeGap {
+            gap_us,
+            idle_us_p50: median_us(&mut idle[i + 1]),
+            latency_us: latency[i + 1].summary(NS_PER_US),
+        })
+        .collect();
+    drop(buf);
+    Ok(WakeDirection {
+        back_to_back_us: latency[0].summary(NS_PER_US),
+        gaps,
+    })
+}
+
+/// The probe's table as TOML comments, for the device profile.
+pub fn comment(p: &WakeProbe) -> String {
+    let mut out = format!(
+        "# Wake-up after idle: single 4 KiB O_DIRECT requests at random offsets of the 16 MiB\n\
+         # scratch file, each a set gap after the one before completed (the thread sleeps; timer\n\
+         # slack 1 ns), {} per gap and direction in shuffled order, and as many back to back.\n\
+         # Median idle measured before the requests, and latency (us):\n\
+         #      gap |  read idle   p50   p90 |  write idle   p50   p90\n",
+        p.requests_per_gap
+    );
+    out.push_str(&format!(
+        "#        0 |          0 {:5.0} {:5.0} |           0 {:5.0} {:5.0}\n",
+        p.read.back_to_back_us.p50,
+        p.read.back_to_back_us.p90,
+        p.write.back_to_back_us.p50,
+        p.write.back_to_back_us.p90
+    ));
+    for (r, w) in p.read.gaps.iter().zip(&p.write.gaps) {
+        out.push_str(&format!(
+            "# {:8} | {:10.0} {:5.0} {:5.0} | {:11.0} {:5.0} {:5.0}\n",
+            r.gap_us,
+            r.idle_us_p50,
+            r.latency_us.p50,
+            r.latency_us.p90,
+            w.idle_us_p50,
+            w.latency_us.p50,
+            w.latency_us.p90
+        ));
+    }
+    out
+}
+
+/// The `read_wake` / `write_wake` lines, or a comment saying why a direction has none.
+pub fn profile_fields(p: &WakeProbe) -> String {
+    let mut out = String::new();
+    for (field, dir) in [("read_wake", &p.read), ("write_wake", &p.write)] {
+        match dir.curve() {
+            Some(points) => {
+                let points: Vec<String> = points
+                    .iter()
+                    .map(|w| {
+                        format!(
+                            "{{ idle_ns = {:.0}, extra_ns = {:.0} }}",
+                            w.idle_ns, w.extra_ns
+                        )
+                    })
+                    .collect();
+                out.push_str(&format!("{field} = [{}]\n", points.join(", ")));
+            }
+            None => out.push_str(&format!(
+                "# {field}: none (the measured idle times did not increase with the gaps)\n"
+            )),
+        }
+    }
+    out
+}
+
+/// The `[sources]` lines of the directions that have a curve.
+pub fn sources(p: &WakeProbe) -> String {
+    let mut out = String::new();
+    for (field, op, dir) in [
+        ("read_wake", "reads", &p.read),
+        ("write_wake", "writes", &p.write),
+    ] {
+        if dir.curve().is_some() {
+            out.push_str(&format!(
+                "{field} = \"measured: nvmswap linux calibrate, single 4 KiB O_DIRECT {op} at random offsets of a 16 MiB file, {} each after idle gaps of {} us and back to back; per gap the median latency less the back-to-back median ({:.1} us), at the median idle measured (table in the comment above)\"\n",
+                p.requests_per_gap,
+                WAKE_PROBE_GAPS_US.map(|g| g.to_string()).join(", "),
+                dir.back_to_back_us.p50
+            ));
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn summary(p50: f64) -> LatencySummary {
+        LatencySummary {
+            p50,
+            mean: p50,
+            ..Default::default()
+        }
+    }
+
+    fn gap(gap_us: u64, idle_us_p50: f64, p50: f64) -> WakeGap {
+        WakeGap {
+            gap_us,
+            idle_us_p50,
+            latency_us: summary(p50),
+        }
+    }
+
+    #[test]
+    fn the_curve_is_each_gaps_median_less_the_back_to_back_one() {
+        let dir = WakeDirection {
+            back_to_back_us: summary(40.0),
+            gaps: vec![
+                gap(20, 23.0, 38.0),
+                gap(200, 204.0, 70.0),
+                gap(5000, 5003.0, 240.0),
+            ],
+        };
+        let curve = dir.curve().unwrap();
+        let got: Vec<(f64, f64)> = curve.iter().map(|p| (p.idle_ns, p.extra_ns)).collect();
+        // Faster than back to back is no wait, not a negative one.
+        assert_eq!(
+            got,
+            [
+                (23_000.0, 0.0),
+                (204_000.0, 30_000.0),
+                (5_003_000.0, 200_000.0)
+            ]
+        );
+        let fields = profile_fields(&WakeProbe {
+            read: dir.clone(),
+            write: dir,
+            requests_per_gap: 80,
+        });
+        assert!(fields.starts_with(
+            "read_wake = [{ idle_ns = 23000, extra_ns = 0 }, { idle_ns = 204000, extra_ns = 30000 }"
+        ));
+    }
+
+    #[test]
+    fn idle_times_that_do_not_grow_with_the_gaps_give_no_curve() {
+        let dir = WakeDirection {
+            back_to_back_us: summary(40.0),
+            gaps: vec![gap(20, 300.0, 50.0), gap(50, 290.0, 60.0)],
+        };
+        assert!(dir.curve().is_none());
+        let p = WakeProbe {
+            read: dir.clone(),
+            write: dir,
+            requests_per_gap: 80,
+        };
+        assert!(profile_fields(&p).contains("# read_wake: none"));
+        assert!(sources(&p).is_empty());
+    }
+}
