@@ -159,6 +159,14 @@ pub struct CostOverrides {
     /// fault handling), measured by `nvmswap linux calibrate`.
     #[serde(default)]
     pub swap_in_software_ns: Option<f64>,
+    /// The work on each further page of a swap-in's read-ahead window inside the task's block
+    /// plug (folio allocation, memory cgroup charge, swap cache, read submission: mm/swap_state.c
+    /// `__read_swap_cache_async`), measured by `nvmswap linux calibrate` (page-cluster 3 swap-ins
+    /// through a scratch swap file: the windows' time in the plug against their size). Sim
+    /// spends it in the faulting task for each neighbour that gets a frame, before its read
+    /// joins the plug, so the reads queued before it wait; without it, nothing.
+    #[serde(default)]
+    pub readahead_page_ns: Option<f64>,
     /// The whole swap-out path per page into zswap (unmap, slot, swap cache, compression of a
     /// page of the probe's content, pool allocation), measured by `nvmswap linux calibrate`
     /// (MADV_PAGEOUT probe with zswap in front of a swap file). Sim charges a pool store

@@ -123,6 +123,11 @@ pub struct Calibration {
     /// The swap path through a swap file on the disk (None when it could not be probed, with why).
     pub swap_path: Option<SwapPathProbe>,
     pub swap_path_unavailable: Option<String>,
+    /// The same through the swap file with page-cluster 1, 2 and 3, the pages touched in order:
+    /// each further page of a read-ahead window's time in the block plug (None when it could
+    /// not be probed, with why).
+    pub readahead_plug: Option<crate::readahead_probe::ReadaheadPlugProbe>,
+    pub readahead_plug_unavailable: Option<String>,
     /// The same probe through zswap in front of the swap file, and through zram (None when it
     /// could not be probed, with why).
     pub zswap_path: Option<PoolPathProbe>,
@@ -1233,11 +1238,11 @@ pub(crate) fn procs_file(cg: &Path) -> Result<std::ffi::CString, LinuxError> {
 }
 
 /// What the page-out probe measured under one set-up ([`probe_page_out`]).
-struct PageOutRun {
+pub(crate) struct PageOutRun {
     /// ns per page of each 32-page `MADV_PAGEOUT` batch.
     store: LatencyRecorder,
     /// ns of each touch of a paged-out page.
-    fault: LatencyRecorder,
+    pub(crate) fault: LatencyRecorder,
     evicted_bytes: u64,
     /// /proc/vmstat deltas over the page-out (`*out`) and over the touches (`*in`).
     pswpout: u64,
@@ -1245,21 +1250,25 @@ struct PageOutRun {
     zswpout: u64,
     zswpin: u64,
     trace: serde_json::Value,
+    /// The swap file's block requests (none without a swap file or a trace).
+    pub(crate) requests: Vec<nvmswap_core::results::BlockRequest>,
 }
 
 /// The page-out probe under `cfg`'s swap set-up (a swap file, zswap in front of one, or zram):
 /// a forked child in the set-up's memory cgroup fills `pages` tab-model pages, pages them out
 /// in 32-page `MADV_PAGEOUT` batches (each page's whole swap-out path: unmap, slot, swap cache
-/// and the back-end's store), then touches them in a random order (each a swap-in fault). With a
+/// and the back-end's store), then touches them in a random order (each a swap-in fault), or
+/// in address order when `in_order` (the swap read-ahead's window then grows to its largest). With a
 /// plain swap file, the block requests of the file are traced and the cgroup is reclaimed
 /// between the two halves (reclaim's written pages stay in the swap cache, clean, until reclaim
 /// meets them again; freeing them makes every touch read from the device). zswap and zram free
 /// a stored page in the same reclaim pass (its "write" ends at once), so their touches are pool
 /// hits without it.
-fn probe_page_out(
+pub(crate) fn probe_page_out(
     cfg: &LinuxConfig,
     pages: usize,
     seed: u64,
+    in_order: bool,
     state_path: &Path,
 ) -> Result<PageOutRun, LinuxError> {
     let swap_file = match &cfg.swap {
@@ -1277,8 +1286,10 @@ fn probe_page_out(
         let region = Mapping::new(pages * PAGE, false)?;
         let mut order: Vec<usize> = (0..pages).collect();
         let mut rng = ChaCha8Rng::seed_from_u64(seed);
-        for i in (1..order.len()).rev() {
-            order.swap(i, rng.random_range(0..=i));
+        if !in_order {
+            for i in (1..order.len()).rev() {
+                order.swap(i, rng.random_range(0..=i));
+            }
         }
         let batch = nvmswap_core::SWAP_CLUSTER_MAX as usize;
         let batches = pages.div_ceil(batch);
@@ -1331,9 +1342,12 @@ fn probe_page_out(
         for i in 0..pages {
             fault.record_ns(ns(1 + batches + i));
         }
-        let trace = match tracer {
-            Some(t) => crate::blktrace::Traced::of(t).summary,
-            None => serde_json::Value::Null,
+        let (trace, requests) = match tracer {
+            Some(t) => {
+                let traced = crate::blktrace::Traced::of(t);
+                (traced.summary, traced.requests)
+            }
+            None => (serde_json::Value::Null, Vec::new()),
         };
         Ok(PageOutRun {
             store,
@@ -1344,6 +1358,7 @@ fn probe_page_out(
             pswpin: vmstat_counter("pswpin")? - in0.0,
             zswpin: vmstat_counter("zswpin")? - in0.1,
             trace,
+            requests,
         })
     })();
     let diffs = setup.restore()?;
@@ -1382,7 +1397,7 @@ pub fn probe_swap_path(
     state_path: &Path,
 ) -> Result<SwapPathProbe, LinuxError> {
     let cfg = scratch_swap_file_config("calibrate-swap-path", dir, pages);
-    let run = probe_page_out(&cfg, pages, seed, state_path)?;
+    let run = probe_page_out(&cfg, pages, seed, false, state_path)?;
     let fault_us = run.fault.summary(NS_PER_US);
     let trace = run.trace;
     let mean = |k: &str| trace[k]["mean"].as_f64();
@@ -1456,7 +1471,7 @@ pub fn probe_pool_path(
         swap_file_blocks: Default::default(),
         tab_cpus: None,
     };
-    let run = probe_page_out(&cfg, pages, seed, state_path)?;
+    let run = probe_page_out(&cfg, pages, seed, false, state_path)?;
     Ok(PoolPathProbe {
         pool: if zswap { "zswap" } else { "zram" }.into(),
         compressor: POOL_PROBE_COMPRESSOR.name().into(),
@@ -1894,6 +1909,11 @@ pub fn run(swap_dir: &Path, seed: u64) -> Result<Calibration, LinuxError> {
             Ok(p) => (Some(p), None),
             Err(e) => (None, Some(e.to_string())),
         };
+    let (readahead_plug, readahead_plug_unavailable) =
+        match crate::readahead_probe::probe(swap_dir, 4096, seed, &state_path) {
+            Ok(p) => (Some(p), None),
+            Err(e) => (None, Some(e.to_string())),
+        };
     let pool = |zswap| match probe_pool_path(swap_dir, zswap, 4096, seed, &state_path) {
         Ok(p) => (Some(p), None),
         Err(e) => (None, Some(e.to_string())),
@@ -1922,6 +1942,8 @@ pub fn run(swap_dir: &Path, seed: u64) -> Result<Calibration, LinuxError> {
         limit_reclaim_unavailable,
         swap_path,
         swap_path_unavailable,
+        readahead_plug,
+        readahead_plug_unavailable,
         zswap_path,
         zswap_path_unavailable,
         zram_path,
@@ -2267,6 +2289,15 @@ pub fn costs_toml(cal: &Calibration) -> String {
             ));
         }
     }
+    if let Some(r) = &cal.readahead_plug {
+        out.push_str(&crate::readahead_probe::comment(r));
+        match r.fit.filter(|f| f.page_us >= 0.0) {
+            Some(f) => out.push_str(&format!("readahead_page_ns = {}\n", ns(f.page_us))),
+            None => out.push_str(
+                "# readahead_page_ns: none (too few window sizes, or a negative slope)\n",
+            ),
+        }
+    }
     out.push_str(&pool_costs_toml(cal));
     out.push_str(&limit_reclaim_costs_toml(cal));
     if let Some(p) = &cal.remote_shootdown {
@@ -2516,6 +2547,8 @@ struct CostsFile {
     #[serde(default)]
     swap_in_software_ns: Option<f64>,
     #[serde(default)]
+    readahead_page_ns: Option<f64>,
+    #[serde(default)]
     zswap_store_page_ns: Option<f64>,
     #[serde(default)]
     zram_store_page_ns: Option<f64>,
@@ -2574,6 +2607,7 @@ pub fn load_costs(
         minor_fault_ns: Some(file.minor_fault_ns),
         swap_write_page_ns: file.swap_write_page_ns,
         swap_in_software_ns: file.swap_in_software_ns,
+        readahead_page_ns: file.readahead_page_ns,
         compress_mean_ns: c.map(|c| c.compress_mean_ns),
         compress_p99_ns: c.map(|c| c.compress_p99_ns),
         decompress_mean_ns: c.map(|c| c.decompress_mean_ns),
@@ -2783,6 +2817,8 @@ mod tests {
             wake_probe_unavailable: None,
             swap_path: None,
             swap_path_unavailable: None,
+            readahead_plug: None,
+            readahead_plug_unavailable: None,
             zswap_path: Some(pool("zswap", 14.0, 9.7)),
             zswap_path_unavailable: None,
             zram_path: Some(pool("zram", 11.5, 6.0)),
@@ -2971,6 +3007,8 @@ mod tests {
             wake_probe_unavailable: None,
             swap_path: None,
             swap_path_unavailable: None,
+            readahead_plug: None,
+            readahead_plug_unavailable: None,
             zswap_path: None,
             zswap_path_unavailable: None,
             zram_path: None,

@@ -18,6 +18,7 @@ pub mod error;
 pub mod memcg_reclaim;
 pub mod microbench;
 pub mod pressure;
+pub mod readahead_probe;
 pub mod setup;
 pub mod shootdown;
 pub mod signals;

@@ -89,6 +89,10 @@ pub struct Costs {
     /// Reclaim's work for a page its scan looks at and keeps (referenced check, rotation or
     /// activation): `costs.reclaim_keep_page_ns` (calibrated), else 0 (sim assumes none).
     pub reclaim_keep: u64,
+    /// The work on each further page of a swap-in's read-ahead window inside the block plug
+    /// (folio, charge, swap cache, read submission): `costs.readahead_page_ns` (calibrated),
+    /// else 0 (sim assumes none).
+    pub readahead_page: u64,
     /// Calibrated whole swap-out paths into zswap's pool and into zram (None: not calibrated).
     zswap_store: Option<f64>,
     zram_store: Option<f64>,
@@ -119,6 +123,7 @@ impl Costs {
             reclaim_keep: o
                 .reclaim_keep_page_ns
                 .map_or(0, |v| v.max(0.0).round() as u64),
+            readahead_page: o.readahead_page_ns.map_or(0, |v| v.max(0.0).round() as u64),
             zswap_store: o.zswap_store_page_ns,
             zram_store: o.zram_store_page_ns,
             compress: LatencyDist {

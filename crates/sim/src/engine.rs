@@ -281,8 +281,8 @@ impl<'a> Machine<'a> {
     /// A swap-in that reads a block device: the window is planned and the task's plug opened;
     /// each page of it, the faulting one among them, gets its frame in the kernel's order (the
     /// charge may reclaim, inside the plug, which delays the reads after it and shows in their
-    /// Q2D), its read joining the plug; the plug goes out when the loop ends, and the task
-    /// waits for its page's read.
+    /// Q2D; each neighbour also costs `costs.readahead_page_ns` of work there), its read joining
+    /// the plug; the plug goes out when the loop ends, and the task waits for its page's read.
     fn swap_in_window(&mut self, p: u32, write: bool, me: Actor) -> Result<u64, SimError> {
         let (order, before) = self.backend.plan_swap_in(p, self.now, me, env!(self));
         let mut after = before;
@@ -296,6 +296,18 @@ impl<'a> Machine<'a> {
                 match self.allocate_frame_after(after) {
                     Some(s) => after += s,
                     None => continue,
+                }
+                // Its folio, charge and swap-cache entry, and its read's submission (the
+                // faulting page's are in the swap-in path's software cost).
+                let work = self.costs.readahead_page;
+                if work > 0 {
+                    self.obs.emit(Event::Cpu {
+                        t: self.now + after,
+                        actor: me,
+                        kind: CpuKind::Kernel,
+                        ns: work,
+                    });
+                    after += work;
                 }
             }
             let t = self.now + after;

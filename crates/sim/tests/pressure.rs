@@ -200,3 +200,40 @@ fn the_timeline_carries_free_memory_that_falls_as_tabs_fill_dram() {
     let (first, last) = (t[0].free_bytes, t[t.len() - 1].free_bytes);
     assert!(first > 0 && last < first / 2, "free {first} -> {last}");
 }
+
+#[test]
+fn a_read_ahead_windows_further_pages_hold_its_reads_in_the_plug() {
+    // On the NVMe every read goes out at once (Q2D about 0, the scheduler test above) except
+    // for the time the window's loop keeps the task's plug closed. With 10 us of work per
+    // further page (`costs.readahead_page_ns`) a window of n pages holds its first read
+    // 10 us x (n - 1) more: every multi-page window's first read waits at least 10 us, the
+    // widest 70 us; the swap-ins take longer.
+    let run_with = |work: &str| {
+        let cfg = ["page_cluster=3", "swap_profile=nvme-nand", work];
+        run("nand", &cfg, 1, 0.05).result
+    };
+    let none = run_with("costs.readahead_page_ns=0");
+    let some = run_with("costs.readahead_page_ns=10000");
+    let q2d = |r: &nvmswap_core::results::RunResult, q: &str| {
+        r.extra["blktrace"]["read_q2d_us"][q].as_f64().unwrap()
+    };
+    let pages = |r: &nvmswap_core::results::RunResult| {
+        r.extra["blktrace"]["read_pages_per_request"]["p90"]
+            .as_f64()
+            .unwrap()
+    };
+    assert!(q2d(&none, "p99") < 1.0, "{}", q2d(&none, "p99"));
+    assert!(pages(&some) > 1.0, "windows of more than one page");
+    // The widest window (8 pages at page-cluster 3) holds its first read 7 x 10 us.
+    assert!(
+        (q2d(&some, "p99") - 70.0).abs() < 0.5,
+        "read Q2D p99 {} us",
+        q2d(&some, "p99")
+    );
+    assert!(
+        q2d(&some, "p50") > 9.5,
+        "read Q2D p50 {} us",
+        q2d(&some, "p50")
+    );
+    assert!(some.fault_latency_us.p90 > none.fault_latency_us.p90);
+}

@@ -473,6 +473,11 @@ fn print_calibration(cal: &nvmswap_linux::calibrate::Calibration) {
         (None, Some(why)) => println!("swap path not probed: {why}"),
         (None, None) => {}
     }
+    match (&cal.readahead_plug, &cal.readahead_plug_unavailable) {
+        (Some(r), _) => print!("{}", nvmswap_linux::readahead_probe::comment(r)),
+        (None, Some(why)) => println!("read-ahead plug not probed: {why}"),
+        (None, None) => {}
+    }
     for (name, probe, why) in [
         ("zswap", &cal.zswap_path, &cal.zswap_path_unavailable),
         ("zram", &cal.zram_path, &cal.zram_path_unavailable),
