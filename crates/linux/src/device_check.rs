@@ -737,6 +737,61 @@ parallelism = 4
     }
 
     #[test]
+    fn each_recorded_request_pairs_with_the_traced_one_of_its_key_in_order() {
+        let rec = |write, slot: u64, pages: u64, d_ns| Recorded {
+            write,
+            offset: slot * PAGE_SIZE,
+            bytes: pages * PAGE_SIZE,
+            d_ns,
+        };
+        let traced = |op, slot: u64, pages: u64, d_ns, c_ns| BlockRequest {
+            op,
+            sector: 0,
+            slot,
+            bytes: pages * PAGE_SIZE,
+            merged: 0,
+            q_ns: d_ns,
+            d_ns,
+            c_ns,
+        };
+        // The same read twice (two D2Cs in dispatch order), a write, and a read the block layer
+        // split (no traced request of its size).
+        let recorded = [
+            rec(false, 4, 2, 1_000),
+            rec(true, 10, 3, 2_000),
+            rec(false, 4, 2, 9_000),
+            rec(false, 20, 8, 9_500),
+        ];
+        let trace = [
+            traced(Op::Read, 4, 2, 500_000, 570_000),
+            traced(Op::Write, 10, 3, 200_000, 400_000),
+            traced(Op::Read, 4, 2, 100_000, 150_000),
+            traced(Op::Read, 20, 4, 600_000, 640_000),
+        ];
+        let disk = match_traced(&recorded, &trace);
+        assert_eq!(disk, [Some(50_000), Some(200_000), Some(70_000), None]);
+        let replay = Replay {
+            rows: Vec::new(),
+            late: 0,
+            seconds: 0.0,
+            requests: recorded
+                .iter()
+                .zip(disk)
+                .map(|(&recorded, disk_d2c_ns)| ReplayedRequest {
+                    recorded,
+                    disk_d2c_ns,
+                    model_d2c_ns: 45_000,
+                })
+                .collect(),
+        };
+        let csv = replay.requests_csv();
+        let lines: Vec<&str> = csv.lines().collect();
+        assert_eq!(lines[0], "op,offset,bytes,d_ns,disk_d2c_ns,model_d2c_ns");
+        assert_eq!(lines[1], "read,16384,8192,0,50000,45000");
+        assert_eq!(lines[4], "read,81920,32768,8500,,45000");
+    }
+
+    #[test]
     fn the_model_serves_a_burst_on_its_channels() {
         // Constant 50 us, 4 channels, no per-page cost given (the assumption: 5 us per further
         // page): a burst of one 1-page write takes 50 us; of eight, two waves of four.
