@@ -167,6 +167,16 @@ pub struct CostOverrides {
     /// joins the plug, so the reads queued before it wait; without it, nothing.
     #[serde(default)]
     pub readahead_page_ns: Option<f64>,
+    /// The block layer's work on a request between its queueing and its dispatch to the driver
+    /// when nothing holds it (blktrace Q to D: request allocation, the I/O scheduler's insert
+    /// and dispatch, the hardware queue's run; block/blk-mq.c `blk_mq_submit_bio` ->
+    /// `blk_mq_run_hw_queue`), measured by `nvmswap linux calibrate` (the read Q2D p50 of
+    /// page-cluster-0 swap-ins through a scratch swap file, one page per request, no plug).
+    /// Sim's block layer dispatches a request no earlier than this after it enters; its Q2D and
+    /// Q2C, and the waiting task's swap-in, hold it. Without it, none: the uncalibrated swap-in
+    /// software cost (seed 002's breakdown) already holds seed 002's block layer.
+    #[serde(default)]
+    pub block_dispatch_ns: Option<f64>,
     /// The whole swap-out path per page into zswap (unmap, slot, swap cache, compression of a
     /// page of the probe's content, pool allocation), measured by `nvmswap linux calibrate`
     /// (MADV_PAGEOUT probe with zswap in front of a swap file). Sim charges a pool store

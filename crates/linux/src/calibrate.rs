@@ -2288,6 +2288,17 @@ pub fn costs_toml(cal: &Calibration) -> String {
                 ns(b.swap_layer_and_fault_us)
             ));
         }
+        if let Some(q2d) = sp.trace["read_q2d_us"]["p50"].as_f64() {
+            // The p50, not the mean: a request that waits for nothing; what holds some of them
+            // (a tag, a write in the scheduler) sim's block layer models itself.
+            out.push_str(&format!(
+                "# The block layer between a read's queueing and its dispatch (Q2D p50 of the\n\
+                 # same probe's page-cluster-0 swap-ins: one page per request, no plug; mean {:.1} us).\n\
+                 block_dispatch_ns = {}\n",
+                sp.trace["read_q2d_us"]["mean"].as_f64().unwrap_or(f64::NAN),
+                ns(q2d)
+            ));
+        }
     }
     if let Some(r) = &cal.readahead_plug {
         out.push_str(&crate::readahead_probe::comment(r));
@@ -2549,6 +2560,8 @@ struct CostsFile {
     #[serde(default)]
     readahead_page_ns: Option<f64>,
     #[serde(default)]
+    block_dispatch_ns: Option<f64>,
+    #[serde(default)]
     zswap_store_page_ns: Option<f64>,
     #[serde(default)]
     zram_store_page_ns: Option<f64>,
@@ -2608,6 +2621,7 @@ pub fn load_costs(
         swap_write_page_ns: file.swap_write_page_ns,
         swap_in_software_ns: file.swap_in_software_ns,
         readahead_page_ns: file.readahead_page_ns,
+        block_dispatch_ns: file.block_dispatch_ns,
         compress_mean_ns: c.map(|c| c.compress_mean_ns),
         compress_p99_ns: c.map(|c| c.compress_p99_ns),
         decompress_mean_ns: c.map(|c| c.decompress_mean_ns),
@@ -2916,6 +2930,37 @@ mod tests {
         assert_eq!(rle.reclaim_scan_page_ns, Some(16_500.0));
         // An algorithm not probed: the paths as measured (sim keeps their mean either way).
         assert_eq!(none.unwrap().zswap_store_page_ns, Some(14_000.0));
+        // No swap-path probe: no swap path costs at all, and no block layer.
+        assert_eq!(lzo.block_dispatch_ns, None);
+        assert!(!text.contains("block_dispatch_ns"), "{text}");
+
+        // The swap-path probe: the fault less the read's Q2C (means), and the read's Q2D p50
+        // as the block layer's own work.
+        let mut traced = cal.clone();
+        traced.swap_path = Some(SwapPathProbe {
+            write_submit_us_per_page: s(9.0, 8.5),
+            swap_in_fault_us: s(60.0, 55.0),
+            evicted_bytes: 0,
+            pswpout: 4096,
+            pswpin: 4096,
+            breakdown: Some(SwapInBreakdown {
+                total_us: 60.0,
+                swap_layer_and_fault_us: 15.0,
+                block_layer_us: 4.4,
+                device_us: 40.6,
+            }),
+            trace: serde_json::json!({"read_q2d_us": {"p50": 3.9, "mean": 4.4}}),
+        });
+        let text = costs_toml(&traced);
+        assert!(text.contains("\nswap_in_software_ns = 15000\n"), "{text}");
+        assert!(text.contains("\nblock_dispatch_ns = 3900\n"), "{text}");
+        assert!(text.contains("mean 4.4 us"), "{text}");
+        std::fs::write(&path, &text).unwrap();
+        let loaded = load_costs(&path, "lzo");
+        std::fs::remove_file(&path).unwrap();
+        let loaded = loaded.unwrap();
+        assert_eq!(loaded.block_dispatch_ns, Some(3_900.0));
+        assert_eq!(loaded.swap_in_software_ns, Some(15_000.0));
     }
 
     #[test]

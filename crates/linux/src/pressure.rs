@@ -531,7 +531,16 @@ fn drive(
             .saturating_sub(*vm0.get(k).unwrap_or(&0))
     };
     let mut extra = serde_json::Map::new();
-    for k in ["pswpin", "pswpout", "zswpin", "zswpout"] {
+    // swap_ra: pages a swap-in's read-ahead read besides the faulting one; swap_ra_hit: faults
+    // that found such a page (mm/swap_state.c; zram's synchronous swap-ins read none).
+    for k in [
+        "pswpin",
+        "pswpout",
+        "zswpin",
+        "zswpout",
+        "swap_ra",
+        "swap_ra_hit",
+    ] {
         extra.insert(format!("{k}_delta"), d(k).into());
     }
     // Pages whose writeback ended during the run (`nr_written`: swap-outs and file writeback

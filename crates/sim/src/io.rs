@@ -36,6 +36,11 @@ pub struct Io {
     /// completion time, in completion order. The back-end ends each page's writeback with them.
     written: Vec<(u64, u64)>,
     poll_while_waiting: bool,
+    /// The block layer's work from a request's entry to its dispatch when nothing holds it
+    /// (`costs.block_dispatch_ns`, calibrated; 0 without it). It delays the request, not its
+    /// submitter: a writer's submission CPU is in its calibrated swap write path, and a reader
+    /// waits for its read's completion anyway.
+    dispatch_ns: u64,
 }
 
 impl Io {
@@ -77,6 +82,10 @@ impl Io {
             finished_sync: BTreeMap::new(),
             written: Vec::new(),
             poll_while_waiting: mode == CompletionMode::Poll,
+            dispatch_ns: cfg
+                .costs
+                .block_dispatch_ns
+                .map_or(0, |v| v.max(0.0).round() as u64),
         })
     }
 
@@ -119,6 +128,8 @@ impl Io {
     /// Queues one request of `pages` consecutive slots from `slot` (a plug's merged request) at
     /// `t`, when its plug is flushed; `first_bio_at` (at most `t`) is when its first bio entered
     /// the plug, blktrace's Q of the request, so its plug time counts in Q2D as on the kernel.
+    /// The request enters the layer `dispatch_ns` after `t` (the block layer's own work before
+    /// dispatch), which counts in its Q2D as well.
     /// Returns its id and when the submitter goes on: `t` plus its wait for a request tag.
     #[allow(clippy::too_many_arguments)]
     pub fn submit_pages(
@@ -137,9 +148,9 @@ impl Io {
         // submitter's: that skew is no wait of the request's).
         let plugged = t.saturating_sub(first_bio_at);
         let submitted = t;
-        let entered = t.max(self.clock);
+        let entered = (t + self.dispatch_ns).max(self.clock);
         let mut t = entered;
-        let issued = t.saturating_sub(plugged);
+        let issued = t.saturating_sub(plugged + self.dispatch_ns);
         self.advance(t, obs);
         while self.layer.in_flight() >= self.max_requests {
             let next = self

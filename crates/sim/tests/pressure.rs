@@ -237,3 +237,34 @@ fn a_read_ahead_windows_further_pages_hold_its_reads_in_the_plug() {
     );
     assert!(some.fault_latency_us.p90 > none.fault_latency_us.p90);
 }
+
+#[test]
+fn the_block_layers_own_work_delays_every_dispatch() {
+    // Page-cluster 0 on the NVMe: one page per read, no plug, no wait (Q2D about 0). With 5 us
+    // of the block layer's own work (`costs.block_dispatch_ns`) a lone read goes to the device
+    // 5 us after it entered, and the writes (plugged and queued besides) no sooner.
+    let run_with = |work: &str| {
+        let cfg = ["page_cluster=0", "swap_profile=nvme-nand", work];
+        run("nand", &cfg, 1, 0.05).result
+    };
+    let none = run_with("costs.block_dispatch_ns=0");
+    let some = run_with("costs.block_dispatch_ns=5000");
+    let stage = |r: &nvmswap_core::results::RunResult, s: &str, q: &str| {
+        r.extra["blktrace"][s][q].as_f64().unwrap()
+    };
+    assert!(
+        stage(&none, "read_q2d_us", "p50") < 0.1,
+        "{}",
+        stage(&none, "read_q2d_us", "p50")
+    );
+    let read_p50 = stage(&some, "read_q2d_us", "p50");
+    assert!((read_p50 - 5.0).abs() < 0.05, "read Q2D p50 {read_p50} us");
+    let write_p50 = stage(&some, "write_q2d_us", "p50");
+    assert!(write_p50 >= 4.99, "write Q2D p50 {write_p50} us");
+    // The faulting task waits for its read: the swap-ins are slower by about the same.
+    let (a, b) = (
+        stage(&none, "read_q2c_us", "p50"),
+        stage(&some, "read_q2c_us", "p50"),
+    );
+    assert!((b - a - 5.0).abs() < 1.0, "read Q2C p50 {a} -> {b} us");
+}

@@ -309,6 +309,27 @@ fn sim_pages_per_write(r: &RunResult) -> Option<f64> {
     (requests > 0.0).then(|| extra_at(r, &["device_write_pages"]).unwrap_or(0.0) / requests)
 }
 
+/// Pages a swap-in's read-ahead read besides the faulting one (/proc/vmstat `swap_ra`).
+fn linux_readahead_pages(r: &RunResult) -> Option<f64> {
+    extra_at(r, &["swap_ra_delta"]).filter(|&n| n > 0.0)
+}
+
+fn sim_readahead_pages(r: &RunResult) -> Option<f64> {
+    extra_at(r, &["readahead_pages"]).filter(|&n| n > 0.0)
+}
+
+/// The share of the pages read ahead that a later fault found (`swap_ra_hit` / `swap_ra`), in
+/// percent.
+fn linux_readahead_hit_percent(r: &RunResult) -> Option<f64> {
+    let hits = extra_at(r, &["swap_ra_hit_delta"])?;
+    linux_readahead_pages(r).map(|pages| 100.0 * hits / pages)
+}
+
+fn sim_readahead_hit_percent(r: &RunResult) -> Option<f64> {
+    let hits = extra_at(r, &["readahead_hits"])?;
+    sim_readahead_pages(r).map(|pages| 100.0 * hits / pages)
+}
+
 /// The share of write requests dispatched with a read, in percent (the same key on both).
 fn writes_with_reads_percent(r: &RunResult) -> Option<f64> {
     extra_at(r, &["blktrace", "write_share_dispatched_with_reads"]).map(|share| share * 100.0)
@@ -418,6 +439,18 @@ const MECHANISMS: &[Mechanism] = &[
     Mechanism {
         label: "pages per write request",
         read: Read::Each(linux_pages_per_write, sim_pages_per_write),
+    },
+    both(
+        "read: pages per request mean",
+        &["blktrace", "read_pages_per_request", "mean"],
+    ),
+    Mechanism {
+        label: "read-ahead pages",
+        read: Read::Each(linux_readahead_pages, sim_readahead_pages),
+    },
+    Mechanism {
+        label: "read-ahead hits %",
+        read: Read::Each(linux_readahead_hit_percent, sim_readahead_hit_percent),
     },
     both("read Q2D us p99", &["blktrace", "read_q2d_us", "p99"]),
     both("read D2C us p50", &["blktrace", "read_d2c_us", "p50"]),
@@ -1493,6 +1526,9 @@ mod tests {
                 serde_json::json!({"write_requests": requests, "read_requests": 10}),
             );
             r.extra.insert("pswpout_delta".into(), pages.into());
+            r.extra.insert("swap_ra_delta".into(), 400.into());
+            r.extra
+                .insert("swap_ra_hit_delta".into(), (pages / 10).into());
             r.extra.insert(
                 "memcg_reclaim".into(),
                 serde_json::json!({
@@ -1513,6 +1549,8 @@ mod tests {
         sim.extra.insert("device_writes".into(), 100.into());
         sim.extra.insert("device_write_pages".into(), 1_200.into());
         sim.extra.insert("device_reads".into(), 0.into());
+        sim.extra.insert("readahead_pages".into(), 0.into());
+        sim.extra.insert("readahead_hits".into(), 0.into());
         let rows = mechanism_rows(&[linux(100, 1_000), linux(300, 3_600)], &sim);
         let get = |label: &str| rows.iter().find(|r| r.0 == label).map(|r| (r.1, r.2));
         // Pages per write request: the linux runs' mean of 10 and 12; sim 12.
@@ -1545,6 +1583,9 @@ mod tests {
             get("idle CPUs switched to init_mm by a flush"),
             Some((Some(4.0), None))
         );
+        // Read-ahead: 100 and 360 hits of 400 pages read ahead (25 and 90 %); sim read none ahead.
+        assert_eq!(get("read-ahead pages"), Some((Some(400.0), None)));
+        assert_eq!(get("read-ahead hits %"), Some((Some(57.5), None)));
         // Neither has a trace stage: no row.
         assert_eq!(get("write D2C us p99"), None);
         let table = mechanism_table(Some(("x", 3)), &rows);

@@ -91,6 +91,8 @@ pub struct BlockSwap {
     /// The page came in by read-ahead and was not used since (the folio's readahead flag): its
     /// first use is a read-ahead hit.
     ra_unused: Vec<bool>,
+    /// First uses of pages read ahead (the kernel's `swap_ra_hit`).
+    readahead_hits: u64,
     /// The last swap-in's read-ahead decision (tests compare it with core's).
     pub(crate) last_decision: Option<ReadDecision>,
     /// The slot of each page that holds one.
@@ -194,6 +196,7 @@ impl BlockSwap {
             area_of: Vec::new(),
             areas: Vec::new(),
             ra_unused: Vec::new(),
+            readahead_hits: 0,
             last_decision: None,
             slot_of: Vec::new(),
             slot_owner: vec![NO_OWNER; swap_slots as usize],
@@ -760,9 +763,18 @@ impl BlockSwap {
             .collect()
     }
 
+    /// The read-ahead's hits for the results' `extra` (`readahead_hits`; the pages read ahead
+    /// are the metrics' `readahead_pages`).
+    pub(super) fn readahead_extra(&self) -> serde_json::Map<String, serde_json::Value> {
+        let mut extra = serde_json::Map::new();
+        extra.insert("readahead_hits".into(), self.readahead_hits.into());
+        extra
+    }
+
     /// A resident page is used: the first use of a page read ahead is a hit for its window.
     pub(super) fn used(&mut self, p: u32) {
         if std::mem::take(&mut self.ra_unused[p as usize]) {
+            self.readahead_hits += 1;
             let area = self.area_of[p as usize];
             let base = self.areas[area as usize].0;
             self.ra.hit(area, u64::from(p - base));
@@ -1026,5 +1038,9 @@ impl SwapBackend for BlockSwap {
             block_device: true,
             wear: None,
         }
+    }
+
+    fn finish_extra(&mut self, _end: u64) -> serde_json::Map<String, serde_json::Value> {
+        self.readahead_extra()
     }
 }

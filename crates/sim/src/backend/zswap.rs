@@ -338,6 +338,10 @@ impl SwapBackend for Zswap {
         self.dev.used(p);
     }
 
+    fn finish_extra(&mut self, _end: u64) -> serde_json::Map<String, serde_json::Value> {
+        self.dev.readahead_extra()
+    }
+
     fn written(&mut self, p: u32) {
         if self.dev.held[p as usize] == Held::No && self.pool.contains(p) {
             // A kept copy (non-exclusive load) is stale once the page is written.
