@@ -2421,9 +2421,43 @@ fn pool_costs_toml(cal: &Calibration) -> String {
     out
 }
 
+/// The pages the limit-reclaim probe's charges kept for their references, and their cost per
+/// page reclaimed at the kept-page probe's `reclaim_keep_page_ns`.
+struct KeptShare {
+    reclaimed: u64,
+    kept: u64,
+    per_kept_ns: f64,
+    per_reclaimed_page_ns: f64,
+}
+
+/// The touches' charges also kept pages for their references; with both the kept-page cost and
+/// the touches' own trace, the kept pages' share comes off the estimate (sim charges it apart).
+fn kept_share(cal: &Calibration, l: &LimitReclaimProbe) -> Option<KeptShare> {
+    let fit = cal.kept_pages.as_ref()?.fit?;
+    let (kept, reclaimed) = l.traced_kept.zip(l.traced_reclaimed)?;
+    (reclaimed > 0).then(|| KeptShare {
+        reclaimed,
+        kept,
+        per_kept_ns: fit.per_kept_ns,
+        per_reclaimed_page_ns: fit.per_kept_ns * kept as f64 / reclaimed as f64,
+    })
+}
+
+/// The limit-reclaim probe's `reclaim_scan_page_ns` before it is written, which may be negative
+/// (it is written as 0): [`LimitReclaimProbe::paired_scan_page_ns`] less the kept pages' share
+/// where the kept-page probe and the touches' trace give it. None when the probe gave nothing.
+/// The estimate is a difference of two paths of 13-17 us per page whose true difference is a
+/// few us, so a run on a drifting machine can come out below 0 (docs/experiments/validation.md,
+/// "The matrix again (2026-11-27 15:50 ...)").
+pub fn reclaim_scan_estimate_ns(cal: &Calibration) -> Option<f64> {
+    let l = cal.limit_reclaim.as_ref()?;
+    let scan = l.paired_scan_page_ns()?;
+    Some(scan - kept_share(cal, l).map_or(0.0, |k| k.per_reclaimed_page_ns))
+}
+
 /// The limit-reclaim probe's part of [`costs_toml`]: `reclaim_scan_page_ns`
-/// ([`LimitReclaimProbe::paired_scan_page_ns`], clamped at 0), with the chunk median and the
-/// figure against the calibration's minor-fault and zram page-out probes in the comment.
+/// ([`reclaim_scan_estimate_ns`], clamped at 0), with the chunk median and the figure against
+/// the calibration's minor-fault and zram page-out probes in the comment.
 fn limit_reclaim_costs_toml(cal: &Calibration) -> String {
     let ns = |us: f64| (us * NS_PER_US as f64).round();
     let Some(l) = &cal.limit_reclaim else {
@@ -2455,30 +2489,24 @@ fn limit_reclaim_costs_toml(cal: &Calibration) -> String {
             )
         })
         .unwrap_or_default();
-    // The touches' charges also kept pages for their references; with both the kept-page
-    // cost and the touches' own trace, the kept pages' share comes off (sim charges it apart).
-    let keep = cal
-        .kept_pages
-        .as_ref()
-        .and_then(|k| k.fit)
-        .zip(l.traced_kept.zip(l.traced_reclaimed))
-        .filter(|(_, (_, reclaimed))| *reclaimed > 0)
-        .map(|(fit, (kept, reclaimed))| {
-            let per_page = fit.per_kept_ns * kept as f64 / reclaimed as f64;
-            (
-                scan - per_page,
-                format!(
-                    "\n# The touches' charges (vmscan trace) reclaimed {reclaimed} pages and kept \
-                     {kept} for their\n# references: {:.2} kept per page reclaimed, at \
-                     reclaim_keep_page_ns ({:.0}) {per_page:.0} ns of the\n# above, which sim \
-                     charges per page kept: {scan:.0} - {per_page:.0} = {:.0} ns.",
-                    kept as f64 / reclaimed as f64,
-                    fit.per_kept_ns,
-                    scan - per_page
-                ),
+    let keep_note = kept_share(cal, l)
+        .map(|k| {
+            format!(
+                "\n# The touches' charges (vmscan trace) reclaimed {} pages and kept {} for \
+                 their\n# references: {:.2} kept per page reclaimed, at reclaim_keep_page_ns \
+                 ({:.0}) {:.0} ns of the\n# above, which sim charges per page kept: {scan:.0} - \
+                 {:.0} = {:.0} ns.",
+                k.reclaimed,
+                k.kept,
+                k.kept as f64 / k.reclaimed as f64,
+                k.per_kept_ns,
+                k.per_reclaimed_page_ns,
+                k.per_reclaimed_page_ns,
+                scan - k.per_reclaimed_page_ns
             )
-        });
-    let (scan_written, keep_note) = keep.unwrap_or((scan, String::new()));
+        })
+        .unwrap_or_default();
+    let scan_written = reclaim_scan_estimate_ns(cal).unwrap_or(scan);
     format!(
         "# Limit reclaim's work per reclaimed page besides its page-out (LRU scanning,\n\
          # deactivation and referenced checks, rotations, priority loops): a child in a {} MiB\n\
@@ -2930,6 +2958,20 @@ mod tests {
         assert_eq!(rle.reclaim_scan_page_ns, Some(16_500.0));
         // An algorithm not probed: the paths as measured (sim keeps their mean either way).
         assert_eq!(none.unwrap().zswap_store_page_ns, Some(14_000.0));
+        // A page-out path slower than the touches' time per reclaimed page: the estimate is
+        // negative, (12,400,000 - 1,000 x 1,800) / 400 - 30,000 = -3,500 ns, written as 0.
+        let mut negative = cal.clone();
+        if let Some(l) = negative.limit_reclaim.as_mut() {
+            l.page_out_us_per_page = s(30.5, 30.0);
+        }
+        assert_eq!(reclaim_scan_estimate_ns(&negative), Some(-3_500.0));
+        assert!(
+            costs_toml(&negative).contains("\nreclaim_scan_page_ns = 0\n"),
+            "{}",
+            costs_toml(&negative)
+        );
+        assert_eq!(reclaim_scan_estimate_ns(&cal), Some(16_500.0));
+        assert_eq!(reclaim_scan_estimate_ns(&kept), Some(15_900.0));
         // No swap-path probe: no swap path costs at all, and no block layer.
         assert_eq!(lzo.block_dispatch_ns, None);
         assert!(!text.contains("block_dispatch_ns"), "{text}");

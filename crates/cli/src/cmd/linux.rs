@@ -390,6 +390,18 @@ pub fn calibrate_runs(
         nvmswap_core::device::DeviceProfile::from_toml_str(&profile, "calibration")
             .context("the calibrated profile does not validate")?;
         each(i, &cal);
+        if let Some(v) = nvmswap_linux::calibrate::reclaim_scan_estimate_ns(&cal) {
+            if v < 0.0 {
+                tracing::warn!(
+                    "calibration run {}: the limit-reclaim probe's reclaim_scan_page_ns came out \
+                     negative ({v:.0} ns: the touches' time per reclaimed page fell below the \
+                     page-out path's) and is written as 0; a drifting machine does this to some \
+                     runs: calibrate with --runs 3 or more and read each run's value in the costs \
+                     file's header",
+                    i + 1
+                );
+            }
+        }
         profiles.push(profile);
         costs.push(nvmswap_linux::calibrate::costs_toml(&cal));
         cals.push(cal);
