@@ -170,7 +170,7 @@ pub struct CostOverrides {
     /// The block layer's work on a request between its queueing and its dispatch to the driver
     /// when nothing holds it (blktrace Q to D: request allocation, the I/O scheduler's insert
     /// and dispatch, the hardware queue's run; block/blk-mq.c `blk_mq_submit_bio` ->
-    /// `blk_mq_run_hw_queue`), measured by `nvmswap linux calibrate` (the read Q2D p50 of
+    /// `blk_mq_run_hw_queue`), measured by `nvmswap linux calibrate` (the read Q2D mean of
     /// page-cluster-0 swap-ins through a scratch swap file, one page per request, no plug).
     /// Sim's block layer dispatches a request no earlier than this after it enters; its Q2D and
     /// Q2C, and the waiting task's swap-in, hold it. Without it, none: the uncalibrated swap-in
