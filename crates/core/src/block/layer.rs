@@ -27,9 +27,12 @@
 //!   switches, busy polling). `iowait_ns`: time the task slept waiting (charge as iowait).
 //!   Asynchronous requests (`sync == false`, e.g. writeback) have nobody waiting: `iowait_ns` = 0.
 //!
-//! Not modelled: the CPU cost of submission and scheduling itself (bio allocation, plugging,
-//! scheduler locks); multiple hardware queues (one hardware queue shared by all CPUs);
-//! merges across software queues of different CPUs.
+//! Not modelled here: the time of submission and scheduling itself (bio allocation, plugging,
+//! scheduler locks): a request is dispatchable the moment it enters. Sim's driver
+//! (crates/sim/src/io.rs) enters each request `costs.block_dispatch_ns` after its plug is
+//! flushed and counts that in its Q2D, as it does the plug's time. Also not modelled: multiple
+//! hardware queues (one hardware queue shared by all CPUs); merges across software queues of
+//! different CPUs.
 
 use super::completion::Completer;
 use super::device::Device;
