@@ -48,12 +48,16 @@
 //!   first touch timed as [`probe_minor_fault`] times its faults. A charge at the limit reclaims
 //!   in the faulting task (v1 `try_charge` -> `try_to_free_mem_cgroup_pages`): LRU scanning,
 //!   deactivation with its referenced checks, rotations, priority loops, and each reclaimed
-//!   page's page-out. pswpout's delta counts the pages reclaimed; what the touches took beyond
-//!   a minor fault each, per reclaimed page, less the zram page-out path of the same run, is
-//!   that reclaim's work around the page-out (`reclaim_scan_page_ns`,
-//!   [`LimitReclaimProbe::paired_scan_page_ns`]). The child stays on one CPU. The kernel's
-//!   vmscan tracepoints of the touches' charges ([`crate::memcg_reclaim::Tracer`]) say how many
-//!   pages those charges kept for their references, whose share comes off.
+//!   page's page-out. The kernel's vmscan tracepoints of the touches' charges
+//!   ([`crate::memcg_reclaim::Tracer::start_with_isolation`]) split each charge at its inactive
+//!   lists' isolations: the time outside `shrink_folio_list` per reclaimed page, plus each
+//!   reclaimed page's referenced check inside it (which the page-out cost, timed with
+//!   MADV_PAGEOUT, does not hold), is reclaim's work around the page-out
+//!   (`reclaim_scan_page_ns`, [`LimitReclaimProbe::traced_scan_page_ns`]). Without the trace,
+//!   the estimate falls back to the touches: what they took beyond a minor fault each, per
+//!   reclaimed page (pswpout's delta), less the zram page-out path of the same child and the
+//!   kept pages' share ([`LimitReclaimProbe::paired_scan_page_ns`]), a difference of two paths
+//!   timed apart that drifts. The child stays on one CPU.
 //! - **Kept pages**: the same cgroup, a child whose working set is read again between bursts
 //!   of fresh pages; a least-squares split of its charges' traced durations into pages
 //!   reclaimed and pages kept ([`fit_charge_cost`]) gives reclaim's cost per page it looks at
@@ -178,6 +182,13 @@ pub struct LimitReclaimProbe {
     /// touch-time estimate of the LRU work per reclaimed page holds the kept pages' cost too.
     pub traced_reclaimed: Option<u64>,
     pub traced_kept: Option<u64>,
+    /// The same charges' summed durations, and of them the time in `shrink_folio_list` and the
+    /// putback (from each inactive list's isolation to its shrink event,
+    /// [`crate::memcg_reclaim::Charge::folio_list_ns`]), ns.
+    pub traced_charge_ns: Option<u64>,
+    pub traced_folio_list_ns: Option<u64>,
+    /// The CPU the child was kept on (None when sched_getcpu failed).
+    pub cpu: Option<u32>,
 }
 
 /// A touch over this took a reclaim pass (a minor fault is ~2 µs, a 32-page pass ~250 µs).
@@ -235,6 +246,41 @@ impl LimitReclaimProbe {
             (per_page[m / 2 - 1] + per_page[m / 2]) / 2.0
         };
         Some(median - ns(self.page_out_us_per_page.p50))
+    }
+
+    /// The charges' own time outside `shrink_folio_list` per page they reclaimed, from the
+    /// vmscan trace: isolation, the active list's deactivation, the priority loop and the walk
+    /// over the cgroup's LRUs. Measured in the charges themselves, so the page-out path's own
+    /// drift (zram's 32-page MADV_PAGEOUT was 9.9 us per page in one probe and 14.3 in another,
+    /// minutes apart) does not enter it: 0.72-0.97 us in fifteen probes (2026-11-27) whose
+    /// [`Self::paired_scan_page_ns`] ranged from -0.8 to +4.8 us (docs/experiments/
+    /// validation.md, "A reclaim estimate from the charges themselves"). None without the trace
+    /// or with nothing reclaimed.
+    pub fn traced_outside_list_ns(&self) -> Option<f64> {
+        let (charge, list) = self.traced_charge_ns.zip(self.traced_folio_list_ns)?;
+        let reclaimed = self.traced_reclaimed.filter(|&r| r > 0)?;
+        Some(charge.saturating_sub(list) as f64 / reclaimed as f64)
+    }
+
+    /// What sim's `reclaim_scan_page_ns` stands for, per reclaimed page: the time outside
+    /// `shrink_folio_list` ([`Self::traced_outside_list_ns`]) and the referenced check that
+    /// `shrink_folio_list` makes of every page it reclaims (`folio_check_references`, an rmap
+    /// walk), at `check_ns`. The check is there because sim's page-out cost is timed with
+    /// MADV_PAGEOUT, whose `reclaim_pages` runs `shrink_folio_list` with `ignore_references`
+    /// (mm/vmscan.c, `reclaim_folio_list`), so it does not hold it.
+    pub fn traced_scan_page_ns(&self, check_ns: f64) -> Option<f64> {
+        Some(self.traced_outside_list_ns()? + check_ns)
+    }
+
+    /// What `shrink_folio_list` took per page the charges reclaimed, less the referenced checks
+    /// of every page it looked at (reclaimed and kept) at `check_ns` each: reclaim's own
+    /// page-out per page, which should come out as the zram page-out probe's (MADV_PAGEOUT, no
+    /// referenced checks) that sim charges for it: the check that the split closes.
+    pub fn traced_page_out_ns(&self, check_ns: f64) -> Option<f64> {
+        let list = self.traced_folio_list_ns?;
+        let reclaimed = self.traced_reclaimed.filter(|&r| r > 0)?;
+        let looked_at = reclaimed + self.traced_kept.unwrap_or(0);
+        Some((list as f64 - check_ns * looked_at as f64) / reclaimed as f64)
     }
 }
 
@@ -1509,6 +1555,9 @@ fn limit_probe_child(
         let mut set: libc::cpu_set_t = std::mem::zeroed();
         libc::CPU_SET(cpu.max(0) as usize, &mut set);
         libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set);
+        if cpu >= 0 {
+            w[w.len() - 1].store(cpu as u64 + 1, Ordering::Relaxed);
+        }
     }
     for p in 0..pages {
         // SAFETY: page `p` lies inside the mapping, which outlives this borrow.
@@ -1584,8 +1633,8 @@ pub fn probe_limit_reclaim(seed: u64, state_path: &Path) -> Result<LimitReclaimP
         let region = Mapping::new(pages * PAGE, false)?;
         let batches = LIMIT_PAGE_OUT_PAGES / nvmswap_core::SWAP_CLUSTER_MAX as usize;
         // Shared with the child: [phase, ns + 1 of each touch.., ns per page of each page-out
-        // batch..], faulted in here so that none of it is charged to the probe's cgroup.
-        let words = Mapping::new((1 + pages + batches) * 8, true)?;
+        // batch.., CPU + 1], faulted in here so that none of it is charged to the probe's cgroup.
+        let words = Mapping::new((1 + pages + batches + 1) * 8, true)?;
         let w = words.words();
         for word in w {
             word.store(0, std::sync::atomic::Ordering::Relaxed);
@@ -1593,7 +1642,10 @@ pub fn probe_limit_reclaim(seed: u64, state_path: &Path) -> Result<LimitReclaimP
         let procs = procs_file(&setup.cgroup)?;
         let out0 = vmstat_counter("pswpout")?;
         // The touches' charges, traced (optional: the estimate below does not need it).
-        let tracer = crate::memcg_reclaim::Tracer::start(crate::memcg_reclaim::buffer_kb(1.0)).ok();
+        let tracer = crate::memcg_reclaim::Tracer::start_with_isolation(
+            crate::memcg_reclaim::buffer_kb(1.0),
+        )
+        .ok();
         for change in tracer.iter().flat_map(|t| t.journal()) {
             setup.journal(change)?;
         }
@@ -1615,7 +1667,9 @@ pub fn probe_limit_reclaim(seed: u64, state_path: &Path) -> Result<LimitReclaimP
                     .iter()
                     .map(|c| c.ref_keep + c.activated)
                     .sum::<u64>();
-                (reclaimed, kept)
+                let took = charges.iter().map(|c| c.duration_ns).sum::<u64>();
+                let in_list = charges.iter().map(|c| c.folio_list_ns).sum::<u64>();
+                (reclaimed, kept, took, in_list)
             });
         let code = go_and_reap(pid, w)?;
         let pswpout = mid - out0;
@@ -1670,6 +1724,12 @@ pub fn probe_limit_reclaim(seed: u64, state_path: &Path) -> Result<LimitReclaimP
             page_out_pswpout,
             traced_reclaimed: traced.map(|t| t.0),
             traced_kept: traced.map(|t| t.1),
+            traced_charge_ns: traced.map(|t| t.2),
+            traced_folio_list_ns: traced.map(|t| t.3),
+            cpu: match w[1 + pages + batches].load(std::sync::atomic::Ordering::Acquire) {
+                0 => None,
+                c => Some((c - 1) as u32),
+            },
         })
     })();
     let diffs = setup.restore()?;
@@ -2446,13 +2506,33 @@ fn kept_share(cal: &Calibration, l: &LimitReclaimProbe) -> Option<KeptShare> {
     })
 }
 
-/// The limit-reclaim probe's `reclaim_scan_page_ns` before it is written, which may be negative
-/// (it is written as 0): [`LimitReclaimProbe::paired_scan_page_ns`] less the kept pages' share
-/// where the kept-page probe and the touches' trace give it. None when the probe gave nothing.
-/// The estimate is a difference of two paths of 13-17 us per page whose true difference is a
-/// few us, so a run on a drifting machine can come out below 0 (docs/experiments/validation.md,
-/// "The matrix again (2026-11-27 15:50 ...)").
+/// The limit-reclaim probe's `reclaim_scan_page_ns` before it is written: the charges' own time
+/// outside `shrink_folio_list` per reclaimed page where the probe's trace has it
+/// ([`LimitReclaimProbe::traced_scan_page_ns`]), else the touches' estimate
+/// ([`touch_scan_estimate_ns`], which may be negative and is then written as 0). None when the
+/// probe gave nothing.
 pub fn reclaim_scan_estimate_ns(cal: &Calibration) -> Option<f64> {
+    let l = cal.limit_reclaim.as_ref()?;
+    l.traced_scan_page_ns(referenced_check_ns(cal))
+        .or_else(|| touch_scan_estimate_ns(cal))
+}
+
+/// The referenced check of one page in `shrink_folio_list`, taken as reclaim's cost of a page
+/// it looks at and keeps (`reclaim_keep_page_ns`, [`probe_kept_pages`]; that also holds the
+/// kept page's putback, so this is at most the check); 0 without that probe's fit.
+pub fn referenced_check_ns(cal: &Calibration) -> f64 {
+    cal.kept_pages
+        .as_ref()
+        .and_then(|k| k.fit)
+        .map_or(0.0, |fit| fit.per_kept_ns.max(0.0))
+}
+
+/// The touches' estimate of `reclaim_scan_page_ns`: [`LimitReclaimProbe::paired_scan_page_ns`]
+/// less the kept pages' share where the kept-page probe and the touches' trace give it. It is a
+/// difference of two paths of 13-17 us per page timed apart whose true difference is a few us,
+/// so a run on a drifting machine can come out below 0 (docs/experiments/validation.md, "The
+/// matrix again (2026-11-27 15:50 ...)"); the trace's own split replaced it where it is taken.
+pub fn touch_scan_estimate_ns(cal: &Calibration) -> Option<f64> {
     let l = cal.limit_reclaim.as_ref()?;
     let scan = l.paired_scan_page_ns()?;
     Some(scan - kept_share(cal, l).map_or(0.0, |k| k.per_reclaimed_page_ns))
@@ -2510,11 +2590,46 @@ fn limit_reclaim_costs_toml(cal: &Calibration) -> String {
         })
         .unwrap_or_default();
     let scan_written = reclaim_scan_estimate_ns(cal).unwrap_or(scan);
+    let check = referenced_check_ns(cal);
+    let traced = l
+        .traced_outside_list_ns()
+        .zip(l.traced_charge_ns.zip(l.traced_folio_list_ns))
+        .zip(l.traced_reclaimed.zip(l.traced_kept))
+        .map(|((outside, (took, in_list)), (reclaimed, kept))| {
+            let closes = l
+                .traced_page_out_ns(check)
+                .zip(cal.zram_path.as_ref())
+                .map(|(own, z)| {
+                    format!(
+                        "\n# The split's check: shrink_folio_list per page reclaimed less the \
+                         checks of the {} pages\n# it looked at, {own:.0} ns, against the zram \
+                         page-out probe's p50 ({:.0}), which sim charges\n# for the page-out \
+                         (MADV_PAGEOUT: no referenced checks).",
+                        reclaimed + kept,
+                        ns(z.store_us_per_page.p50)
+                    )
+                })
+                .unwrap_or_default();
+            format!(
+                "# The kernel's vmscan trace of the touches' charges: {took} ns in all, of it \
+                 {in_list} ns in\n# shrink_folio_list and the putback (from each inactive \
+                 list's isolation to its shrink\n# event); the rest over the {reclaimed} pages \
+                 reclaimed: {outside:.0} ns. Each reclaimed page's\n# referenced check in \
+                 shrink_folio_list (an rmap walk that MADV_PAGEOUT's reclaim skips, so the\n# \
+                 page-out cost does not hold it) at reclaim_keep_page_ns ({check:.0}): \
+                 {outside:.0} + {check:.0} =\n# {:.0} ns is what is written.{closes}\n\
+                 # From the touches instead (a difference of two paths timed apart, which \
+                 drifts):\n",
+                outside + check
+            )
+        })
+        .unwrap_or_default();
     format!(
-        "# Limit reclaim's work per reclaimed page besides its page-out (LRU scanning,\n\
-         # deactivation and referenced checks, rotations, priority loops): a child in a {} MiB\n\
-         # memory cgroup (swap on zram, {}; kept on one CPU) wrote {} fresh tab-model pages one\n\
-         # by one, each first touch timed with getrusage around the clock pair ({} faulted;\n\
+        "# Limit reclaim's work per reclaimed page besides its page-out (LRU isolation,\n\
+         # deactivation, rotations, the priority loop, the walk over the cgroup's LRUs): a child\n\
+         # in a {} MiB memory cgroup (swap on zram, {}; kept on one CPU) wrote {} fresh\n\
+         # tab-model pages one by one.\n{traced}\
+         # each first touch timed with getrusage around the clock pair ({} faulted;\n\
          # p50 {:.0}, mean {:.0}, p99 {:.0} ns; {} over {:.0} us, {:.1} %: charges that reclaimed);\n\
          # pswpout {} = pages reclaimed. Then the same child paged out its last {} pages in\n\
          # MADV_PAGEOUT batches of 32 (p50 {:.0} ns per page, pswpout {}). (Sum {} ns - {} x\n\
@@ -2887,6 +3002,9 @@ mod tests {
                 page_out_pswpout: 4096,
                 traced_reclaimed: None,
                 traced_kept: None,
+                traced_charge_ns: None,
+                traced_folio_list_ns: None,
+                cpu: None,
             }),
             limit_reclaim_unavailable: None,
             kept_pages: None,
@@ -2975,6 +3093,38 @@ mod tests {
         );
         assert_eq!(reclaim_scan_estimate_ns(&cal), Some(16_500.0));
         assert_eq!(reclaim_scan_estimate_ns(&kept), Some(15_900.0));
+        // The charges' own trace split: 6.0 ms in all, 5.6 ms in shrink_folio_list; outside it
+        // 400,000 / 400 = 1,000 ns per reclaimed page, and each reclaimed page's referenced
+        // check at the kept-page cost (400): 1,400 written, whatever the touches say. Inside,
+        // less the checks of the 1,000 pages looked at: (5,600,000 - 400,000) / 400 = 13,000.
+        let mut split = kept.clone();
+        if let Some(l) = split.limit_reclaim.as_mut() {
+            l.traced_charge_ns = Some(6_000_000);
+            l.traced_folio_list_ns = Some(5_600_000);
+        }
+        assert_eq!(reclaim_scan_estimate_ns(&split), Some(1_400.0));
+        let split_text = costs_toml(&split);
+        assert!(
+            split_text.contains("\nreclaim_scan_page_ns = 1400\n"),
+            "{split_text}"
+        );
+        assert!(
+            split_text.contains("1000 + 400 =\n# 1400 ns"),
+            "{split_text}"
+        );
+        assert!(
+            split_text.contains("it looked at, 13000 ns"),
+            "{split_text}"
+        );
+        // Without the kept-page probe no check is added; the touches' negative estimate is not
+        // used when the trace split is there.
+        if let Some(l) = negative.limit_reclaim.as_mut() {
+            l.traced_reclaimed = Some(400);
+            l.traced_kept = Some(600);
+            l.traced_charge_ns = Some(6_000_000);
+            l.traced_folio_list_ns = Some(5_600_000);
+        }
+        assert_eq!(reclaim_scan_estimate_ns(&negative), Some(1_000.0));
         // No swap-path probe: no swap path costs at all, and no block layer.
         assert_eq!(lzo.block_dispatch_ns, None);
         assert!(!text.contains("block_dispatch_ns"), "{text}");

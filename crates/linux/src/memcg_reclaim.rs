@@ -13,6 +13,12 @@
 //!   (`shrink_active_list`: `nr_taken`, `nr_deactivated`, `priority`) for each LRU list that
 //!   `do_try_to_free_pages`' priority loop scans (`lru_size >> priority` pages, priority 12 down).
 //!
+//! - `mm_vmscan_lru_isolate` (`isolate_lru_folios`' end), only where a probe asks for it
+//!   ([`Tracer::start_with_isolation`]): from an inactive list's isolation to its
+//!   `mm_vmscan_lru_shrink_inactive` the task is in `shrink_folio_list` (unmap, swap slot, swap
+//!   cache, the page-out itself, and the referenced checks of the pages it keeps) and the
+//!   putback; the rest of a charge is the LRU work around it (isolation, the active list, the
+//!   priority loop, the walk over the cgroup's LRUs). Counted per charge as `folio_list_ns`.
 //! - `ipi_send_cpu` / `ipi_send_cpumask` (include/trace/events/ipi.h), where the kernel has them:
 //!   the IPIs a charge's task sends from `on_each_cpu_cond_mask`, which is how x86 flushes other
 //!   CPUs' TLBs (`native_flush_tlb_multi`). Reclaim flushes before it writes each dirty page it
@@ -60,6 +66,9 @@ pub const EVENTS: [&str; 4] = [
     "mm_vmscan_lru_shrink_active",
 ];
 
+/// The isolation event (system `vmscan`), recorded where a probe asks for it.
+pub const ISOLATE_EVENT: &str = "mm_vmscan_lru_isolate";
+
 /// The IPI events (system `ipi`), recorded where the kernel has them.
 pub const IPI_EVENTS: [&str; 2] = ["ipi_send_cpu", "ipi_send_cpumask"];
 
@@ -106,6 +115,17 @@ impl Tracer {
     /// Creates the instance, sizes its buffer and enables the four events. Where tracefs or one
     /// of the events is missing, says why.
     pub fn start(buffer_kb: u64) -> Result<Tracer, Unavailable> {
+        Self::start_events(buffer_kb, false)
+    }
+
+    /// [`Tracer::start`], and the inactive lists' isolations too ([`ISOLATE_EVENT`]), so that
+    /// each charge's time in `shrink_folio_list` is known ([`Charge::folio_list_ns`]). One more
+    /// event per scan: for a calibration probe, not a whole run's trace.
+    pub fn start_with_isolation(buffer_kb: u64) -> Result<Tracer, Unavailable> {
+        Self::start_events(buffer_kb, true)
+    }
+
+    fn start_events(buffer_kb: u64, isolation: bool) -> Result<Tracer, Unavailable> {
         let has_events = |root: &Path| root.join("events/vmscan").exists();
         let (root, mounted) = match TRACEFS_ROOTS
             .iter()
@@ -136,6 +156,7 @@ impl Tracer {
         }
         if let Some(ev) = EVENTS
             .iter()
+            .chain(isolation.then_some(&ISOLATE_EVENT))
             .find(|ev| !root.join("events/vmscan").join(ev).exists())
         {
             return Err(format!("the kernel has no vmscan:{ev} tracepoint"));
@@ -151,7 +172,7 @@ impl Tracer {
         // One clock for all CPUs (a task may move between CPUs within a charge); the default
         // `local` clock is per CPU. Older kernels without `mono` keep the default.
         let _ = tracer.set("trace_clock", "mono");
-        for ev in EVENTS {
+        for ev in EVENTS.iter().chain(isolation.then_some(&ISOLATE_EVENT)) {
             tracer.set(&format!("events/vmscan/{ev}/enable"), "1")?;
         }
         tracer.ipis = IPI_EVENTS
@@ -263,7 +284,7 @@ fn mount_tracefs_at(root: &Path) -> Result<bool, Unavailable> {
 /// clock go with it). Best effort: a missing instance is already removed.
 fn remove_instance(dir: &Path) {
     let _ = std::fs::write(dir.join("tracing_on"), "0");
-    for ev in EVENTS {
+    for ev in EVENTS.iter().chain([&ISOLATE_EVENT]) {
         let _ = std::fs::write(dir.join(format!("events/vmscan/{ev}/enable")), "0");
     }
     for ev in IPI_EVENTS {
@@ -360,6 +381,11 @@ enum Event {
     Active {
         deactivated: u64,
         priority: i32,
+    },
+    /// An LRU list's isolation ended; `inactive`: the list was an inactive one (its
+    /// `shrink_folio_list` follows).
+    Isolate {
+        inactive: bool,
     },
     /// An IPI sent from x86's remote TLB flush ([`FLUSH_CALLSITE`]) to the CPUs of `targets`
     /// (bit n: CPU n; CPUs above 63 are not told apart).
@@ -473,6 +499,12 @@ fn parse_line(line: &str) -> Option<Traced> {
             deactivated: field("nr_deactivated").unwrap_or(0),
             priority: priority()?,
         },
+        "lru_isolate" => Event::Isolate {
+            inactive: args
+                .split_whitespace()
+                .find_map(|kv| kv.strip_prefix("lru="))?
+                .starts_with("inactive"),
+        },
         "ipi_send" => {
             let site = args
                 .split_whitespace()
@@ -569,6 +601,10 @@ pub struct Charge {
     /// still in flight (`shrink_folio_list` keeps a page under writeback; a later scan frees
     /// it), and the rare page it could not unmap or lock.
     pub left_writing: u64,
+    /// Time from each of its inactive lists' isolations to that list's shrink event: in
+    /// `shrink_folio_list` and the putback, ns (0 where the isolations are not traced,
+    /// [`Tracer::start_with_isolation`]).
+    pub folio_list_ns: u64,
 }
 
 /// What the trace says of the workload's charges.
@@ -623,6 +659,8 @@ fn charges(parsed: &Parsed, pids: &BTreeSet<i32>, s: &mut Summary) -> Vec<Charge
     let mut idle: BTreeMap<u32, bool> = BTreeMap::new();
     // A charging task off its CPU: since when, and whether it left runnable (preempted).
     let mut off_cpu: BTreeMap<i32, (u64, bool)> = BTreeMap::new();
+    // A charging task's last inactive-list isolation, not yet followed by its shrink event.
+    let mut isolated: BTreeMap<i32, u64> = BTreeMap::new();
     for e in &parsed.events {
         // What CPUs do is every task's doing, not only the workload's.
         match e.event {
@@ -662,6 +700,7 @@ fn charges(parsed: &Parsed, pids: &BTreeSet<i32>, s: &mut Summary) -> Vec<Charge
         match e.event {
             Event::Begin => {
                 off_cpu.remove(&e.pid);
+                isolated.remove(&e.pid);
                 let fresh = Charge {
                     begin_ns: e.t_ns,
                     ..Charge::default()
@@ -686,6 +725,9 @@ fn charges(parsed: &Parsed, pids: &BTreeSet<i32>, s: &mut Summary) -> Vec<Charge
                 priority,
             } => match open.get_mut(&e.pid) {
                 Some(c) => {
+                    if let Some(since) = isolated.remove(&e.pid) {
+                        c.folio_list_ns += e.t_ns.saturating_sub(since);
+                    }
                     c.scanned += scanned;
                     c.left_writing += scanned.saturating_sub(reclaimed + ref_keep + activated);
                     c.ref_keep += ref_keep;
@@ -704,6 +746,13 @@ fn charges(parsed: &Parsed, pids: &BTreeSet<i32>, s: &mut Summary) -> Vec<Charge
                 }
                 None => s.scans_outside_charges += 1,
             },
+            Event::Isolate { inactive } => {
+                if inactive && open.contains_key(&e.pid) {
+                    isolated.insert(e.pid, e.t_ns);
+                } else {
+                    isolated.remove(&e.pid);
+                }
+            }
             // A flush outside a charge is not reclaim's (munmap, mprotect, migration).
             Event::FlushIpi { targets } => {
                 if let Some(c) = open.get_mut(&e.pid) {
@@ -916,6 +965,7 @@ mod tests {
                     preempted_ns: 0,
                     blocked_ns: 0,
                     left_writing: 0,
+                    folio_list_ns: 0,
                 },
                 Charge {
                     begin_ns: 100_000_010_000,
@@ -932,6 +982,7 @@ mod tests {
                     preempted_ns: 0,
                     blocked_ns: 0,
                     left_writing: 0,
+                    folio_list_ns: 0,
                 },
             ],
             "interleaved on two CPUs, each pid's scans go to its own charge"
@@ -1167,6 +1218,55 @@ mod tests {
         assert_eq!(c[0].left_writing, 28);
         let v = summarise(&p, &pids(&[7]), 0).to_json();
         assert_eq!(v["pages_left_writing"]["mean"], 28.0);
+    }
+
+    #[test]
+    fn a_charges_time_in_shrink_folio_list_runs_from_each_inactive_isolation_to_its_shrink() {
+        let shrink = "nr_reclaimed=20 nr_dirty=0 nr_writeback=0 nr_congested=0 nr_immediate=0 \
+                      nr_activate_anon=0 nr_activate_file=0 nr_ref_keep=12 nr_unmap_fail=0 \
+                      priority=12";
+        let iso = |lru: &str| {
+            format!(
+                "mm_vmscan_lru_isolate: classzone=4 order=0 nr_requested=32 nr_scanned=32 \
+                 nr_skipped=0 nr_taken=32 lru={lru}"
+            )
+        };
+        // Inside the charge: an active list's isolation (not a folio list), two inactive
+        // windows of 40 and 25 us; another task's isolation, and one of ours before the
+        // charge, count nowhere.
+        let text = format!(
+            "nvmswap-7 [000] d..1. 0.999000: {inactive}\n\
+             nvmswap-7 [000] ..... 1.000000: mm_vmscan_memcg_reclaim_begin: order=0 \
+             gfp_flags=GFP_HIGHUSER_MOVABLE\n\
+             nvmswap-7 [000] d..1. 1.000010: {active}\n\
+             nvmswap-7 [000] ..... 1.000015: mm_vmscan_lru_shrink_active: nid=0 nr_taken=32 \
+             nr_active=0 nr_deactivated=32 nr_referenced=0 priority=12\n\
+             nvmswap-7 [000] d..1. 1.000020: {inactive}\n\
+             nvmswap-8 [001] d..1. 1.000030: {inactive}\n\
+             nvmswap-7 [000] ..... 1.000060: mm_vmscan_lru_shrink_inactive: nid=0 \
+             nr_scanned=32 {shrink}\n\
+             nvmswap-7 [000] d..1. 1.000070: {inactive}\n\
+             nvmswap-7 [000] ..... 1.000095: mm_vmscan_lru_shrink_inactive: nid=0 \
+             nr_scanned=32 {shrink}\n\
+             nvmswap-7 [000] ..... 1.000100: mm_vmscan_memcg_reclaim_end: nr_reclaimed=40\n",
+            inactive = iso("inactive_anon"),
+            active = iso("active_anon"),
+        );
+        let p = parse(&text);
+        let c = charges(&p, &pids(&[7]), &mut Summary::default());
+        assert_eq!(c.len(), 1);
+        assert_eq!(c[0].duration_ns, 100_000);
+        assert_eq!(c[0].folio_list_ns, 65_000);
+        assert_eq!(c[0].reclaimed, 40);
+        assert_eq!(c[0].ref_keep, 24);
+        // Without the isolation events (a run's trace) nothing is counted.
+        let plain: String = text
+            .lines()
+            .filter(|l| !l.contains("lru_isolate"))
+            .map(|l| format!("{l}\n"))
+            .collect();
+        let c = charges(&parse(&plain), &pids(&[7]), &mut Summary::default());
+        assert_eq!(c[0].folio_list_ns, 0);
     }
 
     #[test]

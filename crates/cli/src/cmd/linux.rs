@@ -394,10 +394,10 @@ pub fn calibrate_runs(
             if v < 0.0 {
                 tracing::warn!(
                     "calibration run {}: the limit-reclaim probe's reclaim_scan_page_ns came out \
-                     negative ({v:.0} ns: the touches' time per reclaimed page fell below the \
-                     page-out path's) and is written as 0; a drifting machine does this to some \
-                     runs: calibrate with --runs 3 or more and read each run's value in the costs \
-                     file's header",
+                     negative ({v:.0} ns: without the vmscan trace it is estimated from the \
+                     touches, whose time per reclaimed page fell below the page-out path's) and \
+                     is written as 0; a drifting machine does this to some runs: calibrate with \
+                     --runs 3 or more and read each run's value in the costs file's header",
                     i + 1
                 );
             }
@@ -517,10 +517,11 @@ fn print_calibration(cal: &nvmswap_linux::calibrate::Calibration) {
             });
             let f = |v: Option<f64>| v.map_or("n/a".to_string(), |v| format!("{v:.0}"));
             println!(
-                "limit reclaim ({} MiB cgroup, zram {}): {} touches ({} faulted) p50 {:.2} us mean {:.2} p99 {:.2}, {} over {:.0} us (p50 {:.2} mean {:.2}); sum {:.1} ms; pswpout {}; then page-out p50 {:.2} us/page (pswpout {}); reclaim_scan_page_ns {} (chunk median {}; against the minor-fault and zram page-out probes: {})",
+                "limit reclaim ({} MiB cgroup, zram {}): {} touches ({} faulted) p50 {:.2} us mean {:.2} p99 {:.2}, {} over {:.0} us (p50 {:.2} mean {:.2}); sum {:.1} ms; pswpout {}; then page-out p50 {:.2} us/page (pswpout {}); the trace's charges outside shrink_folio_list {} ns per reclaimed page (in it {}); from the touches {} (chunk median {}; against the minor-fault and zram page-out probes: {})",
                 l.limit_bytes >> 20, l.compressor, l.pages, l.faulted, l.touch_us.p50, l.touch_us.mean,
                 l.touch_us.p99, l.slow_touches, nvmswap_linux::calibrate::SLOW_TOUCH_US, l.slow_touch_us.p50, l.slow_touch_us.mean,
                 l.touch_sum_ns as f64 / 1e6, l.pswpout, l.page_out_us_per_page.p50, l.page_out_pswpout,
+                f(l.traced_outside_list_ns()), f(l.traced_page_out_ns(0.0)),
                 f(l.paired_scan_page_ns()), f(l.chunk_median_scan_page_ns()), f(probes)
             );
         }
