@@ -193,12 +193,13 @@ pub struct CostOverrides {
     /// `POOL_SWAP_IN_SOFTWARE_NS`.
     #[serde(default)]
     pub pool_swap_in_software_ns: Option<f64>,
-    /// Reclaim's work per reclaimed page besides the page-out path (LRU scanning, deactivation
-    /// with its referenced checks, rotations, priority loops), measured by `nvmswap linux
-    /// calibrate` (touches of fresh memory in a memory cgroup at its limit, swap on zram: the
-    /// touches' time beyond a minor fault each, per page reclaimed, less zram's page-out path).
-    /// Sim charges it to the reclaiming task (memcg or direct reclaim, kswapd) per page on top
-    /// of the store; without it, nothing.
+    /// Reclaim's work per reclaimed page besides the page-out path (LRU isolation and scanning,
+    /// deactivation, the reclaimed page's referenced check, rotations, priority loops), measured
+    /// by `nvmswap linux calibrate` (touches of fresh memory in a memory cgroup at its limit,
+    /// swap on zram: the charges' time outside `shrink_folio_list` per page reclaimed, from the
+    /// kernel's vmscan trace, plus one referenced check at `reclaim_keep_page_ns`). Sim charges
+    /// it to the reclaiming task (memcg or direct reclaim, kswapd) per page on top of the store;
+    /// without it, nothing.
     #[serde(default)]
     pub reclaim_scan_page_ns: Option<f64>,
     /// Reclaim's work for a page its scan looks at and keeps for its references (the
@@ -208,6 +209,49 @@ pub struct CostOverrides {
     /// reclaiming task per page kept; without it, nothing.
     #[serde(default)]
     pub reclaim_keep_page_ns: Option<f64>,
+}
+
+impl CostOverrides {
+    /// The field that holds an impossible value, and why: the sourced defaults' replacements
+    /// must be positive, the calibrated paths and reclaim's work 0 or more, none NaN.
+    pub fn check(&self) -> Result<(), (&'static str, String)> {
+        for (field, value) in [
+            ("costs.minor_fault_ns", self.minor_fault_ns),
+            ("costs.compress_mean_ns", self.compress_mean_ns),
+            ("costs.compress_p99_ns", self.compress_p99_ns),
+            ("costs.decompress_mean_ns", self.decompress_mean_ns),
+            ("costs.decompress_p99_ns", self.decompress_p99_ns),
+        ] {
+            if let Some(v) = value {
+                if !(v.is_finite() && v > 0.0) {
+                    return Err((field, format!("must be a positive time in ns, got {v}")));
+                }
+            }
+        }
+        // Calibrated paths and reclaim's work may be 0 (calibrate writes an estimate that came
+        // out below 0 as 0) but not below it, and never NaN or infinite.
+        for (field, value) in [
+            ("costs.swap_write_page_ns", self.swap_write_page_ns),
+            ("costs.swap_in_software_ns", self.swap_in_software_ns),
+            ("costs.readahead_page_ns", self.readahead_page_ns),
+            ("costs.block_dispatch_ns", self.block_dispatch_ns),
+            ("costs.zswap_store_page_ns", self.zswap_store_page_ns),
+            ("costs.zram_store_page_ns", self.zram_store_page_ns),
+            (
+                "costs.pool_swap_in_software_ns",
+                self.pool_swap_in_software_ns,
+            ),
+            ("costs.reclaim_scan_page_ns", self.reclaim_scan_page_ns),
+            ("costs.reclaim_keep_page_ns", self.reclaim_keep_page_ns),
+        ] {
+            if let Some(v) = value {
+                if !(v.is_finite() && v >= 0.0) {
+                    return Err((field, format!("must be a time in ns of 0 or more, got {v}")));
+                }
+            }
+        }
+        Ok(())
+    }
 }
 
 fn default_accept_threshold() -> u32 {
@@ -464,23 +508,9 @@ impl SystemConfig {
         if let Err((field, why)) = self.iosched.check() {
             return Err(bad("iosched", format!("{field} {why}")));
         }
-        let c = &self.costs;
-        for (field, value) in [
-            ("costs.minor_fault_ns", c.minor_fault_ns),
-            ("costs.compress_mean_ns", c.compress_mean_ns),
-            ("costs.compress_p99_ns", c.compress_p99_ns),
-            ("costs.decompress_mean_ns", c.decompress_mean_ns),
-            ("costs.decompress_p99_ns", c.decompress_p99_ns),
-        ] {
-            if let Some(v) = value {
-                if !(v.is_finite() && v > 0.0) {
-                    return Err(bad(
-                        field,
-                        format!("must be a positive time in ns, got {v}"),
-                    ));
-                }
-            }
-        }
+        self.costs
+            .check()
+            .map_err(|(field, message)| bad(field, message))?;
         if let Some(h) = &self.persistent_heap {
             h.check(self)
                 .map_err(|(field, message)| bad(field, message))?;
@@ -639,6 +669,19 @@ mod tests {
         assert!(e.contains("costs.minor_fault_ns"), "{e}");
         let c = SystemConfig::load("optane", &["costs.minor_fault_ns=3000".into()]).unwrap();
         assert_eq!(c.costs.minor_fault_ns, Some(3000.0));
+        // A calibrated path or reclaim's work may be 0, not below it, and not NaN.
+        for bad in [
+            "costs.block_dispatch_ns=-1",
+            "costs.reclaim_scan_page_ns=nan",
+        ] {
+            let e = SystemConfig::load("optane", &[bad.into()])
+                .unwrap_err()
+                .to_string();
+            let field = bad.split('=').next().unwrap();
+            assert!(e.contains(field) && e.contains("0 or more"), "{e}");
+        }
+        let c = SystemConfig::load("optane", &["costs.reclaim_scan_page_ns=0".into()]).unwrap();
+        assert_eq!(c.costs.reclaim_scan_page_ns, Some(0.0));
         let e = SystemConfig::load("nope", &[]).unwrap_err().to_string();
         assert!(e.contains("baseline-zram"), "{e}");
     }

@@ -2345,7 +2345,7 @@ pub fn costs_toml(cal: &Calibration) -> String {
             );
             out.push_str(&format!(
                 "swap_in_software_ns = {}\n",
-                ns(b.swap_layer_and_fault_us)
+                ns(b.swap_layer_and_fault_us.max(0.0))
             ));
         }
         if let Some(q2d) = sp.trace["read_q2d_us"]["mean"].as_f64() {
@@ -2359,7 +2359,7 @@ pub fn costs_toml(cal: &Calibration) -> String {
                  # same probe's page-cluster-0 swap-ins: one page per request, no plug; p50 {:.1} us).\n\
                  block_dispatch_ns = {}\n",
                 sp.trace["read_q2d_us"]["p50"].as_f64().unwrap_or(f64::NAN),
-                ns(q2d)
+                ns(q2d.max(0.0))
             ));
         }
     }
@@ -2629,7 +2629,7 @@ fn limit_reclaim_costs_toml(cal: &Calibration) -> String {
          # deactivation, rotations, the priority loop, the walk over the cgroup's LRUs): a child\n\
          # in a {} MiB memory cgroup (swap on zram, {}; kept on one CPU) wrote {} fresh\n\
          # tab-model pages one by one.\n{traced}\
-         # each first touch timed with getrusage around the clock pair ({} faulted;\n\
+         # Each first touch timed with getrusage around the clock pair ({} faulted;\n\
          # p50 {:.0}, mean {:.0}, p99 {:.0} ns; {} over {:.0} us, {:.1} %: charges that reclaimed);\n\
          # pswpout {} = pages reclaimed. Then the same child paged out its last {} pages in\n\
          # MADV_PAGEOUT batches of 32 (p50 {:.0} ns per page, pswpout {}). (Sum {} ns - {} x\n\
@@ -2757,7 +2757,7 @@ pub fn load_costs(
         _ => 0.0,
     };
     let store = |v: Option<f64>| v.map(|v| (v + shift).max(0.0));
-    Ok(nvmswap_core::config::CostOverrides {
+    let costs = nvmswap_core::config::CostOverrides {
         zswap_store_page_ns: store(file.zswap_store_page_ns),
         zram_store_page_ns: store(file.zram_store_page_ns),
         pool_swap_in_software_ns: file.pool_swap_in_software_ns,
@@ -2772,12 +2772,41 @@ pub fn load_costs(
         compress_p99_ns: c.map(|c| c.compress_p99_ns),
         decompress_mean_ns: c.map(|c| c.decompress_mean_ns),
         decompress_p99_ns: c.map(|c| c.decompress_p99_ns),
-    })
+    };
+    costs.check().map_err(|(field, why)| LinuxError::Config {
+        name: path.display().to_string(),
+        detail: format!("{field}: {why}"),
+    })?;
+    Ok(costs)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_costs_file_with_an_impossible_value_is_refused_naming_the_field() {
+        let path = std::env::temp_dir().join(format!(
+            "nvmswap-costs-bad-test-{}.toml",
+            std::process::id()
+        ));
+        let load = |text: &str| {
+            std::fs::write(&path, text).unwrap();
+            load_costs(&path, "lzo")
+        };
+        let ok = load("minor_fault_ns = 3000\nreclaim_scan_page_ns = 0\n");
+        let negative = load("minor_fault_ns = 3000\nblock_dispatch_ns = -40\n");
+        let nan = load("minor_fault_ns = 3000\nreclaim_keep_page_ns = nan\n");
+        std::fs::remove_file(&path).unwrap();
+        assert_eq!(ok.unwrap().reclaim_scan_page_ns, Some(0.0));
+        for (e, field) in [
+            (negative, "costs.block_dispatch_ns"),
+            (nan, "costs.reclaim_keep_page_ns"),
+        ] {
+            let e = e.unwrap_err().to_string();
+            assert!(e.contains(field) && e.contains("0 or more"), "{e}");
+        }
+    }
 
     fn point(depth: u32, iops: f64, mean_us: f64) -> DepthPoint {
         DepthPoint {
