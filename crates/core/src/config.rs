@@ -215,39 +215,44 @@ impl CostOverrides {
     /// The field that holds an impossible value, and why: the sourced defaults' replacements
     /// must be positive, the calibrated paths and reclaim's work 0 or more, none NaN.
     pub fn check(&self) -> Result<(), (&'static str, String)> {
-        for (field, value) in [
-            ("costs.minor_fault_ns", self.minor_fault_ns),
-            ("costs.compress_mean_ns", self.compress_mean_ns),
-            ("costs.compress_p99_ns", self.compress_p99_ns),
-            ("costs.decompress_mean_ns", self.decompress_mean_ns),
-            ("costs.decompress_p99_ns", self.decompress_p99_ns),
-        ] {
-            if let Some(v) = value {
-                if !(v.is_finite() && v > 0.0) {
-                    return Err((field, format!("must be a positive time in ns, got {v}")));
-                }
-            }
-        }
-        // Calibrated paths and reclaim's work may be 0 (calibrate writes an estimate that came
-        // out below 0 as 0) but not below it, and never NaN or infinite.
-        for (field, value) in [
-            ("costs.swap_write_page_ns", self.swap_write_page_ns),
-            ("costs.swap_in_software_ns", self.swap_in_software_ns),
-            ("costs.readahead_page_ns", self.readahead_page_ns),
-            ("costs.block_dispatch_ns", self.block_dispatch_ns),
-            ("costs.zswap_store_page_ns", self.zswap_store_page_ns),
-            ("costs.zram_store_page_ns", self.zram_store_page_ns),
+        // (field, value, whether 0 is allowed): calibrated paths and reclaim's work may be 0
+        // (calibrate writes an estimate that came out below 0 as 0).
+        for (field, value, zero_ok) in [
+            ("costs.minor_fault_ns", self.minor_fault_ns, false),
+            ("costs.compress_mean_ns", self.compress_mean_ns, false),
+            ("costs.compress_p99_ns", self.compress_p99_ns, false),
+            ("costs.decompress_mean_ns", self.decompress_mean_ns, false),
+            ("costs.decompress_p99_ns", self.decompress_p99_ns, false),
+            ("costs.swap_write_page_ns", self.swap_write_page_ns, true),
+            ("costs.swap_in_software_ns", self.swap_in_software_ns, true),
+            ("costs.readahead_page_ns", self.readahead_page_ns, true),
+            ("costs.block_dispatch_ns", self.block_dispatch_ns, true),
+            ("costs.zswap_store_page_ns", self.zswap_store_page_ns, true),
+            ("costs.zram_store_page_ns", self.zram_store_page_ns, true),
             (
                 "costs.pool_swap_in_software_ns",
                 self.pool_swap_in_software_ns,
+                true,
             ),
-            ("costs.reclaim_scan_page_ns", self.reclaim_scan_page_ns),
-            ("costs.reclaim_keep_page_ns", self.reclaim_keep_page_ns),
+            (
+                "costs.reclaim_scan_page_ns",
+                self.reclaim_scan_page_ns,
+                true,
+            ),
+            (
+                "costs.reclaim_keep_page_ns",
+                self.reclaim_keep_page_ns,
+                true,
+            ),
         ] {
-            if let Some(v) = value {
-                if !(v.is_finite() && v >= 0.0) {
-                    return Err((field, format!("must be a time in ns of 0 or more, got {v}")));
-                }
+            let Some(v) = value else { continue };
+            if !v.is_finite() || v < 0.0 || (v == 0.0 && !zero_ok) {
+                let want = if zero_ok {
+                    "a time in ns of 0 or more"
+                } else {
+                    "a positive time in ns"
+                };
+                return Err((field, format!("must be {want}, got {v}")));
             }
         }
         Ok(())

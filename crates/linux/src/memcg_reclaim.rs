@@ -16,7 +16,7 @@
 //! - `mm_vmscan_lru_isolate` (`isolate_lru_folios`' end), only where a probe asks for it
 //!   ([`Tracer::start_with_isolation`]): from an inactive list's isolation to its
 //!   `mm_vmscan_lru_shrink_inactive` the task is in `shrink_folio_list` (unmap, swap slot, swap
-//!   cache, the page-out itself, and the referenced checks of the pages it keeps) and the
+//!   cache, the page-out itself, and the referenced check of every page it looks at) and the
 //!   putback; the rest of a charge is the LRU work around it (isolation, the active list, the
 //!   priority loop, the walk over the cgroup's LRUs). Counted per charge as `folio_list_ns`.
 //! - `ipi_send_cpu` / `ipi_send_cpumask` (include/trace/events/ipi.h), where the kernel has them:
