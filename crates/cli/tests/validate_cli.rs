@@ -46,6 +46,12 @@ fn validate_calibrates_this_machine_first_and_sim_takes_what_it_measured() {
     // What it wrote loads as a device profile and as sim's costs.
     nvmswap_core::device::DeviceProfile::resolve(disk.to_str().unwrap()).unwrap();
     nvmswap_linux::calibrate::load_costs(&costs, "lzo-rle").unwrap();
+    // The minor fault is the median of the probe's bursts, each listed beside it.
+    let costs_text = std::fs::read_to_string(&costs).unwrap();
+    assert!(
+        costs_text.contains("the median of 8 bursts' p50s ("),
+        "{costs_text}"
+    );
     let v: serde_json::Value = serde_json::from_slice(&run.stdout).unwrap();
     let sims: Vec<&serde_json::Value> = v["runs"]
         .as_array()

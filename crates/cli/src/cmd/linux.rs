@@ -434,9 +434,18 @@ fn print_calibration(cal: &nvmswap_linux::calibrate::Calibration) {
         cal.disk_write_4k_us.mean,
         cal.disk_write_4k_us.p99
     );
+    let bursts: Vec<String> = cal
+        .minor_fault_burst_p50_us
+        .iter()
+        .map(|p50| format!("{p50:.2}"))
+        .collect();
     println!(
-        "minor fault mean {:.2} us p50 {:.2} us p99 {:.2} us",
-        cal.minor_fault_us.mean, cal.minor_fault_us.p50, cal.minor_fault_us.p99
+        "minor fault mean {:.2} us p50 {:.2} us p99 {:.2} us; bursts' p50s {} us, median {:.0} ns (the cost)",
+        cal.minor_fault_us.mean,
+        cal.minor_fault_us.p50,
+        cal.minor_fault_us.p99,
+        bursts.join(" "),
+        cal.minor_fault_ns()
     );
     println!(
         "queue depth {} ({})",
@@ -511,7 +520,7 @@ fn print_calibration(cal: &nvmswap_linux::calibrate::Calibration) {
         (Some(l), _) => {
             let probes = cal.zram_path.as_ref().and_then(|z| {
                 l.scan_page_ns(
-                    (cal.minor_fault_us.p50 * 1e3).round(),
+                    cal.minor_fault_ns(),
                     (z.store_us_per_page.p50 * 1e3).round(),
                 )
             });
