@@ -382,9 +382,17 @@ impl Observer for SimTracer {
                 pages_left_writing,
                 lowest_priority,
                 ns,
+                batches,
                 ..
             } => {
                 self.charges += 1;
+                // As scripts/charge-rotation-analyze prints the kernel's: priority, then
+                // scanned/reclaimed/kept of each `shrink_inactive_list` call.
+                let batches = batches
+                    .iter()
+                    .map(|b| format!("p{}:{}/{}/{}", b.priority, b.scanned, b.reclaimed, b.kept))
+                    .collect::<Vec<_>>()
+                    .join(" ");
                 tr.async_slice(
                     pid,
                     CHARGE_ID_BASE + self.charges,
@@ -397,6 +405,7 @@ impl Observer for SimTracer {
                         ("pages_scanned", pages_scanned.into()),
                         ("pages_left_writing", pages_left_writing.into()),
                         ("lowest_priority", lowest_priority.into()),
+                        ("batches", batches.into()),
                     ],
                 )
             }

@@ -67,6 +67,17 @@ pub struct SystemConfig {
     /// equivalents (`nvmswap validate`) set true.
     #[serde(default)]
     pub zswap_exclusive_loads: bool,
+    /// A page swapped in by a read fault is mapped writable when it is exclusive to its process
+    /// (mm/memory.c `do_swap_page`: `pte_mkwrite` for an exclusive folio in a writable VMA,
+    /// Barry Song, "mm: map swapped-in pages writable on read fault if exclusive", merged for
+    /// 6.10). A later write then dirties it without a fault: the page keeps its slot in the
+    /// swap cache, and reclaim writes it back to that slot (`pageout` of a dirty swap-cache
+    /// folio) instead of allocating a new one. false is the seeds' kernels, where that write
+    /// faults (`do_wp_page` reuses the page and `folio_free_swap` frees the slot), so the next
+    /// eviction takes a new slot. Default false; the linux substrate's sim equivalents
+    /// (`nvmswap validate`) set true.
+    #[serde(default)]
+    pub swapin_maps_writable: bool,
     /// The page compressor of zram and zswap (one vocabulary for every substrate; each says which
     /// it implements, see `kinds::Compressor`).
     #[serde(default = "default_compressor")]

@@ -49,6 +49,18 @@ pub enum Tier {
     Nvm,
 }
 
+/// One `shrink_inactive_list` call of a memory cgroup's charge (the kernel's
+/// `mm_vmscan_lru_shrink_inactive` event): at `priority`, the pages it looked at, those it freed
+/// (ended writes met at the tail, pool stores, clean pages) and those it kept for their
+/// references; the rest it wrote and left under writeback.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ShrinkBatch {
+    pub priority: u32,
+    pub scanned: u64,
+    pub reclaimed: u64,
+    pub kept: u64,
+}
+
 /// The kind of a page fault the foreground takes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum FaultKind {
@@ -159,7 +171,7 @@ pub enum Event<'e> {
     /// A memory cgroup's charge finished reclaiming (`mm_vmscan_memcg_reclaim_end`): the pages
     /// it reclaimed and looked at, those it wrote and left under writeback (a block device's
     /// write still in flight: freed by a later scan), the lowest priority its passes reached,
-    /// and how long it took.
+    /// how long it took, and its `shrink_inactive_list` calls in order.
     MemcgReclaim {
         t: u64,
         actor: Actor,
@@ -168,6 +180,7 @@ pub enum Event<'e> {
         pages_left_writing: u64,
         lowest_priority: u32,
         ns: u64,
+        batches: &'e [ShrinkBatch],
     },
     /// One page reclaimed by `actor`, its CPU cost `cpu_ns` and tag wait `wait_ns`.
     Reclaimed {

@@ -35,7 +35,7 @@ use nvmswap_core::SWAP_CLUSTER_MAX;
 use crate::backend::Spent;
 use crate::costs::{KERNEL_HZ, RECLAIM_PAGE_NS};
 use crate::engine::{Loc, Machine};
-use crate::observe::{Actor, CpuKind, Event, ReclaimKind, KSWAPD_PID};
+use crate::observe::{Actor, CpuKind, Event, ReclaimKind, ShrinkBatch, KSWAPD_PID};
 
 /// `MAX_RECLAIM_RETRIES` (include/linux/swap.h): reclaim passes of a charge or allocation before
 /// it gives up.
@@ -399,6 +399,7 @@ impl Machine<'_> {
         let mut left_writing = 0;
         let mut lowest_priority = DEF_PRIORITY;
         let mut victims = Vec::with_capacity(SWAP_CLUSTER_MAX as usize);
+        let mut batches = Vec::new();
         for priority in (0..=DEF_PRIORITY).rev() {
             lowest_priority = priority;
             let may_deactivate = self.lru.inactive_is_low();
@@ -481,6 +482,12 @@ impl Machine<'_> {
                 // Written but not freed: their writes are in flight (a pool store or a clean
                 // page frees its frame in the pass).
                 left_writing += written - (batch_freed - ended);
+                batches.push(ShrinkBatch {
+                    priority,
+                    scanned: looked,
+                    reclaimed: batch_freed,
+                    kept,
+                });
                 self.backend
                     .advance_to(self.now + start + stall, &mut self.obs);
                 let lru_pages = self.lru.inactive_len() + self.lru.active_len();
@@ -517,6 +524,7 @@ impl Machine<'_> {
             pages_left_writing: left_writing,
             lowest_priority,
             ns: stall,
+            batches: &batches,
         });
         stall
     }

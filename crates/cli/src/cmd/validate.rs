@@ -155,6 +155,8 @@ pub fn sim_equivalent(
         zswap_accept_threshold_percent: 90,
         // The running kernel (6.18) always loads exclusively.
         zswap_exclusive_loads: true,
+        // 6.18 maps an exclusive page swapped in by a read fault writable.
+        swapin_maps_writable: true,
         compressor,
         page_cluster: linux.page_cluster.unwrap_or(3),
         // The running kernel's swap-slot allocator (6.18: 512-slot clusters, one for the

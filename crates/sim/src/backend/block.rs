@@ -100,10 +100,18 @@ pub struct BlockSwap {
     /// The page in each slot (NO_OWNER: free), for read-ahead of neighbours.
     slot_owner: Vec<u32>,
     /// The slot a resident page still holds in the swap cache (NO_OWNER: none). A page read
-    /// back keeps its slot and its data there until it is written to or swap is more than half
+    /// back keeps its slot and its data there unless its fault writes or swap is more than half
     /// full; evicting it while clean needs no write (mm/memory.c `do_swap_page`,
-    /// `should_try_to_free_swap`; mm/vmscan.c skips pageout of a clean folio).
+    /// `should_try_to_free_swap`; mm/vmscan.c skips pageout of a clean folio). A later write
+    /// frees the slot, or with `swapin_maps_writable` leaves it stale (`swap_cache_stale`).
     swap_cache: Vec<u32>,
+    /// The page was written since it was read back and still holds its swap-cache slot
+    /// (`swapin_maps_writable`): the slot's copy is stale, and reclaim writes the page back
+    /// there (`pageout` of a dirty swap-cache folio) rather than dropping it or taking a new slot.
+    swap_cache_stale: Vec<bool>,
+    /// `SystemConfig::swapin_maps_writable`: a write to a page read back does not fault, so it
+    /// leaves the slot in the swap cache (stale) instead of freeing it.
+    swapin_maps_writable: bool,
     pub(super) held: Vec<Held>,
     pub(super) io: Io,
     /// CPU of one swap-out write's submission: `costs.swap_write_page_ns` (this machine's
@@ -201,6 +209,8 @@ impl BlockSwap {
             slot_of: Vec::new(),
             slot_owner: vec![NO_OWNER; swap_slots as usize],
             swap_cache: Vec::new(),
+            swap_cache_stale: Vec::new(),
+            swapin_maps_writable: cfg.swapin_maps_writable,
             held: Vec::new(),
             io: Io::new(cfg, &p, args.seed)?,
             write_ns: cfg
@@ -471,7 +481,7 @@ impl BlockSwap {
     /// A clean page whose data is still in its swap-cache slot is unmapped and dropped, no I/O.
     pub(super) fn take_clean(&mut self, p: u32, t: u64, by: Actor, obs: &mut Observers) -> bool {
         let pi = p as usize;
-        if self.swap_cache[pi] == NO_OWNER {
+        if self.swap_cache[pi] == NO_OWNER || self.swap_cache_stale[pi] {
             return false;
         }
         self.slot_of[pi] = self.swap_cache[pi];
@@ -484,6 +494,37 @@ impl BlockSwap {
             page: p,
         });
         true
+    }
+
+    /// A page written since it was read back is evicted to the slot it kept in the swap cache
+    /// (`shrink_folio_list` allocates only for a folio not in the swap cache). True when it had
+    /// one; the caller writes it there.
+    pub(super) fn reuse_kept_slot(&mut self, p: u32) -> bool {
+        let pi = p as usize;
+        let slot = self.swap_cache[pi];
+        if slot == NO_OWNER {
+            return false;
+        }
+        debug_assert!(
+            self.swap_cache_stale[pi],
+            "a clean copy is dropped, not rewritten"
+        );
+        self.swap_cache[pi] = NO_OWNER;
+        self.swap_cache_stale[pi] = false;
+        self.slot_of[pi] = slot;
+        self.ra_unused[pi] = false;
+        true
+    }
+
+    /// The page no longer needs the copy in its swap-cache slot (it is freed, or a pool's
+    /// write-back gave the slot up): the slot is freed.
+    pub(super) fn drop_swap_cache_slot(&mut self, p: u32) {
+        let pi = p as usize;
+        let slot = std::mem::replace(&mut self.swap_cache[pi], NO_OWNER);
+        self.swap_cache_stale[pi] = false;
+        if slot != NO_OWNER {
+            self.free_slot(slot);
+        }
     }
 
     /// Reserves a slot for `p`; None when swap is full.
@@ -866,6 +907,7 @@ impl BlockSwap {
             false
         } else {
             self.swap_cache[p as usize] = slot;
+            self.swap_cache_stale[p as usize] = false;
             true
         }
     }
@@ -883,6 +925,7 @@ impl SwapBackend for BlockSwap {
         self.ra_unused.resize(pages, false);
         self.slot_of.resize(pages, 0);
         self.swap_cache.resize(pages, NO_OWNER);
+        self.swap_cache_stale.resize(pages, false);
         self.held.resize(pages, Held::No);
         self.write_gen.resize(pages, 0);
         self.holds_frame.resize(pages, false);
@@ -923,7 +966,9 @@ impl SwapBackend for BlockSwap {
         if self.take_clean(p, t, by, env.obs) {
             return Some(Spent::default());
         }
-        self.allocate(p)?;
+        if !self.reuse_kept_slot(p) {
+            self.allocate(p)?;
+        }
         let mut spent = Spent::default();
         if env.size(p) == 0 {
             // Zero-filled: the zeromap, no write (the swap-out path checks the page).
@@ -985,13 +1030,22 @@ impl SwapBackend for BlockSwap {
         self.used(p);
     }
 
-    /// The page is written: its swap-cache copy is stale, free the slot.
+    /// The page is written: its swap-cache copy is stale. Mapped writable at its swap-in
+    /// (`swapin_maps_writable`), the write takes no fault and the page keeps its slot, to be
+    /// written back there; otherwise the write faults and `do_wp_page` frees the slot.
     fn written(&mut self, p: u32) {
-        let slot = self.swap_cache[p as usize];
-        if slot != NO_OWNER {
-            self.swap_cache[p as usize] = NO_OWNER;
-            self.free_slot(slot);
+        if self.swap_cache[p as usize] == NO_OWNER {
+            return;
         }
+        if self.swapin_maps_writable {
+            self.swap_cache_stale[p as usize] = true;
+        } else {
+            self.drop_swap_cache_slot(p);
+        }
+    }
+
+    fn release_resident(&mut self, p: u32) {
+        self.drop_swap_cache_slot(p);
     }
 
     fn release(&mut self, p: u32, _env: &mut Env) {

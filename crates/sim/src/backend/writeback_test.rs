@@ -298,6 +298,47 @@ fn a_swap_in_reads_its_window_as_one_merged_request() {
 }
 
 #[test]
+fn a_page_read_back_then_written_keeps_its_slot_where_the_read_mapped_it_writable() {
+    // Linux 6.10+ (`swapin_maps_writable`): the read fault maps an exclusive page writable, so
+    // a later write takes no fault and the slot stays in the swap cache, stale; reclaim writes
+    // the page back there. Before, the write faulted (`do_wp_page`) and freed the slot. Either
+    // way the written page needs a write when evicted, and a page freed gives its slot back.
+    // (Checked on this machine's 6.18 kernel: scripts/swapin-writable-probe.)
+    for writable in [true, false] {
+        let mut rig = Rig::new(
+            "nand",
+            64,
+            2000,
+            &[format!("swapin_maps_writable={writable}")],
+        );
+        rig.swap_out_in_one_batch(8);
+        fault_in_order(&mut rig, 8);
+        let kept = rig.backend.swap_free_pages();
+        rig.backend.written(3);
+        let after_write = rig.backend.swap_free_pages();
+        assert_eq!(
+            after_write,
+            if writable { kept } else { kept + 1 },
+            "{writable}"
+        );
+        let writes = rig.writes_queued();
+        rig.store(3, 2_000_000_000, ME);
+        rig.backend.finish_plug(2_000_100_000, &mut rig.obs);
+        assert_eq!(rig.writes_queued(), writes + 1, "stale: written back");
+        // Its old slot again, or a new one: swap holds the same pages.
+        assert_eq!(rig.backend.swap_free_pages(), kept, "{writable}");
+        // A clean page read back leaves without I/O, keeping its slot.
+        rig.store(4, 2_000_200_000, ME);
+        rig.backend.finish_plug(2_000_300_000, &mut rig.obs);
+        assert_eq!(rig.writes_queued(), writes + 1);
+        // A resident page freed (its tab gone) gives its slot back, stale or not.
+        rig.backend.written(5);
+        rig.backend.release_resident(5);
+        assert_eq!(rig.backend.swap_free_pages(), kept + 1, "{writable}");
+    }
+}
+
+#[test]
 fn a_plugged_request_is_queued_at_its_first_bio() {
     // Two pages written 30 us apart in one batch, flushed at 100 us: the merged request's Q is
     // the first bio's (submitted after the first page's write path), so its Q2D holds the time

@@ -104,7 +104,7 @@ impl Zswap {
         for (victim, size) in self.pool.shrink_worker() {
             if self.dev.held[victim as usize] == Held::No {
                 // A resident page's kept copy (non-exclusive load): dropped, no I/O.
-                self.dev.written(victim);
+                self.dev.drop_swap_cache_slot(victim);
                 continue;
             }
             let cost = env.costs.decompress(size, env.rng);
@@ -190,7 +190,9 @@ impl SwapBackend for Zswap {
             }
             return Some(Spent::default());
         }
-        self.dev.allocate(p)?;
+        if !self.dev.reuse_kept_slot(p) {
+            self.dev.allocate(p)?;
+        }
         let mut spent = Spent::default();
         let size = env.size(p);
         // Sim's size 0 stands for a zero-filled page (the tab model's same-filled pages are
@@ -348,6 +350,13 @@ impl SwapBackend for Zswap {
             self.pool.invalidate(p);
         }
         self.dev.written(p);
+    }
+
+    fn release_resident(&mut self, p: u32) {
+        if self.dev.held[p as usize] == Held::No && self.pool.contains(p) {
+            self.pool.invalidate(p);
+        }
+        self.dev.drop_swap_cache_slot(p);
     }
 
     fn release(&mut self, p: u32, env: &mut Env) {
