@@ -516,6 +516,15 @@ impl BlockSwap {
         true
     }
 
+    /// A page loaded from a pool in front comes back dirty (`zswap_load` marks the folio dirty
+    /// as it frees the entry): the slot it kept holds no copy of it, and reclaim writes the page
+    /// back there.
+    pub(super) fn mark_kept_slot_stale(&mut self, p: u32) {
+        if self.swap_cache[p as usize] != NO_OWNER {
+            self.swap_cache_stale[p as usize] = true;
+        }
+    }
+
     /// The page no longer needs the copy in its swap-cache slot (it is freed, or a pool's
     /// write-back gave the slot up): the slot is freed.
     pub(super) fn drop_swap_cache_slot(&mut self, p: u32) {
@@ -873,7 +882,8 @@ impl BlockSwap {
     }
 
     /// Read-ahead page `q` is in its frame, read from a pool in front (`from_pool`) or the
-    /// device; `dirty` when its slot must go (an exclusive load from the pool).
+    /// device; `dirty` when it comes back dirty (an exclusive load from the pool): the slot it
+    /// keeps then holds a stale copy.
     pub(super) fn readahead_done(
         &mut self,
         q: u32,
@@ -883,7 +893,9 @@ impl BlockSwap {
         obs: &mut Observers,
     ) {
         let s = self.slot_of[q as usize];
-        self.keep_or_free_slot(q, s, dirty);
+        if self.keep_or_free_slot(q, s, false) && dirty {
+            self.swap_cache_stale[q as usize] = true;
+        }
         self.held[q as usize] = Held::No;
         self.ra_unused[q as usize] = true;
         obs.emit(Event::SwapIn {
@@ -898,11 +910,11 @@ impl BlockSwap {
         });
     }
 
-    /// After a swap-in of `p` from `slot`: a page about to be written (or one whose copy will
-    /// be stale) frees its slot; a page read while swap is at most half full keeps it in the
-    /// swap cache (`vm_swap_full`: more than half of swap in use). True when the slot is kept.
-    pub(super) fn keep_or_free_slot(&mut self, p: u32, slot: u32, dirty: bool) -> bool {
-        if dirty || self.used_slots * 2 > self.swap_slots {
+    /// After a swap-in of `p` from `slot`: a page whose fault writes frees its slot; a page
+    /// read while swap is at most half full keeps it in the swap cache (`vm_swap_full`: more
+    /// than half of swap in use). True when the slot is kept.
+    pub(super) fn keep_or_free_slot(&mut self, p: u32, slot: u32, write: bool) -> bool {
+        if write || self.used_slots * 2 > self.swap_slots {
             self.free_slot(slot);
             false
         } else {

@@ -6,7 +6,9 @@
 //!
 //! Loads (`zswap_exclusive_loads`): exclusive (mm/zswap.c since 6.5 as an option, the only mode
 //! since "mm/zswap: only support zswap_exclusive_loads_enabled", Chengming Zhou, 2024) free the
-//! entry and the slot at once. Non-exclusive (seed 000's kernel 4.14, `zswap_frontswap_load`)
+//! entry and leave the page dirty in the swap cache: its slot stays (unless the fault writes or
+//! swap is over half full, block.rs's rule) holding no copy, and reclaim stores the page again
+//! under it. Non-exclusive (seed 000's kernel 4.14, `zswap_frontswap_load`)
 //! leave the compressed copy in the pool and the page, clean, in the swap cache with its slot,
 //! under block.rs's rule (kept unless the page is written or swap is over half full); evicting
 //! it again while clean costs nothing, and the copy goes when the slot does. A pool write-back
@@ -273,8 +275,12 @@ impl SwapBackend for Zswap {
         let (_, readahead) = self.dev.read_window(p, false, start, by, env.obs);
         let slot = self.dev.slot_of(p);
         if self.exclusive_loads || pending {
+            // `zswap_load` frees the entry and dirties the folio; the slot stays in the swap
+            // cache unless the fault writes or swap is over half full (`do_swap_page`;
+            // scripts/swapin-writable-probe --zswap on this machine's 6.18).
             self.pool.load(p);
-            self.dev.free_slot(slot);
+            self.dev.keep_or_free_slot(p, slot, write);
+            self.dev.mark_kept_slot_stale(p);
         } else if !self.dev.keep_or_free_slot(p, slot, write) {
             // The slot is freed (a write fault, or swap over half full): the copy goes with it.
             self.pool.invalidate(p);
@@ -317,8 +323,8 @@ impl SwapBackend for Zswap {
     }
 
     fn readahead_in(&mut self, q: u32, t: u64, env: &mut Env) -> u64 {
-        // A page from the pool comes back dirty with exclusive loads (its slot goes), clean in
-        // the swap cache without them.
+        // A page from the pool comes back dirty with exclusive loads (its slot, kept, holds no
+        // copy), clean in the swap cache without them.
         let from_pool = self.dev.held[q as usize] == Held::Pool;
         let pending = self.take_pending(q);
         let mut stall = 0;

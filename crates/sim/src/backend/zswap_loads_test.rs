@@ -53,14 +53,19 @@ impl Rig {
 
     /// A read fault on the page; it must come from the pool.
     fn load(&mut self, t: u64) {
+        self.fault(t, false);
+    }
+
+    /// A fault on the page (a write if `write`); it must come from the pool.
+    fn fault(&mut self, t: u64, write: bool) {
         let mut env = Env {
             rng: &mut self.rng,
             costs: &self.costs,
             sizes: &self.sizes,
             obs: &mut self.obs,
         };
-        self.backend.fault(P, false, t, ME, &mut env);
-        match self.backend.swap_in(P, false, t, ME, &mut env) {
+        self.backend.fault(P, write, t, ME, &mut env);
+        match self.backend.swap_in(P, write, t, ME, &mut env) {
             SwapIn::Done { .. } => {}
             SwapIn::Wait { .. } => panic!("the page should come from the pool"),
         }
@@ -102,15 +107,22 @@ fn non_exclusive_copy_goes_when_the_page_is_written() {
 }
 
 #[test]
-fn exclusive_load_frees_the_copy_and_the_slot() {
+fn exclusive_load_frees_the_copy_and_keeps_the_slot_for_the_dirty_page() {
+    // 6.5+: `zswap_load` frees the entry and dirties the folio, which stays in the swap cache
+    // with its slot (scripts/swapin-writable-probe --zswap: the swap stays in use).
     let mut r = Rig::new(true);
     r.store(0);
     let free_before = r.backend.swap_free_pages();
     r.load(1_000);
     assert_eq!(r.backend.pool_bytes(), 0);
-    assert_eq!(r.backend.swap_free_pages(), free_before + 1);
-    // Evicted again: compressed and stored anew.
+    assert_eq!(r.backend.swap_free_pages(), free_before);
+    // Evicted again: dirty, so compressed and stored anew, under the slot it kept.
     assert!(r.store(2_000) > 0);
     assert_eq!(r.obs.metrics.c.clean_evictions, 0);
     assert_eq!(r.backend.pool_bytes(), 1500);
+    assert_eq!(r.backend.swap_free_pages(), free_before);
+    // A write fault frees the slot as it loads (`should_try_to_free_swap`).
+    r.fault(3_000, true);
+    assert_eq!(r.backend.pool_bytes(), 0);
+    assert_eq!(r.backend.swap_free_pages(), free_before + 1);
 }
