@@ -202,8 +202,8 @@ impl WallSplit {
     }
 }
 
-/// Our swap area's size and use in bytes from /proc/swaps.
-fn swap_area_free(path: &str) -> u64 {
+/// Our swap area's size and use in bytes from /proc/swaps ((0, 0) when it is not there).
+fn swap_area(path: &str) -> (u64, u64) {
     let text = std::fs::read_to_string("/proc/swaps").unwrap_or_default();
     text.lines()
         .skip(1)
@@ -212,9 +212,42 @@ fn swap_area_free(path: &str) -> u64 {
             let f: Vec<&str> = l.split_whitespace().collect();
             let size: u64 = f.get(2)?.parse().ok()?;
             let used: u64 = f.get(3)?.parse().ok()?;
-            Some(size.saturating_sub(used) * 1024)
+            Some((size * 1024, used * 1024))
         })
-        .unwrap_or(0)
+        .unwrap_or((0, 0))
+}
+
+fn swap_area_free(path: &str) -> u64 {
+    let (size, used) = swap_area(path);
+    size.saturating_sub(used)
+}
+
+/// The swap area's use over the run, from the samples after each action: its peak and its last
+/// value (`extra.swap_in_use_mib`; sim reports the same from its slots). Whether swap is over
+/// half full decides whether a page read back keeps its slot (`vm_swap_full`).
+#[derive(Default)]
+struct SwapInUse {
+    size: u64,
+    peak: u64,
+    last: u64,
+}
+
+impl SwapInUse {
+    fn sample(&mut self, path: &str) {
+        let (size, used) = swap_area(path);
+        self.size = size;
+        self.peak = self.peak.max(used);
+        self.last = used;
+    }
+
+    fn to_json(&self) -> serde_json::Value {
+        let mib = |b: u64| b as f64 / nvmswap_core::MIB as f64;
+        serde_json::json!({
+            "size": mib(self.size),
+            "peak": mib(self.peak),
+            "end": mib(self.last),
+        })
+    }
 }
 
 fn snapshot(setup: &Setup, swap_path: &str) -> Result<MemorySnapshot, LinuxError> {
@@ -271,6 +304,7 @@ fn drive(
         .map_err(|_| LinuxError::Worker("cgroup path has a NUL byte".into()))?;
     let tab_cpus = CpuSet::of_config(&setup.config)?;
     let swap = swap_path(setup);
+    let mut swap_in_use = SwapInUse::default();
     let mut split = WallSplit::default();
     // What earlier work left dirty goes to the disk now, not among the run's swap writes.
     let t_sync = std::time::Instant::now();
@@ -498,6 +532,7 @@ fn drive(
                 .saturating_sub(*vm0.get(k).unwrap_or(&0))
         };
         let usage = cgroup::usage_bytes(&setup.cgroup).unwrap_or(0);
+        swap_in_use.sample(&swap);
         series.timeline.push(TimelineSample {
             t_s: started.elapsed().as_secs_f64(),
             tabs_open: tabs.len() as u32,
@@ -560,6 +595,7 @@ fn drive(
         },
     );
     extra.insert("oom_kills".into(), oom_kills.into());
+    extra.insert("swap_in_use_mib".into(), swap_in_use.to_json());
     extra.insert("background_faults".into(), background_faults.into());
     extra.insert("scroll_faults".into(), scroll_faults.into());
     extra.insert("grown_pages".into(), grown_pages.into());

@@ -454,6 +454,9 @@ const MECHANISMS: &[Mechanism] = &[
         label: "read-ahead hits %",
         read: Read::Each(linux_readahead_hit_percent, sim_readahead_hit_percent),
     },
+    // Over half full, a page read back gives its slot up (`vm_swap_full`).
+    both("swap in use MiB peak", &["swap_in_use_mib", "peak"]),
+    both("swap in use MiB end", &["swap_in_use_mib", "end"]),
     both("read Q2D us p99", &["blktrace", "read_q2d_us", "p99"]),
     both("read D2C us p50", &["blktrace", "read_d2c_us", "p50"]),
     both("read D2C us p99", &["blktrace", "read_d2c_us", "p99"]),
@@ -1553,6 +1556,10 @@ mod tests {
         sim.extra.insert("device_reads".into(), 0.into());
         sim.extra.insert("readahead_pages".into(), 0.into());
         sim.extra.insert("readahead_hits".into(), 0.into());
+        sim.extra.insert(
+            "swap_in_use_mib".into(),
+            serde_json::json!({"size": 100.0, "peak": 80.0, "end": 70.0}),
+        );
         let rows = mechanism_rows(&[linux(100, 1_000), linux(300, 3_600)], &sim);
         let get = |label: &str| rows.iter().find(|r| r.0 == label).map(|r| (r.1, r.2));
         // Pages per write request: the linux runs' mean of 10 and 12; sim 12.
@@ -1588,6 +1595,9 @@ mod tests {
         // Read-ahead: 100 and 360 hits of 400 pages read ahead (25 and 90 %); sim read none ahead.
         assert_eq!(get("read-ahead pages"), Some((Some(400.0), None)));
         assert_eq!(get("read-ahead hits %"), Some((Some(57.5), None)));
+        // The swap area's use: sim's alone here.
+        assert_eq!(get("swap in use MiB peak"), Some((None, Some(80.0))));
+        assert_eq!(get("swap in use MiB end"), Some((None, Some(70.0))));
         // Neither has a trace stage: no row.
         assert_eq!(get("write D2C us p99"), None);
         let table = mechanism_table(Some(("x", 3)), &rows);

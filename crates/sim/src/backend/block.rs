@@ -81,6 +81,8 @@ pub(super) enum Held {
 pub struct BlockSwap {
     slots: Box<dyn SlotAllocator>,
     used_slots: u64,
+    /// The most slots in use at once (`extra.swap_in_use_mib.peak`).
+    peak_used_slots: u64,
     swap_slots: u64,
     /// The kernel's swap read-ahead (`nvmswap_core::readahead`): cluster read-ahead when the
     /// swap device is rotational, else VMA read-ahead; its window sized by the hits.
@@ -197,6 +199,7 @@ impl BlockSwap {
         Ok(BlockSwap {
             slots,
             used_slots: 0,
+            peak_used_slots: 0,
             swap_slots,
             // vma_ra_enabled: the kernel's default (/sys/kernel/mm/swap/vma_ra_enabled, true);
             // a block device is not SWP_SYNCHRONOUS_IO.
@@ -541,6 +544,7 @@ impl BlockSwap {
         let slot = self.slots.allocate(0)?.slot;
         self.ra_unused[p as usize] = false;
         self.used_slots += 1;
+        self.peak_used_slots = self.peak_used_slots.max(self.used_slots);
         self.slot_owner[slot as usize] = p;
         self.slot_of[p as usize] = slot;
         Some(slot)
@@ -815,9 +819,21 @@ impl BlockSwap {
 
     /// The read-ahead's hits for the results' `extra` (`readahead_hits`; the pages read ahead
     /// are the metrics' `readahead_pages`).
-    pub(super) fn readahead_extra(&self) -> serde_json::Map<String, serde_json::Value> {
+    /// The read-ahead's hits and the swap area's use (its size, the most in use at once and
+    /// what is in use at the end, in MiB: the linux runs' `extra.swap_in_use_mib` from
+    /// /proc/swaps).
+    pub(super) fn swap_extra(&self) -> serde_json::Map<String, serde_json::Value> {
         let mut extra = serde_json::Map::new();
         extra.insert("readahead_hits".into(), self.readahead_hits.into());
+        let mib = |slots: u64| (slots * PAGE_SIZE) as f64 / nvmswap_core::MIB as f64;
+        extra.insert(
+            "swap_in_use_mib".into(),
+            serde_json::json!({
+                "size": mib(self.swap_slots),
+                "peak": mib(self.peak_used_slots),
+                "end": mib(self.used_slots),
+            }),
+        );
         extra
     }
 
@@ -1107,6 +1123,6 @@ impl SwapBackend for BlockSwap {
     }
 
     fn finish_extra(&mut self, _end: u64) -> serde_json::Map<String, serde_json::Value> {
-        self.readahead_extra()
+        self.swap_extra()
     }
 }

@@ -347,7 +347,7 @@ impl SwapBackend for Zswap {
     }
 
     fn finish_extra(&mut self, _end: u64) -> serde_json::Map<String, serde_json::Value> {
-        self.dev.readahead_extra()
+        self.dev.swap_extra()
     }
 
     fn written(&mut self, p: u32) {
