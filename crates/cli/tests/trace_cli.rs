@@ -220,6 +220,27 @@ fn a_memory_cgroups_charges_are_slices_around_their_reclaim_with_the_charge_stat
             "{k}: slices' mean {got}, summary's {want}"
         );
     }
+    // Each charge's `shrink_inactive_list` calls ("p12:1/1/0 ...": priority,
+    // scanned/reclaimed/kept) add up to its pages scanned and reclaimed, priority 12 and down.
+    for charge in &charges {
+        let args = &charge["args"];
+        let calls: Vec<(u64, u64, u64, u64)> = args["batches"]
+            .as_str()
+            .unwrap()
+            .split_whitespace()
+            .map(|call| {
+                let (priority, counts) = call[1..].split_once(':').unwrap();
+                let n: Vec<u64> = counts.split('/').map(|x| x.parse().unwrap()).collect();
+                (priority.parse().unwrap(), n[0], n[1], n[2])
+            })
+            .collect();
+        assert!(calls.iter().all(|c| c.0 <= 12), "{args}");
+        assert!(calls.windows(2).all(|w| w[0].0 >= w[1].0), "{args}");
+        let sum = |f: fn(&(u64, u64, u64, u64)) -> u64| calls.iter().map(f).sum::<u64>();
+        assert_eq!(sum(|c| c.1), args["pages_scanned"].as_u64().unwrap());
+        assert_eq!(sum(|c| c.2), args["pages_reclaimed"].as_u64().unwrap());
+        assert!(calls.iter().all(|c| c.2 + c.3 <= c.1), "{args}");
+    }
     assert_slices_nest(&timed);
     let _ = std::fs::remove_dir_all(&out);
     let _ = std::fs::remove_file(&trace);

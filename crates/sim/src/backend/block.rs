@@ -819,20 +819,13 @@ impl BlockSwap {
 
     /// The read-ahead's hits for the results' `extra` (`readahead_hits`; the pages read ahead
     /// are the metrics' `readahead_pages`).
-    /// The read-ahead's hits and the swap area's use (its size, the most in use at once and
-    /// what is in use at the end, in MiB: the linux runs' `extra.swap_in_use_mib` from
-    /// /proc/swaps).
+    /// The read-ahead's hits and the swap area's use (`super::swap_in_use_mib`).
     pub(super) fn swap_extra(&self) -> serde_json::Map<String, serde_json::Value> {
         let mut extra = serde_json::Map::new();
         extra.insert("readahead_hits".into(), self.readahead_hits.into());
-        let mib = |slots: u64| (slots * PAGE_SIZE) as f64 / nvmswap_core::MIB as f64;
         extra.insert(
             "swap_in_use_mib".into(),
-            serde_json::json!({
-                "size": mib(self.swap_slots),
-                "peak": mib(self.peak_used_slots),
-                "end": mib(self.used_slots),
-            }),
+            super::swap_in_use_mib(self.swap_slots, self.peak_used_slots, self.used_slots),
         );
         extra
     }

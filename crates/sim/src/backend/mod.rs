@@ -261,6 +261,13 @@ pub trait SwapBackend {
     }
 }
 
+/// A swap area's use as `extra.swap_in_use_mib` (the linux runs' from /proc/swaps): its size,
+/// the most slots in use at once and those in use at the end, in MiB.
+pub(super) fn swap_in_use_mib(slots: u64, peak: u64, end: u64) -> serde_json::Value {
+    let mib = |n: u64| (n * nvmswap_core::PAGE_SIZE) as f64 / nvmswap_core::MIB as f64;
+    serde_json::json!({"size": mib(slots), "peak": mib(peak), "end": mib(end)})
+}
+
 /// What building a back-end needs besides the (scaled, validated) configuration.
 pub struct BuildArgs {
     pub seed: u64,

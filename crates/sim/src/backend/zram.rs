@@ -17,6 +17,8 @@ pub struct Zram {
     /// The pool counts against DRAM (false in a memory cgroup: zram's pool is the device's).
     charged: bool,
     used_slots: u64,
+    /// The most slots in use at once (`extra.swap_in_use_mib.peak`).
+    peak_used_slots: u64,
     slots: u64,
 }
 
@@ -31,6 +33,7 @@ impl Zram {
                     cfg.memcg_v2,
                 ),
             used_slots: 0,
+            peak_used_slots: 0,
             slots: cfg.zram_disksize_bytes / PAGE_SIZE,
         }))
     }
@@ -63,6 +66,7 @@ impl SwapBackend for Zram {
         let spent = env.costs.zram_store(size, env.rng);
         self.bytes += size;
         self.used_slots += 1;
+        self.peak_used_slots = self.peak_used_slots.max(self.used_slots);
         env.obs.emit(Event::DramAccesses { t, n: 2 });
         env.obs.emit(Event::SwapOut {
             t,
@@ -108,5 +112,14 @@ impl SwapBackend for Zram {
 
     fn report(&self) -> BackendReport {
         BackendReport::default()
+    }
+
+    fn finish_extra(&mut self, _end: u64) -> serde_json::Map<String, serde_json::Value> {
+        let mut extra = serde_json::Map::new();
+        extra.insert(
+            "swap_in_use_mib".into(),
+            super::swap_in_use_mib(self.slots, self.peak_used_slots, self.used_slots),
+        );
+        extra
     }
 }
