@@ -169,7 +169,7 @@ impl Calibration {
 
 /// The median of `values` (the mean of the middle two when their number is even); None when
 /// there are none.
-fn median(mut values: Vec<f64>) -> Option<f64> {
+pub(crate) fn median(mut values: Vec<f64>) -> Option<f64> {
     values.sort_by(f64::total_cmp);
     let m = values.len();
     match m {

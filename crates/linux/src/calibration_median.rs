@@ -127,18 +127,14 @@ fn merge_value(
             toml::Value::Integer(ints[(ints.len() - 1) / 2])
         }
         toml::Value::Float(_) => {
-            let mut floats = each(values, here, "a number", toml::Value::as_float)?;
+            let floats = each(values, here, "a number", toml::Value::as_float)?;
             spread.push((
                 here.to_string(),
                 floats.iter().map(|v| v.to_string()).collect(),
             ));
-            floats.sort_by(f64::total_cmp);
-            let n = floats.len();
-            toml::Value::Float(if n % 2 == 1 {
-                floats[n / 2]
-            } else {
-                (floats[n / 2 - 1] + floats[n / 2]) / 2.0
-            })
+            toml::Value::Float(
+                crate::calibrate::median(floats).ok_or_else(|| format!("{here}: no run"))?,
+            )
         }
         other => other.clone(),
     })
