@@ -22,6 +22,7 @@ pub mod readahead;
 pub mod reclaim;
 pub mod results;
 pub mod size;
+pub mod swap_cache;
 pub mod wear;
 pub mod workload;
 pub mod zswap;

@@ -36,7 +36,9 @@ use crate::backend::{self, BuildArgs, Fault, SwapBackend, SwapIn};
 use crate::costs::{Costs, TIMELINE_INTERVAL_NS};
 use crate::memory::Memory;
 use crate::metrics::{Metrics, RunEnd};
-use crate::observe::{Actor, CpuKind, Event, FaultKind, Observer, Observers, TAB_PID_BASE};
+use crate::observe::{
+    Actor, CpuKind, Event, FaultKind, Observer, Observers, ShrinkBatch, TAB_PID_BASE,
+};
 use crate::reclaim::Kswapd;
 use crate::SimError;
 
@@ -118,6 +120,9 @@ pub struct Machine<'a> {
     pub obs: Observers,
     next_sample: u64,
     pub progress: &'a dyn Progress,
+    /// A charge's `shrink_inactive_list` calls for its `MemcgReclaim` event, kept between
+    /// charges so that a run allocates the list once, not once per charge.
+    pub(crate) shrink_batches: Vec<ShrinkBatch>,
 }
 
 impl<'a> Machine<'a> {
@@ -146,6 +151,7 @@ impl<'a> Machine<'a> {
             },
             next_sample: 0,
             progress,
+            shrink_batches: Vec::new(),
             cfg,
         })
     }

@@ -399,7 +399,8 @@ impl Machine<'_> {
         let mut left_writing = 0;
         let mut lowest_priority = DEF_PRIORITY;
         let mut victims = Vec::with_capacity(SWAP_CLUSTER_MAX as usize);
-        let mut batches = Vec::new();
+        let mut batches = std::mem::take(&mut self.shrink_batches);
+        batches.clear();
         for priority in (0..=DEF_PRIORITY).rev() {
             lowest_priority = priority;
             let may_deactivate = self.lru.inactive_is_low();
@@ -526,6 +527,7 @@ impl Machine<'_> {
             ns: stall,
             batches: &batches,
         });
+        self.shrink_batches = batches;
         stall
     }
 

@@ -37,6 +37,7 @@ use nvmswap_core::config::SystemConfig;
 use nvmswap_core::kinds::BlockAllocator;
 use nvmswap_core::readahead::{ReadDecision, ReadRange, SwapReadAhead};
 use nvmswap_core::reclaim::{Plug, PluggedRequest, RotateBatches, Writeback};
+use nvmswap_core::swap_cache::{self, WriteToKeptSlot};
 use nvmswap_core::PAGE_SIZE;
 
 use super::{profile, BuildArgs, Env, Fault, Spent, SwapBackend, SwapIn};
@@ -919,11 +920,11 @@ impl BlockSwap {
         });
     }
 
-    /// After a swap-in of `p` from `slot`: a page whose fault writes frees its slot; a page
-    /// read while swap is at most half full keeps it in the swap cache (`vm_swap_full`: more
-    /// than half of swap in use). True when the slot is kept.
+    /// After a swap-in of `p` from `slot`: the slot stays with the page in the swap cache, or is
+    /// freed, by core's rule (`swap_cache::keeps_slot_after_swap_in`: freed when the fault
+    /// writes or swap is more than half full). True when the slot is kept.
     pub(super) fn keep_or_free_slot(&mut self, p: u32, slot: u32, write: bool) -> bool {
-        if write || self.used_slots * 2 > self.swap_slots {
+        if !swap_cache::keeps_slot_after_swap_in(write, self.used_slots, self.swap_slots) {
             self.free_slot(slot);
             false
         } else {
@@ -1058,10 +1059,9 @@ impl SwapBackend for BlockSwap {
         if self.swap_cache[p as usize] == NO_OWNER {
             return;
         }
-        if self.swapin_maps_writable {
-            self.swap_cache_stale[p as usize] = true;
-        } else {
-            self.drop_swap_cache_slot(p);
+        match swap_cache::write_to_kept_slot(self.swapin_maps_writable) {
+            WriteToKeptSlot::KeepStale => self.swap_cache_stale[p as usize] = true,
+            WriteToKeptSlot::FreeSlot => self.drop_swap_cache_slot(p),
         }
     }
 
