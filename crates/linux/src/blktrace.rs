@@ -583,6 +583,10 @@ fn summarise(parsed: &Parsed, device: &str) -> serde_json::Value {
     if let Some(share) = nvmswap_core::block::writes_dispatched_with_reads(&spans) {
         out.insert("write_share_dispatched_with_reads".into(), share.into());
     }
+    if let Some((batches, share)) = nvmswap_core::block::batches_completed_together(&spans) {
+        out.insert("batches".into(), batches.into());
+        out.insert("batch_share_completed_together".into(), share.into());
+    }
     let depths = nvmswap_core::block::depth_at_dispatch(&spans);
     for (dir, depths) in depths.into_iter().enumerate() {
         let name = ["read", "write"][dir];

@@ -129,6 +129,10 @@ pub struct Calibration {
     /// `_unavailable`).
     pub wake_probe: Option<crate::wake_probe::WakeProbe>,
     pub wake_probe_unavailable: Option<String>,
+    /// Whether the disk signals a batch of requests done together (the profile's
+    /// `batch_completion_share`; None: see `_unavailable`).
+    pub batch_probe: Option<crate::batch_probe::BatchProbe>,
+    pub batch_probe_unavailable: Option<String>,
     /// The swap path through a swap file on the disk (None when it could not be probed, with why).
     pub swap_path: Option<SwapPathProbe>,
     pub swap_path_unavailable: Option<String>,
@@ -1989,6 +1993,11 @@ pub fn run(swap_dir: &Path, seed: u64) -> Result<Calibration, LinuxError> {
         Ok(q) => (Some(q), None),
         Err(e) => (None, Some(e.to_string())),
     };
+    let (batch_probe, batch_probe_unavailable) =
+        match crate::batch_probe::probe(swap_dir, seed, &state_path) {
+            Ok(p) => (Some(p), None),
+            Err(e) => (None, Some(e.to_string())),
+        };
     let disk = crate::setup::disk_of(swap_dir)?;
     let (queue_depth, queue_depth_source, hw_queues) = queue_depth_of(&disk)?;
     let rotational =
@@ -2062,6 +2071,8 @@ pub fn run(swap_dir: &Path, seed: u64) -> Result<Calibration, LinuxError> {
         size_probe_unavailable,
         wake_probe,
         wake_probe_unavailable,
+        batch_probe,
+        batch_probe_unavailable,
         disk,
         disk_read_4k_us: read,
         disk_write_4k_us: write,
@@ -2152,9 +2163,16 @@ pub fn device_profile_toml(cal: &Calibration) -> String {
         out.push_str(&crate::wake_probe::comment(w));
         out.push_str(&crate::wake_probe::profile_fields(w));
     }
+    if let Some(b) = &cal.batch_probe {
+        out.push_str(&crate::batch_probe::comment(b));
+        out.push_str(&crate::batch_probe::profile_field(b));
+    }
     out.push_str("\n[sources]\n");
     if let Some(w) = &cal.wake_probe {
         out.push_str(&crate::wake_probe::sources(w));
+    }
+    if let Some(b) = &cal.batch_probe {
+        out.push_str(&crate::batch_probe::source(b));
     }
     out.push_str(&format!(
         "rotational = \"read: /sys/block/{}/queue/rotational on this machine (a virtio disk reports 1 whatever backs it)\"\n",
@@ -3061,6 +3079,8 @@ mod tests {
             size_probe_unavailable: None,
             wake_probe: None,
             wake_probe_unavailable: None,
+            batch_probe: None,
+            batch_probe_unavailable: None,
             swap_path: None,
             swap_path_unavailable: None,
             readahead_plug: None,
@@ -3337,6 +3357,8 @@ mod tests {
             size_probe_unavailable: None,
             wake_probe: Some(wake),
             wake_probe_unavailable: None,
+            batch_probe: None,
+            batch_probe_unavailable: None,
             swap_path: None,
             swap_path_unavailable: None,
             readahead_plug: None,

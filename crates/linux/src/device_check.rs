@@ -160,7 +160,7 @@ pub fn run(
 
 /// The set-up a check runs under: nothing of the machine changed but the block trace it
 /// journals (no swap, no scheduler or sysctl change; a cgroup of the set-up's own, unused).
-fn check_config() -> LinuxConfig {
+pub(crate) fn check_config() -> LinuxConfig {
     LinuxConfig {
         name: "check-device".into(),
         description: String::new(),
@@ -177,7 +177,7 @@ fn check_config() -> LinuxConfig {
 
 /// The scratch file of `size` bytes (a multiple of 256 pages), written through once (so reads
 /// find data, not holes), opened O_DIRECT.
-fn scratch_file(path: &Path, size: u64, seed: u64) -> Result<std::fs::File, LinuxError> {
+pub(crate) fn scratch_file(path: &Path, size: u64, seed: u64) -> Result<std::fs::File, LinuxError> {
     let file = std::fs::OpenOptions::new()
         .read(true)
         .write(true)

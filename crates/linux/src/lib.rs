@@ -7,6 +7,7 @@
 //! - [`microbench::run`] runs the shared page-touch microbenchmark against zram or a swap file.
 
 pub mod affinity;
+pub mod batch_probe;
 pub mod blktrace;
 pub mod calibrate;
 pub mod calibration_median;

@@ -511,3 +511,48 @@ fn the_remote_shootdown_probe_flushes_a_busy_cpu_only_and_restores_exactly() {
     );
     assert!(probe.shootdown_ns().is_some_and(|ns| ns > 0.0), "{probe:?}");
 }
+
+#[test]
+fn the_batch_probe_traces_every_request_it_submits_and_restores_exactly() {
+    let _m = MACHINE.lock().unwrap_or_else(|e| e.into_inner());
+    if !root_or_skip("batch_probe") {
+        return;
+    }
+    let before = MachineSnapshot::capture().unwrap();
+    let path = state_path("batch-probe");
+    let probe = match nvmswap_linux::batch_probe::probe(std::path::Path::new("/var/tmp"), 5, &path)
+    {
+        Ok(p) => p,
+        // A kernel with io_uring turned off (kernel.io_uring_disabled) cannot run the probe.
+        Err(LinuxError::Worker(why)) if why.starts_with("io_uring_setup") => {
+            eprintln!("skipping batch_probe: {why}");
+            return;
+        }
+        Err(e) => panic!("{e}"),
+    };
+    assert_eq!(
+        before.differences(&MachineSnapshot::capture().unwrap()),
+        Vec::<String>::new()
+    );
+    assert!(!path.exists(), "state file removed");
+    let requests = (nvmswap_linux::batch_probe::BATCH_PROBE_REQUESTS as u64)
+        * u64::from(nvmswap_linux::batch_probe::BATCH_PROBE_ROUNDS);
+    for row in &probe.rows {
+        // Random offsets of a 64 MiB file rarely fall next to each other: few requests merge.
+        assert!(
+            row.traced_requests <= requests && row.traced_requests >= requests * 9 / 10,
+            "{row:?}"
+        );
+        assert!(row.d2c_us.p50 > 0.0, "{row:?}");
+    }
+    // One submission hands the batch over within microseconds: the trace finds the batches
+    // (whether they complete together is the disk's answer, not checked here).
+    for row in probe.rows.iter().filter(|r| r.kind.one_submission) {
+        assert!(
+            row.batches >= u64::from(nvmswap_linux::batch_probe::BATCH_PROBE_ROUNDS) / 2,
+            "{row:?}"
+        );
+    }
+    let (batches, share) = probe.share().expect("batches found");
+    assert!(batches > 0 && (0.0..=1.0).contains(&share));
+}

@@ -477,6 +477,11 @@ impl Metrics {
             if let Some(share) = nvmswap_core::block::writes_dispatched_with_reads(&spans) {
                 trace.insert("write_share_dispatched_with_reads".into(), share.into());
             }
+            if let Some((batches, share)) = nvmswap_core::block::batches_completed_together(&spans)
+            {
+                trace.insert("batches".into(), batches.into());
+                trace.insert("batch_share_completed_together".into(), share.into());
+            }
             let depths = nvmswap_core::block::depth_at_dispatch(&spans);
             for (dir, depths) in depths.into_iter().enumerate() {
                 let name = ["read", "write"][dir];

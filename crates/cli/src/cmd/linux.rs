@@ -209,6 +209,13 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             runs,
             json,
         } => {
+            // Before the minutes of measuring, so a missing directory does not lose them.
+            for path in [&out, &costs_out] {
+                if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+                    std::fs::create_dir_all(dir)
+                        .with_context(|| format!("creating {}", dir.display()))?;
+                }
+            }
             let (cals, profile, costs) = calibrate_runs(&swap_dir, seed, runs, |i, cal| {
                 if !json {
                     if runs > 1 {
@@ -472,6 +479,11 @@ fn print_calibration(cal: &nvmswap_linux::calibrate::Calibration) {
     match (&cal.wake_probe, &cal.wake_probe_unavailable) {
         (Some(w), _) => print!("{}", nvmswap_linux::wake_probe::comment(w)),
         (None, Some(why)) => println!("wake-up probe did not run: {why}"),
+        (None, None) => {}
+    }
+    match (&cal.batch_probe, &cal.batch_probe_unavailable) {
+        (Some(b), _) => print!("{}", nvmswap_linux::batch_probe::comment(b)),
+        (None, Some(why)) => println!("batch probe did not run: {why}"),
         (None, None) => {}
     }
     match (&cal.swap_path, &cal.swap_path_unavailable) {

@@ -337,6 +337,12 @@ fn writes_with_reads_percent(r: &RunResult) -> Option<f64> {
     extra_at(r, &["blktrace", "write_share_dispatched_with_reads"]).map(|share| share * 100.0)
 }
 
+/// The share of the device's batches (requests dispatched together) whose completions came
+/// together, in percent (the same key on both).
+fn batches_together_percent(r: &RunResult) -> Option<f64> {
+    extra_at(r, &["blktrace", "batch_share_completed_together"]).map(|share| share * 100.0)
+}
+
 /// The share of the charges that sent a remote TLB flush IPI, in percent.
 fn charges_with_remote_flushes_percent(r: &RunResult) -> Option<f64> {
     let with = extra_at(r, &["memcg_reclaim", "remote_flushes", "charges_with"])?;
@@ -479,6 +485,10 @@ const MECHANISMS: &[Mechanism] = &[
     Mechanism {
         label: "writes with reads %",
         read: Read::Each(writes_with_reads_percent, writes_with_reads_percent),
+    },
+    Mechanism {
+        label: "batches completed together %",
+        read: Read::Each(batches_together_percent, batches_together_percent),
     },
     both(
         "write: pages per request p50",

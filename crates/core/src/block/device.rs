@@ -25,6 +25,13 @@
 //! it slept (`device::wake_wait_ns`, per the direction of that request), and every request that
 //! arrives before it is awake waits with it. Requests issued back to back never find it asleep,
 //! which is how the profile's other numbers were measured.
+//!
+//! A profile with `batch_completion_share` signals a batch's completions together: the requests
+//! handed to the device at one instant (a plug's flush, the dispatch a completion starts) form a
+//! batch, and in that share of batches (drawn per batch) every request of it completes when the
+//! last of them is done. The service itself is unchanged (channels, serial stage and wake-up
+//! free up as before); only when the requests are reported done moves, as on a virtio disk whose
+//! host signals a batch it took from the ring in one interrupt.
 
 use super::{BlockError, Op, Request};
 use crate::device::{wake_wait_ns, DeviceProfile, LatencyDist, WakePoint};
@@ -91,7 +98,20 @@ pub struct Device {
     channel_free_at: Vec<Nanos>,
     /// In-device requests keyed by (completion time, id).
     in_device: BTreeMap<(Nanos, u64), Request>,
+    /// `DeviceProfile::batch_completion_share` (None: each request completes as it is done).
+    batch_completion_share: Option<f64>,
+    /// The batch being handed over: its instant, whether it completes together, and its
+    /// requests' keys in `in_device`.
+    batch: Batch,
     rng: ChaCha8Rng,
+}
+
+/// The requests handed to the device at one instant.
+#[derive(Debug, Default)]
+struct Batch {
+    at: Option<Nanos>,
+    together: bool,
+    keys: Vec<(Nanos, u64)>,
 }
 
 impl Device {
@@ -129,6 +149,8 @@ impl Device {
             descriptors_in_use: 0,
             channel_free_at: vec![0; channels as usize],
             in_device: BTreeMap::new(),
+            batch_completion_share: profile.batch_completion_share,
+            batch: Batch::default(),
             rng,
         })
     }
@@ -157,7 +179,9 @@ impl Device {
         self.in_device.len()
     }
 
-    /// Hand a request to the device at `now`; returns its completion time.
+    /// Hand a request to the device at `now`; returns its completion time as known now (a later
+    /// request of the same batch that completes together can move it later; `pop_completed`
+    /// gives the final time).
     pub fn submit(&mut self, req: Request, now: Nanos) -> Nanos {
         assert!(
             self.fits(&req),
@@ -211,8 +235,44 @@ impl Device {
         );
         self.channel_free_at[ch] = done;
         self.last_done = self.last_done.max(done);
-        self.in_device.insert((done, req.id), req);
-        done
+        let reported = self.join_batch(now, done, req.id);
+        self.in_device.insert((reported, req.id), req);
+        reported
+    }
+
+    /// Puts request `id` (done at `done`) in the batch handed over at `now` and returns when it
+    /// is reported done: at `done`, or, in a batch that completes together, when the batch's
+    /// last request is done (the requests before it move to that time when it is later).
+    fn join_batch(&mut self, now: Nanos, done: Nanos, id: u64) -> Nanos {
+        let Some(share) = self.batch_completion_share else {
+            return done;
+        };
+        if self.batch.at != Some(now) {
+            let together = self.rng.random::<f64>() < share;
+            self.batch = Batch {
+                at: Some(now),
+                together,
+                keys: Vec::new(),
+            };
+        }
+        let batch_done = self.batch.keys.first().map_or(0, |k| k.0);
+        let reported = if self.batch.together {
+            done.max(batch_done)
+        } else {
+            done
+        };
+        if self.batch.together && reported > batch_done {
+            for key in &mut self.batch.keys {
+                let req = self
+                    .in_device
+                    .remove(key)
+                    .expect("a batch's requests complete after the instant they were handed over");
+                *key = (reported, key.1);
+                self.in_device.insert(*key, req);
+            }
+        }
+        self.batch.keys.push((reported, id));
+        reported
     }
 
     pub fn next_completion(&self) -> Option<Nanos> {
@@ -258,6 +318,7 @@ pub(crate) fn test_profile(mean_ns: f64, p99_ns: f64, channels: u32, qd: u32) ->
         write_serial_page_ns: None,
         read_wake: None,
         write_wake: None,
+        batch_completion_share: None,
         sources: Default::default(),
     }
 }
@@ -294,6 +355,76 @@ mod tests {
         assert!(!d.can_accept());
         assert_eq!(d.pop_completed(10_000).unwrap().1.id, 1);
         assert!(d.can_accept());
+    }
+
+    #[test]
+    fn a_batch_that_completes_together_reports_every_request_at_its_last() {
+        // Constant 10 us per request plus 5 us per further page, four channels: a one-page and an
+        // eleven-page write handed over together are done at 10 and 60 us.
+        let mut p = test_profile(10_000.0, 10_000.0, 4, 128);
+        p.write_page_ns = Some(5_000.0);
+        let write = |id, pages| Request {
+            bytes: pages * PAGE_SIZE,
+            ..req(id, Op::Write, id * 1_000)
+        };
+        let served = |share: Option<f64>| {
+            let mut p = p.clone();
+            p.batch_completion_share = share;
+            let mut d = Device::new(&p, ChaCha8Rng::seed_from_u64(1)).unwrap();
+            let mut reported = vec![d.submit(write(1, 1), 0), d.submit(write(2, 11), 0)];
+            // Handed over later: a batch of its own, done 10 us after it arrived.
+            reported.push(d.submit(write(3, 1), 20_000));
+            let mut popped = Vec::new();
+            while let Some((t, r)) = d.pop_completed(Nanos::MAX) {
+                popped.push((t, r.id));
+            }
+            (reported, popped)
+        };
+        // Every batch together: the one-page write is reported with the eleven-page one, and
+        // both before the later batch's request, in the order they were handed over.
+        // (`submit` returns the time known then: the first write's moves when the second joins.)
+        let (reported, popped) = served(Some(1.0));
+        assert_eq!(reported, [10_000, 60_000, 30_000]);
+        assert_eq!(popped, [(30_000, 3), (60_000, 1), (60_000, 2)]);
+        // No batch together, or no such behaviour: each as it is done.
+        for share in [Some(0.0), None] {
+            let (_, popped) = served(share);
+            assert_eq!(popped, [(10_000, 1), (30_000, 3), (60_000, 2)], "{share:?}");
+        }
+        // A later request of a batch that finishes first is reported at the batch's time.
+        let mut p1 = p.clone();
+        p1.batch_completion_share = Some(1.0);
+        let mut d = Device::new(&p1, ChaCha8Rng::seed_from_u64(1)).unwrap();
+        assert_eq!(d.submit(write(1, 11), 0), 60_000);
+        assert_eq!(d.submit(write(2, 1), 0), 60_000);
+    }
+
+    #[test]
+    fn a_batch_completion_share_is_drawn_per_batch() {
+        let mut p = test_profile(10_000.0, 10_000.0, 4, 128);
+        p.write_page_ns = Some(5_000.0);
+        p.batch_completion_share = Some(0.3);
+        let mut d = Device::new(&p, ChaCha8Rng::seed_from_u64(9)).unwrap();
+        let batches = 2_000u64;
+        let mut together = 0;
+        for b in 0..batches {
+            let now = b * 1_000_000;
+            let small = Request {
+                bytes: PAGE_SIZE,
+                ..req(2 * b + 1, Op::Write, 0)
+            };
+            let large = Request {
+                bytes: 3 * PAGE_SIZE,
+                ..req(2 * b + 2, Op::Write, 8)
+            };
+            d.submit(small, now);
+            let large_done = d.submit(large, now);
+            let (small_done, _) = d.pop_completed(Nanos::MAX).unwrap();
+            together += (small_done == large_done) as u32;
+            while d.pop_completed(Nanos::MAX).is_some() {}
+        }
+        let share = together as f64 / batches as f64;
+        assert!((share - 0.3).abs() < 0.04, "{share}");
     }
 
     #[test]
@@ -434,6 +565,25 @@ mod tests {
         let e = p.validate().unwrap_err();
         assert!(e.contains("[sources]"), "{e}");
         p.sources.insert("write_wake".into(), "measured".into());
+        p.validate().unwrap();
+        p.kind = crate::device::DeviceKind::MemoryBus;
+        p.queue_depth = None;
+        p.parallelism = None;
+        let e = p.validate().unwrap_err();
+        assert!(e.contains("block devices only"), "{e}");
+    }
+
+    #[test]
+    fn a_batch_completion_share_is_checked_and_sourced() {
+        let mut p = test_profile(50_000.0, 50_000.0, 4, 128);
+        p.batch_completion_share = Some(1.5);
+        let e = p.validate().unwrap_err();
+        assert!(e.contains("between 0 and 1"), "{e}");
+        p.batch_completion_share = Some(0.9);
+        let e = p.validate().unwrap_err();
+        assert!(e.contains("[sources]"), "{e}");
+        p.sources
+            .insert("batch_completion_share".into(), "measured".into());
         p.validate().unwrap();
         p.kind = crate::device::DeviceKind::MemoryBus;
         p.queue_depth = None;

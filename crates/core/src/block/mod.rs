@@ -329,6 +329,48 @@ pub fn writes_dispatched_with_reads(requests: &[(Op, Nanos, Nanos)]) -> Option<f
     (writes > 0).then(|| with_reads as f64 / writes as f64)
 }
 
+/// Dispatches this close to the one before were handed to the device in one batch
+/// ([`batches_completed_together`]): a plug's flush or a dispatch round gives the driver its
+/// requests about a microsecond apart on this machine's kernel (block tracepoints of a pressure
+/// run), while separate submissions are further apart. A definition of the statistic, not a
+/// model parameter.
+pub const DISPATCH_BATCH_GAP_NS: Nanos = 3_000;
+
+/// Completions this close to the one before were signalled together, in one interrupt: the
+/// driver's completion handler ends them one to two microseconds apart, while a device that
+/// finishes them one at a time spaces them by a request's service, tens of microseconds. A
+/// definition of the statistic, not a model parameter.
+pub const COMPLETION_TOGETHER_GAP_NS: Nanos = 10_000;
+
+/// Of the requests given as (op, dispatch, completion): the batches of two or more (each
+/// dispatched within [`DISPATCH_BATCH_GAP_NS`] of the one before), and the share of them whose
+/// completions came together (each within [`COMPLETION_TOGETHER_GAP_NS`] of the batch's one
+/// before). The same statistic on both substrates (the kernel's block tracepoints, sim's block
+/// layer), and what `nvmswap linux calibrate` measures for the device profile's
+/// `batch_completion_share`. None without such batches.
+pub fn batches_completed_together(requests: &[(Op, Nanos, Nanos)]) -> Option<(u64, f64)> {
+    let mut spans: Vec<(Nanos, Nanos)> = requests.iter().map(|&(_, d, c)| (d, c)).collect();
+    spans.sort_unstable();
+    let (mut batches, mut together) = (0u64, 0u64);
+    let mut start = 0;
+    while start < spans.len() {
+        let mut end = start + 1;
+        while end < spans.len() && spans[end].0 - spans[end - 1].0 <= DISPATCH_BATCH_GAP_NS {
+            end += 1;
+        }
+        if end - start >= 2 {
+            let mut done: Vec<Nanos> = spans[start..end].iter().map(|s| s.1).collect();
+            done.sort_unstable();
+            batches += 1;
+            together += done
+                .windows(2)
+                .all(|w| w[1] - w[0] <= COMPLETION_TOGETHER_GAP_NS) as u64;
+        }
+        start = end;
+    }
+    (batches > 0).then(|| (batches, together as f64 / batches as f64))
+}
+
 /// Mean and exact percentiles of counts: [`depth_at_dispatch`]'s, or the pages of each request
 /// (None when there are none).
 #[derive(Debug, Clone, Copy, PartialEq, serde::Serialize)]
@@ -373,6 +415,25 @@ pub(crate) fn req(id: u64, op: Op, sector: u64) -> Request {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn a_batch_counts_as_completed_together_when_its_completions_come_together() {
+        use super::{batches_completed_together, Op};
+        let us = 1_000;
+        let reqs = [
+            // Dispatched 1 us apart, completed 2 us apart: together.
+            (Op::Write, 0, 300 * us),
+            (Op::Write, us, 302 * us),
+            // 100 us later, a batch of three done 40 us apart: not together.
+            (Op::Write, 100 * us, 400 * us),
+            (Op::Read, 101 * us, 440 * us),
+            (Op::Write, 102 * us, 480 * us),
+            // Alone: not a batch.
+            (Op::Read, 1_000 * us, 1_050 * us),
+        ];
+        assert_eq!(batches_completed_together(&reqs), Some((2, 0.5)));
+        assert_eq!(batches_completed_together(&reqs[5..]), None);
+    }
+
     #[test]
     fn depth_at_dispatch_counts_the_requests_still_in_the_device() {
         use super::{depth_at_dispatch, Op};

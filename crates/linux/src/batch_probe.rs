@@ -1,0 +1,322 @@
+//! Whether the disk signals a batch of requests done together (the device profile's
+//! `batch_completion_share`).
+//!
+//! Reclaim's writes reach the driver in batches: a plug collects them and its flush hands them
+//! over one after another, with one notification of the device. On this machine's vda, the
+//! kernel's own swap file showed what the host does with such a batch: in a linux-swapfile
+//! pressure run (block tracepoints, 2026-11-28) the requests dispatched within a few µs of each
+//! other completed within a few µs of each other, in dispatch order, the first as late as the
+//! last, where a device that finishes requests one at a time (sim's model until then) spaces
+//! them by a request's service. Every other disk probe issues one request per system call, so
+//! none of them sees it.
+//!
+//! The probe hands the disk batches like reclaim's: `BATCH_PROBE_REQUESTS` requests at random
+//! offsets of a scratch file submitted in one `io_uring_enter` (io_uring plugs a submission of
+//! several requests, so the driver gets them as one flush), the next batch [`GAP_US`] after the
+//! last one's completion; and, for comparison, the same requests with one `io_uring_enter` each,
+//! back to back. The block tracepoints give each request's D and C; the share of batches whose
+//! completions came together is [`nvmswap_core::block::batches_completed_together`], the same
+//! statistic `extra.blktrace` reports for the pressure runs of both substrates.
+
+use crate::device_check::{check_config, scratch_file, GAP_US};
+use crate::error::LinuxError;
+use crate::setup::Setup;
+use crate::worker::Mapping;
+use io_uring::{opcode, types, IoUring};
+use nvmswap_core::block::Op;
+use nvmswap_core::metrics::LatencyRecorder;
+use nvmswap_core::results::LatencySummary;
+use nvmswap_core::{NS_PER_US, PAGE_SIZE};
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use serde::Serialize;
+use std::os::fd::AsRawFd;
+use std::path::Path;
+
+/// Requests per batch: a reclaim pass's writes of a 32-page `SWAP_CLUSTER_MAX` batch come as a
+/// few requests, a read-ahead's as up to eight (page-cluster 3).
+pub const BATCH_PROBE_REQUESTS: usize = 8;
+
+/// Batches of each kind (~1 s of each at the gap).
+pub const BATCH_PROBE_ROUNDS: u32 = 300;
+
+/// Size of the scratch file the requests go to (a swap area's span at scale 0.1).
+const SCRATCH_BYTES: u64 = 64 << 20;
+
+/// One kind of batch.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct BatchKind {
+    pub write: bool,
+    pub pages: u64,
+    /// One `io_uring_enter` for the whole batch (else one each, back to back).
+    pub one_submission: bool,
+}
+
+/// The kinds the probe runs: reclaim-like 8-page writes and read-ahead-like 1-page reads, each
+/// as one submission and as separate ones.
+pub const BATCH_PROBE_KINDS: [BatchKind; 4] = [
+    BatchKind {
+        write: true,
+        pages: 8,
+        one_submission: true,
+    },
+    BatchKind {
+        write: true,
+        pages: 8,
+        one_submission: false,
+    },
+    BatchKind {
+        write: false,
+        pages: 1,
+        one_submission: true,
+    },
+    BatchKind {
+        write: false,
+        pages: 1,
+        one_submission: false,
+    },
+];
+
+/// What the trace showed for one kind.
+#[derive(Debug, Clone, Serialize)]
+pub struct BatchRow {
+    pub kind: BatchKind,
+    pub traced_requests: u64,
+    /// Batches the trace found (two or more requests dispatched together) and the share of them
+    /// that completed together (None: no batch found).
+    pub batches: u64,
+    pub share_completed_together: Option<f64>,
+    pub d2c_us: LatencySummary,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct BatchProbe {
+    pub rows: Vec<BatchRow>,
+    pub rounds: u32,
+}
+
+impl BatchProbe {
+    /// The profile's `batch_completion_share`: over the batches of the one-submission kinds,
+    /// the share that completed together (None when the trace found none).
+    pub fn share(&self) -> Option<(u64, f64)> {
+        let (mut batches, mut together) = (0u64, 0.0);
+        for r in self.rows.iter().filter(|r| r.kind.one_submission) {
+            if let Some(s) = r.share_completed_together {
+                batches += r.batches;
+                together += s * r.batches as f64;
+            }
+        }
+        (batches > 0).then(|| (batches, together / batches as f64))
+    }
+}
+
+/// Runs the probe on a scratch file in `dir` (on the disk the profile describes), each kind
+/// under a block trace of its own; the machine is restored afterwards.
+pub fn probe(dir: &Path, seed: u64, state_path: &Path) -> Result<BatchProbe, LinuxError> {
+    crate::require_root()?;
+    let path = dir.join(format!("nvmswap-batch-probe-{}.dat", std::process::id()));
+    let mut setup = Setup::apply(&check_config(), state_path)?;
+    let result = (|| {
+        let file = scratch_file(&path, SCRATCH_BYTES, seed)?;
+        let mut ring = IoUring::new(2 * BATCH_PROBE_REQUESTS as u32)
+            .map_err(|e| LinuxError::Worker(format!("io_uring_setup: {e}")))?;
+        let mut rows = Vec::new();
+        for (k, kind) in BATCH_PROBE_KINDS.into_iter().enumerate() {
+            let tracer = crate::blktrace::Tracer::start(&path)
+                .map_err(|why| LinuxError::Worker(format!("block trace: {why}")))?;
+            for change in tracer.journal() {
+                setup.journal(change)?;
+            }
+            let issued = issue_batches(&mut ring, &file, kind, seed ^ k as u64);
+            let traced = tracer
+                .finish()
+                .map_err(|why| LinuxError::Worker(format!("block trace: {why}")))?;
+            issued?;
+            let spans: Vec<(Op, u64, u64)> = traced
+                .requests
+                .iter()
+                .map(|r| (r.op, r.d_ns, r.c_ns))
+                .collect();
+            let mut d2c = LatencyRecorder::new();
+            for &(_, d, c) in &spans {
+                d2c.record_ns(c - d);
+            }
+            let found = nvmswap_core::block::batches_completed_together(&spans);
+            rows.push(BatchRow {
+                kind,
+                traced_requests: spans.len() as u64,
+                batches: found.map_or(0, |f| f.0),
+                share_completed_together: found.map(|f| f.1),
+                d2c_us: d2c.summary(NS_PER_US),
+            });
+        }
+        Ok(BatchProbe {
+            rows,
+            rounds: BATCH_PROBE_ROUNDS,
+        })
+    })();
+    let _ = std::fs::remove_file(&path);
+    let diffs = setup.restore()?;
+    if !diffs.is_empty() {
+        return Err(LinuxError::Restore(diffs.join("; ")));
+    }
+    result
+}
+
+/// [`BATCH_PROBE_ROUNDS`] batches of `kind` on `file`, each request at a random offset, the
+/// next batch [`GAP_US`] after the last completion.
+fn issue_batches(
+    ring: &mut IoUring,
+    file: &std::fs::File,
+    kind: BatchKind,
+    seed: u64,
+) -> Result<(), LinuxError> {
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    let len = (kind.pages * PAGE_SIZE) as usize;
+    let buf = Mapping::new(len * BATCH_PROBE_REQUESTS, false)?;
+    // SAFETY: the mapping is `len * BATCH_PROBE_REQUESTS` bytes, page-aligned, owned here.
+    let bytes = unsafe { std::slice::from_raw_parts_mut(buf.as_ptr(), len * BATCH_PROBE_REQUESTS) };
+    bytes.fill(0x5a);
+    let positions = SCRATCH_BYTES / PAGE_SIZE / kind.pages;
+    let fd = types::Fd(file.as_raw_fd());
+    let uring = |e: std::io::Error| LinuxError::Worker(format!("io_uring_enter: {e}"));
+    for _ in 0..BATCH_PROBE_ROUNDS {
+        for (i, chunk) in bytes.chunks_exact_mut(len).enumerate() {
+            let offset = rng.random_range(0..positions) * kind.pages * PAGE_SIZE;
+            let entry = if kind.write {
+                opcode::Write::new(fd, chunk.as_ptr(), len as u32)
+                    .offset(offset)
+                    .build()
+            } else {
+                opcode::Read::new(fd, chunk.as_mut_ptr(), len as u32)
+                    .offset(offset)
+                    .build()
+            }
+            .user_data(i as u64);
+            // SAFETY: the entry's buffer is a chunk of `buf`, which outlives the request: every
+            // request of the batch is waited for below before the buffer is reused or dropped.
+            unsafe { ring.submission().push(&entry) }
+                .map_err(|_| LinuxError::Worker("io_uring submission queue full".into()))?;
+            if !kind.one_submission {
+                ring.submit().map_err(uring)?;
+            }
+        }
+        ring.submit_and_wait(BATCH_PROBE_REQUESTS).map_err(uring)?;
+        let mut done = 0;
+        for cqe in ring.completion() {
+            if cqe.result() != len as i32 {
+                return Err(LinuxError::Worker(format!(
+                    "a probe request of {len} bytes returned {}",
+                    cqe.result()
+                )));
+            }
+            done += 1;
+        }
+        assert_eq!(done, BATCH_PROBE_REQUESTS, "waited for the whole batch");
+        std::thread::sleep(std::time::Duration::from_micros(GAP_US));
+    }
+    drop(buf);
+    Ok(())
+}
+
+/// The probe's table as TOML comments, for the device profile.
+pub fn comment(p: &BatchProbe) -> String {
+    let mut out = format!(
+        "# Batches: {} requests at random offsets of a 64 MiB scratch file, {} batches per kind,\n\
+         # {} us apart, in one io_uring_enter (as a plug's flush hands them over) or one each;\n\
+         # from the block trace, the batches found (dispatched each within 3 us of the one\n\
+         # before) and the share whose completions came together (each within 10 us):\n\
+         #   kind                            | requests | batches | together | D2C p50  p90 (us)\n",
+        BATCH_PROBE_REQUESTS, p.rounds, GAP_US
+    );
+    for r in &p.rows {
+        let kind = format!(
+            "{} x {} page{}, {}",
+            if r.kind.write { "write" } else { "read" },
+            r.kind.pages,
+            if r.kind.pages == 1 { "" } else { "s" },
+            if r.kind.one_submission {
+                "one submission"
+            } else {
+                "one each"
+            }
+        );
+        out.push_str(&format!(
+            "#   {kind:31} | {:8} | {:7} | {:>8} | {:7.0} {:4.0}\n",
+            r.traced_requests,
+            r.batches,
+            r.share_completed_together
+                .map_or("-".to_string(), |s| format!("{:.0} %", 100.0 * s)),
+            r.d2c_us.p50,
+            r.d2c_us.p90
+        ));
+    }
+    out
+}
+
+/// The `batch_completion_share` line, or a comment saying why there is none.
+pub fn profile_field(p: &BatchProbe) -> String {
+    match p.share() {
+        Some((_, share)) => format!("batch_completion_share = {share:.3}\n"),
+        None => "# batch_completion_share: none (the trace found no batch)\n".into(),
+    }
+}
+
+/// The `[sources]` line when the profile has the field.
+pub fn source(p: &BatchProbe) -> String {
+    match p.share() {
+        Some((batches, _)) => format!(
+            "batch_completion_share = \"measured: nvmswap linux calibrate, batches of {} O_DIRECT requests (8-page writes, 1-page reads) at random offsets of a 64 MiB file submitted in one io_uring_enter, {} per kind; of the {batches} batches the block trace found, the share whose completions came each within 10 us of the one before (table in the comment above)\"\n",
+            BATCH_PROBE_REQUESTS, p.rounds
+        ),
+        None => String::new(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn row(kind: BatchKind, batches: u64, share: Option<f64>) -> BatchRow {
+        BatchRow {
+            kind,
+            traced_requests: 8 * batches,
+            batches,
+            share_completed_together: share,
+            d2c_us: LatencySummary {
+                p50: 300.0,
+                p90: 400.0,
+                ..Default::default()
+            },
+        }
+    }
+
+    #[test]
+    fn the_profile_share_pools_the_one_submission_batches_only() {
+        let [w1, wn, r1, rn] = BATCH_PROBE_KINDS;
+        let p = BatchProbe {
+            rows: vec![
+                row(w1, 300, Some(1.0)),
+                row(wn, 10, Some(0.0)),
+                row(r1, 100, Some(0.6)),
+                row(rn, 0, None),
+            ],
+            rounds: 300,
+        };
+        let (batches, share) = p.share().unwrap();
+        assert_eq!(batches, 400);
+        assert!((share - 0.9).abs() < 1e-12, "{share}");
+        assert_eq!(profile_field(&p), "batch_completion_share = 0.900\n");
+        assert!(source(&p).contains("of the 400 batches"));
+        let table = comment(&p);
+        assert!(table.contains("write x 8 pages, one submission"), "{table}");
+        assert!(table.contains("read x 1 page, one each"), "{table}");
+        let none = BatchProbe {
+            rows: vec![row(w1, 0, None), row(wn, 5, Some(1.0))],
+            rounds: 300,
+        };
+        assert_eq!(none.share(), None);
+        assert!(profile_field(&none).starts_with('#'));
+        assert_eq!(source(&none), "");
+    }
+}
