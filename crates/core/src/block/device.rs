@@ -380,8 +380,8 @@ mod tests {
             }
             (reported, popped)
         };
-        // Every batch together: the one-page write is reported with the eleven-page one, and
-        // both before the later batch's request, in the order they were handed over.
+        // Every batch together: the one-page write is reported with the eleven-page one, both
+        // after the later batch's request (done at 30 us), in the order they were handed over.
         // (`submit` returns the time known then: the first write's moves when the second joins.)
         let (reported, popped) = served(Some(1.0));
         assert_eq!(reported, [10_000, 60_000, 30_000]);
