@@ -18,9 +18,8 @@
 //! completions came together is [`nvmswap_core::block::batches_completed_together`], the same
 //! statistic `extra.blktrace` reports for the pressure runs of both substrates.
 
-use crate::device_check::{check_config, scratch_file, GAP_US};
+use crate::device_check::{traced, with_scratch, GAP_US};
 use crate::error::LinuxError;
-use crate::setup::Setup;
 use crate::worker::Mapping;
 use io_uring::{opcode, types, IoUring};
 use nvmswap_core::block::Op;
@@ -114,53 +113,44 @@ impl BatchProbe {
 /// under a block trace of its own; the machine is restored afterwards.
 pub fn probe(dir: &Path, seed: u64, state_path: &Path) -> Result<BatchProbe, LinuxError> {
     crate::require_root()?;
-    let path = dir.join(format!("nvmswap-batch-probe-{}.dat", std::process::id()));
-    let mut setup = Setup::apply(&check_config(), state_path)?;
-    let result = (|| {
-        let file = scratch_file(&path, SCRATCH_BYTES, seed)?;
-        let mut ring = IoUring::new(2 * BATCH_PROBE_REQUESTS as u32)
-            .map_err(|e| LinuxError::Worker(format!("io_uring_setup: {e}")))?;
-        let mut rows = Vec::new();
-        for (k, kind) in BATCH_PROBE_KINDS.into_iter().enumerate() {
-            let tracer = crate::blktrace::Tracer::start(&path)
-                .map_err(|why| LinuxError::Worker(format!("block trace: {why}")))?;
-            for change in tracer.journal() {
-                setup.journal(change)?;
+    with_scratch(
+        dir,
+        "batch-probe",
+        SCRATCH_BYTES,
+        seed,
+        state_path,
+        |file, path, setup| {
+            let mut ring = IoUring::new(2 * BATCH_PROBE_REQUESTS as u32)
+                .map_err(|e| LinuxError::Worker(format!("io_uring_setup: {e}")))?;
+            let mut rows = Vec::new();
+            for (k, kind) in BATCH_PROBE_KINDS.into_iter().enumerate() {
+                let ((), traced) = traced(setup, path, || {
+                    issue_batches(&mut ring, file, kind, seed ^ k as u64)
+                })?;
+                let spans: Vec<(Op, u64, u64)> = traced
+                    .requests
+                    .iter()
+                    .map(|r| (r.op, r.d_ns, r.c_ns))
+                    .collect();
+                let mut d2c = LatencyRecorder::new();
+                for &(_, d, c) in &spans {
+                    d2c.record_ns(c - d);
+                }
+                let found = nvmswap_core::block::batches_completed_together(&spans);
+                rows.push(BatchRow {
+                    kind,
+                    traced_requests: spans.len() as u64,
+                    batches: found.map_or(0, |f| f.0),
+                    share_completed_together: found.map(|f| f.1),
+                    d2c_us: d2c.summary(NS_PER_US),
+                });
             }
-            let issued = issue_batches(&mut ring, &file, kind, seed ^ k as u64);
-            let traced = tracer
-                .finish()
-                .map_err(|why| LinuxError::Worker(format!("block trace: {why}")))?;
-            issued?;
-            let spans: Vec<(Op, u64, u64)> = traced
-                .requests
-                .iter()
-                .map(|r| (r.op, r.d_ns, r.c_ns))
-                .collect();
-            let mut d2c = LatencyRecorder::new();
-            for &(_, d, c) in &spans {
-                d2c.record_ns(c - d);
-            }
-            let found = nvmswap_core::block::batches_completed_together(&spans);
-            rows.push(BatchRow {
-                kind,
-                traced_requests: spans.len() as u64,
-                batches: found.map_or(0, |f| f.0),
-                share_completed_together: found.map(|f| f.1),
-                d2c_us: d2c.summary(NS_PER_US),
-            });
-        }
-        Ok(BatchProbe {
-            rows,
-            rounds: BATCH_PROBE_ROUNDS,
-        })
-    })();
-    let _ = std::fs::remove_file(&path);
-    let diffs = setup.restore()?;
-    if !diffs.is_empty() {
-        return Err(LinuxError::Restore(diffs.join("; ")));
-    }
-    result
+            Ok(BatchProbe {
+                rows,
+                rounds: BATCH_PROBE_ROUNDS,
+            })
+        },
+    )
 }
 
 /// [`BATCH_PROBE_ROUNDS`] batches of `kind` on `file`, each request at a random offset, the

@@ -5,13 +5,15 @@
 //! --runs N` and `validate --calibrate` take the files the runs wrote (a device profile, or the
 //! software costs) and merge them here: every number the median of the runs' (an integer stays
 //! an integer: the lower median, a value one run measured), every other value (names, kinds,
-//! the sources' text) the first run's, and a header that lists each number's values per run,
-//! so the spread stays visible.
+//! the sources' text) the first run's that has it, and a header that lists each number's
+//! values per run, so the spread stays visible, and any key a run lacked.
 
 use std::fmt::Write as _;
 
-/// The merged TOML of `runs` (each a whole file `calibrate` wrote, same keys), with its header.
-/// An error names what does not match (a key one run lacks, a number in one and text in another).
+/// The merged TOML of `runs` (each a whole file `calibrate` wrote), with its header. A key some
+/// runs lack (a probe that could not run there) is merged from the runs that have it, and the
+/// header says which lacked it. An error names what does not match (a number in one run and
+/// text in another, arrays of different lengths).
 pub fn merge(runs: &[String], what: &str) -> Result<String, String> {
     let tables = runs
         .iter()
@@ -51,33 +53,45 @@ fn merge_tables(
     path: &str,
     spread: &mut Vec<(String, Vec<String>)>,
 ) -> Result<toml::Table, String> {
+    // Every key any run has, the first run's first: a probe that failed in one run (its field
+    // absent, its `_unavailable` reason in that run's output) leaves the key to the runs that
+    // measured it rather than losing the whole calibration.
+    let mut keys: Vec<&String> = first.keys().collect();
+    for t in all {
+        for key in t.keys() {
+            if !keys.contains(&key) {
+                keys.push(key);
+            }
+        }
+    }
     let mut out = toml::Table::new();
-    for (key, value) in first {
+    for key in keys {
         let here = if path.is_empty() {
             key.clone()
         } else {
             format!("{path}.{key}")
         };
-        let values = all
+        let (runs, values): (Vec<usize>, Vec<&toml::Value>) = all
             .iter()
             .enumerate()
-            .map(|(i, t)| {
-                t.get(key)
-                    .ok_or_else(|| format!("{here}: run {} has no such key", i + 1))
-            })
-            .collect::<Result<Vec<_>, _>>()?;
-        let merged = merge_value(value, &values, &here, spread)?;
-        out.insert(key.clone(), merged);
-    }
-    for (i, t) in all.iter().enumerate().skip(1) {
-        if let Some(extra) = t.keys().find(|k| !first.contains_key(*k)) {
-            let at = if path.is_empty() {
-                extra.clone()
-            } else {
-                format!("{path}.{extra}")
-            };
-            return Err(format!("{at}: run {} has it, run 1 does not", i + 1));
+            .filter_map(|(i, t)| t.get(key).map(|v| (i + 1, v)))
+            .unzip();
+        if runs.len() < all.len() {
+            let lacking: Vec<String> = (1..=all.len())
+                .filter(|i| !runs.contains(i))
+                .map(|i| i.to_string())
+                .collect();
+            spread.push((
+                here.clone(),
+                vec![format!(
+                    "absent from run(s) {}: merged from the other {}",
+                    lacking.join(", "),
+                    runs.len()
+                )],
+            ));
         }
+        let merged = merge_value(values[0], &values, &here, spread)?;
+        out.insert(key.clone(), merged);
     }
     Ok(out)
 }
@@ -247,13 +261,51 @@ mod tests {
     }
 
     #[test]
+    fn a_key_some_runs_lack_is_merged_from_the_runs_that_have_it() {
+        // Run 1's probe failed (no share, no source for it), runs 2 and 3 measured it.
+        let with = |run: &str, share: f64, source: &str| {
+            run.replace(
+                "ratio = ",
+                &format!("batch_completion_share = {share}\nratio = "),
+            )
+            .replace(
+                "[sources]\n",
+                &format!("[sources]\nbatch_completion_share = \"{source}\"\n"),
+            )
+        };
+        let runs = [
+            RUN1.to_string(),
+            with(RUN2, 0.9, "probe, run two"),
+            with(RUN3, 0.7, "probe, run three"),
+        ];
+        let text = merge(&runs, "disk profile").unwrap();
+        let t: toml::Table = text.parse().unwrap();
+        assert!((t["batch_completion_share"].as_float().unwrap() - 0.8).abs() < 1e-12);
+        assert_eq!(
+            t["sources"]["batch_completion_share"].as_str(),
+            Some("probe, run two")
+        );
+        assert!(
+            text.contains(
+                "#   batch_completion_share: absent from run(s) 1: merged from the other 2"
+            ),
+            "{text}"
+        );
+        assert!(
+            text.contains("#   batch_completion_share: 0.9, 0.7"),
+            "{text}"
+        );
+        // Every other number still the median of all three.
+        assert_eq!(t["read_4k"]["mean_ns"].as_integer(), Some(41_000));
+        // A run without a whole table: the table from the runs that have it.
+        let table = |run: &str, x: i64| format!("{run}\n[extra]\nx = {x}\n");
+        let runs = [table(RUN1, 1), RUN2.to_string(), table(RUN3, 5)];
+        let t: toml::Table = merge(&runs, "d").unwrap().parse().unwrap();
+        assert_eq!(t["extra"]["x"].as_integer(), Some(1));
+    }
+
+    #[test]
     fn runs_that_do_not_match_are_refused_with_the_key() {
-        let missing = "name = \"linux-vda\"\nqueue_depth = 128\nratio = 0.3\n[sources]\n";
-        let err = merge(&[RUN1.to_string(), missing.to_string()], "disk profile").unwrap_err();
-        assert!(err.contains("read_4k: run 2 has no such key"), "{err}");
-        let extra = format!("{RUN1}\n[extra]\nx = 1\n");
-        let err = merge(&[RUN1.to_string(), extra], "d").unwrap_err();
-        assert!(err.contains("extra: run 2 has it"), "{err}");
         let text = RUN2.replace("queue_depth = 128", "queue_depth = \"many\"");
         let err = merge(&[RUN1.to_string(), text], "d").unwrap_err();
         assert!(err.contains("queue_depth: an integer"), "{err}");

@@ -116,40 +116,53 @@ pub fn run(
             detail: "--rounds must be at least 1".into(),
         });
     }
-    let cfg = check_config();
-    let path = dir.join(format!("nvmswap-check-device-{}.dat", std::process::id()));
-    let mut setup = Setup::apply(&cfg, &crate::state::default_state_path())?;
-    let result = (|| {
-        let file = scratch_file(&path, SCRATCH_BYTES, seed)?;
-        let mut rows = Vec::new();
-        for burst in BURSTS {
-            let tracer = crate::blktrace::Tracer::start(&path)
-                .map_err(|why| LinuxError::Worker(format!("block trace: {why}")))?;
-            for change in tracer.journal() {
-                setup.journal(change)?;
+    let state_path = crate::state::default_state_path();
+    with_scratch(
+        dir,
+        "check-device",
+        SCRATCH_BYTES,
+        seed,
+        &state_path,
+        |file, path, setup| {
+            let mut rows = Vec::new();
+            for burst in BURSTS {
+                let ((), traced) = traced(setup, path, || issue_bursts(file, burst, rounds, seed))?;
+                let mut disk = LatencyRecorder::new();
+                let op = if burst.write { Op::Write } else { Op::Read };
+                for r in traced.requests.iter().filter(|r| r.op == op) {
+                    disk.record_ns(r.c_ns - r.d_ns);
+                }
+                rows.push(BurstRow {
+                    burst,
+                    rounds,
+                    traced_requests: disk.count(),
+                    disk_d2c_us: disk.summary(NS_PER_US),
+                    model_d2c_us: model_bursts(profile, burst, rounds, seed)?,
+                });
+                if crate::signals::interrupted() {
+                    return Err(LinuxError::Interrupted);
+                }
             }
-            issue_bursts(&file, burst, rounds, seed)?;
-            let traced = tracer
-                .finish()
-                .map_err(|why| LinuxError::Worker(format!("block trace: {why}")))?;
-            let mut disk = LatencyRecorder::new();
-            let op = if burst.write { Op::Write } else { Op::Read };
-            for r in traced.requests.iter().filter(|r| r.op == op) {
-                disk.record_ns(r.c_ns - r.d_ns);
-            }
-            rows.push(BurstRow {
-                burst,
-                rounds,
-                traced_requests: disk.count(),
-                disk_d2c_us: disk.summary(NS_PER_US),
-                model_d2c_us: model_bursts(profile, burst, rounds, seed)?,
-            });
-            if crate::signals::interrupted() {
-                return Err(LinuxError::Interrupted);
-            }
-        }
-        Ok(rows)
-    })();
+            Ok(rows)
+        },
+    )
+}
+
+/// Runs `work` on a fresh scratch file `dir/nvmswap-{name}-{pid}.dat` of `size` bytes
+/// ([`scratch_file`]) under [`check_config`]'s set-up, journalled to `state_path`. The file is
+/// removed and the machine restored on every path; a restore that leaves a difference is the
+/// error, before `work`'s own.
+pub(crate) fn with_scratch<T>(
+    dir: &Path,
+    name: &str,
+    size: u64,
+    seed: u64,
+    state_path: &Path,
+    work: impl FnOnce(&std::fs::File, &Path, &mut Setup) -> Result<T, LinuxError>,
+) -> Result<T, LinuxError> {
+    let path = dir.join(format!("nvmswap-{name}-{}.dat", std::process::id()));
+    let mut setup = Setup::apply(&check_config(), state_path)?;
+    let result = scratch_file(&path, size, seed).and_then(|file| work(&file, &path, &mut setup));
     let _ = std::fs::remove_file(&path);
     let diffs = setup.restore()?;
     if !diffs.is_empty() {
@@ -158,9 +171,27 @@ pub fn run(
     result
 }
 
+/// `issue` under a block trace of the device holding `path` (the trace's changes journalled
+/// into `setup`, so an interrupted run's restore removes it): `issue`'s value and what the trace
+/// matched. The trace is finished before `issue`'s error is returned.
+pub(crate) fn traced<R>(
+    setup: &mut Setup,
+    path: &Path,
+    issue: impl FnOnce() -> Result<R, LinuxError>,
+) -> Result<(R, crate::blktrace::Traced), LinuxError> {
+    let block_trace = |why| LinuxError::Worker(format!("block trace: {why}"));
+    let tracer = crate::blktrace::Tracer::start(path).map_err(block_trace)?;
+    for change in tracer.journal() {
+        setup.journal(change)?;
+    }
+    let issued = issue();
+    let traced = tracer.finish().map_err(block_trace)?;
+    Ok((issued?, traced))
+}
+
 /// The set-up a check runs under: nothing of the machine changed but the block trace it
 /// journals (no swap, no scheduler or sysctl change; a cgroup of the set-up's own, unused).
-pub(crate) fn check_config() -> LinuxConfig {
+fn check_config() -> LinuxConfig {
     LinuxConfig {
         name: "check-device".into(),
         description: String::new(),
@@ -177,7 +208,7 @@ pub(crate) fn check_config() -> LinuxConfig {
 
 /// The scratch file of `size` bytes (a multiple of 256 pages), written through once (so reads
 /// find data, not holes), opened O_DIRECT.
-pub(crate) fn scratch_file(path: &Path, size: u64, seed: u64) -> Result<std::fs::File, LinuxError> {
+fn scratch_file(path: &Path, size: u64, seed: u64) -> Result<std::fs::File, LinuxError> {
     let file = std::fs::OpenOptions::new()
         .read(true)
         .write(true)
@@ -502,62 +533,54 @@ pub fn replay(
             ),
         });
     }
-    let cfg = check_config();
-    let path = dir.join(format!("nvmswap-replay-{}.dat", std::process::id()));
-    let mut setup = Setup::apply(&cfg, &crate::state::default_state_path())?;
-    let result = (|| {
-        let file = scratch_file(&path, span, seed)?;
-        let tracer = crate::blktrace::Tracer::start(&path)
-            .map_err(|why| LinuxError::Worker(format!("block trace: {why}")))?;
-        for change in tracer.journal() {
-            setup.journal(change)?;
-        }
-        let (late, seconds) = issue_recorded(&file, requests, largest as usize)?;
-        let traced = tracer
-            .finish()
-            .map_err(|why| LinuxError::Worker(format!("block trace: {why}")))?;
-        let model_ns = model_recorded_each(profile, requests, seed)?;
-        let model = summarize_by_direction(requests, &model_ns);
-        let rows = [false, true]
-            .into_iter()
-            .map(|write| {
-                let op = if write { Op::Write } else { Op::Read };
-                let mut disk = LatencyRecorder::new();
-                for r in traced.requests.iter().filter(|r| r.op == op) {
-                    disk.record_ns(r.c_ns - r.d_ns);
-                }
-                ReplayRow {
-                    write,
-                    requests: disk.count(),
-                    disk_d2c_us: disk.summary(NS_PER_US),
-                    model_d2c_us: model[write as usize].summary(NS_PER_US),
-                }
+    let state_path = crate::state::default_state_path();
+    with_scratch(
+        dir,
+        "replay",
+        span,
+        seed,
+        &state_path,
+        |file, path, setup| {
+            let ((late, seconds), traced) = traced(setup, path, || {
+                issue_recorded(file, requests, largest as usize)
+            })?;
+            let model_ns = model_recorded_each(profile, requests, seed)?;
+            let model = summarize_by_direction(requests, &model_ns);
+            let rows = [false, true]
+                .into_iter()
+                .map(|write| {
+                    let op = if write { Op::Write } else { Op::Read };
+                    let mut disk = LatencyRecorder::new();
+                    for r in traced.requests.iter().filter(|r| r.op == op) {
+                        disk.record_ns(r.c_ns - r.d_ns);
+                    }
+                    ReplayRow {
+                        write,
+                        requests: disk.count(),
+                        disk_d2c_us: disk.summary(NS_PER_US),
+                        model_d2c_us: model[write as usize].summary(NS_PER_US),
+                    }
+                })
+                .collect();
+            let disk_ns = match_traced(requests, &traced.requests);
+            let requests = requests
+                .iter()
+                .zip(disk_ns)
+                .zip(model_ns)
+                .map(|((&recorded, disk_d2c_ns), model_d2c_ns)| ReplayedRequest {
+                    recorded,
+                    disk_d2c_ns,
+                    model_d2c_ns,
+                })
+                .collect();
+            Ok(Replay {
+                rows,
+                late,
+                seconds,
+                requests,
             })
-            .collect();
-        let disk_ns = match_traced(requests, &traced.requests);
-        let requests = requests
-            .iter()
-            .zip(disk_ns)
-            .zip(model_ns)
-            .map(|((&recorded, disk_d2c_ns), model_d2c_ns)| ReplayedRequest {
-                recorded,
-                disk_d2c_ns,
-                model_d2c_ns,
-            })
-            .collect();
-        Ok(Replay {
-            rows,
-            late,
-            seconds,
-            requests,
-        })
-    })();
-    let _ = std::fs::remove_file(&path);
-    let diffs = setup.restore()?;
-    if !diffs.is_empty() {
-        return Err(LinuxError::Restore(diffs.join("; ")));
-    }
-    result
+        },
+    )
 }
 
 /// Issues `requests` at their times (relative to the first); returns how many went out over

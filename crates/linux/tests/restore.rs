@@ -458,6 +458,32 @@ fn a_written_swap_file_has_no_unwritten_extents_and_an_allocated_one_has() {
     }
 }
 
+/// Runs a calibration probe with its own state file: the machine as before and the state file
+/// removed afterwards, or None when the probe's error says the machine lacks what it needs
+/// (`lacks`: the test is skipped with that error).
+fn probe_restores_exactly<T>(
+    test: &str,
+    probe: impl FnOnce(&std::path::Path) -> Result<T, LinuxError>,
+    lacks: impl Fn(&LinuxError) -> bool,
+) -> Option<T> {
+    let before = MachineSnapshot::capture().unwrap();
+    let path = state_path(test);
+    let result = match probe(&path) {
+        Ok(p) => p,
+        Err(e) if lacks(&e) => {
+            eprintln!("skipping {test}: {e}");
+            return None;
+        }
+        Err(e) => panic!("{e}"),
+    };
+    assert_eq!(
+        before.differences(&MachineSnapshot::capture().unwrap()),
+        Vec::<String>::new()
+    );
+    assert!(!path.exists(), "state file removed");
+    Some(result)
+}
+
 #[test]
 fn the_remote_shootdown_probe_flushes_a_busy_cpu_only_and_restores_exactly() {
     let _m = MACHINE.lock().unwrap_or_else(|e| e.into_inner());
@@ -468,25 +494,19 @@ fn the_remote_shootdown_probe_flushes_a_busy_cpu_only_and_restores_exactly() {
         eprintln!("skipping remote_shootdown: a remote flush needs two CPUs");
         return;
     }
-    let before = MachineSnapshot::capture().unwrap();
-    let path = state_path("shootdown");
-    let probe = match nvmswap_linux::shootdown::probe_remote_shootdown(
-        std::path::Path::new("/var/tmp"),
-        3,
-        &path,
-    ) {
-        Ok(p) => p,
-        Err(LinuxError::Worker(why)) if why.contains("/proc/interrupts") => {
-            eprintln!("skipping remote_shootdown: {why}");
-            return;
-        }
-        Err(e) => panic!("{e}"),
+    let Some(probe) = probe_restores_exactly(
+        "remote_shootdown",
+        |path| {
+            nvmswap_linux::shootdown::probe_remote_shootdown(
+                std::path::Path::new("/var/tmp"),
+                3,
+                path,
+            )
+        },
+        |e| matches!(e, LinuxError::Worker(why) if why.contains("/proc/interrupts")),
+    ) else {
+        return;
     };
-    assert_eq!(
-        before.differences(&MachineSnapshot::capture().unwrap()),
-        Vec::<String>::new()
-    );
-    assert!(!path.exists(), "state file removed");
     let pages = (nvmswap_linux::shootdown::SHOOTDOWN_PROBE_PAGES / 2) as u64;
     for phase in [&probe.idle, &probe.spinning] {
         assert_eq!(phase.pages, pages);
@@ -518,23 +538,14 @@ fn the_batch_probe_traces_every_request_it_submits_and_restores_exactly() {
     if !root_or_skip("batch_probe") {
         return;
     }
-    let before = MachineSnapshot::capture().unwrap();
-    let path = state_path("batch-probe");
-    let probe = match nvmswap_linux::batch_probe::probe(std::path::Path::new("/var/tmp"), 5, &path)
-    {
-        Ok(p) => p,
+    let Some(probe) = probe_restores_exactly(
+        "batch_probe",
+        |path| nvmswap_linux::batch_probe::probe(std::path::Path::new("/var/tmp"), 5, path),
         // A kernel with io_uring turned off (kernel.io_uring_disabled) cannot run the probe.
-        Err(LinuxError::Worker(why)) if why.starts_with("io_uring_setup") => {
-            eprintln!("skipping batch_probe: {why}");
-            return;
-        }
-        Err(e) => panic!("{e}"),
+        |e| matches!(e, LinuxError::Worker(why) if why.starts_with("io_uring_setup")),
+    ) else {
+        return;
     };
-    assert_eq!(
-        before.differences(&MachineSnapshot::capture().unwrap()),
-        Vec::<String>::new()
-    );
-    assert!(!path.exists(), "state file removed");
     let requests = (nvmswap_linux::batch_probe::BATCH_PROBE_REQUESTS as u64)
         * u64::from(nvmswap_linux::batch_probe::BATCH_PROBE_ROUNDS);
     for row in &probe.rows {
