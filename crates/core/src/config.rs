@@ -139,6 +139,14 @@ pub struct SystemConfig {
     /// are two or more; with one, kswapd only runs while the foreground sleeps or waits for I/O.
     #[serde(default = "default_cpus")]
     pub cpus: u32,
+    /// The workload's sleeps and pauses pass at `--scale` times their length, while its own
+    /// clock (the tabs' seconds of life) counts them in full: how the linux substrate runs a
+    /// scaled scenario to save wall time (`nvmswap linux pressure`), so that idle gaps, and every
+    /// mechanism that depends on them (the device's wake-up, bfq's idling and raising, writeback
+    /// throttling's windows), are the same length on both. `nvmswap validate` sets it in its
+    /// sim equivalents; false (the default) lets every sleep pass in full.
+    #[serde(default)]
+    pub sleeps_scaled: bool,
     /// Overrides of the simulator's software costs (crates/sim/src/costs.rs gives the defaults and
     /// their sources), e.g. this machine's calibrated figures from `nvmswap linux calibrate`.
     #[serde(default)]

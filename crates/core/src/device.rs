@@ -141,6 +141,12 @@ pub struct DeviceProfile {
     /// virtio disk reports 1 whatever its backing store.
     #[serde(default)]
     pub rotational: bool,
+    /// Block devices: the device has a volatile write cache (/sys/block/*/queue/write_cache
+    /// "write back", the kernel's `QUEUE_FLAG_WC`). Writeback throttling then wakes a throttled
+    /// writer only once no throttled write is left in flight (`nvmswap_core::block::wbt`). None:
+    /// unknown, taken as no cache. A value needs a `[sources]` entry.
+    #[serde(default)]
+    pub write_cache: Option<bool>,
     /// Block devices: what each 4 KiB page of a request after its first adds to the request's
     /// service time, reads and writes, in nanoseconds (the slope of latency against request size,
     /// as `nvmswap linux calibrate` fits it). None: unknown, and the block model falls back to
@@ -441,6 +447,18 @@ impl DeviceProfile {
                     .into());
             }
         }
+        if self.write_cache.is_some() {
+            if self.kind != DeviceKind::Block {
+                return Err("write_cache applies to block devices only".into());
+            }
+            if !self.sources.contains_key("write_cache") {
+                return Err(
+                    "write_cache is set but [sources] has no write_cache entry saying \
+                            where it comes from"
+                        .into(),
+                );
+            }
+        }
         if let Some(pages) = self.max_request_pages {
             if self.kind != DeviceKind::Block {
                 return Err("max_request_pages applies to block devices only".into());
@@ -546,6 +564,7 @@ const SOURCED_FIELDS: &[&str] = &[
     "ring_descriptors",
     "max_request_pages",
     "rotational",
+    "write_cache",
     "read_page_ns",
     "write_page_ns",
     "read_serial_ns",

@@ -114,6 +114,10 @@ pub struct Calibration {
     pub hw_queues: u32,
     /// `/sys/block/<disk>/queue/rotational`: the kernel then swaps in with the cluster read-ahead.
     pub rotational: bool,
+    /// `/sys/block/<disk>/queue/write_cache` reads "write back": the disk has a volatile write
+    /// cache (writeback throttling then wakes a throttled writer only when no throttled write is
+    /// left, `nvmswap_core::block::wbt`); None when the file could not be read.
+    pub write_cache: Option<bool>,
     /// A virtio disk without indirect descriptors: its ring's descriptors
     /// ([`virtio_ring_descriptors`]); None otherwise.
     pub ring_descriptors: Option<u32>,
@@ -2005,6 +2009,9 @@ pub fn run(swap_dir: &Path, seed: u64) -> Result<Calibration, LinuxError> {
     let (queue_depth, queue_depth_source, hw_queues) = queue_depth_of(&disk)?;
     let rotational =
         sysfs::read_trimmed(format!("/sys/block/{disk}/queue/rotational")).is_ok_and(|v| v == "1");
+    let write_cache = sysfs::read_trimmed(format!("/sys/block/{disk}/queue/write_cache"))
+        .ok()
+        .map(|v| v == "write back");
     let ring_descriptors = std::fs::read_to_string(format!("/sys/block/{disk}/device/features"))
         .ok()
         .and_then(|f| virtio_ring_descriptors(&f, queue_depth));
@@ -2066,6 +2073,7 @@ pub fn run(swap_dir: &Path, seed: u64) -> Result<Calibration, LinuxError> {
         queue_depth_source,
         hw_queues,
         rotational,
+        write_cache,
         ring_descriptors,
         max_request_pages,
         queue_probe,
@@ -2119,6 +2127,9 @@ pub fn device_profile_toml(cal: &Calibration) -> String {
         out.push_str(&format!("max_request_pages = {pages}\n"));
     }
     out.push_str(&format!("rotational = {}\n", cal.rotational));
+    if let Some(wc) = cal.write_cache {
+        out.push_str(&format!("write_cache = {wc}\n"));
+    }
     let fits = cal
         .size_probe
         .as_ref()
@@ -2181,6 +2192,13 @@ pub fn device_profile_toml(cal: &Calibration) -> String {
         "rotational = \"read: /sys/block/{}/queue/rotational on this machine (a virtio disk reports 1 whatever backs it)\"\n",
         cal.disk
     ));
+    if let Some(wc) = cal.write_cache {
+        out.push_str(&format!(
+            "write_cache = \"read: /sys/block/{}/queue/write_cache on this machine ({})\"\n",
+            cal.disk,
+            if wc { "write back" } else { "write through" }
+        ));
+    }
     if cal.ring_descriptors.is_some() {
         out.push_str(&format!(
             "ring_descriptors = \"read: /sys/block/{}/device/features (bit 28 VIRTIO_RING_F_INDIRECT_DESC not set): drivers/block/virtio_blk.c sizes the tags at half the ring, so the ring has 2 x the tags\"\n",
@@ -3074,6 +3092,7 @@ mod tests {
             queue_depth_source: "read: test".into(),
             hw_queues: 1,
             rotational: true,
+            write_cache: Some(true),
             ring_descriptors: Some(256),
             max_request_pages: None,
             queue_probe: None,
@@ -3352,6 +3371,7 @@ mod tests {
             queue_depth_source: "read: test".into(),
             hw_queues: 1,
             rotational: true,
+            write_cache: Some(true),
             ring_descriptors: Some(256),
             max_request_pages: Some(254),
             queue_probe: Some(q),

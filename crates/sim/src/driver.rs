@@ -48,6 +48,12 @@ pub struct Driver<'a> {
     /// Each tab's site.
     site: Vec<usize>,
     counts: LifeCounts,
+    /// What a workload sleep passes at, as a share of its length (`cfg.sleeps_scaled`: the
+    /// scale, as the linux substrate sleeps; else 1).
+    sleep_share: f64,
+    /// Workload time the machine did not pass because of `sleep_share`: the workload's clock
+    /// (which the tabs' seconds of life follow) is `machine.now + skipped`.
+    skipped: u64,
 }
 
 impl<'a> Driver<'a> {
@@ -61,6 +67,7 @@ impl<'a> Driver<'a> {
     ) -> Result<Self, SimError> {
         let cfg = cfg.scaled(opts.scale);
         cfg.validate()?;
+        let sleep_share = if cfg.sleeps_scaled { opts.scale } else { 1.0 };
         Ok(Driver {
             machine: Machine::new(cfg, opts.seed, progress)?,
             sites,
@@ -68,6 +75,8 @@ impl<'a> Driver<'a> {
             life: Life::new(),
             site: Vec::new(),
             counts: LifeCounts::default(),
+            sleep_share,
+            skipped: 0,
         })
     }
 
@@ -131,7 +140,7 @@ impl<'a> Driver<'a> {
                 Action::Done => break,
             }
             self.machine.chrome_discards();
-            while self.life.next_second() <= self.machine.now {
+            while self.life.next_second() <= self.workload_now() {
                 self.live_second()?;
             }
         }
@@ -156,17 +165,29 @@ impl<'a> Driver<'a> {
         Ok(out)
     }
 
-    /// Lets `ns` pass, working off the tabs' seconds on the way.
+    /// The workload's clock: the machine's, plus what scaled sleeps skipped.
+    fn workload_now(&self) -> u64 {
+        self.machine.now + self.skipped
+    }
+
+    /// Lets `ns` of the workload's time pass, working off the tabs' seconds on the way; the
+    /// machine passes `sleep_share` of it.
     fn sleep(&mut self, ns: u64) -> Result<(), SimError> {
-        let end = self.machine.now + ns;
+        let end = self.workload_now() + ns;
         while self.life.next_second() <= end {
-            let to = self.life.next_second().max(self.machine.now);
-            self.machine.advance(to - self.machine.now, false);
+            let to = self.life.next_second().max(self.workload_now());
+            self.pass(to - self.workload_now());
             self.live_second()?;
         }
-        self.machine
-            .advance(end.saturating_sub(self.machine.now), false);
+        self.pass(end.saturating_sub(self.workload_now()));
         Ok(())
+    }
+
+    /// `ns` of workload time asleep: the machine idles `sleep_share` of it.
+    fn pass(&mut self, ns: u64) {
+        let idle = (ns as f64 * self.sleep_share).round() as u64;
+        self.machine.advance(idle, false);
+        self.skipped += ns - idle.min(ns);
     }
 
     /// Tast's wiggle (core's `Action::Scroll`): each step touches its part of the scroll set
@@ -266,7 +287,8 @@ impl<'a> Driver<'a> {
             tab,
             site,
         });
-        self.life.opened(tab, life, m.now);
+        let opened_at = m.now + self.skipped;
+        self.life.opened(tab, life, opened_at);
         self.site.push(site);
         Ok(())
     }
@@ -306,6 +328,7 @@ mod tests {
     use super::*;
     use nvmswap_core::progress::NoProgress;
     use nvmswap_core::workload::tabs::default_sites;
+    use nvmswap_core::NS_PER_S;
 
     /// Optane at 1 % (about 7,800 frames for tabs), Chrome's rule off (no margin) so that tabs
     /// are swapped out rather than discarded.
@@ -334,6 +357,27 @@ mod tests {
             },
             base,
         ]
+    }
+
+    #[test]
+    fn scaled_sleeps_pass_the_scales_share_on_the_machine_and_in_full_for_the_tabs() {
+        for (scaled, machine_s) in [(false, 10.0), (true, 0.1)] {
+            let o = vec![format!("sleeps_scaled={scaled}")];
+            let cfg = SystemConfig::load("optane", &o).unwrap();
+            let opts = RunOptions {
+                seed: 3,
+                scale: 0.01,
+            };
+            let mut d = Driver::new(&cfg, sites(0.0, 0.0, 0.0), &opts, &NoProgress).unwrap();
+            d.open(0, 0).unwrap();
+            let (m0, w0, s0) = (d.machine.now, d.workload_now(), d.life.next_second());
+            d.sleep(10 * NS_PER_S).unwrap();
+            let machine = (d.machine.now - m0) as f64 / NS_PER_S as f64;
+            assert!((machine - machine_s).abs() < 1e-6, "{scaled}: {machine} s");
+            // The workload's clock, and with it the tabs' seconds of life, counts all ten.
+            assert_eq!(d.workload_now() - w0, 10 * NS_PER_S);
+            assert_eq!(d.life.next_second() - s0, 10 * NS_PER_S);
+        }
     }
 
     fn loc(d: &Driver<'_>, tab: u32, off: u32) -> Loc {

@@ -182,6 +182,8 @@ pub fn sim_equivalent(
         // kernel's default.
         swappiness: linux.swappiness.unwrap_or(60),
         cpus: 2,
+        // The linux runs sleep the workload's pauses at the scale's share of their length.
+        sleeps_scaled: true,
         costs,
         persistent_heap: None,
     }

@@ -310,6 +310,7 @@ pub(crate) fn test_profile(mean_ns: f64, p99_ns: f64, channels: u32, qd: u32) ->
         ring_descriptors: None,
         max_request_pages: None,
         rotational: false,
+        write_cache: None,
         read_page_ns: None,
         write_page_ns: None,
         read_serial_ns: None,

@@ -10,6 +10,7 @@ pub mod kyber;
 pub mod layer;
 pub mod mq_deadline;
 pub mod none;
+pub mod wbt;
 
 use crate::Nanos;
 use thiserror::Error;
@@ -213,6 +214,11 @@ pub struct SchedulerTunables {
     /// bfq `max_budget`, sectors (`bfq_default_max_budget = 16 * 1024`; the kernel's 0, auto,
     /// is not modelled).
     pub max_budget: u64,
+    /// The queue's writeback throttling target, µs (`/sys/block/<dev>/queue/wbt_lat_usec`,
+    /// [`wbt`]): None, the kernel's default (75 ms on a rotational device, 2 ms otherwise, and
+    /// off under bfq, which disables it); 0 turns it off; any other value sets it, as writing
+    /// the file does (then also under bfq).
+    pub wbt_lat_usec: Option<u64>,
 }
 
 impl Default for SchedulerTunables {
@@ -227,6 +233,7 @@ impl Default for SchedulerTunables {
             slice_idle_us: bfq::SLICE_IDLE_NS / 1_000,
             timeout_sync_ms: bfq::TIMEOUT_NS / crate::NS_PER_MS,
             max_budget: bfq::DEFAULT_MAX_BUDGET_SECTORS,
+            wbt_lat_usec: None,
         }
     }
 }
