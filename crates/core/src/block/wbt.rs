@@ -82,8 +82,9 @@ pub struct Wbt {
 }
 
 impl Wbt {
-    /// The throttle of a disk with `queue_depth` tags and latency target `min_lat_ns` (0: off,
-    /// None is returned); `write_cache`: the disk has a volatile write cache.
+    /// The throttle of a queue of `queue_depth` requests (`nr_requests`, what the kernel's
+    /// `blk_queue_depth` gives) with latency target `min_lat_ns` (0: off, None is returned);
+    /// `write_cache`: the disk has a volatile write cache.
     pub fn new(min_lat_ns: Nanos, queue_depth: u32, write_cache: bool) -> Option<Wbt> {
         if min_lat_ns == 0 || queue_depth == 0 {
             return None;
@@ -129,11 +130,15 @@ impl Wbt {
             depth = 1 + ((depth - 1) >> self.scale_step.min(31));
         } else if self.scale_step < 0 {
             let ceiling = (3 * self.queue_depth / 4).max(1);
-            let shift = (-self.scale_step).min(31) as u32;
-            depth = 1u32.saturating_add((depth - 1).checked_shl(shift).unwrap_or(u32::MAX));
-            if depth > ceiling {
+            // Doubling per step stops at the ceiling, so the shift stays small; u64 and the cap
+            // keep it exact however far the step goes.
+            let shift = self.scale_step.unsigned_abs().min(32);
+            let doubled = 1 + (u64::from(depth - 1) << shift);
+            if doubled > u64::from(ceiling) {
                 depth = ceiling;
                 at_ceiling = true;
+            } else {
+                depth = doubled as u32;
             }
         }
         self.max_depth = depth;
