@@ -85,7 +85,7 @@ impl Io {
         // (`blk_queue_depth`; the kernel's wbt_step trace on this machine's vda: the ceiling is
         // 192 = 3/4 of 256 requests, not of the 128 tags).
         let wbt_lat_ns = match cfg.iosched.wbt_lat_usec {
-            Some(us) => us * 1_000,
+            Some(us) => us.saturating_mul(1_000),
             None if cfg.io_scheduler == nvmswap_core::kinds::Scheduler::Bfq => 0,
             None => Wbt::default_latency_ns(profile.rotational),
         };
@@ -359,6 +359,13 @@ mod tests {
         done.sort_unstable();
         assert_eq!(done.len(), 17);
         assert_eq!(waits[16], done[9], "{waits:?} {done:?}");
+    }
+
+    #[test]
+    fn a_target_too_large_for_nanoseconds_is_the_largest_not_a_wrapped_one() {
+        let (io, _) = layer(&["iosched.wbt_lat_usec=9223372036854775807"]);
+        let wbt = io.wbt.expect("a target turns it on");
+        assert_eq!(wbt.min_lat_ns(), u64::MAX);
     }
 
     #[test]

@@ -156,6 +156,10 @@ impl Wbt {
         }
     }
 
+    /// The latency target, ns.
+    pub fn min_lat_ns(&self) -> Nanos {
+        self.min_lat_ns
+    }
     pub fn max_depth(&self) -> u32 {
         self.max_depth
     }
