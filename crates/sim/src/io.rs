@@ -174,7 +174,8 @@ impl Io {
     /// the plug, blktrace's Q of the request, so its plug time counts in Q2D as on the kernel.
     /// The request enters the layer `dispatch_ns` after `t` (the block layer's own work before
     /// dispatch), which counts in its Q2D as well.
-    /// Returns its id and when the submitter goes on: `t` plus its wait for a request tag.
+    /// Returns its id and when the submitter goes on: `t` plus its waits for the writeback
+    /// throttle (swap writes) and a request tag.
     #[allow(clippy::too_many_arguments)]
     pub fn submit_pages(
         &mut self,
@@ -233,7 +234,8 @@ impl Io {
         };
         self.layer.submit(req, t);
         // The skew between the submitter's clock and the layer's is sim's order of events, not a
-        // wait: only the wait for a tag delays the submitter (and the requests it submits next).
+        // wait: only the waits for the throttle and for a tag delay the submitter (and the
+        // requests it submits next).
         let tag_wait = t - entered;
         obs.emit(Event::BlockQueued {
             t,
@@ -277,8 +279,8 @@ impl Io {
     }
 
     /// Submits an asynchronous swap-out write of `pages` slots from `slot` at `t`, its first bio
-    /// plugged since `first_bio_at`; returns its id and how long the submitter waited for a
-    /// request tag.
+    /// plugged since `first_bio_at`; returns its id and how long the submitter waited for the
+    /// writeback throttle and a request tag.
     pub fn write(
         &mut self,
         slot: u32,
