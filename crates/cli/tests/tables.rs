@@ -206,6 +206,7 @@ fn blk_requests_are_sims_requests_one_row_each_and_deterministic() {
             "bytes",
             "merged",
             "q_ns",
+            "g_ns",
             "d_ns",
             "c_ns"
         ]
@@ -215,7 +216,9 @@ fn blk_requests_are_sims_requests_one_row_each_and_deterministic() {
         assert_eq!(r[col(&t, "substrate")], "sim");
         assert_eq!(r[col(&t, "seed")], "3");
         assert!(
-            n(r, "q_ns") <= n(r, "d_ns") && n(r, "d_ns") <= n(r, "c_ns"),
+            n(r, "q_ns") <= n(r, "g_ns")
+                && n(r, "g_ns") <= n(r, "d_ns")
+                && n(r, "d_ns") <= n(r, "c_ns"),
             "{r:?}"
         );
         let bytes = n(r, "bytes");

@@ -277,10 +277,10 @@ pub struct RunSeries {
     pub block_requests: Vec<BlockRequest>,
 }
 
-/// One block request to the swap device with blktrace's three events: Q (queued), D (issued to
-/// the driver), C (completed), in ns on the run's clock (sim: virtual time since the run began;
-/// linux: since the trace's first event). The `blk_requests` table's row (docs/results-schema.md
-/// says what a request is on each substrate).
+/// One block request to the swap device with blktrace's events: Q (queued), G (got its request),
+/// D (issued to the driver), C (completed), in ns on the run's clock (sim: virtual time since the
+/// run began; linux: since the trace's first event). The `blk_requests` table's row
+/// (docs/results-schema.md says what a request is on each substrate).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct BlockRequest {
     pub op: crate::block::Op,
@@ -292,6 +292,11 @@ pub struct BlockRequest {
     /// Bios merged into the request before it was issued, besides its first.
     pub merged: u32,
     pub q_ns: u64,
+    /// When its first bio got a request (blktrace's G): Q2G is the wait for the writeback
+    /// throttle and for a request tag, G2D the plug and the I/O scheduler. None where the trace
+    /// has no G for it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub g_ns: Option<u64>,
     pub d_ns: u64,
     pub c_ns: u64,
 }

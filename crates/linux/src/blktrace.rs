@@ -1,17 +1,21 @@
 //! blktrace of the swap file's disk during a linux run: Q2D (queued to issued to the driver),
-//! D2C (issued to completed) and Q2C per request, as seed 000 §5-§6 reads them.
+//! D2C (issued to completed) and Q2C per request, as seed 000 §5-§6 reads them, and Q2G (queued
+//! to getting a request: the wait for the writeback throttle and for a request tag, which
+//! `blk_mq_submit_bio` passes before `trace_block_getrq`; the rest of Q2D is the plug and the
+//! I/O scheduler).
 //!
 //! `blktrace` records every request of the whole disk into per-CPU files; afterwards `blkparse`
 //! prints them as text and we keep the requests whose sectors fall inside the swap file (its
 //! physical extents from `filefrag`), so other processes' I/O on the same disk is left out.
-//! A request is matched by its start sector: its Q, D and C events share it. A bio back-merged
-//! into another has a Q of its own but no D or C at its sector; it is counted as merged and has
-//! no stages of its own (its wait is the request's).
+//! A request is matched by its start sector: its Q, G, D and C events share it. A bio
+//! back-merged into another has a Q of its own but no G, D or C at its sector; it is counted as
+//! merged and has no stages of its own (its wait is the request's).
 //!
 //! Two ways to the same events. `blktrace` (its BLKTRACESETUP ioctl needs debugfs at
 //! /sys/kernel/debug) is tried first; where the kernel refuses it (this machine answers EPERM),
 //! the block tracepoints blktrace itself is built on are read through tracefs:
-//! `block_bio_queue` (Q), `block_rq_issue` (D), `block_rq_complete` (C), filtered to the disk.
+//! `block_bio_queue` (Q), `block_getrq` (G), `block_rq_issue` (D), `block_rq_complete` (C),
+//! filtered to the disk.
 //!
 //! Machine state: a debugfs or tracefs we mount is unmounted when the trace ends; the tracepoints'
 //! enable and filter files, `tracing_on` and `buffer_size_kb` are put back as they were and the
@@ -46,7 +50,12 @@ pub struct Tracer {
 }
 
 const TRACEFS: &str = "/sys/kernel/tracing";
-const EVENTS: [&str; 3] = ["block_bio_queue", "block_rq_issue", "block_rq_complete"];
+const EVENTS: [&str; 4] = [
+    "block_bio_queue",
+    "block_getrq",
+    "block_rq_issue",
+    "block_rq_complete",
+];
 
 /// A tracefs session: what we changed, to put back.
 struct Tracefs {
@@ -147,6 +156,7 @@ fn tracefs_to_blkparse(text: &str) -> String {
         };
         let action = match event {
             "bio_queue" => "Q",
+            "getrq" => "G",
             "rq_issue" => "D",
             "rq_complete" => "C",
             _ => continue,
@@ -248,6 +258,7 @@ impl Tracer {
         let child = Command::new("blktrace")
             .arg("-d")
             .arg(format!("/dev/{}", tracer.device))
+            // The queue mask carries G (`BLK_TA_GETRQ` is in `BLK_TC_QUEUE`) as well as Q.
             .args(["-a", "queue", "-a", "issue", "-a", "complete"])
             .arg("-w")
             .arg(TIME_LIMIT_S.to_string())
@@ -456,16 +467,18 @@ struct Parsed {
     merged_or_unmatched: [u64; 2],
 }
 
-/// What is known of a request at one sector before its C: Q time, D time, D's bytes, bios merged.
+/// What is known of a request at one sector before its C: Q, G and D times, D's bytes, bios
+/// merged.
 #[derive(Debug, Default, Clone, Copy)]
 struct Open {
     q: Option<u64>,
+    g: Option<u64>,
     d: Option<u64>,
     bytes: u64,
     merged: u32,
 }
 
-/// A request is matched by its start sector: its Q, D and C share it. A bio merged into it (by the
+/// A request is matched by its start sector: its Q, G, D and C share it. A bio merged into it (by the
 /// plug or the scheduler) has a Q of its own inside the request's sectors but no D; it is counted
 /// as the request's `merged` when the request's D covers it, else as unmatched at the end.
 fn parse(blkparse: &str, extents: &[Extent]) -> Parsed {
@@ -512,6 +525,14 @@ fn parse(blkparse: &str, extents: &[Extent]) -> Parsed {
                     ..Open::default()
                 };
             }
+            "G" => {
+                // The first G after the Q: a bio that needed a request of its own got one.
+                if let Some(e) = open.get_mut(&(dir, sector)) {
+                    if e.q.is_some() && e.g.is_none() && e.d.is_none() {
+                        e.g = Some(t);
+                    }
+                }
+            }
             "D" => {
                 // Bios queued inside this request's sectors with no D of their own joined it.
                 let end = sector + bytes.div_ceil(SECTOR_BYTES);
@@ -532,6 +553,7 @@ fn parse(blkparse: &str, extents: &[Extent]) -> Parsed {
             "C" => {
                 if let Some(Open {
                     q: Some(q),
+                    g,
                     d: Some(d),
                     bytes: issued,
                     merged,
@@ -545,6 +567,7 @@ fn parse(blkparse: &str, extents: &[Extent]) -> Parsed {
                             bytes: if issued > 0 { issued } else { bytes },
                             merged,
                             q_ns: q,
+                            g_ns: g.filter(|&g| q <= g && g <= d),
                             d_ns: d,
                             c_ns: t,
                         });
@@ -562,9 +585,9 @@ fn parse(blkparse: &str, extents: &[Extent]) -> Parsed {
     out
 }
 
-/// Q2D, D2C, Q2C in µs per direction of the parsed requests.
+/// Q2D, D2C, Q2C and (of the requests with a G) Q2G in µs per direction of the parsed requests.
 fn summarise(parsed: &Parsed, device: &str) -> serde_json::Value {
-    let mut stages: [[LatencyRecorder; 3]; 2] = Default::default();
+    let mut stages: [[LatencyRecorder; 4]; 2] = Default::default();
     let mut requests = [0u64; 2];
     for r in &parsed.requests {
         let dir = (r.op == Op::Write) as usize;
@@ -572,6 +595,9 @@ fn summarise(parsed: &Parsed, device: &str) -> serde_json::Value {
         stages[dir][0].record_ns(r.d_ns - r.q_ns);
         stages[dir][1].record_ns(r.c_ns - r.d_ns);
         stages[dir][2].record_ns(r.c_ns - r.q_ns);
+        if let Some(g) = r.g_ns {
+            stages[dir][3].record_ns(g - r.q_ns);
+        }
     }
     let mut out = serde_json::Map::new();
     out.insert("device".into(), device.into());
@@ -611,7 +637,10 @@ fn summarise(parsed: &Parsed, device: &str) -> serde_json::Value {
             format!("{name}_merged_or_unmatched"),
             parsed.merged_or_unmatched[dir].into(),
         );
-        for (i, stage) in ["q2d_us", "d2c_us", "q2c_us"].into_iter().enumerate() {
+        for (i, stage) in ["q2d_us", "d2c_us", "q2c_us", "q2g_us"]
+            .into_iter()
+            .enumerate()
+        {
             if stages[dir][i].count() > 0 {
                 let v = serde_json::to_value(stages[dir][i].summary(1_000))
                     .expect("a summary serialises");
@@ -678,9 +707,11 @@ mod tests {
     fn stages_come_from_matching_q_d_c_inside_the_file() {
         let text = "\
 Q WS 100 4096 1.000000000
+G WS 100 4096 1.000004000
 D WS 100 4096 1.000010000
 C WS 100 4096 1.000060000
 Q R 200 4096 2.000000000
+G R 200 4096 2.000000500
 Q R 208 4096 2.000001000
 D R 200 8192 2.000005000
 C R 200 8192 2.000105000
@@ -692,6 +723,8 @@ C R 999999 4096 3.2
         assert_eq!(v["write_requests"], 1);
         assert_eq!(v["write_q2d_us"]["mean"].as_f64().unwrap().round(), 10.0);
         assert_eq!(v["write_d2c_us"]["mean"].as_f64().unwrap().round(), 50.0);
+        assert_eq!(v["write_q2g_us"]["mean"].as_f64().unwrap().round(), 4.0);
+        assert_eq!(v["read_q2g_us"]["mean"].as_f64().unwrap(), 0.5);
         assert_eq!(v["read_requests"], 1, "sector 999999 is outside the file");
         assert_eq!(
             v["read_merged_or_unmatched"], 1,
@@ -719,6 +752,7 @@ C R 999999 4096 3.2
         let text = "\
 Q R 8 4096 0.400000000
 Q WS 34824 4096 0.500000000
+G WS 34824 4096 0.500000200
 Q WS 34832 4096 0.500001000
 Q WS 34840 4096 0.500002000
 D WS 34824 12288 0.500010000
@@ -742,6 +776,7 @@ garbage line
                     bytes: 12288,
                     merged: 2,
                     q_ns: 100_000_000,
+                    g_ns: Some(100_000_200),
                     d_ns: 100_010_000,
                     c_ns: 100_060_000,
                 },
@@ -752,11 +787,12 @@ garbage line
                     bytes: 4096,
                     merged: 0,
                     q_ns: 200_000_000,
+                    g_ns: None,
                     d_ns: 200_004_000,
                     c_ns: 200_104_000,
                 },
             ],
-            "times from the trace's first event (sector 8, outside the file)"
+            "times from the trace's first event (sector 8, outside the file); no G, no g_ns"
         );
         let v = summarise(&parsed, "vda");
         assert_eq!(v["write_requests"], 1);
@@ -769,14 +805,15 @@ garbage line
     }
 
     #[test]
-    fn tracefs_lines_become_q_d_c_events() {
+    fn tracefs_lines_become_q_g_d_c_events() {
         let text = "# tracer: nop\n\
               dd-10920   [001] ..... 15409.562140: block_bio_queue: 254,0 WS 357051424 + 8 [dd]\n\
+              dd-10920   [001] ..... 15409.562141: block_getrq: 254,0 WS 357051424 + 8 [dd]\n\
               dd-10920   [001] ..... 15409.562142: block_rq_issue: 254,0 WS 4096 () 357051424 + 8 be,0,4 [dd]\n\
    nvmswap-evict-28393   [001] ..s.. 15409.562191: block_rq_complete: 254,0 WS () 357051424 + 8 be,0,4 [0]\n";
         assert_eq!(
             tracefs_to_blkparse(text),
-            "Q WS 357051424 4096 15409.562140\nD WS 357051424 4096 15409.562142\nC WS 357051424 4096 15409.562191\n"
+            "Q WS 357051424 4096 15409.562140\nG WS 357051424 4096 15409.562141\nD WS 357051424 4096 15409.562142\nC WS 357051424 4096 15409.562191\n"
         );
         let parsed = parse(&tracefs_to_blkparse(text), &whole(357051424, 357051432));
         let v = summarise(&parsed, "vda");
@@ -791,6 +828,7 @@ garbage line
                 bytes: 4096,
                 merged: 0,
                 q_ns: 0,
+                g_ns: Some(1_000),
                 d_ns: 2_000,
                 c_ns: 51_000,
             }]

@@ -774,6 +774,7 @@ parallelism = 4
             bytes: pages * PAGE_SIZE,
             merged: 0,
             q_ns: d_ns,
+            g_ns: None,
             d_ns,
             c_ns,
         };

@@ -186,6 +186,7 @@ mod tests {
             bytes: pages * PAGE_SIZE,
             merged: pages as u32 - 1,
             q_ns,
+            g_ns: None,
             d_ns,
             c_ns: d_ns + 50_000,
         }

@@ -4,9 +4,11 @@
 //! A row is a request as io.rs queues it: one per swap-in read, one per plugged write (the plug
 //! merged `pages` bios of one page each before queueing, so `merged` is pages - 1). These are the
 //! requests `extra.device_reads` / `device_writes` count and `extra.blktrace` summarises. Q is
-//! when the request was issued, before any wait for a request tag (blktrace's Q is the bio's
-//! arrival), so Q2D and Q2C include that wait as the summary's do. A request the I/O scheduler
-//! back-merged into another keeps its own row with the D and C of the request it joined.
+//! when the request was issued, before any wait for the writeback throttle or a request tag
+//! (blktrace's Q is the bio's arrival), so Q2D and Q2C include those waits as the summary's do;
+//! G is Q plus them (the kernel's first bio waits before the plug holds its request, sim's
+//! request at the plug's flush: the sum is the same). A request the I/O scheduler back-merged
+//! into another keeps its own row with the D and C of the request it joined.
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
@@ -62,6 +64,7 @@ impl Observer for Recorder {
             Event::BlockCompleted {
                 done,
                 plug_and_tag_wait,
+                request_wait,
             } => {
                 // io.rs emits BlockQueued as it submits, before the layer can complete it.
                 let (sector, pages) = self
@@ -75,6 +78,7 @@ impl Observer for Recorder {
                     bytes: done.bytes,
                     merged: pages.saturating_sub(1) as u32,
                     q_ns: done.q - plug_and_tag_wait,
+                    g_ns: Some(done.q - plug_and_tag_wait + request_wait),
                     d_ns: done.d,
                     c_ns: done.c,
                 };

@@ -27,10 +27,11 @@ pub struct Io {
     next_id: u64,
     /// Requests the queue holds before a submitter must wait (BLKDEV_DEFAULT_RQ or the depth).
     max_requests: usize,
-    /// Requests whose blktrace Q is earlier than their entry into the layer: id -> Q. Q is the
-    /// first bio's arrival, before its plug was flushed and before any wait for a tag, so Q2D
-    /// and Q2C include both.
-    issued_at: BTreeMap<u64, u64>,
+    /// Requests whose blktrace Q is earlier than their entry into the layer: id -> (Q, the
+    /// waits for the throttle and a tag). Q is the first bio's arrival, before its plug was
+    /// flushed and before those waits, so Q2D and Q2C include them; the waits are its Q2G (the
+    /// kernel takes them when the first bio gets its request, before the plug holds it).
+    issued_at: BTreeMap<u64, (u64, u64)>,
     /// Completed synchronous requests not yet collected by their waiter.
     finished_sync: BTreeMap<u64, Completed>,
     /// Completed asynchronous writes not yet collected by the back-end (`take_written`): id and
@@ -145,10 +146,14 @@ impl Io {
                 let tracked = self.throttled.remove(&done.id);
                 wbt.completed(done.op == Op::Read, tracked, done.d2c());
             }
-            let plug_and_tag_wait = self.issued_at.remove(&done.id).map_or(0, |i| done.q - i);
+            let (plug_and_tag_wait, request_wait) = self
+                .issued_at
+                .remove(&done.id)
+                .map_or((0, 0), |(q, waited)| (done.q - q, waited));
             obs.emit(Event::BlockCompleted {
                 done: &done,
                 plug_and_tag_wait,
+                request_wait,
             });
             if done.sync {
                 self.finished_sync.insert(done.id, done);
@@ -218,8 +223,12 @@ impl Io {
         if tracked {
             self.throttled.insert(id);
         }
+        // The waits for the throttle and for a tag; the skew between the submitter's clock and
+        // the layer's is sim's order of events, not a wait: only these delay the submitter (and
+        // the requests it submits next).
+        let waited = t - entered;
         if t > issued {
-            self.issued_at.insert(id, issued);
+            self.issued_at.insert(id, (issued, waited));
         }
         let sector = u64::from(slot) * (PAGE_SIZE / nvmswap_core::block::SECTOR_BYTES);
         let req = Request {
@@ -233,10 +242,6 @@ impl Io {
             merged_ids: Vec::new(),
         };
         self.layer.submit(req, t);
-        // The skew between the submitter's clock and the layer's is sim's order of events, not a
-        // wait: only the waits for the throttle and for a tag delay the submitter (and the
-        // requests it submits next).
-        let tag_wait = t - entered;
         obs.emit(Event::BlockQueued {
             t,
             issued,
@@ -247,7 +252,7 @@ impl Io {
             sync,
             sector,
         });
-        (id, submitted + tag_wait)
+        (id, submitted + waited)
     }
 
     /// `rq_qos_wait` for a swap write at `t`: it takes a place at once if fewer than the
@@ -361,6 +366,29 @@ mod tests {
         done.sort_unstable();
         assert_eq!(done.len(), 17);
         assert_eq!(waits[16], done[9], "{waits:?} {done:?}");
+    }
+
+    #[test]
+    fn a_throttled_writes_wait_is_its_q2g() {
+        let (mut io, mut obs) = layer(&[]);
+        let log = crate::blkreq::BlockRequestLog::new();
+        obs.others.push(log.observer());
+        // As above: the 17th write sleeps in the throttle; its request is got when it wakes.
+        let waits: Vec<u64> = (0..17)
+            .map(|i| io.write(i * 4096, 1, 0, 0, BY, &mut obs).1)
+            .collect();
+        io.advance(u64::MAX / 4, &mut obs);
+        let rows = log.take();
+        assert_eq!(rows.len(), 17);
+        for row in rows {
+            let q2g = row.g_ns.expect("sim knows every request's G") - row.q_ns;
+            let expected = if row.slot == 16 * 4096 { waits[16] } else { 0 };
+            assert_eq!(q2g, expected, "{row:?}");
+            assert!(row.g_ns <= Some(row.d_ns), "G before D: {row:?}");
+        }
+        let q2g = &obs.metrics.trace[1][3];
+        assert_eq!(q2g.count(), 17);
+        assert!(waits[16] > 0);
     }
 
     #[test]

@@ -73,8 +73,8 @@ pub struct Metrics {
     faults: LatencyRecorder,
     switches: LatencyRecorder,
     series: RunSeries,
-    /// blktrace's Q2D, D2C, Q2C for reads [0] and writes [1].
-    pub(crate) trace: [[LatencyRecorder; 3]; 2],
+    /// blktrace's Q2D, D2C, Q2C and Q2G for reads [0] and writes [1].
+    pub(crate) trace: [[LatencyRecorder; 4]; 2],
     /// Every completed request's direction, dispatch and completion, for the device depth each
     /// met at dispatch (`extra.blktrace.*_depth_at_dispatch`).
     dispatched: Vec<(nvmswap_core::block::Op, u64, u64, u64)>,
@@ -215,12 +215,14 @@ impl Observer for Metrics {
             Event::BlockCompleted {
                 done,
                 plug_and_tag_wait,
+                request_wait,
             } => {
                 let dir = (done.op == Op::Write) as usize;
                 let stages = [
                     done.q2d() + plug_and_tag_wait,
                     done.d2c(),
                     done.q2c() + plug_and_tag_wait,
+                    request_wait,
                 ];
                 for (i, ns) in stages.into_iter().enumerate() {
                     self.trace[dir][i].record_ns(ns);
@@ -499,7 +501,10 @@ impl Metrics {
                 }
             }
             for (dir, name) in [(0, "read"), (1, "write")] {
-                for (i, stage) in ["q2d_us", "d2c_us", "q2c_us"].into_iter().enumerate() {
+                for (i, stage) in ["q2d_us", "d2c_us", "q2c_us", "q2g_us"]
+                    .into_iter()
+                    .enumerate()
+                {
                     let rec = &self.trace[dir][i];
                     if rec.count() > 0 {
                         let v =

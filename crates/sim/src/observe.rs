@@ -205,10 +205,12 @@ pub enum Event<'e> {
         sector: u64,
     },
     /// A request completed; `plug_and_tag_wait` is how long it waited between its Q (its first
-    /// bio, in a plug) and its entry into the queue: the plug's residence and a wait for a tag.
+    /// bio, in a plug) and its entry into the queue: the plug's residence and the waits for the
+    /// writeback throttle and a tag; `request_wait` is those two waits alone (blktrace's Q2G).
     BlockCompleted {
         done: &'e Completed,
         plug_and_tag_wait: u64,
+        request_wait: u64,
     },
     /// `actor` slept in reclaim for `ns` from `t`: `reason` "writeback", "isolated",
     /// "noprogress" (`reclaim_throttle`) or "wait_writeback" (waited for a page's write).

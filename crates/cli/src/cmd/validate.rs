@@ -470,6 +470,9 @@ const MECHANISMS: &[Mechanism] = &[
     both("read D2C us p99", &["blktrace", "read_d2c_us", "p99"]),
     both("write Q2D us p50", &["blktrace", "write_q2d_us", "p50"]),
     both("write Q2D us p99", &["blktrace", "write_q2d_us", "p99"]),
+    // Of Q2D, the waits for the writeback throttle and a request tag (blktrace's Q2G).
+    both("write Q2G us p50", &["blktrace", "write_q2g_us", "p50"]),
+    both("write Q2G us p99", &["blktrace", "write_q2g_us", "p99"]),
     both("write D2C us p50", &["blktrace", "write_d2c_us", "p50"]),
     both("write D2C us p99", &["blktrace", "write_d2c_us", "p99"]),
     both(

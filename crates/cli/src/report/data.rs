@@ -99,6 +99,7 @@ fn blk_requests(dir: &Path, ctx: &Context, outputs: &[RunOutput]) -> anyhow::Res
         ("bytes", Kind::Count),
         ("merged", Kind::Count),
         ("q_ns", Kind::Count),
+        ("g_ns", Kind::Count),
         ("d_ns", Kind::Count),
         ("c_ns", Kind::Count),
     ]));
@@ -113,6 +114,7 @@ fn blk_requests(dir: &Path, ctx: &Context, outputs: &[RunOutput]) -> anyhow::Res
                 r.bytes,
                 r.merged,
                 r.q_ns,
+                r.g_ns,
                 r.d_ns,
                 r.c_ns,
             ]);
@@ -270,7 +272,7 @@ fn blktrace(ctx: &Context, outputs: &[RunOutput]) -> anyhow::Result<Table> {
             let requests = trace
                 .get(&format!("{dir}_requests"))
                 .and_then(|v| v.as_u64());
-            for stage in ["q2d", "d2c", "q2c"] {
+            for stage in ["q2g", "q2d", "d2c", "q2c"] {
                 let Some(summary) = trace
                     .get(&format!("{dir}_{stage}_us"))
                     .and_then(|v| v.as_object())
