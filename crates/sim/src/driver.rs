@@ -8,10 +8,14 @@
 //! switch touches a window that shifts by the site's `working_set_shift` each visit; at every
 //! virtual second each tab grows by its `growth_bytes_per_s` (new pages, written) and every tab
 //! but the one in front touches its background set for that second. A second's background work
-//! is carried out when the foreground's clock has passed it: between actions, and second by
+//! is carried out when the workload's clock has passed it: between actions, and second by
 //! second within a sleep (a second that passes during a long open or switch is worked off
-//! right after it). Its faults are charged to the background tab and do not pass on the
-//! foreground's clock; the frames, reclaim and device time they take, the foreground shares.
+//! right after it). As on the linux and live substrates, the tabs of a second run together
+//! and the next action waits for the last of them; their faults are charged to each tab, and
+//! the second's time passes on the machine but not on the workload's clock.
+
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
 
 use nvmswap_core::config::SystemConfig;
 use nvmswap_core::progress::Progress;
@@ -20,7 +24,7 @@ use nvmswap_core::workload::life::{scroll_step, touch_digest, Life, TabLife};
 use nvmswap_core::workload::tabs::{Action, PressureParams, SiteType};
 use nvmswap_core::workload::Workload;
 
-use crate::engine::{Loc, Machine};
+use crate::engine::{Loc, Machine, PendingFault, Touch};
 use crate::observe::Event;
 use crate::{RunOptions, SimError};
 
@@ -52,8 +56,59 @@ pub struct Driver<'a> {
     /// scale, as the linux substrate sleeps; else 1).
     sleep_share: f64,
     /// Workload time the machine did not pass because of `sleep_share`: the workload's clock
-    /// (which the tabs' seconds of life follow) is `machine.now + skipped`.
+    /// (which the tabs' seconds of life follow) is `machine.now + skipped - lived`.
     skipped: u64,
+    /// Machine time the tabs' seconds took (not on the workload's clock).
+    lived: u64,
+    /// The CPUs the tabs of a second share (the machine's).
+    tab_cpus: u32,
+}
+
+/// One touch of a tab's second: page `off` of the tab, a write or a read; `grown`: a page the
+/// tab grew by this second (not counted among its background touches).
+struct BackgroundTouch {
+    off: u32,
+    write: bool,
+    grown: bool,
+}
+
+/// A tab's part of a second: its touches left, its clock, and the fault it sleeps in.
+struct TabTask {
+    tab: u32,
+    work: std::collections::VecDeque<BackgroundTouch>,
+    at: u64,
+    sleeping: Option<PendingFault>,
+    /// The CPU it spins on while it waits for a polled read.
+    spinning_on: Option<usize>,
+}
+
+/// The machine's CPUs as the tabs of a second use them: when each is free next.
+struct Cpus {
+    free_at: Vec<u64>,
+}
+
+impl Cpus {
+    fn new(cpus: u32, from: u64) -> Cpus {
+        Cpus {
+            free_at: vec![from; cpus.max(1) as usize],
+        }
+    }
+
+    /// The CPU free first (ties: the lowest), and when a task ready at `t` runs on it.
+    fn first_free(&self, t: u64) -> (usize, u64) {
+        let (cpu, &free) = self
+            .free_at
+            .iter()
+            .enumerate()
+            .min_by_key(|&(i, &f)| (f, i))
+            .expect("at least one CPU");
+        (cpu, free.max(t))
+    }
+
+    /// `cpu` is busy until `until`.
+    fn hold(&mut self, cpu: usize, until: u64) {
+        self.free_at[cpu] = until;
+    }
 }
 
 impl<'a> Driver<'a> {
@@ -68,6 +123,7 @@ impl<'a> Driver<'a> {
         let cfg = cfg.scaled(opts.scale);
         cfg.validate()?;
         let sleep_share = if cfg.sleeps_scaled { opts.scale } else { 1.0 };
+        let tab_cpus = cfg.cpus;
         Ok(Driver {
             machine: Machine::new(cfg, opts.seed, progress)?,
             sites,
@@ -77,6 +133,8 @@ impl<'a> Driver<'a> {
             counts: LifeCounts::default(),
             sleep_share,
             skipped: 0,
+            lived: 0,
+            tab_cpus,
         })
     }
 
@@ -162,12 +220,19 @@ impl<'a> Driver<'a> {
         ] {
             out.result.extra.insert(k.into(), v.into());
         }
+        // The machine time the tabs' seconds took, as the linux substrate's
+        // `wall_split_s.life`.
+        out.result.extra.insert(
+            "background_life_s".into(),
+            (self.lived as f64 / nvmswap_core::NS_PER_S as f64).into(),
+        );
         Ok(out)
     }
 
-    /// The workload's clock: the machine's, plus what scaled sleeps skipped.
+    /// The workload's clock: the machine's, plus what scaled sleeps skipped, less what the
+    /// tabs' seconds took.
     fn workload_now(&self) -> u64 {
-        self.machine.now + self.skipped
+        self.machine.now + self.skipped - self.lived
     }
 
     /// Lets `ns` of the workload's time pass, working off the tabs' seconds on the way; the
@@ -215,8 +280,20 @@ impl<'a> Driver<'a> {
         self.sleep(steps as u64 * pause_ns)
     }
 
-    /// One second of the tabs' life (core's `Life::second`): each live tab grows, and each
-    /// one not in front touches its background set; then Chrome's rule.
+    /// One second of the tabs' life (core's `Life::second`), as the linux and live substrates
+    /// carry it out: every tab concerned is told at once and the driver waits until the last
+    /// one is done; then Chrome's rule. Each tab grows, then (if not in front) touches its
+    /// background set, one touch after the other on its own clock. The tabs' touches run
+    /// interleaved in time order: a tab whose fault sleeps on a read lets the others run until
+    /// the read completes, so the block layer sees every tab's requests when they are made
+    /// (run one after the other, each from the second's start, a later tab's requests met a
+    /// layer already at the end of an earlier tab's second). The tabs share the machine's CPUs
+    /// (`tab_cpus`): a touch runs on the CPU free first, from when it is free, and holds it
+    /// until the touch ends or its task sleeps on a read (with polled completion the task
+    /// spins on it); a woken task waits for a CPU too, and that wait is in its fault's
+    /// latency. No task is preempted (a simplification: the kernel's scheduler time-slices).
+    /// The second's time passes on the machine, not on the workload's clock (as the linux
+    /// substrate's `wall_split_s.life`).
     fn live_second(&mut self) -> Result<(), SimError> {
         let m = &self.machine;
         for t in 0..m.tabs.len() as u32 {
@@ -224,37 +301,142 @@ impl<'a> Driver<'a> {
                 self.life.gone(t);
             }
         }
+        let start = self.machine.now;
+        let mut tasks = Vec::new();
         for ts in self.life.second() {
             let tab = ts.tab;
-            // A tab discarded by an earlier tab's faults in this second does nothing more.
             if !self.machine.is_alive(tab) {
                 continue;
             }
-            // The tab's own clock: its touches run one after the other on its CPU.
-            let mut at = self.machine.now;
+            let mut work = std::collections::VecDeque::new();
             if let Some((from, to)) = ts.grow {
                 self.machine.grow_tab(tab, to);
                 self.counts.grown_pages += (to - from) as u64;
                 if self.life.shape(tab).is_some_and(|l| l.max_pages == to) {
                     self.counts.tabs_at_growth_limit += 1;
                 }
-                for off in from..to {
-                    let p = self.machine.tabs[tab as usize].page(off);
-                    at += self.machine.touch_in_background(tab, p, true, at)?;
-                    if !self.machine.is_alive(tab) {
+                work.extend((from..to).map(|off| BackgroundTouch {
+                    off,
+                    write: true,
+                    grown: true,
+                }));
+            }
+            work.extend(ts.touches.into_iter().map(|(off, write)| BackgroundTouch {
+                off,
+                write,
+                grown: false,
+            }));
+            tasks.push(TabTask {
+                tab,
+                work,
+                at: start,
+                sleeping: None,
+                spinning_on: None,
+            });
+        }
+        let polls = self.machine.polls_while_waiting();
+        let mut cpus = Cpus::new(self.tab_cpus, start);
+        // Awake tasks with work left by (clock, index): the earliest runs next, ties in the
+        // second's order. Sleeping tasks in the order they went to sleep.
+        let mut awake: BinaryHeap<Reverse<(u64, usize)>> = (0..tasks.len())
+            .filter(|&i| !tasks[i].work.is_empty())
+            .map(|i| Reverse((start, i)))
+            .collect();
+        let mut asleep: Vec<usize> = Vec::new();
+        loop {
+            // Tasks whose read completed go on from its completion, on a CPU.
+            let mut k = 0;
+            while k < asleep.len() {
+                let task = &mut tasks[asleep[k]];
+                let id = task.sleeping.as_ref().expect("asleep").read_id();
+                if !self.machine.read_finished(id) {
+                    k += 1;
+                    continue;
+                }
+                let i = asleep.remove(k);
+                let fault = task.sleeping.take().expect("asleep");
+                let woken = self.machine.now;
+                let (cpu, runs_at) = match task.spinning_on.take() {
+                    Some(cpu) => (cpu, woken),
+                    None => cpus.first_free(woken),
+                };
+                let began = fault.start();
+                let latency =
+                    self.machine
+                        .finish_fault_in_background(task.tab, fault, runs_at - woken);
+                task.at = (began + latency).max(runs_at);
+                cpus.hold(cpu, task.at);
+                if !task.work.is_empty() {
+                    awake.push(Reverse((task.at, i)));
+                }
+            }
+            // The next awake task, and when it runs: on the CPU free first, once free.
+            let (cpu, free) = cpus.first_free(self.machine.now);
+            let next = awake.peek().map(|&Reverse((at, i))| (i, at.max(free)));
+            if !asleep.is_empty() {
+                let event = self
+                    .machine
+                    .next_backend_event()
+                    .expect("a sleeping tab's read is in flight");
+                if next.is_none_or(|(_, at)| event < at) {
+                    self.machine.pass_to(event);
+                    continue;
+                }
+            }
+            let Some((i, at)) = next else {
+                break;
+            };
+            awake.pop();
+            self.machine.pass_to(at);
+            let task = &mut tasks[i];
+            let began = at.max(self.machine.now);
+            // Its touches of resident pages take no time: it goes on until one does.
+            let mut took = None;
+            while let Some(touch) = task.work.pop_front() {
+                if !self.machine.is_alive(task.tab) {
+                    // Discarded by another tab's charge (the OOM path): it does nothing more.
+                    task.work.clear();
+                    break;
+                }
+                let p = self.machine.tabs[task.tab as usize].page(touch.off);
+                let t = self
+                    .machine
+                    .start_touch_in_background(task.tab, p, touch.write, began)?;
+                if !touch.grown {
+                    self.counts.background_touches += 1;
+                }
+                match t {
+                    Touch::Done(0) => continue,
+                    t => {
+                        took = Some(t);
                         break;
                     }
                 }
             }
-            for (off, write) in ts.touches {
-                if !self.machine.is_alive(tab) {
-                    break;
+            match took {
+                None => task.at = began,
+                Some(Touch::Done(latency)) => {
+                    task.at = began + latency;
+                    cpus.hold(cpu, task.at);
+                    if !task.work.is_empty() {
+                        awake.push(Reverse((task.at, i)));
+                    }
                 }
-                let p = self.machine.tabs[tab as usize].page(off);
-                at += self.machine.touch_in_background(tab, p, write, at)?;
-                self.counts.background_touches += 1;
+                Some(Touch::Waiting(fault)) => {
+                    if polls {
+                        cpus.hold(cpu, u64::MAX);
+                        task.spinning_on = Some(cpu);
+                    } else {
+                        cpus.hold(cpu, fault.sleeps_at().max(began));
+                    }
+                    task.sleeping = Some(fault);
+                    asleep.push(i);
+                }
             }
         }
+        let end = tasks.iter().map(|t| t.at).max().unwrap_or(start);
+        self.machine.pass_to(end.max(self.machine.now));
+        self.lived += self.machine.now - start;
         self.machine.chrome_discards();
         Ok(())
     }
@@ -287,7 +469,7 @@ impl<'a> Driver<'a> {
             tab,
             site,
         });
-        let opened_at = m.now + self.skipped;
+        let opened_at = m.now + self.skipped - self.lived;
         self.life.opened(tab, life, opened_at);
         self.site.push(site);
         Ok(())
@@ -371,8 +553,11 @@ mod tests {
             let mut d = Driver::new(&cfg, sites(0.0, 0.0, 0.0), &opts, &NoProgress).unwrap();
             d.open(0, 0).unwrap();
             let (m0, w0, s0) = (d.machine.now, d.workload_now(), d.life.next_second());
+            let lived0 = d.lived;
             d.sleep(10 * NS_PER_S).unwrap();
-            let machine = (d.machine.now - m0) as f64 / NS_PER_S as f64;
+            // Less the seconds of life, which pass on the machine only.
+            let asleep = d.machine.now - m0 - (d.lived - lived0);
+            let machine = asleep as f64 / NS_PER_S as f64;
             assert!((machine - machine_s).abs() < 1e-6, "{scaled}: {machine} s");
             // The workload's clock, and with it the tabs' seconds of life, counts all ten.
             assert_eq!(d.workload_now() - w0, 10 * NS_PER_S);
@@ -425,6 +610,207 @@ mod tests {
         // Its pages came back by its own faults, not the foreground's.
         let bg = d.machine.obs.metrics.c.background_faults;
         assert!(bg >= want.touches.len() as u64, "{bg} background faults");
+    }
+
+    /// Each major fault: its task, start and latency.
+    struct Faults(FaultLog);
+
+    impl crate::observe::Observer for Faults {
+        fn on_event(&mut self, e: &Event<'_>) {
+            if let Event::Fault {
+                t,
+                actor,
+                kind: crate::observe::FaultKind::Major,
+                latency_ns,
+                ..
+            } = e
+            {
+                self.0.borrow_mut().push((actor.pid, *t, *latency_ns));
+            }
+        }
+    }
+
+    /// Counts every fault.
+    struct FaultCount(std::rc::Rc<std::cell::Cell<u64>>);
+
+    impl crate::observe::Observer for FaultCount {
+        fn on_event(&mut self, e: &Event<'_>) {
+            if matches!(e, Event::Fault { .. }) {
+                self.0.set(self.0.get() + 1);
+            }
+        }
+    }
+
+    type FaultLog = std::rc::Rc<std::cell::RefCell<Vec<(u32, u64, u64)>>>;
+
+    /// Tabs 0 and 1 (site 0, living) with the pages of their next background second swapped
+    /// out, and a recorder of the major faults from then on.
+    fn two_tabs_out(d: &mut Driver<'_>) -> FaultLog {
+        d.open(0, 0).unwrap();
+        d.open(1, 0).unwrap();
+        // A still tab in front: 0 and 1 are both in the background.
+        d.open(2, 1).unwrap();
+        let next = d.life.clone().second();
+        for tab in [0, 1] {
+            let offs: Vec<u32> = next
+                .iter()
+                .find(|t| t.tab == tab)
+                .unwrap()
+                .touches
+                .iter()
+                .map(|t| t.0)
+                .collect();
+            push_out(d, tab, &offs);
+        }
+        let log = FaultLog::default();
+        d.machine.observe(Box::new(Faults(log.clone())));
+        log
+    }
+
+    #[test]
+    fn the_tabs_of_a_second_fault_side_by_side_and_the_driver_waits_for_the_last() {
+        let mut d = driver(sites(0.05, 0.0, 0.0));
+        let log = two_tabs_out(&mut d);
+        let (m0, w0, lived0) = (d.machine.now, d.workload_now(), d.lived);
+        let second = d.life.next_second();
+        assert!(second <= w0, "a second of life is due");
+        d.live_second().unwrap();
+        let faults = log.borrow().clone();
+        let by = |tab: u32| -> Vec<(u64, u64)> {
+            faults
+                .iter()
+                .filter(|f| f.0 == crate::observe::TAB_PID_BASE + tab)
+                .map(|f| (f.1, f.2))
+                .collect()
+        };
+        let (a, b) = (by(0), by(1));
+        assert!(!a.is_empty() && !b.is_empty(), "{faults:?}");
+        // Both start at the second's start: their first faults overlap in time, neither waits
+        // for the other's whole second.
+        assert!(
+            a[0].0 < b[0].0 + b[0].1 && b[0].0 < a[0].0 + a[0].1,
+            "{a:?} {b:?}"
+        );
+        // Each tab's faults follow one another on its own clock.
+        for f in [&a, &b] {
+            for w in f.windows(2) {
+                assert!(w[1].0 >= w[0].0 + w[0].1, "{f:?}");
+            }
+        }
+        // The driver waited for the last tab: the machine passed the second, the workload's
+        // clock did not.
+        let end = faults.iter().map(|f| f.1 + f.2).max().unwrap();
+        assert!(d.machine.now >= end);
+        assert_eq!(d.machine.now - m0, d.lived - lived0);
+        assert_eq!(d.workload_now(), w0);
+        // Side by side, the second took less than its faults one after the other.
+        let serial: u64 = faults.iter().map(|f| f.2).sum();
+        assert!(
+            d.machine.now - m0 < serial,
+            "{} >= {serial}",
+            d.machine.now - m0
+        );
+    }
+
+    #[test]
+    fn on_one_cpu_a_woken_tab_waits_for_the_other_and_the_wait_is_in_its_fault() {
+        // The same machine, the same second, its tabs on one CPU or two.
+        let run = |cpus: u32| {
+            let mut d = driver(sites(0.05, 0.0, 0.0));
+            let log = two_tabs_out(&mut d);
+            d.tab_cpus = cpus;
+            let m0 = d.machine.now;
+            d.live_second().unwrap();
+            let faults = log.borrow().clone();
+            (d.machine.now - m0, faults)
+        };
+        let (one, f1) = run(1);
+        let (two, f2) = run(2);
+        // As many faults of each tab either way (in another order in time).
+        let tabs = |f: &[(u32, u64, u64)]| {
+            let mut t: Vec<u32> = f.iter().map(|f| f.0).collect();
+            t.sort_unstable();
+            t
+        };
+        assert_eq!(tabs(&f1), tabs(&f2));
+        assert!(one > two, "one CPU {one} ns, two {two} ns");
+        // A tab woken while the other held the one CPU waited for it, in its fault.
+        let total1: u64 = f1.iter().map(|f| f.2).sum();
+        let total2: u64 = f2.iter().map(|f| f.2).sum();
+        assert!(total1 > total2, "{total1} <= {total2}");
+    }
+
+    #[test]
+    fn a_tab_discarded_while_it_sleeps_on_a_read_gives_its_frames_back() {
+        let mut d = driver(sites(0.05, 0.0, 0.0));
+        two_tabs_out(&mut d);
+        let m = &mut d.machine;
+        let p = (0..m.tabs[0].pages)
+            .map(|o| m.tabs[0].page(o))
+            .find(|&p| m.loc[p as usize] == Loc::Out)
+            .expect("a page of tab 0 is out");
+        let resident = m.mem.resident;
+        let at = m.now;
+        let Touch::Waiting(fault) = m.start_touch_in_background(0, p, false, at).unwrap() else {
+            panic!("a read from the device makes the task sleep");
+        };
+        assert!(m.mem.resident > resident, "the fault took its frames first");
+        m.release_tab(0);
+        let released = m.mem.resident;
+        while !m.read_finished(fault.read_id()) {
+            let t = m.next_backend_event().expect("the read is in flight");
+            m.pass_to(t);
+        }
+        let frames = m.mem.resident;
+        assert_eq!(m.finish_fault_in_background(0, fault, 0), 0);
+        // The frames taken for the page and its read-ahead went back; nothing else changed.
+        assert!(m.mem.resident < frames, "{} >= {frames}", m.mem.resident);
+        assert!(m.mem.resident <= released);
+        assert_eq!(m.loc[p as usize], Loc::Absent);
+    }
+
+    #[test]
+    fn a_page_read_ahead_is_mapped_by_its_first_touch_a_minor_fault() {
+        let mut d = driver(sites(0.0, 0.0, 0.0));
+        d.open(0, 0).unwrap();
+        let offs: Vec<u32> = (0..64).collect();
+        push_out(&mut d, 0, &offs);
+        let m = &mut d.machine;
+        m.use_tab(0);
+        let page = |m: &Machine<'_>, off: u32| m.tabs[0].page(off);
+        let out: Vec<u32> = (0..m.tabs[0].pages)
+            .filter(|&o| m.loc[page(m, o) as usize] == Loc::Out)
+            .collect();
+        let count = std::rc::Rc::new(std::cell::Cell::new(0u64));
+        m.observe(Box::new(FaultCount(count.clone())));
+        let faults = |_: &Machine<'_>| count.get();
+        // Faults on the pages out, in order, until one reads neighbours ahead (the window
+        // grows with the hits).
+        let mut ahead = Vec::new();
+        for (i, &o) in out.iter().enumerate() {
+            if m.loc[page(m, o) as usize] != Loc::Out {
+                continue;
+            }
+            assert!(m.touch(page(m, o), false).unwrap() > 0);
+            ahead = out[i + 1..]
+                .iter()
+                .map(|&o| page(m, o))
+                .filter(|&q| m.loc[q as usize] == Loc::Resident)
+                .collect();
+            if !ahead.is_empty() {
+                break;
+            }
+        }
+        assert!(!ahead.is_empty(), "no fault read ahead");
+        for q in ahead {
+            let before = faults(m);
+            // The first touch maps it: a minor fault at the minor fault's cost.
+            assert_eq!(m.touch(q, false).unwrap(), m.costs.minor_fault);
+            assert_eq!(faults(m), before + 1);
+            // Mapped now: the next touch is a plain access.
+            assert_eq!(m.touch(q, true).unwrap(), 0);
+            assert_eq!(faults(m), before + 1);
+        }
     }
 
     #[test]

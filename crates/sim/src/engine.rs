@@ -6,7 +6,9 @@
 //! Model. Two contexts run: the foreground (the test's tabs, one at a time) and kswapd. Each has
 //! its own clock; the foreground's clock is `now`, and whenever it moves forward, kswapd first
 //! runs up to the new time, one reclaimed page at a time, so every decision sees the other
-//! context's work in time order. With two or more CPUs they run in parallel; with one, kswapd
+//! context's work in time order. In a second of the tabs' life the driver runs the tabs side by
+//! side instead (driver.rs): a tab's fault stops where its task sleeps on a read (`Touch`,
+//! `PendingFault`) and the others run until the read completes. With two or more CPUs they run in parallel; with one, kswapd
 //! only runs while the foreground sleeps or waits for I/O. The back-end's background work (the
 //! block layer's event queue) is advanced in the same order.
 //!
@@ -51,6 +53,52 @@ pub enum Loc {
     Resident,
     /// Held by the swap back-end (which may still map it, as NVM-Swap's Lazy Swap-in does).
     Out,
+}
+
+/// What a touch did: done after `latency`, or its task sleeps on a synchronous read and the
+/// fault ends when the read completes ([`Machine::finish_fault`]).
+pub enum Touch {
+    Done(u64),
+    Waiting(PendingFault),
+}
+
+/// A fault whose task sleeps on a synchronous read: what it does when the read completes. A
+/// task's fault is one piece of code in the kernel; sim splits it at the sleep so that other
+/// tasks' work can run in time order while it waits (the background tabs of a second).
+pub struct PendingFault {
+    page: u32,
+    write: bool,
+    /// The task's clock when the fault began.
+    start: u64,
+    /// The fault's latency up to the part `complete_swap_in` counts.
+    before: u64,
+    /// Its read (`SwapIn::Wait`).
+    swap_in: SwapIn,
+    /// The read-ahead pages got their frames before the read went out.
+    framed_first: bool,
+    actor: Actor,
+    /// When the task went to sleep on the read (its CPU is free from then on).
+    sleeps_at: u64,
+}
+
+impl PendingFault {
+    /// The task's clock when the fault began.
+    pub fn start(&self) -> u64 {
+        self.start
+    }
+
+    /// When the task went to sleep on its read.
+    pub fn sleeps_at(&self) -> u64 {
+        self.sleeps_at
+    }
+
+    /// The synchronous request the task sleeps on.
+    pub fn read_id(&self) -> u64 {
+        match self.swap_in {
+            SwapIn::Wait { id, .. } => id,
+            SwapIn::Done { .. } => unreachable!("a pending fault waits for a read"),
+        }
+    }
 }
 
 /// A tab's pages: `pages` in all, the first from `base`, the ones it grew by after load in
@@ -106,6 +154,10 @@ pub struct Machine<'a> {
     pub kswapd: Kswapd,
     pub backend: Box<dyn SwapBackend>,
     pub loc: Vec<Loc>,
+    /// Resident pages not in their tab's page table: brought by a swap-in's read-ahead, they
+    /// sit in the swap cache until a touch maps them (`do_swap_page` finds them there: a minor
+    /// fault, counted in the task's `minflt` as the linux substrate counts faults).
+    unmapped: Vec<bool>,
     /// Compressed size of each page (0: same-filled).
     pub comp: Vec<u16>,
     pub lru: AnonLru,
@@ -138,6 +190,7 @@ impl<'a> Machine<'a> {
             kswapd: Kswapd::default(),
             backend,
             loc: Vec::new(),
+            unmapped: Vec::new(),
             comp: Vec::new(),
             lru: AnonLru::new(cfg.dram_bytes),
             scan_balance: ScanBalance::default(),
@@ -228,6 +281,18 @@ impl<'a> Machine<'a> {
 
     /// The foreground touches page `p` (a write if `write`); returns the latency it costs.
     pub fn touch(&mut self, p: u32, write: bool) -> Result<u64, SimError> {
+        match self.start_touch(p, write)? {
+            Touch::Done(latency) => Ok(latency),
+            Touch::Waiting(fault) => {
+                self.wait_sync(fault.read_id());
+                Ok(self.finish_fault(fault, 0))
+            }
+        }
+    }
+
+    /// The foreground touches page `p` up to the point where its task would sleep on a read:
+    /// done, or waiting for the read (`finish_fault` once it completed).
+    pub fn start_touch(&mut self, p: u32, write: bool) -> Result<Touch, SimError> {
         let pi = p as usize;
         let me = self.foreground();
         let (latency, kind) = match self.loc[pi] {
@@ -237,51 +302,126 @@ impl<'a> Machine<'a> {
                 if write {
                     self.backend.written(p);
                 }
-                return Ok(0);
+                if !std::mem::take(&mut self.unmapped[pi]) {
+                    return Ok(Touch::Done(0));
+                }
+                // Read ahead, in the swap cache: the touch maps it (a minor fault). Its cost is
+                // assumed to be the demand-zero fault's (`costs.minor_fault`, calibrated where
+                // the run has a calibration): the same entry, walk and mapping, a swap-cache
+                // lookup in place of the allocation.
+                (self.minor_fault(me), FaultKind::Minor)
             }
             Loc::Absent => {
                 let stall = self.frame_or_discard(0)?;
                 self.place(p);
-                let minor = self.costs.minor_fault;
-                self.obs.emit(Event::Cpu {
-                    t: self.now,
-                    actor: me,
-                    kind: CpuKind::Kernel,
-                    ns: minor,
-                });
-                (minor + stall, FaultKind::Minor)
+                (self.minor_fault(me) + stall, FaultKind::Minor)
             }
             Loc::Out => match self.backend.fault(p, write, self.now, me, env!(self)) {
                 Fault::InPlace { latency, kind } => match kind {
                     Some(kind) => (latency, kind),
-                    None => return Ok(latency),
+                    None => return Ok(Touch::Done(latency)),
                 },
-                Fault::NeedsFrame => (self.swap_in(p, write, me)?, FaultKind::Major),
+                Fault::NeedsFrame => match self.swap_in(p, write, me)? {
+                    Touch::Done(latency) => (latency, FaultKind::Major),
+                    waiting => return Ok(waiting),
+                },
             },
         };
-        // Seed 000 Fig. 5 counts every page fault, demand-zero ones included.
-        self.obs.emit(Event::Fault {
+        self.fault_taken(p, me, kind, latency);
+        Ok(Touch::Done(latency))
+    }
+
+    /// A minor fault's kernel work, charged to `me` now; its cost.
+    fn minor_fault(&mut self, me: Actor) -> u64 {
+        let minor = self.costs.minor_fault;
+        self.obs.emit(Event::Cpu {
             t: self.now,
             actor: me,
+            kind: CpuKind::Kernel,
+            ns: minor,
+        });
+        minor
+    }
+
+    /// Seed 000 Fig. 5 counts every page fault, demand-zero ones included.
+    fn fault_taken(&mut self, p: u32, actor: Actor, kind: FaultKind, latency: u64) {
+        self.obs.emit(Event::Fault {
+            t: self.now,
+            actor,
             page: p,
             kind,
             latency_ns: latency,
         });
-        Ok(latency)
+    }
+
+    /// The rest of `fault` once its read completed: its page and read-ahead come in. Returns
+    /// the fault's latency from its start, `runqueue_wait` (the woken task waiting for a CPU)
+    /// included. If its tab was discarded while the task slept (another task's charge took the
+    /// OOM path), the read is dropped and the frames the fault took go back.
+    pub fn finish_fault(&mut self, fault: PendingFault, runqueue_wait: u64) -> u64 {
+        let p = fault.page;
+        if self.loc[p as usize] != Loc::Out {
+            self.backend.abandon_swap_in(fault.read_id());
+            let SwapIn::Wait { readahead, .. } = fault.swap_in else {
+                unreachable!("a pending fault waits for a read");
+            };
+            // The page's own frame, and its neighbours' if they had theirs before the read.
+            let framed = if fault.framed_first {
+                readahead.len() as u64
+            } else {
+                0
+            };
+            self.mem.resident -= 1 + framed;
+            return 0;
+        }
+        let latency = fault.before
+            + runqueue_wait
+            + self.complete_swap_in(p, fault.write, fault.swap_in, fault.framed_first);
+        self.fault_taken(p, fault.actor, FaultKind::Major, latency);
+        latency
     }
 
     /// The back-end's page `p` comes into a frame (with whatever it reads ahead); the latency.
     /// A read from a block device under the read-ahead goes step by step as the kernel's
     /// (`swap_in_window`); other swap-ins find the page's frame first and their neighbours'
     /// after the page is in.
-    fn swap_in(&mut self, p: u32, write: bool, me: Actor) -> Result<u64, SimError> {
+    fn swap_in(&mut self, p: u32, write: bool, me: Actor) -> Result<Touch, SimError> {
         if self.backend.plans_read(p) {
             return self.swap_in_window(p, write, me);
         }
         let stall = self.frame_or_discard(0)?;
         let start = self.now + stall;
         let swap_in = self.backend.swap_in(p, write, start, me, env!(self));
-        Ok(stall + self.complete_swap_in(p, write, swap_in, false))
+        let sleeps_at = match swap_in {
+            SwapIn::Wait { issued, .. } => issued,
+            SwapIn::Done { .. } => start,
+        };
+        Ok(self.complete_or_wait(PendingFault {
+            page: p,
+            write,
+            start: self.now,
+            before: stall,
+            swap_in,
+            framed_first: false,
+            actor: me,
+            sleeps_at,
+        }))
+    }
+
+    /// A swap-in whose first half is done: it completes at once, or its task sleeps on a read.
+    fn complete_or_wait(&mut self, fault: PendingFault) -> Touch {
+        match fault.swap_in {
+            SwapIn::Wait { .. } => Touch::Waiting(fault),
+            SwapIn::Done { .. } => Touch::Done(
+                fault.before
+                    + self.complete_swap_in(
+                        fault.page,
+                        fault.write,
+                        fault.swap_in,
+                        fault.framed_first,
+                    ),
+            ),
+        }
     }
 
     /// A swap-in that reads a block device: the window is planned and the task's plug opened;
@@ -289,7 +429,7 @@ impl<'a> Machine<'a> {
     /// charge may reclaim, inside the plug, which delays the reads after it and shows in their
     /// Q2D; each neighbour also costs `costs.readahead_page_ns` of work there), its read joining
     /// the plug; the plug goes out when the loop ends, and the task waits for its page's read.
-    fn swap_in_window(&mut self, p: u32, write: bool, me: Actor) -> Result<u64, SimError> {
+    fn swap_in_window(&mut self, p: u32, write: bool, me: Actor) -> Result<Touch, SimError> {
         let (order, before) = self.backend.plan_swap_in(p, self.now, me, env!(self));
         let mut after = before;
         for q in order {
@@ -327,7 +467,16 @@ impl<'a> Machine<'a> {
         // The latency from the fault: the software before the loop, the loop up to the page's
         // read, then what `finish_swap_in` counts from that read on.
         let to_read = issued - self.now - before;
-        Ok(to_read + self.complete_swap_in(p, write, swap_in, true))
+        Ok(Touch::Waiting(PendingFault {
+            page: p,
+            write,
+            start: self.now,
+            before: to_read,
+            swap_in,
+            framed_first: true,
+            actor: me,
+            sleeps_at: t,
+        }))
     }
 
     /// Waits for `swap_in`'s read (if any) and brings in its read-ahead pages, which already
@@ -374,6 +523,7 @@ impl<'a> Machine<'a> {
             // Read-ahead pages come in unmapped (no accessed bit), at the head of the
             // inactive list.
             self.loc[q as usize] = Loc::Resident;
+            self.unmapped[q as usize] = true;
             self.lru.add_faulted(q);
             self.lru.clear_accessed(q);
         }
@@ -383,6 +533,7 @@ impl<'a> Machine<'a> {
     /// The page is now resident and mapped (its fault sets the accessed bit).
     fn place(&mut self, p: u32) {
         self.loc[p as usize] = Loc::Resident;
+        self.unmapped[p as usize] = false;
         self.lru.add_faulted(p);
     }
 
@@ -429,6 +580,7 @@ impl<'a> Machine<'a> {
                 ((ratio * f * PAGE_SIZE as f64) as u64).min(PAGE_SIZE) as u16
             };
             self.loc.push(Loc::Absent);
+            self.unmapped.push(false);
             self.comp.push(size);
         }
         self.backend.grow(self.loc.len());
@@ -454,13 +606,37 @@ impl<'a> Machine<'a> {
         t.pages = pages;
     }
 
-    /// Tab `tab`'s process touches page `p` at `at` (its own clock, at or after the
-    /// foreground's) while another one is in the foreground (its background activity): the
-    /// fault is taken and charged as tab `tab`'s, and its latency does not pass on the
-    /// foreground's clock (the tab runs on another CPU); what it takes, frames, reclaim and the
-    /// device's queue, the foreground shares. The caller moves the tab's clock on by the
-    /// latency, so that each of its faults starts when the one before ended, as a process's
-    /// do (timed from the foreground's clock, each would include all the tab's faults before it).
+    /// Tab `tab`'s process touches page `p` at `at` (its own clock, at or after the machine's)
+    /// while no other task is in the foreground (its second of background life): the fault is
+    /// taken and charged as tab `tab`'s; what it takes, frames, reclaim and the device's queue,
+    /// the tabs share. The touch stops where the tab's task would sleep on a read
+    /// ([`Machine::finish_fault_in_background`] ends it), so that the other tabs' work runs
+    /// meanwhile, in time order.
+    pub fn start_touch_in_background(
+        &mut self,
+        tab: u32,
+        p: u32,
+        write: bool,
+        at: u64,
+    ) -> Result<Touch, SimError> {
+        let at = at.max(self.now);
+        self.as_tab(tab, at, |m| m.start_touch(p, write))
+    }
+
+    /// The rest of tab `tab`'s `fault` after its read completed; its latency from its start.
+    /// `runqueue_wait`: how long the woken task waited for a CPU.
+    pub fn finish_fault_in_background(
+        &mut self,
+        tab: u32,
+        fault: PendingFault,
+        runqueue_wait: u64,
+    ) -> u64 {
+        self.as_tab(tab, fault.start, |m| m.finish_fault(fault, runqueue_wait))
+    }
+
+    /// [`Machine::start_touch_in_background`] and, when the touch sleeps on a read, the wait
+    /// and the rest: tab `tab`'s whole touch of `p` at `at`; its latency.
+    #[cfg(test)]
     pub fn touch_in_background(
         &mut self,
         tab: u32,
@@ -468,14 +644,51 @@ impl<'a> Machine<'a> {
         write: bool,
         at: u64,
     ) -> Result<u64, SimError> {
+        match self.start_touch_in_background(tab, p, write, at)? {
+            Touch::Done(latency) => Ok(latency),
+            Touch::Waiting(fault) => {
+                self.wait_sync(fault.read_id());
+                Ok(self.finish_fault_in_background(tab, fault, 0))
+            }
+        }
+    }
+
+    /// Runs `f` as tab `tab`'s task with its clock at `at`; the machine's own task and clock
+    /// are back afterwards.
+    fn as_tab<R>(&mut self, tab: u32, at: u64, f: impl FnOnce(&mut Self) -> R) -> R {
         let fg = self.foreground_pid;
         let now = self.now;
         self.foreground_pid = TAB_PID_BASE + tab;
-        self.now = at.max(now);
-        let r = self.touch(p, write);
+        self.now = at;
+        let r = f(self);
         self.foreground_pid = fg;
         self.now = now;
         r
+    }
+
+    /// Moves the machine's clock to `t` while no task is in the foreground (the tabs' second):
+    /// kswapd and the back-end's background work run up to it, and the back-end's events due
+    /// at `t` are handled.
+    pub fn pass_to(&mut self, t: u64) {
+        if t > self.now {
+            self.advance(t - self.now, false);
+        }
+        self.backend.advance_to(t, &mut self.obs);
+    }
+
+    /// Whether the synchronous read `id` has completed.
+    pub fn read_finished(&self, id: u64) -> bool {
+        self.backend.io_finished(id)
+    }
+
+    /// Whether a task waiting for the back-end's I/O spins on its CPU (polled completion).
+    pub fn polls_while_waiting(&self) -> bool {
+        self.backend.polls_while_waiting()
+    }
+
+    /// When the back-end's next event is due, if any.
+    pub fn next_backend_event(&self) -> Option<u64> {
+        self.backend.next_event_time()
     }
 
     /// `tab` is used now (opened or switched to): it runs in the foreground and is the most

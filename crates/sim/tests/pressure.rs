@@ -98,9 +98,9 @@ fn the_block_layer_reports_blktrace_stages_and_polling_spends_cpu_instead_of_iow
 #[test]
 fn every_io_scheduler_runs_and_queues_form_only_where_the_device_is_narrow() {
     // Seed 000's devices are NVMe with 1023 slots: at this load every request is dispatched at
-    // once (Q2D about 0) under none, kyber and mq-deadline. bfq holds a few reads back even there:
+    // once (Q2D about 0) under none, kyber and mq-deadline. bfq holds reads back even there:
     // while another process's weight-raised queue keeps the device (its reads in flight or its
-    // idle window), other queues wait. An eMMC (one command at a time) makes requests wait in every
+    // idle window), other queues wait, and the background tabs of a second read side by side. An eMMC (one command at a time) makes requests wait in every
     // scheduler or for a request tag. On the NVMe page-cluster 0: no read-ahead, so no read
     // waits in its task's plug while the window's pages are allocated (that wait is Q2D too,
     // blktrace's and sim's), and Q2D is the scheduler's and the tags' alone.
@@ -120,11 +120,12 @@ fn every_io_scheduler_runs_and_queues_form_only_where_the_device_is_narrow() {
     for sched in ["none", "kyber", "mq-deadline", "bfq"] {
         // The recorder's floor is 1 ns: "at once" reads as under a microsecond.
         let (p99, max) = read_q2d(sched, "nvme-nand");
-        assert!(p99 < 1.0, "{sched}: {p99}");
         if sched == "bfq" {
-            // Some read waits out another queue's idle window (20 ms for a raised one).
-            assert!(max > 1_000.0, "bfq's idling holds reads back: {max}");
+            // Reads wait out another queue's service or idle window (20 ms for a raised one).
+            assert!(p99 > 1_000.0, "bfq's idling holds reads back: {p99}");
+            assert!(max > p99, "{max}");
         } else {
+            assert!(p99 < 1.0, "{sched}: {p99}");
             assert!(max < 1.0, "{sched}: {max}");
         }
         assert!(read_q2d(sched, "emmc").0 > 100.0, "{sched}");
@@ -209,7 +210,13 @@ fn a_read_ahead_windows_further_pages_hold_its_reads_in_the_plug() {
     // 10 us x (n - 1) more: every multi-page window's first read waits at least 10 us, the
     // widest 70 us; the swap-ins take longer.
     let run_with = |work: &str| {
-        let cfg = ["page_cluster=3", "swap_profile=nvme-nand", work];
+        // Not bfq (nand's default), whose queues hold reads back too (the test above).
+        let cfg = [
+            "page_cluster=3",
+            "swap_profile=nvme-nand",
+            "io_scheduler=mq-deadline",
+            work,
+        ];
         run("nand", &cfg, 1, 0.05).result
     };
     let none = run_with("costs.readahead_page_ns=0");

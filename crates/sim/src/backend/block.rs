@@ -134,9 +134,9 @@ pub struct BlockSwap {
     plug_by: Option<Actor>,
     /// A fault's read-ahead between `plan_read` and `submit_read`.
     planned: Option<PlannedRead>,
-    /// When the last planned window's loop ended: the faulting task sees its read's completion
-    /// no earlier (`finish_read`).
-    window_end: Option<u64>,
+    /// When each planned window's loop ended, by the request its task sleeps on: the task sees
+    /// its read's completion no earlier (`finish_read`). Several tasks may sleep at once.
+    window_end: BTreeMap<u64, u64>,
     /// Pages under writeback (`PG_writeback`, `PG_reclaim`).
     writeback: Writeback,
     /// Each page's write generation: a page written again before an older write of it ended
@@ -230,7 +230,7 @@ impl BlockSwap {
             plug: Plug::new(p.max_request_bytes()),
             plug_by: None,
             planned: None,
-            window_end: None,
+            window_end: BTreeMap::new(),
             writeback: Writeback::default(),
             write_gen: Vec::new(),
             in_flight: BTreeMap::new(),
@@ -735,9 +735,10 @@ impl BlockSwap {
             self.flush_plug(t, obs, true);
         }
         let planned = self.planned.take().expect("planned");
-        self.window_end = Some(t);
+        let id = planned.sync_id.expect("the faulting page's read went out");
+        self.window_end.insert(id, t);
         SwapIn::Wait {
-            id: planned.sync_id.expect("the faulting page's read went out"),
+            id,
             issued: planned.queued.expect("the faulting page got its frame"),
             readahead: planned.readahead,
         }
@@ -852,7 +853,7 @@ impl BlockSwap {
         let done = self.io.take_finished(id);
         // A read that went out before its window's loop ended (the plug filled or the task
         // slept) is seen when the loop is over.
-        let ready_at = done.ready_at.max(self.window_end.take().unwrap_or(0));
+        let ready_at = done.ready_at.max(self.window_end.remove(&id).unwrap_or(0));
         let waited = ready_at.saturating_sub(issued);
         let me = Actor {
             cpu: done.cpu,
@@ -1041,6 +1042,11 @@ impl SwapBackend for BlockSwap {
 
     fn finish_swap_in(&mut self, p: u32, write: bool, id: u64, issued: u64, env: &mut Env) -> u64 {
         self.finish_read(p, write, id, issued, env.obs)
+    }
+
+    fn abandon_swap_in(&mut self, id: u64) {
+        self.io.take_finished(id);
+        self.window_end.remove(&id);
     }
 
     fn readahead_in(&mut self, q: u32, t: u64, env: &mut Env) -> u64 {

@@ -210,6 +210,12 @@ pub trait SwapBackend {
         unreachable!("this back-end never waits")
     }
 
+    /// `SwapIn::Wait`'s request `id` completed for a fault whose tab is gone (discarded while
+    /// its task slept): the completion is dropped.
+    fn abandon_swap_in(&mut self, _id: u64) {
+        unreachable!("this back-end never waits")
+    }
+
     /// Read-ahead page `q` gets the frame the engine found at `t`; returns the extra time it
     /// cost.
     fn readahead_in(&mut self, _q: u32, _t: u64, _env: &mut Env) -> u64 {

@@ -322,6 +322,10 @@ impl SwapBackend for Zswap {
         self.dev.finish_swap_in(p, write, id, issued, env)
     }
 
+    fn abandon_swap_in(&mut self, id: u64) {
+        self.dev.abandon_swap_in(id)
+    }
+
     fn readahead_in(&mut self, q: u32, t: u64, env: &mut Env) -> u64 {
         // A page from the pool comes back dirty with exclusive loads (its slot, kept, holds no
         // copy), clean in the swap cache without them.
