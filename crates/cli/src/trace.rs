@@ -383,6 +383,7 @@ impl Observer for SimTracer {
                 lowest_priority,
                 ns,
                 batches,
+                flushes,
                 ..
             } => {
                 self.charges += 1;
@@ -405,6 +406,7 @@ impl Observer for SimTracer {
                         ("pages_scanned", pages_scanned.into()),
                         ("pages_left_writing", pages_left_writing.into()),
                         ("lowest_priority", lowest_priority.into()),
+                        ("remote_flushes", flushes.total().into()),
                         ("batches", batches.into()),
                     ],
                 )

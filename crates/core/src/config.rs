@@ -139,6 +139,12 @@ pub struct SystemConfig {
     /// are two or more; with one, kswapd only runs while the foreground sleeps or waits for I/O.
     #[serde(default = "default_cpus")]
     pub cpus: u32,
+    /// How many of those CPUs the tabs' processes run on (the linux substrate's `tab_cpus`
+    /// confines them to a set; `nvmswap validate` carries its size over); all of `cpus` when
+    /// absent. A tab that only ran on one CPU holds no other CPU's TLB, so reclaim of its pages
+    /// sends no remote flush.
+    #[serde(default)]
+    pub tab_cpus: Option<u32>,
     /// The workload's sleeps and pauses pass at `--scale` times their length, while its own
     /// clock (the tabs' seconds of life) counts them in full: how the linux substrate runs a
     /// scaled scenario to save wall time (`nvmswap linux pressure`), so that idle gaps, and every
@@ -228,6 +234,24 @@ pub struct CostOverrides {
     /// reclaiming task per page kept; without it, nothing.
     #[serde(default)]
     pub reclaim_keep_page_ns: Option<f64>,
+    /// A reclaimer's wait for one remote TLB flush: before it writes a dirty page it unmapped,
+    /// reclaim flushes the TLBs of the other CPUs that may hold the page's mapping and waits for
+    /// them (mm/vmscan.c `shrink_folio_list` -> `try_to_unmap_flush_dirty`; on x86 an IPI to
+    /// every CPU of the batch's mask that is not in lazy TLB mode, arch/x86/mm/tlb.c
+    /// `should_flush_tlb`). Measured by `nvmswap linux calibrate` (the remote shootdown probe:
+    /// pages of an owner process paged out from the other CPU while the owner spins, against
+    /// while it sleeps, per flush). Sim charges it to the reclaimer once per written page for
+    /// each other CPU that runs a task at that moment or idles on `init_mm` (crates/sim/src/
+    /// tlb.rs); without it, no flushes.
+    #[serde(default)]
+    pub remote_flush_ns: Option<f64>,
+    /// A tab's own CPU per background touch of a resident page (the linux substrate's tab model
+    /// times every touch: two clock reads and a `getrusage` before and after), measured by
+    /// `nvmswap linux calibrate` (the tab-touch probe runs the tab's timed access over resident
+    /// pages). Sim's tabs hold their CPU this long per background touch, so a second's tabs
+    /// occupy the CPUs as the kernel's do; without it, a resident touch takes no time.
+    #[serde(default)]
+    pub tab_touch_ns: Option<f64>,
 }
 
 impl CostOverrides {
@@ -263,6 +287,8 @@ impl CostOverrides {
                 self.reclaim_keep_page_ns,
                 true,
             ),
+            ("costs.remote_flush_ns", self.remote_flush_ns, true),
+            ("costs.tab_touch_ns", self.tab_touch_ns, true),
         ] {
             let Some(v) = value else { continue };
             if !v.is_finite() || v < 0.0 || (v == 0.0 && !zero_ok) {
@@ -441,6 +467,11 @@ impl SystemConfig {
     }
 
     /// Checks the configuration for consistency; the error names the field.
+    /// The CPUs the tabs run on: `tab_cpus`, else every CPU.
+    pub fn tab_cpus(&self) -> u32 {
+        self.tab_cpus.unwrap_or(self.cpus)
+    }
+
     pub fn validate(&self) -> Result<(), ConfigError> {
         let bad = |field, message: String| ConfigError::Invalid {
             name: self.name.clone(),
@@ -528,6 +559,12 @@ impl SystemConfig {
         }
         if self.cpus == 0 {
             return Err(bad("cpus", "at least one".into()));
+        }
+        if self.tab_cpus.is_some_and(|n| n == 0 || n > self.cpus) {
+            return Err(bad(
+                "tab_cpus",
+                format!("must be 1 to cpus ({}), got {:?}", self.cpus, self.tab_cpus),
+            ));
         }
         if let Err((field, why)) = self.iosched.check() {
             return Err(bad("iosched", format!("{field} {why}")));

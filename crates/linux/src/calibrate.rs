@@ -104,6 +104,9 @@ pub struct Calibration {
     /// Each burst's p50, in the order taken ([`probe_minor_fault`]); their median is the cost
     /// ([`Calibration::minor_fault_ns`]).
     pub minor_fault_burst_p50_us: Vec<f64>,
+    /// A tab's own CPU per touch of a resident page, ns, per round of the tab-touch probe
+    /// ([`crate::tab::probe_touch_ns`]); their median is `costs.tab_touch_ns`.
+    pub tab_touch_ns_rounds: Vec<f64>,
     pub pages_per_probe: u64,
     /// The disk's queue depth: the tags of its hardware queues (`/sys/block/<disk>/mq/*/nr_tags`,
     /// summed), or the scheduler's nr_requests when the disk has no mq directory.
@@ -2053,7 +2056,9 @@ pub fn run(swap_dir: &Path, seed: u64) -> Result<Calibration, LinuxError> {
             Err(e) => (None, Some(e.to_string())),
         };
     let (minor_fault_us, minor_fault_burst_p50_us) = probe_minor_fault(8192)?;
+    let tab_touch_ns_rounds = crate::tab::probe_touch_ns()?;
     Ok(Calibration {
+        tab_touch_ns_rounds,
         remote_shootdown,
         remote_shootdown_unavailable,
         kept_pages,
@@ -2415,6 +2420,22 @@ pub fn costs_toml(cal: &Calibration) -> String {
         MINOR_FAULT_BURST_GAP.as_millis()
     ));
     out.push_str(&format!("minor_fault_ns = {}\n", cal.minor_fault_ns()));
+    if let Some(each) = median(cal.tab_touch_ns_rounds.clone()) {
+        let rounds: Vec<String> = cal
+            .tab_touch_ns_rounds
+            .iter()
+            .map(|ns| format!("{ns:.0}"))
+            .collect();
+        out.push_str(&format!(
+            "# A tab's own CPU per touch of a resident page (the timed access, getrusage before and\n\
+             # after, in address order over {} resident pages): the median of {} rounds ({}).\n\
+             tab_touch_ns = {}\n",
+            crate::tab::TOUCH_PROBE_PAGES,
+            rounds.len(),
+            rounds.join(", "),
+            each.round()
+        ));
+    }
     if let Some(sp) = &cal.swap_path {
         out.push_str(
             "# Swap write path per page (MADV_PAGEOUT of 32-page batches through a swap file:\n\
@@ -2461,9 +2482,12 @@ pub fn costs_toml(cal: &Calibration) -> String {
     out.push_str(&pool_costs_toml(cal));
     out.push_str(&limit_reclaim_costs_toml(cal));
     if let Some(p) = &cal.remote_shootdown {
-        // Measured, not a sim cost: sim does not yet know which CPUs run user code when it
-        // reclaims (docs/experiments/validation.md, "Reclaim's TLB shootdowns").
+        // Sim charges it per written page for each other CPU that runs a task or idles on
+        // init_mm (docs/experiments/validation.md, "Reclaim's TLB shootdowns").
         out.push_str(&crate::shootdown::comment(p));
+        if let Some(each) = p.shootdown_ns().filter(|ns| ns.is_finite() && *ns >= 0.0) {
+            out.push_str(&format!("remote_flush_ns = {}\n", each.round()));
+        }
     }
     for c in &cal.compression {
         out.push_str(&format!("\n[compressor.{}]\n", c.algorithm));
@@ -2803,6 +2827,10 @@ struct CostsFile {
     reclaim_scan_page_ns: Option<f64>,
     #[serde(default)]
     reclaim_keep_page_ns: Option<f64>,
+    #[serde(default)]
+    remote_flush_ns: Option<f64>,
+    #[serde(default)]
+    tab_touch_ns: Option<f64>,
     /// The compressor the pool paths were measured with.
     #[serde(default)]
     pool_probe_compressor: Option<String>,
@@ -2849,6 +2877,8 @@ pub fn load_costs(
         pool_swap_in_software_ns: file.pool_swap_in_software_ns,
         reclaim_scan_page_ns: file.reclaim_scan_page_ns,
         reclaim_keep_page_ns: file.reclaim_keep_page_ns,
+        remote_flush_ns: file.remote_flush_ns,
+        tab_touch_ns: file.tab_touch_ns,
         minor_fault_ns: Some(file.minor_fault_ns),
         swap_write_page_ns: file.swap_write_page_ns,
         swap_in_software_ns: file.swap_in_software_ns,
@@ -3087,6 +3117,7 @@ mod tests {
             // 1.9, the cost.
             minor_fault_us: s(2.0, 2.2),
             minor_fault_burst_p50_us: vec![2.6, 1.7, 1.9],
+            tab_touch_ns_rounds: vec![610.0, 590.0, 600.0],
             pages_per_probe: 4096,
             queue_depth: 128,
             queue_depth_source: "read: test".into(),
@@ -3366,6 +3397,7 @@ mod tests {
             disk_write_4k_us: s(55.0),
             minor_fault_us: s(2.0),
             minor_fault_burst_p50_us: vec![],
+            tab_touch_ns_rounds: vec![],
             pages_per_probe: 1,
             queue_depth: 128,
             queue_depth_source: "read: test".into(),

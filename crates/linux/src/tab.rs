@@ -433,3 +433,48 @@ impl Drop for TabProcess {
         worker::kill_and_reap(self.pid);
     }
 }
+
+/// Pages the tab-touch probe touches per round (16 MiB), and its rounds.
+pub const TOUCH_PROBE_PAGES: usize = 4096;
+pub const TOUCH_PROBE_ROUNDS: usize = 5;
+
+/// A tab's own CPU per touch of a resident page: the timed access a tab makes for every
+/// background touch ([`touch`]: the access between two clock reads, with `getrusage` before and
+/// after), in address order over resident memory, every other touch a write, as a tab's second
+/// runs them. Not in it: the workload's choice of pages (`TabLife::background_touches`). ns per
+/// touch of each of [`TOUCH_PROBE_ROUNDS`] rounds over [`TOUCH_PROBE_PAGES`] pages.
+pub fn probe_touch_ns() -> Result<Vec<f64>, LinuxError> {
+    let memory = Mapping::new(TOUCH_PROBE_PAGES * PAGE_SIZE as usize, false)?;
+    let faults = Mapping::new(TOUCH_PROBE_PAGES * 8, true)?;
+    let base = memory.as_ptr();
+    for p in 0..TOUCH_PROBE_PAGES {
+        // SAFETY: page `p` is inside the mapping; this write faults it in.
+        unsafe { base.add(p * PAGE_SIZE as usize).write_volatile(1) };
+    }
+    let mut rounds = Vec::with_capacity(TOUCH_PROBE_ROUNDS);
+    for _ in 0..TOUCH_PROBE_ROUNDS {
+        let mut done = Touches::default();
+        let start = worker::monotonic_ns();
+        for p in 0..TOUCH_PROBE_PAGES {
+            touch(base, &mut done, faults.words(), p as u32, p % 2 == 1);
+        }
+        let took = worker::monotonic_ns() - start;
+        rounds.push(took as f64 / TOUCH_PROBE_PAGES as f64);
+    }
+    Ok(rounds)
+}
+
+#[cfg(test)]
+mod touch_probe_tests {
+    #[test]
+    fn the_touch_probe_times_every_round_and_each_touch_costs_something() {
+        let rounds = super::probe_touch_ns().unwrap();
+        eprintln!("tab touch ns per round: {rounds:?}");
+        assert_eq!(rounds.len(), super::TOUCH_PROBE_ROUNDS);
+        // Two getrusage calls per touch: no round can be free.
+        assert!(
+            rounds.iter().all(|&ns| ns.is_finite() && ns > 0.0),
+            "{rounds:?}"
+        );
+    }
+}

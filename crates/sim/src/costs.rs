@@ -93,6 +93,12 @@ pub struct Costs {
     /// (folio, charge, swap cache, read submission): `costs.readahead_page_ns` (calibrated),
     /// else 0 (sim assumes none).
     pub readahead_page: u64,
+    /// A reclaimer's wait for one remote TLB flush IPI: `costs.remote_flush_ns` (calibrated),
+    /// else 0 (sim then models no remote flushes; crate::tlb).
+    pub remote_flush: u64,
+    /// A tab's own CPU per background touch: `costs.tab_touch_ns` (calibrated), else 0 (a
+    /// resident touch takes no time).
+    pub tab_touch: u64,
     /// Calibrated whole swap-out paths into zswap's pool and into zram (None: not calibrated).
     zswap_store: Option<f64>,
     zram_store: Option<f64>,
@@ -124,6 +130,8 @@ impl Costs {
                 .reclaim_keep_page_ns
                 .map_or(0, |v| v.max(0.0).round() as u64),
             readahead_page: o.readahead_page_ns.map_or(0, |v| v.max(0.0).round() as u64),
+            remote_flush: o.remote_flush_ns.map_or(0, |v| v.max(0.0).round() as u64),
+            tab_touch: o.tab_touch_ns.map_or(0, |v| v.max(0.0).round() as u64),
             zswap_store: o.zswap_store_page_ns,
             zram_store: o.zram_store_page_ns,
             compress: LatencyDist {

@@ -41,6 +41,8 @@ struct LifeCounts {
     scroll_touch_digest: u64,
     /// Scroll touches of pages that were not resident (the scroll's faults).
     scroll_faults: u64,
+    /// How long a tab woken from its read waited for a CPU (in its fault's latency).
+    woken_cpu_wait: Vec<u64>,
 }
 
 pub struct Driver<'a> {
@@ -80,6 +82,16 @@ struct TabTask {
     sleeping: Option<PendingFault>,
     /// The CPU it spins on while it waits for a polled read.
     spinning_on: Option<usize>,
+}
+
+/// Until when a CPU whose task stops at `until` stays busy, as reclaim's flushes see it: on
+/// (u64::MAX, until the schedule says otherwise) when an awake task is ready by then to run
+/// there, else `until` (it idles, lazy).
+fn busy_until(awake: &BinaryHeap<Reverse<(u64, usize)>>, until: u64) -> u64 {
+    match awake.peek() {
+        Some(&Reverse((at, _))) if at <= until => u64::MAX,
+        _ => until,
+    }
 }
 
 /// The machine's CPUs as the tabs of a second use them: when each is free next.
@@ -123,7 +135,7 @@ impl<'a> Driver<'a> {
         let cfg = cfg.scaled(opts.scale);
         cfg.validate()?;
         let sleep_share = if cfg.sleeps_scaled { opts.scale } else { 1.0 };
-        let tab_cpus = cfg.cpus;
+        let tab_cpus = cfg.tab_cpus();
         Ok(Driver {
             machine: Machine::new(cfg, opts.seed, progress)?,
             sites,
@@ -219,6 +231,15 @@ impl<'a> Driver<'a> {
             ("scroll_faults", counts.scroll_faults),
         ] {
             out.result.extra.insert(k.into(), v.into());
+        }
+        if !counts.woken_cpu_wait.is_empty() {
+            out.result.extra.insert(
+                "woken_cpu_wait_us".into(),
+                nvmswap_core::metrics::exact_distribution(
+                    &counts.woken_cpu_wait,
+                    nvmswap_core::NS_PER_US as f64,
+                ),
+            );
         }
         // The machine time the tabs' seconds took, as the linux substrate's
         // `wall_split_s.life`.
@@ -361,6 +382,8 @@ impl<'a> Driver<'a> {
                     None => cpus.first_free(woken),
                 };
                 let began = fault.start();
+                self.counts.woken_cpu_wait.push(runs_at - woken);
+                self.machine.tlbs.running_on = cpu;
                 let latency =
                     self.machine
                         .finish_fault_in_background(task.tab, fault, runs_at - woken);
@@ -369,6 +392,8 @@ impl<'a> Driver<'a> {
                 if !task.work.is_empty() {
                     awake.push(Reverse((task.at, i)));
                 }
+                let until = busy_until(&awake, task.at);
+                self.machine.task_runs(cpu, runs_at, until);
             }
             // The next awake task, and when it runs: on the CPU free first, once free.
             let (cpu, free) = cpus.first_free(self.machine.now);
@@ -379,6 +404,12 @@ impl<'a> Driver<'a> {
                     .next_backend_event()
                     .expect("a sleeping tab's read is in flight");
                 if next.is_none_or(|(_, at)| event < at) {
+                    // Nothing runs until then: the CPUs free by now idle from when they freed.
+                    for (c, &free) in cpus.free_at.iter().enumerate() {
+                        if free <= self.machine.now {
+                            self.machine.tlbs.idles_from(c, free);
+                        }
+                    }
                     self.machine.pass_to(event);
                     continue;
                 }
@@ -387,24 +418,53 @@ impl<'a> Driver<'a> {
                 break;
             };
             awake.pop();
+            if free < at {
+                // The CPU idled until this task was ready.
+                self.machine.tlbs.idles_from(cpu, free);
+            }
             self.machine.pass_to(at);
+            // The task runs until a touch takes the machine's time (a fault), or its own work
+            // (`costs.tab_touch_ns` per touch) would pass the next event: the back-end's, or
+            // the next awake task's start on another CPU. Its first touch always runs (its own
+            // work may then pass that event by one touch's work).
+            let other_free = (0..cpus.free_at.len())
+                .filter(|&c| c != cpu)
+                .map(|c| cpus.free_at[c])
+                .min();
+            let next_start = awake
+                .peek()
+                .zip(other_free)
+                .map(|(&Reverse((at, _)), free)| at.max(free));
+            let horizon = next_start
+                .into_iter()
+                .chain(self.machine.next_backend_event())
+                .min()
+                .unwrap_or(u64::MAX);
+            let tab_touch = self.machine.costs.tab_touch;
             let task = &mut tasks[i];
             let began = at.max(self.machine.now);
-            // Its touches of resident pages take no time: it goes on until one does.
+            self.machine.tlbs.running_on = cpu;
+            let mut clock = began;
             let mut took = None;
-            while let Some(touch) = task.work.pop_front() {
+            while clock == began || clock + tab_touch <= horizon {
+                let Some(touch) = task.work.pop_front() else {
+                    break;
+                };
                 if !self.machine.is_alive(task.tab) {
                     // Discarded by another tab's charge (the OOM path): it does nothing more.
                     task.work.clear();
                     break;
                 }
+                if !touch.grown {
+                    // The tab's own work around the access (a grown page's first write is
+                    // timed as its fault).
+                    clock += tab_touch;
+                    self.counts.background_touches += 1;
+                }
                 let p = self.machine.tabs[task.tab as usize].page(touch.off);
                 let t = self
                     .machine
-                    .start_touch_in_background(task.tab, p, touch.write, began)?;
-                if !touch.grown {
-                    self.counts.background_touches += 1;
-                }
+                    .start_touch_in_background(task.tab, p, touch.write, clock)?;
                 match t {
                     Touch::Done(0) => continue,
                     t => {
@@ -414,28 +474,56 @@ impl<'a> Driver<'a> {
                 }
             }
             match took {
-                None => task.at = began,
+                None => {
+                    task.at = clock;
+                    if !task.work.is_empty() {
+                        awake.push(Reverse((task.at, i)));
+                    }
+                    if clock > began {
+                        cpus.hold(cpu, clock);
+                        let until = busy_until(&awake, clock);
+                        self.machine.task_runs(cpu, began, until);
+                    }
+                }
                 Some(Touch::Done(latency)) => {
-                    task.at = began + latency;
+                    task.at = clock + latency;
                     cpus.hold(cpu, task.at);
                     if !task.work.is_empty() {
                         awake.push(Reverse((task.at, i)));
                     }
+                    let until = busy_until(&awake, task.at);
+                    self.machine.task_runs(cpu, began, until);
                 }
                 Some(Touch::Waiting(fault)) => {
-                    if polls {
-                        cpus.hold(cpu, u64::MAX);
+                    let until = if polls {
                         task.spinning_on = Some(cpu);
+                        u64::MAX
                     } else {
-                        cpus.hold(cpu, fault.sleeps_at().max(began));
-                    }
+                        fault.sleeps_at().max(began)
+                    };
+                    cpus.hold(cpu, until);
+                    let until = if polls {
+                        until
+                    } else {
+                        busy_until(&awake, until)
+                    };
+                    self.machine.task_runs(cpu, began, until);
                     task.sleeping = Some(fault);
                     asleep.push(i);
                 }
             }
         }
         let end = tasks.iter().map(|t| t.at).max().unwrap_or(start);
+        // A CPU's span left open (a task was ready to follow on it) ends where it last freed.
+        for (c, &free) in cpus.free_at.iter().enumerate() {
+            self.machine.tlbs.idles_from(c, free.min(end));
+        }
         self.machine.pass_to(end.max(self.machine.now));
+        // The foreground goes on on CPU 0 (sim's placement of it, an assumption); the other
+        // CPUs idle, lazy or on init_mm as the second left them.
+        self.machine.tlbs.running_on = 0;
+        let now = self.machine.now;
+        self.machine.task_runs(0, now, now);
         self.lived += self.machine.now - start;
         self.machine.chrome_discards();
         Ok(())
@@ -710,6 +798,28 @@ mod tests {
             "{} >= {serial}",
             d.machine.now - m0
         );
+    }
+
+    #[test]
+    fn a_tabs_own_work_per_touch_holds_its_cpu_through_the_second() {
+        // The same second with no work per touch and with 10 µs: the touches' work passes on
+        // the machine, shared by its two CPUs at best.
+        let run = |tab_touch: u64| {
+            let mut d = driver(sites(0.05, 0.0, 0.0));
+            d.open(0, 0).unwrap();
+            d.open(1, 0).unwrap();
+            d.open(2, 1).unwrap();
+            d.machine.costs.tab_touch = tab_touch;
+            let (m0, t0) = (d.machine.now, d.counts.background_touches);
+            d.live_second().unwrap();
+            (d.machine.now - m0, d.counts.background_touches - t0)
+        };
+        let (without, n) = run(0);
+        let (with, n_with) = run(10_000);
+        assert_eq!(n, n_with, "the same touches");
+        assert!(n > 0);
+        assert!(with >= without + n * 10_000 / 2, "{with} {without} {n}");
+        assert!(with <= without + n * 10_000, "{with} {without} {n}");
     }
 
     #[test]

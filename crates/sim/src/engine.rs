@@ -42,6 +42,7 @@ use crate::observe::{
     Actor, CpuKind, Event, FaultKind, Observer, Observers, ShrinkBatch, TAB_PID_BASE,
 };
 use crate::reclaim::Kswapd;
+use crate::tlb::Tlbs;
 use crate::SimError;
 
 /// Where a page is, as far as the machine knows; the back-end knows the rest.
@@ -175,6 +176,9 @@ pub struct Machine<'a> {
     /// A charge's `shrink_inactive_list` calls for its `MemcgReclaim` event, kept between
     /// charges so that a run allocates the list once, not once per charge.
     pub(crate) shrink_batches: Vec<ShrinkBatch>,
+    /// The CPUs as reclaim's remote TLB flushes see them (who runs where, who idles on
+    /// `init_mm`), kept by the driver's schedule.
+    pub tlbs: Tlbs,
 }
 
 impl<'a> Machine<'a> {
@@ -182,6 +186,9 @@ impl<'a> Machine<'a> {
     /// configuration (backend::REGISTRY), its draws from `seed`.
     pub fn new(cfg: SystemConfig, seed: u64, progress: &'a dyn Progress) -> Result<Self, SimError> {
         let backend = backend::build(&cfg, &BuildArgs { seed })?;
+        let costs = Costs::of(&cfg)?;
+        let mut metrics = Metrics::new(cfg.cpus);
+        metrics.flushes_modelled = costs.remote_flush > 0;
         Ok(Machine {
             rng: ChaCha8Rng::seed_from_u64(seed),
             now: 0,
@@ -197,9 +204,10 @@ impl<'a> Machine<'a> {
             tabs: Vec::new(),
             recency: TabRecency::default(),
             discards: 0,
-            costs: Costs::of(&cfg)?,
+            tlbs: Tlbs::new(cfg.tab_cpus(), costs.remote_flush),
+            costs,
             obs: Observers {
-                metrics: Metrics::new(cfg.cpus),
+                metrics,
                 others: Vec::new(),
             },
             next_sample: 0,
@@ -207,6 +215,17 @@ impl<'a> Machine<'a> {
             shrink_batches: Vec::new(),
             cfg,
         })
+    }
+
+    /// A task runs on `cpu` from `from` until `until` (the driver's schedule of the tabs'
+    /// second, and the foreground on CPU 0 after it): what reclaim's flushes find there.
+    pub fn task_runs(&mut self, cpu: usize, from: u64, until: u64) {
+        if self.tlbs.runs(cpu, from, until) {
+            self.obs.emit(Event::TlbInitMm {
+                t: from,
+                cpu: cpu as u32,
+            });
+        }
     }
 
     /// Adds an observer of every event from now on (a trace writer).

@@ -27,6 +27,7 @@ mod reclaim;
 mod reclaim_policy_test;
 pub mod relaunch;
 pub mod sweep;
+pub mod tlb;
 
 use nvmswap_core::config::{ConfigError, SystemConfig};
 use nvmswap_core::discard::check_scale;

@@ -91,6 +91,17 @@ pub struct Metrics {
     /// no zeros).
     memcg_left_writing: Vec<u64>,
     memcg_lowest_priority: std::collections::BTreeMap<u32, u64>,
+    /// Per charge, the remote TLB flush IPIs its written pages sent (exact), and the charges'
+    /// total duration with and without any; the IPIs by target; CPUs that went to `init_mm`.
+    memcg_flushes: Vec<u64>,
+    memcg_ns_with_flushes: (u64, u64),
+    memcg_ns_without_flushes: (u64, u64),
+    flushes_to_running_cpu: u64,
+    flushes_to_idle_cpu: u64,
+    cpus_joined_init_mm: u64,
+    /// Whether the run models remote flushes (`costs.remote_flush_ns` set): the statistics are
+    /// reported only then.
+    pub flushes_modelled: bool,
     /// The process in front (the last tab used) and its fault time since it came to the front.
     front_pid: u32,
     front_fault_ns: u64,
@@ -112,6 +123,13 @@ impl Metrics {
             memcg_reclaim: Default::default(),
             memcg_left_writing: Vec::new(),
             memcg_lowest_priority: Default::default(),
+            memcg_flushes: Vec::new(),
+            memcg_ns_with_flushes: (0, 0),
+            memcg_ns_without_flushes: (0, 0),
+            flushes_to_running_cpu: 0,
+            flushes_to_idle_cpu: 0,
+            cpus_joined_init_mm: 0,
+            flushes_modelled: false,
             front_pid: 0,
             front_fault_ns: 0,
         }
@@ -179,6 +197,7 @@ impl Observer for Metrics {
             Event::LazyDirectRead { .. } => c.lazy_direct_reads += 1,
             Event::DramAccesses { n, .. } => c.dram_accesses += n,
             Event::KswapdWake { .. } => c.kswapd_wakeups += 1,
+            Event::TlbInitMm { .. } => self.cpus_joined_init_mm += 1,
             Event::DirectReclaim { .. } => c.direct_reclaim_stalls += 1,
             Event::MemcgReclaim {
                 pages_reclaimed,
@@ -186,8 +205,21 @@ impl Observer for Metrics {
                 pages_left_writing,
                 lowest_priority,
                 ns,
+                flushes,
                 ..
             } => {
+                let sent = flushes.total();
+                self.memcg_flushes.push(sent);
+                let (n, total) = if sent > 0 {
+                    &mut self.memcg_ns_with_flushes
+                } else {
+                    &mut self.memcg_ns_without_flushes
+                };
+                *n += 1;
+                *total += ns;
+                self.flushes_to_running_cpu += flushes.to_running_cpu;
+                self.flushes_to_idle_cpu += flushes.to_idle_cpu;
+                self.cpus_joined_init_mm += flushes.joined_init_mm;
                 let [reclaimed, scanned, duration] = &mut self.memcg_reclaim;
                 reclaimed.record_ns(pages_reclaimed);
                 scanned.record_ns(pages_scanned);
@@ -525,17 +557,35 @@ impl Metrics {
                 .iter()
                 .map(|(p, n)| (p.to_string(), (*n).into()))
                 .collect();
-            extra.insert(
-                "memcg_reclaim".into(),
-                serde_json::json!({
-                    "charges": self.memcg_reclaim[0].count(),
-                    "pages_reclaimed": summary(&self.memcg_reclaim[0], 1),
-                    "pages_scanned": summary(&self.memcg_reclaim[1], 1),
-                    "duration_us": summary(&self.memcg_reclaim[2], 1_000),
-                    "pages_left_writing": nvmswap_core::metrics::exact_distribution(&self.memcg_left_writing, 1.0),
-                    "lowest_priority": by_priority,
-                }),
-            );
+            let mut memcg = serde_json::json!({
+                "charges": self.memcg_reclaim[0].count(),
+                "pages_reclaimed": summary(&self.memcg_reclaim[0], 1),
+                "pages_scanned": summary(&self.memcg_reclaim[1], 1),
+                "duration_us": summary(&self.memcg_reclaim[2], 1_000),
+                "pages_left_writing": nvmswap_core::metrics::exact_distribution(&self.memcg_left_writing, 1.0),
+                "lowest_priority": by_priority,
+            });
+            if self.flushes_modelled {
+                // The linux run's `remote_flushes` keys (its reclaim trace's IPI events).
+                let mean_us = |(n, ns): (u64, u64)| {
+                    if n == 0 {
+                        serde_json::Value::Null
+                    } else {
+                        (ns as f64 / n as f64 / 1e3).into()
+                    }
+                };
+                memcg["remote_flushes"] = serde_json::json!({
+                    "total": self.flushes_to_running_cpu + self.flushes_to_idle_cpu,
+                    "to_running_cpu": self.flushes_to_running_cpu,
+                    "to_idle_cpu": self.flushes_to_idle_cpu,
+                    "idle_cpu_joined_init_mm": self.cpus_joined_init_mm,
+                    "charges_with": self.memcg_ns_with_flushes.0,
+                    "per_charge": nvmswap_core::metrics::exact_distribution(&self.memcg_flushes, 1.0),
+                    "duration_us_mean_with": mean_us(self.memcg_ns_with_flushes),
+                    "duration_us_mean_without": mean_us(self.memcg_ns_without_flushes),
+                });
+            }
+            extra.insert("memcg_reclaim".into(), memcg);
         }
         // Reclaim's sleeps (mm/vmscan.c `reclaim_throttle`, and waits for a page's write).
         let mut throttles = serde_json::Map::new();

@@ -181,6 +181,14 @@ pub enum Event<'e> {
         lowest_priority: u32,
         ns: u64,
         batches: &'e [ShrinkBatch],
+        /// The remote TLB flush IPIs its written pages sent (crate::tlb).
+        flushes: crate::tlb::ChargeFlushes,
+    },
+    /// A task began on `cpu`, which had idled on `init_mm` since a flush IPI raced its last
+    /// task's sleep and no IPI had found it there (crate::tlb): one entry to `init_mm`.
+    TlbInitMm {
+        t: u64,
+        cpu: u32,
     },
     /// One page reclaimed by `actor`, its CPU cost `cpu_ns` and tag wait `wait_ns`.
     Reclaimed {

@@ -36,6 +36,7 @@ use crate::backend::Spent;
 use crate::costs::{KERNEL_HZ, RECLAIM_PAGE_NS};
 use crate::engine::{Loc, Machine};
 use crate::observe::{Actor, CpuKind, Event, ReclaimKind, ShrinkBatch, KSWAPD_PID};
+use crate::tlb::ChargeFlushes;
 
 /// `MAX_RECLAIM_RETRIES` (include/linux/swap.h): reclaim passes of a charge or allocation before
 /// it gives up.
@@ -356,7 +357,11 @@ impl Machine<'_> {
         if let ReclaimContext::Memcg { .. } = ctx {
             return stall + self.memcg_reclaim(start + stall);
         }
+        let mut flushes = ChargeFlushes::default();
         for _ in 0..SWAP_CLUSTER_MAX {
+            // The page's flush comes before its write (a page the back-end has no room for
+            // flushes too: the unmap came first).
+            stall += self.flush_before_write(self.now + start + stall, me, &mut flushes);
             let t = self.now + start + stall;
             match self.reclaim_one(t, me, ReclaimKind::Direct) {
                 Some(spent) => {
@@ -398,6 +403,7 @@ impl Machine<'_> {
         let mut scanned = 0;
         let mut left_writing = 0;
         let mut lowest_priority = DEF_PRIORITY;
+        let mut flushes = ChargeFlushes::default();
         let mut victims = Vec::with_capacity(SWAP_CLUSTER_MAX as usize);
         let mut batches = std::mem::take(&mut self.shrink_batches);
         batches.clear();
@@ -458,6 +464,7 @@ impl Machine<'_> {
                         self.lru.put_back(p);
                         continue;
                     }
+                    stall += self.flush_before_write(self.now + start + stall, me, &mut flushes);
                     let t = self.now + start + stall;
                     let held = self.backend.frames_held();
                     match self.evict(p, t, me, ReclaimKind::Direct, 0) {
@@ -526,9 +533,26 @@ impl Machine<'_> {
             lowest_priority,
             ns: stall,
             batches: &batches,
+            flushes,
         });
         self.shrink_batches = batches;
         stall
+    }
+
+    /// The remote TLB flushes of a page the reclaimer `me` unmapped and is about to write at
+    /// `t` (`try_to_unmap_flush_dirty`, crate::tlb), added to `flushes`; how long it waits.
+    fn flush_before_write(&mut self, t: u64, me: Actor, flushes: &mut ChargeFlushes) -> u64 {
+        let f = self.tlbs.flush_written_page(t);
+        flushes.add(f);
+        if f.ns > 0 {
+            self.obs.emit(Event::Cpu {
+                t,
+                actor: me,
+                kind: CpuKind::Kernel,
+                ns: f.ns,
+            });
+        }
+        f.ns
     }
 
     /// Hands out a free frame after `stall` of reclaim, or None when there is none.
@@ -823,6 +847,43 @@ mod tests {
     }
 
     #[test]
+    fn a_charge_waits_for_one_remote_flush_per_page_it_writes_while_the_other_cpu_runs() {
+        // The full 64-frame cgroup with a calibrated flush of 5,000 ns: the same charge with the
+        // other CPU running a task throughout, idle (lazy), or no flush calibrated.
+        let first_reclaim = |flush: Option<f64>, other_runs: bool| {
+            let mut m = full_cgroup(|c| {
+                c.costs.swap_write_page_ns = Some(4_084.0);
+                c.costs.remote_flush_ns = flush;
+            });
+            if other_runs {
+                let now = m.now;
+                m.task_runs(1, now, u64::MAX);
+            }
+            let sent = std::rc::Rc::new(std::cell::Cell::new(0));
+            m.observe(Box::new(FlushesSeen(sent.clone())));
+            let before = m.obs.metrics.c.direct_reclaim_pages;
+            let stall = m.allocate_frame().unwrap();
+            (
+                stall,
+                sent.get(),
+                m.obs.metrics.c.direct_reclaim_pages - before,
+            )
+        };
+        let (base, none, evicted) = first_reclaim(None, true);
+        let (lazy, lazy_flushes, _) = first_reclaim(Some(5_000.0), false);
+        let (running, flushes, evicted_running) = first_reclaim(Some(5_000.0), true);
+        assert_eq!((none, lazy_flushes), (0, 0));
+        assert_eq!(lazy, base, "a lazy CPU is not interrupted");
+        // One IPI per page written, waited for before its write.
+        assert!(evicted > 0);
+        assert_eq!(flushes, evicted_running, "one flush per page written");
+        assert!(
+            running >= base + flushes * 5_000,
+            "{running} {base} {flushes}"
+        );
+    }
+
+    #[test]
     fn a_page_the_scan_looks_at_and_keeps_costs_the_reclaimer_its_calibrated_work() {
         // The full 64-frame cgroup, every resident page touched again: the charge's scans meet
         // referenced pages at the inactive tail and keep them (rotated or activated). With
@@ -869,6 +930,16 @@ mod tests {
             cpu,
             crate::costs::BLOCK_SUBMIT_NS + RECLAIM_PAGE_NS + kept * 500
         );
+    }
+
+    /// Sums the charges' remote flush IPIs.
+    struct FlushesSeen(std::rc::Rc<std::cell::Cell<u64>>);
+    impl crate::observe::Observer for FlushesSeen {
+        fn on_event(&mut self, e: &Event<'_>) {
+            if let Event::MemcgReclaim { flushes, .. } = e {
+                self.0.set(self.0.get() + flushes.total());
+            }
+        }
     }
 
     /// Keeps each charge's `MemcgReclaim` (pages reclaimed, lowest priority, pages left

@@ -182,6 +182,9 @@ pub fn sim_equivalent(
         // kernel's default.
         swappiness: linux.swappiness.unwrap_or(60),
         cpus: 2,
+        // A linux configuration that confines the tabs to a set of CPUs (the matrix's
+        // tabs-on-one-CPU variant) runs sim's tabs on as many.
+        tab_cpus: linux.tab_cpus.as_ref().map(|c| c.len() as u32),
         // The linux runs sleep the workload's pauses at the scale's share of their length.
         sleeps_scaled: true,
         costs,

@@ -1,0 +1,271 @@
+//! Reclaim's remote TLB flushes: what the other CPUs do when a reclaimer writes a page.
+//!
+//! Before reclaim writes a dirty anonymous page it has unmapped, it flushes the TLB entries
+//! other CPUs may still hold for it and waits for them (mm/vmscan.c `shrink_folio_list` ->
+//! `try_to_unmap_flush_dirty`): one flush per written page. On x86 the batched flush names no
+//! mm and goes as an IPI to every CPU of the owners' `mm_cpumask` that is not in lazy TLB mode
+//! (arch/x86/mm/tlb.c `arch_tlbbatch_flush` -> `should_flush_tlb`). So whether a written page
+//! interrupts another CPU depends on that CPU at that moment:
+//!
+//! - running a task: not lazy, the IPI goes (and the reclaimer waits `costs.remote_flush_ns`);
+//! - idle after a user task: lazy (`enter_lazy_tlb`), skipped;
+//! - idle on `init_mm`: not lazy either, the IPI goes. A CPU gets there when a flush IPI sent
+//!   while its task still ran arrives after the task went to sleep: `flush_tlb_func` finds it
+//!   lazy and switches it to `init_mm`, which `enter_lazy_tlb` never makes lazy again. It stays
+//!   there until it runs a task.
+//!
+//! The CPUs' occupancy comes from the driver's schedule of the tabs' second
+//! (`Tlbs::runs`); outside it the foreground runs on CPU 0 and the others idle. Assumptions,
+//! stated: every tab's `mm_cpumask` holds every CPU the tabs run on (the tabs run wherever the
+//! scheduler puts them and the batched flush does not trim the mask), so a written page's flush
+//! considers every other CPU; an IPI to a CPU idling on `init_mm` costs the reclaimer what one to
+//! a running CPU does (the probe measures only the latter); a CPU's occupancy is as far as the
+//! schedule knows when the reclaiming touch starts (a task that the schedule places on the other
+//! CPU later in the same instant is not seen).
+
+/// How long before its task sleeps a CPU can be sent a flush IPI that arrives once it is idle,
+/// which puts it on `init_mm`. Measured on this machine, not a source's figure: a hand trace of
+/// `scripts/tlb-init-mm-trace OUT nvmswap pressure --substrate linux --config linux-zram --scale
+/// 0.1 --seed 1` (2026-11-28 18:17 UTC, tracefs `mono` clock on both CPUs), read by
+/// `scripts/tlb-init-mm-analyze`, shows the IPI's flight (its `ipi_send_cpu` to the
+/// receiver's next hard-interrupt flush) at p50 3 µs, p90 6 µs, and
+/// every flush IPI a charge sent to a running CPU within 10 µs before that CPU's task slept (8
+/// of 8) put it on `init_mm`, against 2 of 8 sent 11-20 µs before (docs/experiments/
+/// validation.md, "Remote TLB flushes in sim").
+pub const INIT_MM_RACE_NS: u64 = 10_000;
+
+/// One CPU as the flushes see it.
+#[derive(Clone, Debug, Default)]
+struct CpuTlb {
+    /// The task on it runs from `busy_from` to `busy_until` (an empty span: idle).
+    busy_from: u64,
+    busy_until: u64,
+    /// A flush IPI raced the task's sleep: from this time the CPU idles on `init_mm`.
+    init_mm_from: Option<u64>,
+    /// Whether that entry was counted (when a later IPI found the CPU there or a task ran
+    /// after it idled).
+    init_mm_counted: bool,
+    /// When the last flush IPIs reached it while it ran, oldest first (a span left open
+    /// learns its end later, possibly inside a charge that went on sending).
+    recent_ipis: std::collections::VecDeque<u64>,
+}
+
+/// Flush IPIs each CPU remembers for a span that learns its end later: a charge writes far
+/// fewer pages between two of its flushes' race windows.
+const RECENT_IPIS: usize = 64;
+
+impl CpuTlb {
+    /// Its task sleeps at `t`: an IPI sent within the race window before arrives on an idle,
+    /// lazy CPU and puts it on `init_mm`.
+    fn race_at(&mut self, t: u64) {
+        if self.init_mm_from.is_none()
+            && self
+                .recent_ipis
+                .iter()
+                .any(|&ipi| ipi <= t && t - ipi <= INIT_MM_RACE_NS)
+        {
+            self.init_mm_from = Some(t);
+        }
+    }
+}
+
+/// What one written page's flush did.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct PageFlush {
+    /// How long the reclaimer waited for the IPIs.
+    pub ns: u64,
+    pub to_running_cpu: u64,
+    pub to_idle_cpu: u64,
+    /// CPUs this page's IPIs found idle on `init_mm` for the first time since they got there.
+    pub joined_init_mm: u64,
+}
+
+/// A charge's flushes, summed over the pages it wrote.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ChargeFlushes {
+    pub to_running_cpu: u64,
+    pub to_idle_cpu: u64,
+    pub joined_init_mm: u64,
+}
+
+impl ChargeFlushes {
+    pub fn add(&mut self, f: PageFlush) {
+        self.to_running_cpu += f.to_running_cpu;
+        self.to_idle_cpu += f.to_idle_cpu;
+        self.joined_init_mm += f.joined_init_mm;
+    }
+
+    pub fn total(&self) -> u64 {
+        self.to_running_cpu + self.to_idle_cpu
+    }
+}
+
+/// The CPUs the tabs run on, their occupancy and TLB state.
+#[derive(Debug)]
+pub struct Tlbs {
+    cpus: Vec<CpuTlb>,
+    /// The CPU of the task the machine is running (the foreground's, or a tab's in its second).
+    pub running_on: usize,
+    /// `costs.remote_flush_ns`; 0: no flushes are modelled.
+    flush_ns: u64,
+}
+
+impl Tlbs {
+    pub fn new(cpus: u32, flush_ns: u64) -> Tlbs {
+        Tlbs {
+            cpus: vec![CpuTlb::default(); cpus.max(1) as usize],
+            running_on: 0,
+            flush_ns,
+        }
+    }
+
+    /// A task runs on `cpu` from `from` until `until` (u64::MAX: until further notice, a polled
+    /// read's spin, or a task ready to follow it there). A CPU on `init_mm` leaves it; if the
+    /// task follows the one that raced the flush without the CPU idling between, the race did
+    /// not happen. True when this confirms an entry to `init_mm` no IPI has counted yet.
+    pub fn runs(&mut self, cpu: usize, from: u64, until: u64) -> bool {
+        if cpu >= self.cpus.len() {
+            self.cpus.resize(cpu + 1, CpuTlb::default());
+        }
+        let c = &mut self.cpus[cpu];
+        let entered = c
+            .init_mm_from
+            .take()
+            .is_some_and(|entered| from > entered && !c.init_mm_counted);
+        c.init_mm_counted = false;
+        // A charge computed before this span may have sent IPIs into it.
+        c.recent_ipis.retain(|&ipi| ipi >= from);
+        c.busy_from = from;
+        c.busy_until = until.max(from);
+        if until != u64::MAX {
+            c.race_at(c.busy_until);
+        }
+        entered
+    }
+
+    /// `cpu` idles from `t` on: a span left open ends there, and a flush IPI sent to it within
+    /// the race window before puts it on `init_mm`.
+    pub fn idles_from(&mut self, cpu: usize, t: u64) {
+        let Some(c) = self.cpus.get_mut(cpu) else {
+            return;
+        };
+        if c.busy_until <= t {
+            return;
+        }
+        let t = t.max(c.busy_from);
+        c.busy_until = t;
+        c.race_at(t);
+    }
+
+    /// The flushes of one page the reclaimer on `running_on` writes at `t`.
+    pub fn flush_written_page(&mut self, t: u64) -> PageFlush {
+        let mut out = PageFlush::default();
+        if self.flush_ns == 0 {
+            return out;
+        }
+        for (i, c) in self.cpus.iter_mut().enumerate() {
+            if i == self.running_on {
+                continue;
+            }
+            if c.busy_from <= t && t < c.busy_until {
+                out.to_running_cpu += 1;
+                if c.recent_ipis.len() == RECENT_IPIS {
+                    c.recent_ipis.pop_front();
+                }
+                c.recent_ipis.push_back(t);
+                if c.busy_until != u64::MAX {
+                    c.race_at(c.busy_until);
+                }
+            } else if c.init_mm_from.is_some_and(|from| from <= t) {
+                out.to_idle_cpu += 1;
+                if !c.init_mm_counted {
+                    c.init_mm_counted = true;
+                    out.joined_init_mm += 1;
+                }
+            }
+        }
+        out.ns = (out.to_running_cpu + out.to_idle_cpu) * self.flush_ns;
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const FLUSH: u64 = 3_000;
+
+    #[test]
+    fn a_written_page_flushes_a_cpu_running_a_task_and_skips_a_lazy_idle_one() {
+        let mut tlbs = Tlbs::new(2, FLUSH);
+        tlbs.runs(1, 1_000_000, 2_000_000);
+        // Before the other CPU's task, and after it slept: lazy, no IPI.
+        assert_eq!(tlbs.flush_written_page(500_000), PageFlush::default());
+        assert_eq!(tlbs.flush_written_page(2_500_000), PageFlush::default());
+        // While it runs: one IPI, waited for.
+        let f = tlbs.flush_written_page(1_500_000);
+        assert_eq!((f.to_running_cpu, f.to_idle_cpu, f.ns), (1, 0, FLUSH));
+        // The reclaimer's own CPU is flushed locally.
+        tlbs.running_on = 1;
+        assert_eq!(tlbs.flush_written_page(1_500_000), PageFlush::default());
+    }
+
+    #[test]
+    fn a_flush_that_races_the_tasks_sleep_leaves_the_cpu_on_init_mm_until_it_runs_again() {
+        let mut tlbs = Tlbs::new(2, FLUSH);
+        tlbs.runs(1, 0, 1_000_000);
+        // Sent 5 µs before the other CPU's task sleeps: it arrives on an idle, lazy CPU.
+        let f = tlbs.flush_written_page(1_000_000 - 5_000);
+        assert_eq!(f.to_running_cpu, 1);
+        // From then on every written page interrupts the idle CPU; the first counts the entry.
+        for (t, joined) in [(1_000_001, 1), (5_000_000, 0), (9_000_000, 0)] {
+            let f = tlbs.flush_written_page(t);
+            assert_eq!((f.to_running_cpu, f.to_idle_cpu, f.ns), (0, 1, FLUSH));
+            assert_eq!(f.joined_init_mm, joined);
+        }
+        // A task runs there again (the entry already counted): lazy once it sleeps, no IPIs.
+        assert!(!tlbs.runs(1, 10_000_000, 11_000_000));
+        assert_eq!(tlbs.flush_written_page(12_000_000), PageFlush::default());
+        // A race no IPI found afterwards is counted when a task runs on the CPU again.
+        tlbs.flush_written_page(11_000_000 - 1_000);
+        assert!(tlbs.runs(1, 20_000_000, 21_000_000));
+    }
+
+    #[test]
+    fn a_flush_sent_earlier_than_the_race_window_or_followed_by_a_task_leaves_the_cpu_lazy() {
+        let mut tlbs = Tlbs::new(2, FLUSH);
+        tlbs.runs(1, 0, 1_000_000);
+        tlbs.flush_written_page(1_000_000 - INIT_MM_RACE_NS - 1);
+        assert_eq!(tlbs.flush_written_page(2_000_000), PageFlush::default());
+        // Within the window, but the next task starts as the first ends: the CPU never idled.
+        assert!(!tlbs.runs(1, 2_000_000, 3_000_000));
+        tlbs.flush_written_page(3_000_000 - 1_000);
+        assert!(!tlbs.runs(1, 3_000_000, 4_000_000));
+        assert_eq!(tlbs.flush_written_page(5_000_000), PageFlush::default());
+    }
+
+    #[test]
+    fn a_span_left_open_that_ends_just_after_a_flush_leaves_the_cpu_on_init_mm() {
+        let mut tlbs = Tlbs::new(2, FLUSH);
+        tlbs.runs(1, 0, u64::MAX);
+        assert_eq!(tlbs.flush_written_page(1_000_000).to_running_cpu, 1);
+        tlbs.idles_from(1, 1_000_000 + 4_000);
+        let f = tlbs.flush_written_page(2_000_000);
+        assert_eq!((f.to_idle_cpu, f.joined_init_mm), (1, 1));
+        // Ended long after its last IPI: lazy.
+        tlbs.runs(1, 3_000_000, u64::MAX);
+        tlbs.flush_written_page(3_500_000);
+        tlbs.idles_from(1, 4_000_000);
+        assert_eq!(tlbs.flush_written_page(5_000_000), PageFlush::default());
+    }
+
+    #[test]
+    fn without_a_calibrated_flush_or_another_cpu_nothing_is_flushed() {
+        let mut off = Tlbs::new(2, 0);
+        off.runs(1, 0, 1_000_000);
+        assert_eq!(off.flush_written_page(500_000), PageFlush::default());
+        let mut one = Tlbs::new(1, FLUSH);
+        one.runs(0, 0, 1_000_000);
+        assert_eq!(one.flush_written_page(500_000), PageFlush::default());
+    }
+}
