@@ -19,9 +19,10 @@
 //! stated: every tab's `mm_cpumask` holds every CPU the tabs run on (the tabs run wherever the
 //! scheduler puts them and the batched flush does not trim the mask), so a written page's flush
 //! considers every other CPU; an IPI to a CPU idling on `init_mm` costs the reclaimer what one to
-//! a running CPU does (the probe measures only the latter); a CPU's occupancy is as far as the
-//! schedule knows when the reclaiming touch starts (a task that the schedule places on the other
-//! CPU later in the same instant is not seen).
+//! a running CPU does (the probe measures only the latter); a CPU stays busy while a task is
+//! ready to run there, and a CPU's occupancy is what the schedule knew when the reclaiming touch
+//! started (a charge runs whole once begun: a CPU that idles during it is seen busy until the
+//! schedule learns of it, and a race to `init_mm` is then checked against the IPIs it kept).
 
 /// How long before its task sleeps a CPU can be sent a flush IPI that arrives once it is idle,
 /// which puts it on `init_mm`. Measured on this machine, not a source's figure: a hand trace of

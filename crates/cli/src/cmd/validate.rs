@@ -399,21 +399,27 @@ const MECHANISMS: &[Mechanism] = &[
     both("charge us mean", &["memcg_reclaim", "duration_us", "mean"]),
     both("charge us p50", &["memcg_reclaim", "duration_us", "p50"]),
     both("charge us p99", &["memcg_reclaim", "duration_us", "p99"]),
-    // Reclaim's remote TLB flushes (docs/commands/linux.md): sim does not model them, so its
-    // charges compare with the kernel's charges that sent none.
+    // Reclaim's remote TLB flushes (docs/commands/linux.md): sim models them where its costs
+    // set `remote_flush_ns` (crates/sim/src/tlb.rs), with the same keys.
     Mechanism {
         label: "charges with remote flushes %",
-        read: Read::Each(charges_with_remote_flushes_percent, |_| None),
+        read: Read::Each(
+            charges_with_remote_flushes_percent,
+            charges_with_remote_flushes_percent,
+        ),
     },
-    linux(
+    both(
         "remote flushes per charge mean",
         &["memcg_reclaim", "remote_flushes", "per_charge", "mean"],
     ),
     Mechanism {
         label: "remote flushes to an idle CPU %",
-        read: Read::Each(remote_flushes_to_idle_percent, |_| None),
+        read: Read::Each(
+            remote_flushes_to_idle_percent,
+            remote_flushes_to_idle_percent,
+        ),
     },
-    linux(
+    both(
         "idle CPUs switched to init_mm by a flush",
         &["memcg_reclaim", "remote_flushes", "idle_cpu_joined_init_mm"],
     ),
@@ -427,7 +433,7 @@ const MECHANISMS: &[Mechanism] = &[
         "charge us mean asleep",
         &["memcg_reclaim", "off_cpu_us", "blocked", "mean"],
     ),
-    linux(
+    both(
         "charge us mean without remote flushes",
         &[
             "memcg_reclaim",
