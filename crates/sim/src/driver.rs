@@ -14,9 +14,6 @@
 //! and the next action waits for the last of them; their faults are charged to each tab, and
 //! the second's time passes on the machine but not on the workload's clock.
 
-use std::cmp::Reverse;
-use std::collections::BinaryHeap;
-
 use nvmswap_core::config::SystemConfig;
 use nvmswap_core::progress::Progress;
 use nvmswap_core::results::RunOutput;
@@ -26,6 +23,7 @@ use nvmswap_core::workload::Workload;
 
 use crate::engine::{Loc, Machine, PendingFault, Touch};
 use crate::observe::Event;
+use crate::sched::{self, FairQueue};
 use crate::{RunOptions, SimError};
 
 /// What the tabs' life did over the run (the results' `extra`).
@@ -43,6 +41,10 @@ struct LifeCounts {
     scroll_faults: u64,
     /// How long a tab woken from its read waited for a CPU (in its fault's latency).
     woken_cpu_wait: Vec<u64>,
+    /// Woken tabs that took a running tab's CPU at once (sched.rs).
+    wakeup_preemptions: u64,
+    /// Woken tabs that found a CPU idle.
+    woken_on_idle_cpu: u64,
 }
 
 pub struct Driver<'a> {
@@ -82,45 +84,17 @@ struct TabTask {
     sleeping: Option<PendingFault>,
     /// The CPU it spins on while it waits for a polled read.
     spinning_on: Option<usize>,
+    /// Its read completed at this time and it waits for a CPU to finish its fault.
+    woken: Option<u64>,
 }
 
-/// Until when a CPU whose task stops at `until` stays busy, as reclaim's flushes see it: on
-/// (u64::MAX, until the schedule says otherwise) when an awake task is ready by then to run
-/// there, else `until` (it idles, lazy).
-fn busy_until(awake: &BinaryHeap<Reverse<(u64, usize)>>, until: u64) -> u64 {
-    match awake.peek() {
-        Some(&Reverse((at, _))) if at <= until => u64::MAX,
-        _ => until,
-    }
-}
-
-/// The machine's CPUs as the tabs of a second use them: when each is free next.
-struct Cpus {
+/// The tabs' CPUs in a second: the task each runs (`None`: idle), when an idle one freed, the
+/// tasks ready for one, and the scheduler that orders them (sched.rs).
+struct TabCpus {
+    on: Vec<Option<usize>>,
     free_at: Vec<u64>,
-}
-
-impl Cpus {
-    fn new(cpus: u32, from: u64) -> Cpus {
-        Cpus {
-            free_at: vec![from; cpus.max(1) as usize],
-        }
-    }
-
-    /// The CPU free first (ties: the lowest), and when a task ready at `t` runs on it.
-    fn first_free(&self, t: u64) -> (usize, u64) {
-        let (cpu, &free) = self
-            .free_at
-            .iter()
-            .enumerate()
-            .min_by_key(|&(i, &f)| (f, i))
-            .expect("at least one CPU");
-        (cpu, free.max(t))
-    }
-
-    /// `cpu` is busy until `until`.
-    fn hold(&mut self, cpu: usize, until: u64) {
-        self.free_at[cpu] = until;
-    }
+    ready: Vec<usize>,
+    fair: FairQueue,
 }
 
 impl<'a> Driver<'a> {
@@ -240,6 +214,13 @@ impl<'a> Driver<'a> {
                     nvmswap_core::NS_PER_US as f64,
                 ),
             );
+            out.result.extra.insert(
+                "wakeup_preemptions".into(),
+                counts.wakeup_preemptions.into(),
+            );
+            out.result
+                .extra
+                .insert("woken_on_idle_cpu".into(), counts.woken_on_idle_cpu.into());
         }
         // The machine time the tabs' seconds took, as the linux substrate's
         // `wall_split_s.life`.
@@ -309,12 +290,14 @@ impl<'a> Driver<'a> {
     /// the read completes, so the block layer sees every tab's requests when they are made
     /// (run one after the other, each from the second's start, a later tab's requests met a
     /// layer already at the end of an earlier tab's second). The tabs share the machine's CPUs
-    /// (`tab_cpus`): a touch runs on the CPU free first, from when it is free, and holds it
-    /// until the touch ends or its task sleeps on a read (with polled completion the task
-    /// spins on it); a woken task waits for a CPU too, and that wait is in its fault's
-    /// latency. No task is preempted (a simplification: the kernel's scheduler time-slices).
-    /// The second's time passes on the machine, not on the workload's clock (as the linux
-    /// substrate's `wall_split_s.life`).
+    /// (`tab_cpus`) as the kernel's scheduler shares them (sched.rs, EEVDF): a CPU runs its
+    /// task until the task sleeps on a read (with polled completion it spins on its CPU), its
+    /// second's work is done, or, its slice used, the scheduler picks another ready task; a
+    /// free CPU takes the ready task the scheduler picks. A task woken by its read's
+    /// completion takes an idle CPU, preempts a running task the scheduler picks it over, or
+    /// waits with the ready tasks; its wait is in its fault's latency. The second's time
+    /// passes on the machine, not on the workload's clock (as the linux substrate's
+    /// `wall_split_s.life`).
     fn live_second(&mut self) -> Result<(), SimError> {
         let m = &self.machine;
         for t in 0..m.tabs.len() as u32 {
@@ -353,90 +336,83 @@ impl<'a> Driver<'a> {
                 at: start,
                 sleeping: None,
                 spinning_on: None,
+                woken: None,
             });
         }
         let polls = self.machine.polls_while_waiting();
-        let mut cpus = Cpus::new(self.tab_cpus, start);
-        // Awake tasks with work left by (clock, index): the earliest runs next, ties in the
-        // second's order. Sleeping tasks in the order they went to sleep.
-        let mut awake: BinaryHeap<Reverse<(u64, usize)>> = (0..tasks.len())
-            .filter(|&i| !tasks[i].work.is_empty())
-            .map(|i| Reverse((start, i)))
-            .collect();
+        let n_cpus = self.tab_cpus.max(1) as usize;
+        let mut cpus = TabCpus {
+            on: vec![None; n_cpus],
+            free_at: vec![start; n_cpus],
+            ready: Vec::new(),
+            fair: FairQueue::new(tasks.len(), sched::base_slice_ns(self.tab_cpus)),
+        };
+        for (i, task) in tasks.iter().enumerate() {
+            if !task.work.is_empty() {
+                cpus.fair.enqueue(i);
+                cpus.ready.push(i);
+            }
+        }
+        for c in 0..n_cpus {
+            self.cpu_frees(&mut tasks, &mut cpus, c, start);
+        }
+        // Tasks asleep on a read, in the order they went to sleep.
         let mut asleep: Vec<usize> = Vec::new();
         loop {
-            // Tasks whose read completed go on from its completion, on a CPU.
+            // Tasks whose read completed: a polling one never left its CPU; the others are
+            // runnable again and take an idle CPU, preempt a running task or wait for a CPU.
             let mut k = 0;
             while k < asleep.len() {
-                let task = &mut tasks[asleep[k]];
-                let id = task.sleeping.as_ref().expect("asleep").read_id();
+                let i = asleep[k];
+                let id = tasks[i].sleeping.as_ref().expect("asleep").read_id();
                 if !self.machine.read_finished(id) {
                     k += 1;
                     continue;
                 }
-                let i = asleep.remove(k);
-                let fault = task.sleeping.take().expect("asleep");
-                let woken = self.machine.now;
-                let (cpu, runs_at) = match task.spinning_on.take() {
-                    Some(cpu) => (cpu, woken),
-                    None => cpus.first_free(woken),
-                };
-                let began = fault.start();
-                self.counts.woken_cpu_wait.push(runs_at - woken);
-                self.machine.tlbs.running_on = cpu;
-                let latency =
-                    self.machine
-                        .finish_fault_in_background(task.tab, fault, runs_at - woken);
-                task.at = (began + latency).max(runs_at);
-                cpus.hold(cpu, task.at);
-                if !task.work.is_empty() {
-                    awake.push(Reverse((task.at, i)));
+                asleep.remove(k);
+                let now = self.machine.now;
+                if let Some(c) = tasks[i].spinning_on.take() {
+                    cpus.fair.ran(i, now.saturating_sub(tasks[i].at));
+                    tasks[i].woken = Some(now);
+                    self.start_on(&mut tasks, &mut cpus, i, c, now);
+                    continue;
                 }
-                let until = busy_until(&awake, task.at);
-                self.machine.task_runs(cpu, runs_at, until);
+                cpus.fair.enqueue(i);
+                tasks[i].woken = Some(now);
+                tasks[i].at = now;
+                self.task_woken(&mut tasks, &mut cpus, i, now);
             }
-            // The next awake task, and when it runs: on the CPU free first, once free.
-            let (cpu, free) = cpus.first_free(self.machine.now);
-            let next = awake.peek().map(|&Reverse((at, i))| (i, at.max(free)));
+            // The running task that goes on first (a spinning one waits for its read).
+            let next = (0..n_cpus)
+                .filter_map(|c| cpus.on[c].map(|i| (c, i)))
+                .filter(|&(_, i)| tasks[i].sleeping.is_none())
+                .map(|(c, i)| (tasks[i].at, c, i))
+                .min();
             if !asleep.is_empty() {
                 let event = self
                     .machine
                     .next_backend_event()
                     .expect("a sleeping tab's read is in flight");
-                if next.is_none_or(|(_, at)| event < at) {
-                    // Nothing runs until then: the CPUs free by now idle from when they freed.
-                    for (c, &free) in cpus.free_at.iter().enumerate() {
-                        if free <= self.machine.now {
-                            self.machine.tlbs.idles_from(c, free);
-                        }
-                    }
+                if next.is_none_or(|(at, _, _)| event < at) {
                     self.machine.pass_to(event);
                     continue;
                 }
             }
-            let Some((i, at)) = next else {
+            let Some((at, cpu, i)) = next else {
+                assert!(cpus.ready.is_empty(), "ready tasks with every CPU idle");
                 break;
             };
-            awake.pop();
-            if free < at {
-                // The CPU idled until this task was ready.
-                self.machine.tlbs.idles_from(cpu, free);
-            }
             self.machine.pass_to(at);
             // The task runs until a touch takes the machine's time (a fault), or its own work
             // (`costs.tab_touch_ns` per touch) would pass the next event: the back-end's, or
-            // the next awake task's start on another CPU. Its first touch always runs (its own
-            // work may then pass that event by one touch's work).
-            let other_free = (0..cpus.free_at.len())
+            // another CPU's task going on. Its first touch always runs (its own work may then
+            // pass that event by one touch's work). It keeps its CPU past that event unless
+            // the scheduler gives it to another task.
+            let horizon = (0..n_cpus)
                 .filter(|&c| c != cpu)
-                .map(|c| cpus.free_at[c])
-                .min();
-            let next_start = awake
-                .peek()
-                .zip(other_free)
-                .map(|(&Reverse((at, _)), free)| at.max(free));
-            let horizon = next_start
-                .into_iter()
+                .filter_map(|c| cpus.on[c])
+                .filter(|&j| tasks[j].sleeping.is_none())
+                .map(|j| tasks[j].at)
                 .chain(self.machine.next_backend_event())
                 .min()
                 .unwrap_or(u64::MAX);
@@ -473,51 +449,43 @@ impl<'a> Driver<'a> {
                     }
                 }
             }
-            match took {
-                None => {
-                    task.at = clock;
-                    if !task.work.is_empty() {
-                        awake.push(Reverse((task.at, i)));
-                    }
-                    if clock > began {
-                        cpus.hold(cpu, clock);
-                        let until = busy_until(&awake, clock);
-                        self.machine.task_runs(cpu, began, until);
-                    }
-                }
-                Some(Touch::Done(latency)) => {
-                    task.at = clock + latency;
-                    cpus.hold(cpu, task.at);
-                    if !task.work.is_empty() {
-                        awake.push(Reverse((task.at, i)));
-                    }
-                    let until = busy_until(&awake, task.at);
-                    self.machine.task_runs(cpu, began, until);
-                }
+            let stopped = match took {
+                None => clock,
+                Some(Touch::Done(latency)) => clock + latency,
                 Some(Touch::Waiting(fault)) => {
-                    let until = if polls {
-                        task.spinning_on = Some(cpu);
-                        u64::MAX
-                    } else {
-                        fault.sleeps_at().max(began)
-                    };
-                    cpus.hold(cpu, until);
-                    let until = if polls {
-                        until
-                    } else {
-                        busy_until(&awake, until)
-                    };
-                    self.machine.task_runs(cpu, began, until);
+                    let sleeps = fault.sleeps_at().max(began);
+                    cpus.fair.ran(i, sleeps - began);
+                    task.at = sleeps;
                     task.sleeping = Some(fault);
                     asleep.push(i);
+                    if polls {
+                        // It spins on its CPU until the read completes.
+                        task.spinning_on = Some(cpu);
+                    } else {
+                        cpus.fair.dequeue(i);
+                        self.cpu_frees(&mut tasks, &mut cpus, cpu, sleeps);
+                    }
+                    continue;
                 }
+            };
+            cpus.fair.ran(i, stopped - began);
+            task.at = stopped;
+            if task.work.is_empty() {
+                cpus.fair.dequeue(i);
+                self.cpu_frees(&mut tasks, &mut cpus, cpu, stopped);
+            } else if let Some(j) = cpus.fair.yields_to(i, &cpus.ready) {
+                // Its slice is used and the scheduler picks another at this point (the kernel
+                // sees it at the next tick).
+                cpus.ready.retain(|&r| r != j);
+                cpus.ready.push(i);
+                self.start_on(&mut tasks, &mut cpus, j, cpu, stopped);
             }
         }
         let end = tasks.iter().map(|t| t.at).max().unwrap_or(start);
-        // A CPU's span left open (a task was ready to follow on it) ends where it last freed.
-        for (c, &free) in cpus.free_at.iter().enumerate() {
-            self.machine.tlbs.idles_from(c, free.min(end));
-        }
+        debug_assert!(
+            cpus.on.iter().all(Option::is_none),
+            "a CPU still runs a task"
+        );
         self.machine.pass_to(end.max(self.machine.now));
         // The foreground goes on on CPU 0 (sim's placement of it, an assumption); the other
         // CPUs idle, lazy or on init_mm as the second left them.
@@ -527,6 +495,80 @@ impl<'a> Driver<'a> {
         self.lived += self.machine.now - start;
         self.machine.chrome_discards();
         Ok(())
+    }
+
+    /// CPU `cpu` takes task `i` at `t`: a woken task first finishes its fault (its wait for a
+    /// CPU is in the fault's latency).
+    fn start_on(
+        &mut self,
+        tasks: &mut [TabTask],
+        cpus: &mut TabCpus,
+        i: usize,
+        cpu: usize,
+        t: u64,
+    ) {
+        cpus.fair.picked(i);
+        cpus.on[cpu] = Some(i);
+        self.machine.tlbs.running_on = cpu;
+        // The CPU runs tasks from `t` until it idles (`cpu_frees`).
+        self.machine.task_runs(cpu, t, u64::MAX);
+        let task = &mut tasks[i];
+        task.at = t;
+        if let Some(woken) = task.woken.take() {
+            let fault = task.sleeping.take().expect("a woken task has its fault");
+            let began = fault.start();
+            self.counts.woken_cpu_wait.push(t - woken);
+            let latency = self
+                .machine
+                .finish_fault_in_background(task.tab, fault, t - woken);
+            task.at = (began + latency).max(t);
+            cpus.fair.ran(i, task.at - t);
+        }
+    }
+
+    /// CPU `cpu`'s task left it at `t` (it slept, or its second's work is done): the scheduler
+    /// gives it the next ready task, or it idles.
+    fn cpu_frees(&mut self, tasks: &mut [TabTask], cpus: &mut TabCpus, cpu: usize, t: u64) {
+        cpus.on[cpu] = None;
+        match cpus.fair.pick(&cpus.ready) {
+            Some(j) => {
+                cpus.ready.retain(|&r| r != j);
+                let at = tasks[j].at.max(t);
+                self.start_on(tasks, cpus, j, cpu, at);
+            }
+            None => {
+                cpus.free_at[cpu] = t;
+                self.machine.tlbs.idles_from(cpu, t);
+            }
+        }
+    }
+
+    /// Task `i`, runnable again at `now` (its read completed), takes an idle CPU (the one idle
+    /// longest), or preempts the running task the scheduler picks it over (of those, the one
+    /// with the latest deadline), or waits with the ready tasks.
+    fn task_woken(&mut self, tasks: &mut [TabTask], cpus: &mut TabCpus, i: usize, now: u64) {
+        let idle = (0..cpus.on.len())
+            .filter(|&c| cpus.on[c].is_none())
+            .min_by_key(|&c| (cpus.free_at[c], c));
+        if let Some(c) = idle {
+            self.counts.woken_on_idle_cpu += 1;
+            let at = cpus.free_at[c].max(now);
+            self.start_on(tasks, cpus, i, c, at);
+            return;
+        }
+        let victim = (0..cpus.on.len())
+            .filter_map(|c| cpus.on[c].map(|j| (c, j)))
+            .filter(|&(_, j)| tasks[j].sleeping.is_none() && cpus.fair.preempts(i, j))
+            .max_by_key(|&(c, j)| (cpus.fair.deadline(j), std::cmp::Reverse(c)));
+        match victim {
+            Some((c, j)) => {
+                tasks[j].at = tasks[j].at.max(now);
+                cpus.ready.push(j);
+                self.counts.wakeup_preemptions += 1;
+                self.start_on(tasks, cpus, i, c, now);
+            }
+            None => cpus.ready.push(i),
+        }
     }
 
     fn open(&mut self, tab: u32, site: usize) -> Result<(), SimError> {
@@ -848,6 +890,31 @@ mod tests {
         let total1: u64 = f1.iter().map(|f| f.2).sum();
         let total2: u64 = f2.iter().map(|f| f.2).sum();
         assert!(total1 > total2, "{total1} <= {total2}");
+    }
+
+    #[test]
+    fn a_woken_tab_waits_while_the_running_tab_keeps_its_cpu_through_its_own_work() {
+        // Two tabs whose every touch sleeps on a read, on one CPU. Without own work per touch
+        // the CPU is mostly free when a read completes; with it, a read that completes while the
+        // other tab does its work finds the CPU taken: the woken tab preempts it (sched.rs) or
+        // waits, and the wait is in its fault.
+        let run = |tab_touch: u64| {
+            let mut d = driver(sites(0.05, 0.0, 0.0));
+            two_tabs_out(&mut d);
+            d.tab_cpus = 1;
+            d.machine.costs.tab_touch = tab_touch;
+            d.live_second().unwrap();
+            let waits = std::mem::take(&mut d.counts.woken_cpu_wait);
+            (waits, d.counts.wakeup_preemptions)
+        };
+        let (free, _) = run(0);
+        let (busy, preempted_busy) = run(20_000);
+        assert_eq!(free.len(), busy.len(), "the same reads wake the same tabs");
+        assert!(!free.is_empty());
+        let waited = busy.iter().filter(|&&w| w > 0).count() as u64;
+        assert!(waited > 0, "some woken tab found its CPU taken");
+        assert!(waited + preempted_busy <= busy.len() as u64);
+        assert!(busy.iter().sum::<u64>() > free.iter().sum::<u64>());
     }
 
     #[test]
