@@ -558,7 +558,7 @@ impl<'a> Driver<'a> {
         }
         let victim = (0..cpus.on.len())
             .filter_map(|c| cpus.on[c].map(|j| (c, j)))
-            .filter(|&(_, j)| tasks[j].sleeping.is_none() && cpus.fair.preempts(i, j))
+            .filter(|&(_, j)| tasks[j].sleeping.is_none() && cpus.fair.preempts(i, j, &cpus.ready))
             .max_by_key(|&(c, j)| (cpus.fair.deadline(j), std::cmp::Reverse(c)));
         match victim {
             Some((c, j)) => {

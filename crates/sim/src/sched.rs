@@ -20,7 +20,8 @@
 //!
 //! The kernel has this queue per CPU and balances between them; sim keeps one queue over the
 //! tabs' CPUs (`tab_cpus`): a woken task takes an idle CPU if there is one (the kernel's
-//! `select_idle_sibling`), else it may preempt the running task picked over it last. Not
+//! `select_idle_sibling`), else it preempts a running task if the pick chooses it over that
+//! task and the ready ones (of several, the one with the latest deadline), else it waits. Not
 //! modelled: `DELAY_DEQUEUE` (a task that sleeps with negative lag stays queued until its lag is
 //! spent), the tick (slice expiry is seen at the task's next scheduling point here, at the next
 //! 4 ms tick there), other tasks than the tabs (kworkers, the driver), and weights other than
@@ -98,9 +99,10 @@ impl FairQueue {
         e.queued && (e.v as i128) * (self.queued as i128) <= self.sum_v
     }
 
-    /// Task `i` becomes runnable: at the second's start (with the lag it last slept with) or
-    /// woken from its read. Placed at `V - lag`, the lag scaled by `(n + 1) / n` as
-    /// `place_entity` keeps the average where it was.
+    /// Task `i` becomes runnable: at the second's start (a queue per second: lag 0) or woken
+    /// from its read (with the lag it slept with). Placed at `V - lag`, the lag scaled by
+    /// `(n + 1) / n` as `place_entity` does, so that against the new average its lag is the one
+    /// it left with.
     pub fn enqueue(&mut self, i: usize) {
         assert!(!self.tasks[i].queued, "task {i} queued twice");
         let n = self.queued;
@@ -167,17 +169,25 @@ impl FairQueue {
             .or_else(|| ready.iter().copied().min_by_key(|&i| (self.tasks[i].v, i)))
     }
 
-    /// Whether woken task `woken` takes the CPU of running task `running` now.
-    pub fn preempts(&self, woken: usize, running: usize) -> bool {
-        if !self.eligible(woken) {
+    /// Whether woken task `woken` takes the CPU of running task `running` now, the others of
+    /// `ready` waiting too: a running task that is eligible and within the slice it was picked
+    /// with keeps its CPU; else the woken one preempts when the pick over them all (the running
+    /// one only while eligible) is it (`check_preempt_wakeup_fair`: `pick_eevdf() == pse`).
+    pub fn preempts(&self, woken: usize, running: usize, ready: &[usize]) -> bool {
+        let r = &self.tasks[running];
+        if self.eligible(running) && r.picked_with == Some(r.deadline) {
             return false;
         }
-        if !self.eligible(running) {
-            return true;
-        }
-        let r = &self.tasks[running];
-        let protected = r.picked_with == Some(r.deadline);
-        !protected && self.tasks[woken].deadline < r.deadline
+        let candidates: Vec<usize> = ready
+            .iter()
+            .copied()
+            .chain([woken, running])
+            .filter(|&i| self.eligible(i))
+            .collect();
+        candidates
+            .into_iter()
+            .min_by_key(|&i| (self.tasks[i].deadline, i))
+            == Some(woken)
     }
 
     /// Whether running task `running` gives its CPU to one of `ready` at a scheduling point:
@@ -219,7 +229,14 @@ mod tests {
         q.dequeue(2);
         q.ran(0, 2_000_000); // 0 is past its first deadline: unprotected and ahead of V
         q.enqueue(2);
-        assert!(q.preempts(2, 0), "the woken task with lag takes the CPU");
+        // Task 1 runs on the other CPU: the pick over 0 and 2 is 2.
+        assert!(
+            q.preempts(2, 0, &[]),
+            "the woken task with lag takes the CPU"
+        );
+        // Task 1 waits for a CPU instead, with an earlier deadline: the pick is 1, so 2 waits.
+        assert!(!q.preempts(2, 0, &[1]), "the pick is the earlier deadline");
+        assert_eq!(q.yields_to(0, &[1, 2]), Some(1));
         // A task that ran far more than the others comes back not eligible and waits.
         let mut q = FairQueue::new(3, 1_500_000);
         for i in 0..3 {
@@ -231,7 +248,7 @@ mod tests {
         q.picked(0);
         q.ran(0, 10_000);
         q.enqueue(1);
-        assert!(!q.preempts(1, 0), "negative lag: it waits");
+        assert!(!q.preempts(1, 0, &[2]), "negative lag: it waits");
         assert_eq!(
             q.pick(&[1, 2]),
             Some(2),
@@ -254,11 +271,11 @@ mod tests {
         q.enqueue(1);
         assert!(q.tasks[1].deadline < q.tasks[0].deadline);
         assert!(q.eligible(0) && q.eligible(1));
-        assert!(!q.preempts(1, 0));
+        assert!(!q.preempts(1, 0, &[]));
         assert_eq!(q.yields_to(0, &[1]), None);
         // Past its deadline it asks for a new slice, and the earlier deadline wins.
         q.ran(0, 1_000_000);
-        assert!(q.preempts(1, 0));
+        assert!(q.preempts(1, 0, &[]));
         assert_eq!(q.yields_to(0, &[1]), Some(1));
     }
 
