@@ -178,14 +178,11 @@ impl FairQueue {
         if self.eligible(running) && r.picked_with == Some(r.deadline) {
             return false;
         }
-        let candidates: Vec<usize> = ready
+        ready
             .iter()
             .copied()
             .chain([woken, running])
             .filter(|&i| self.eligible(i))
-            .collect();
-        candidates
-            .into_iter()
             .min_by_key(|&i| (self.tasks[i].deadline, i))
             == Some(woken)
     }
