@@ -9,6 +9,7 @@ pub mod block;
 pub mod caa;
 pub mod config;
 pub mod cost;
+pub mod cpu_sched;
 pub mod device;
 pub mod discard;
 pub mod dual_use;

@@ -23,8 +23,8 @@ use nvmswap_core::workload::Workload;
 
 use crate::engine::{Loc, Machine, PendingFault, Touch};
 use crate::observe::Event;
-use crate::sched::{self, FairQueue};
 use crate::{RunOptions, SimError};
+use nvmswap_core::cpu_sched::{self as sched, FairQueue};
 
 /// What the tabs' life did over the run (the results' `extra`).
 #[derive(Debug, Default)]
@@ -41,7 +41,7 @@ struct LifeCounts {
     scroll_faults: u64,
     /// How long a tab woken from its read waited for a CPU (in its fault's latency).
     woken_cpu_wait: Vec<u64>,
-    /// Woken tabs that took a running tab's CPU at once (sched.rs).
+    /// Woken tabs that took a running tab's CPU at once (core's `cpu_sched`).
     wakeup_preemptions: u64,
     /// Woken tabs that found a CPU idle.
     woken_on_idle_cpu: u64,
@@ -89,7 +89,7 @@ struct TabTask {
 }
 
 /// The tabs' CPUs in a second: the task each runs (`None`: idle), when an idle one freed, the
-/// tasks ready for one, and the scheduler that orders them (sched.rs).
+/// tasks ready for one, and the scheduler that orders them (core's `cpu_sched`).
 struct TabCpus {
     on: Vec<Option<usize>>,
     free_at: Vec<u64>,
@@ -290,7 +290,7 @@ impl<'a> Driver<'a> {
     /// the read completes, so the block layer sees every tab's requests when they are made
     /// (run one after the other, each from the second's start, a later tab's requests met a
     /// layer already at the end of an earlier tab's second). The tabs share the machine's CPUs
-    /// (`tab_cpus`) as the kernel's scheduler shares them (sched.rs, EEVDF): a CPU runs its
+    /// (`tab_cpus`) as the kernel's scheduler shares them (core's `cpu_sched`, EEVDF): a CPU runs its
     /// task until the task sleeps on a read (with polled completion it spins on its CPU), its
     /// second's work is done, or, its slice used, the scheduler picks another ready task; a
     /// free CPU takes the ready task the scheduler picks. A task woken by its read's
@@ -896,7 +896,7 @@ mod tests {
     fn a_woken_tab_waits_while_the_running_tab_keeps_its_cpu_through_its_own_work() {
         // Two tabs whose every touch sleeps on a read, on one CPU. Without own work per touch
         // the CPU is mostly free when a read completes; with it, a read that completes while the
-        // other tab does its work finds the CPU taken: the woken tab preempts it (sched.rs) or
+        // other tab does its work finds the CPU taken: the woken tab preempts it (core's `cpu_sched`) or
         // waits, and the wait is in its fault.
         let run = |tab_touch: u64| {
             let mut d = driver(sites(0.05, 0.0, 0.0));

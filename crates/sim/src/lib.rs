@@ -6,8 +6,8 @@
 //! Components (docs/adr/0004-sim-components.md): `engine.rs` the machine and its fault path,
 //! `memory.rs` frames and watermarks, `reclaim.rs` kswapd, direct and memcg reclaim,
 //! `backend/` the swap back-ends (one file each, chosen through `backend::REGISTRY`), `io.rs`
-//! the block layer's submission path, `driver.rs` the workload driver, `sched.rs` the CPU
-//! scheduler its tabs' seconds run under, `tlb.rs` reclaim's remote TLB flushes, `observe.rs`
+//! the block layer's submission path, `driver.rs` the workload driver (its tabs' seconds under
+//! core's CPU scheduler `cpu_sched`), `tlb.rs` reclaim's remote TLB flushes, `observe.rs`
 //! the events and their observers (`blkreq.rs` one of them: every block request as a row),
 //! `metrics.rs` the results built from them, `costs.rs` the software costs and their sources;
 //! `iosched.rs` the block layer alone (`nvmswap iosched`); `relaunch.rs` runs seed 001's
@@ -27,7 +27,6 @@ mod reclaim;
 #[cfg(test)]
 mod reclaim_policy_test;
 pub mod relaunch;
-pub mod sched;
 pub mod sweep;
 pub mod tlb;
 

@@ -18,7 +18,10 @@
 //!   protected. `RUN_TO_PARITY` protects a running task that is still eligible until it has used
 //!   the slice it was picked with.
 //!
-//! The kernel has this queue per CPU and balances between them; sim keeps one queue over the
+//! A model for a substrate that schedules tasks itself (sim's driver carries it out for the tabs'
+//! seconds; live and linux run on the kernel's own scheduler).
+//!
+//! The kernel has this queue per CPU and balances between them; the model keeps one queue over the
 //! tabs' CPUs (`tab_cpus`): a woken task takes an idle CPU if there is one (the kernel's
 //! `select_idle_sibling`), else it preempts a running task if the pick chooses it over that
 //! task and the ready ones (of several, the one with the latest deadline), else it waits. Not
