@@ -991,6 +991,57 @@ mod tests {
     }
 
     #[test]
+    fn a_touch_of_a_page_read_ahead_sleeps_until_the_read_bringing_it_completes() {
+        // Faults on a tab's pages out, each followed at once by touches of the pages its window
+        // brought. A window's pages go out in more than one request when their slots are not
+        // adjacent, and the device completes those apart: a page whose request is still in
+        // flight when its fault's own read completed is touched by a task that sleeps until
+        // that request completes (the kernel's `folio_lock_or_retry` on the swap-cache folio);
+        // the others cost the minor fault alone.
+        let mut d = driver(sites(0.0, 0.0, 0.0));
+        d.open(0, 0).unwrap();
+        let offs: Vec<u32> = (0..400).collect();
+        push_out(&mut d, 0, &offs);
+        let m = &mut d.machine;
+        m.use_tab(0);
+        let page = |m: &Machine<'_>, off: u32| m.tabs[0].page(off);
+        let minor = m.costs.minor_fault;
+        let (mut slept, mut mapped) = (0u64, 0u64);
+        for o in 0..m.tabs[0].pages {
+            let p = page(m, o);
+            if m.loc[p as usize] != Loc::Out {
+                continue;
+            }
+            m.touch(p, false).unwrap();
+            let ahead: Vec<u32> = (0..m.tabs[0].pages)
+                .map(|o| page(m, o))
+                .filter(|&q| m.loc[q as usize] == Loc::Resident && m.unmapped[q as usize])
+                .collect();
+            for q in ahead {
+                let latency = m.touch(q, false).unwrap();
+                if latency > minor {
+                    slept += 1;
+                } else {
+                    assert_eq!(
+                        latency, minor,
+                        "a mapped read-ahead page costs the minor fault"
+                    );
+                    mapped += 1;
+                }
+                // Mapped now, its read done either way.
+                assert!(!m.unmapped[q as usize]);
+                assert_eq!(m.touch(q, false).unwrap(), 0);
+            }
+        }
+        assert!(slept > 0, "no read-ahead page was touched under its read");
+        assert!(mapped > 0, "no read-ahead page was in by its touch");
+        let waits = m.backend.finish_extra(m.now)["readahead_read_waits"]
+            .as_u64()
+            .unwrap();
+        assert_eq!(waits, slept, "every sleep is counted, and nothing else");
+    }
+
+    #[test]
     fn a_shifting_working_set_touches_new_pages_on_the_next_visit() {
         let mut d = driver(sites(0.0, 0.0, 0.5));
         d.open(0, 0).unwrap();

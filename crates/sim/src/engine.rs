@@ -21,8 +21,7 @@
 //! action and every 256 page allocations (driver.rs).
 //!
 //! Simplifications, each a known gap: a swapped-out page's frame is free when its write is
-//! submitted (the kernel frees it after the write completes); read-ahead pages are usable at
-//! once (the kernel makes a toucher wait for the read); no file pages.
+//! submitted (the kernel frees it after the write completes); no file pages.
 
 use nvmswap_core::config::SystemConfig;
 use nvmswap_core::discard::{DiscardTarget, MemorySnapshot, TabRecency};
@@ -63,9 +62,12 @@ pub enum Touch {
     Waiting(PendingFault),
 }
 
-/// A fault whose task sleeps on a synchronous read: what it does when the read completes. A
-/// task's fault is one piece of code in the kernel; sim splits it at the sleep so that other
-/// tasks' work can run in time order while it waits (the background tabs of a second).
+/// A fault whose task sleeps on a read: what it does when the read completes. A task's fault is
+/// one piece of code in the kernel; sim splits it at the sleep so that other tasks' work can run
+/// in time order while it waits (the background tabs of a second). The read is the fault's own
+/// synchronous one (a major fault), or the asynchronous read-ahead read of a page in the swap
+/// cache that the touch maps (a minor fault that sleeps on the folio's lock until that read
+/// completes, `do_swap_page`'s `folio_lock_or_retry`).
 pub struct PendingFault {
     page: u32,
     write: bool,
@@ -80,6 +82,8 @@ pub struct PendingFault {
     actor: Actor,
     /// When the task went to sleep on the read (its CPU is free from then on).
     sleeps_at: u64,
+    /// The page is read ahead and resident; the task sleeps on the read that brings it.
+    on_readahead_read: bool,
 }
 
 impl PendingFault {
@@ -158,7 +162,7 @@ pub struct Machine<'a> {
     /// Resident pages not in their tab's page table: brought by a swap-in's read-ahead, they
     /// sit in the swap cache until a touch maps them (`do_swap_page` finds them there: a minor
     /// fault, counted in the task's `minflt` as the linux substrate counts faults).
-    unmapped: Vec<bool>,
+    pub(crate) unmapped: Vec<bool>,
     /// Compressed size of each page (0: same-filled).
     pub comp: Vec<u16>,
     pub lru: AnonLru,
@@ -327,8 +331,29 @@ impl<'a> Machine<'a> {
                 // Read ahead, in the swap cache: the touch maps it (a minor fault). Its cost is
                 // assumed to be the demand-zero fault's (`costs.minor_fault`, calibrated where
                 // the run has a calibration): the same entry, walk and mapping, a swap-cache
-                // lookup in place of the allocation.
-                (self.minor_fault(me), FaultKind::Minor)
+                // lookup in place of the allocation. If the read bringing the page is still in
+                // flight (another request of its window than the faulting page's), the task
+                // sleeps on it first.
+                let minor = self.minor_fault(me);
+                if let Some(id) = self.backend.readahead_read_awaited(p) {
+                    let sleeps_at = self.now + minor;
+                    return Ok(Touch::Waiting(PendingFault {
+                        page: p,
+                        write,
+                        start: self.now,
+                        before: minor,
+                        swap_in: SwapIn::Wait {
+                            id,
+                            issued: sleeps_at,
+                            readahead: Vec::new(),
+                        },
+                        framed_first: false,
+                        actor: me,
+                        sleeps_at,
+                        on_readahead_read: true,
+                    }));
+                }
+                (minor, FaultKind::Minor)
             }
             Loc::Absent => {
                 let stall = self.frame_or_discard(0)?;
@@ -379,6 +404,17 @@ impl<'a> Machine<'a> {
     /// OOM path), the read is dropped and the frames the fault took go back.
     pub fn finish_fault(&mut self, fault: PendingFault, runqueue_wait: u64) -> u64 {
         let p = fault.page;
+        if fault.on_readahead_read {
+            let ready_at = self.backend.readahead_read_done(fault.read_id());
+            if self.loc[p as usize] != Loc::Resident {
+                // Its tab was discarded, or reclaim took the page, while the task slept (the
+                // kernel would not reclaim a locked folio; sim lets it go): no fault to count.
+                return 0;
+            }
+            let latency = fault.before + ready_at.saturating_sub(fault.sleeps_at) + runqueue_wait;
+            self.fault_taken(p, fault.actor, FaultKind::Minor, latency);
+            return latency;
+        }
         if self.loc[p as usize] != Loc::Out {
             self.backend.abandon_swap_in(fault.read_id());
             let SwapIn::Wait { readahead, .. } = fault.swap_in else {
@@ -424,6 +460,7 @@ impl<'a> Machine<'a> {
             framed_first: false,
             actor: me,
             sleeps_at,
+            on_readahead_read: false,
         }))
     }
 
@@ -495,6 +532,7 @@ impl<'a> Machine<'a> {
             framed_first: true,
             actor: me,
             sleeps_at: t,
+            on_readahead_read: false,
         }))
     }
 

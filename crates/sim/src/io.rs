@@ -34,6 +34,10 @@ pub struct Io {
     issued_at: BTreeMap<u64, (u64, u64)>,
     /// Completed synchronous requests not yet collected by their waiter.
     finished_sync: BTreeMap<u64, Completed>,
+    /// Asynchronous reads (read-ahead) in flight, and those of them a task sleeps on
+    /// (`await_read`): at completion an awaited one is collected like a synchronous one.
+    reads_in_flight: std::collections::BTreeSet<u64>,
+    awaited_reads: std::collections::BTreeSet<u64>,
     /// Completed asynchronous writes not yet collected by the back-end (`take_written`): id and
     /// completion time, in completion order. The back-end ends each page's writeback with them.
     written: Vec<(u64, u64)>,
@@ -102,6 +106,8 @@ impl Io {
             max_requests,
             issued_at: BTreeMap::new(),
             finished_sync: BTreeMap::new(),
+            reads_in_flight: Default::default(),
+            awaited_reads: Default::default(),
             written: Vec::new(),
             poll_while_waiting: mode == CompletionMode::Poll,
             dispatch_ns: cfg
@@ -170,6 +176,14 @@ impl Io {
                     kind: CpuKind::Kernel,
                     ns: done.kernel_ns,
                 });
+                if done.op == Op::Read {
+                    self.reads_in_flight.remove(&done.id);
+                    if self.awaited_reads.remove(&done.id) {
+                        let mut done = done;
+                        done.ready_at = self.layer.sleeper_woken_at(done.c);
+                        self.finished_sync.insert(done.id, done);
+                    }
+                }
             }
         }
     }
@@ -242,6 +256,9 @@ impl Io {
             merged_ids: Vec::new(),
         };
         self.layer.submit(req, t);
+        if op == Op::Read && !sync {
+            self.reads_in_flight.insert(id);
+        }
         obs.emit(Event::BlockQueued {
             t,
             issued,
@@ -303,6 +320,17 @@ impl Io {
     /// The asynchronous writes completed since the last call: (id, completion time).
     pub fn take_written(&mut self) -> Vec<(u64, u64)> {
         std::mem::take(&mut self.written)
+    }
+
+    /// A task sleeps on asynchronous read `id` (a read-ahead page it touched is still under
+    /// read): true if the read is in flight, and then its completion is collected as a
+    /// synchronous one's (`is_finished`, `take_finished`); false if it completed already.
+    pub fn await_read(&mut self, id: u64) -> bool {
+        let in_flight = self.reads_in_flight.contains(&id);
+        if in_flight {
+            self.awaited_reads.insert(id);
+        }
+        in_flight
     }
 
     /// True once synchronous request `id` has completed (it stays until `take_finished`).

@@ -116,6 +116,15 @@ impl Completer {
         }
     }
 
+    /// When a task asleep on a page that request's completion unlocks (`folio_wait_bit` on a
+    /// read-ahead page under read: no polling, whatever the mode) runs again after the device
+    /// completed at `c`: the interrupt, the wake-up and the switch in, as a synchronous
+    /// waiter's in interrupt mode.
+    pub fn sleeper_woken_at(&self, c: Nanos) -> Nanos {
+        let k = self.costs;
+        c + k.irq_ns + k.wakeup_ns + k.context_switch_ns
+    }
+
     /// Account a request queued at `q`, dispatched at `d`, completed by the device at `c`.
     pub fn complete(&mut self, op: Op, sync: bool, q: Nanos, d: Nanos, c: Nanos) -> WaiterOutcome {
         debug_assert!(q <= d && d <= c, "Q <= D <= C");

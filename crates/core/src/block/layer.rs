@@ -182,6 +182,12 @@ impl BlockLayer {
             .filter(|&t| t > self.queue_run_at)
     }
 
+    /// When a task asleep on a page unlocked by a completion at `c` runs again
+    /// (`Completer::sleeper_woken_at`).
+    pub fn sleeper_woken_at(&self, c: Nanos) -> Nanos {
+        self.completer.sleeper_woken_at(c)
+    }
+
     /// Process every event due at or before `now`; returns the requests completed (C <= now) in
     /// completion order.
     pub fn advance_to(&mut self, now: Nanos) -> Vec<Completed> {

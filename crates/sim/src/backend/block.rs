@@ -48,6 +48,8 @@ use crate::observe::{Actor, CpuKind, Event, Observers, Tier};
 use crate::SimError;
 
 const NO_OWNER: u32 = u32::MAX;
+/// `BlockSwap::read_by` of a page no asynchronous read brings.
+const NO_READ: u64 = u64::MAX;
 
 /// A swap-in's read-ahead from its plan to the end of its loop (`plan_read` .. `submit_read`).
 #[derive(Debug)]
@@ -96,6 +98,12 @@ pub struct BlockSwap {
     ra_unused: Vec<bool>,
     /// First uses of pages read ahead (the kernel's `swap_ra_hit`).
     readahead_hits: u64,
+    /// The asynchronous read request each page read ahead came in by (`NO_READ`: none, or
+    /// the faulting page's own, which its fault waits for): a touch before that read
+    /// completes sleeps on it, as the kernel's does on the locked swap-cache folio.
+    read_by: Vec<u64>,
+    /// Touches that slept on their read-ahead page's read (`extra.readahead_read_waits`).
+    readahead_read_waits: u64,
     /// The last swap-in's read-ahead decision (tests compare it with core's).
     pub(crate) last_decision: Option<ReadDecision>,
     /// The slot of each page that holds one.
@@ -209,6 +217,8 @@ impl BlockSwap {
             areas: Vec::new(),
             ra_unused: Vec::new(),
             readahead_hits: 0,
+            read_by: Vec::new(),
+            readahead_read_waits: 0,
             last_decision: None,
             slot_of: Vec::new(),
             slot_owner: vec![NO_OWNER; swap_slots as usize],
@@ -375,6 +385,9 @@ impl BlockSwap {
             by,
             obs,
         );
+        for &q in &r.pages {
+            self.read_by[q as usize] = if sync { NO_READ } else { id };
+        }
         (id, sync, goes_on - at)
     }
 
@@ -826,10 +839,30 @@ impl BlockSwap {
         let mut extra = serde_json::Map::new();
         extra.insert("readahead_hits".into(), self.readahead_hits.into());
         extra.insert(
+            "readahead_read_waits".into(),
+            self.readahead_read_waits.into(),
+        );
+        extra.insert(
             "swap_in_use_mib".into(),
             super::swap_in_use_mib(self.swap_slots, self.peak_used_slots, self.used_slots),
         );
         extra
+    }
+
+    /// [`SwapBackend::readahead_read_awaited`]: the read that brings read-ahead page `q`, if it
+    /// is still in flight (the toucher sleeps on it); asked once, at the page's mapping touch.
+    pub(super) fn readahead_read_awaited(&mut self, q: u32) -> Option<u64> {
+        let id = std::mem::replace(&mut self.read_by[q as usize], NO_READ);
+        if id == NO_READ || !self.io.await_read(id) {
+            return None;
+        }
+        self.readahead_read_waits += 1;
+        Some(id)
+    }
+
+    /// [`SwapBackend::readahead_read_done`]: when the task asleep on read `id` runs again.
+    pub(super) fn readahead_read_done(&mut self, id: u64) -> u64 {
+        self.io.take_finished(id).ready_at
     }
 
     /// A resident page is used: the first use of a page read ahead is a hit for its window.
@@ -946,6 +979,7 @@ impl SwapBackend for BlockSwap {
             self.area_of.resize(pages, area);
         }
         self.ra_unused.resize(pages, false);
+        self.read_by.resize(pages, NO_READ);
         self.slot_of.resize(pages, 0);
         self.swap_cache.resize(pages, NO_OWNER);
         self.swap_cache_stale.resize(pages, false);
@@ -1052,6 +1086,14 @@ impl SwapBackend for BlockSwap {
     fn readahead_in(&mut self, q: u32, t: u64, env: &mut Env) -> u64 {
         self.readahead_done(q, false, false, t, env.obs);
         0
+    }
+
+    fn readahead_read_awaited(&mut self, q: u32) -> Option<u64> {
+        BlockSwap::readahead_read_awaited(self, q)
+    }
+
+    fn readahead_read_done(&mut self, id: u64) -> u64 {
+        BlockSwap::readahead_read_done(self, id)
     }
 
     fn touched(&mut self, p: u32) {

@@ -222,6 +222,18 @@ pub trait SwapBackend {
         unreachable!("this back-end reads nothing ahead")
     }
 
+    /// A read-ahead page `q`, resident but not yet mapped, is touched: the request reading it
+    /// if that is still in flight (the toucher sleeps on it until `io_finished`, then
+    /// `readahead_read_done`). Pages whose data came without an asynchronous read: None.
+    fn readahead_read_awaited(&mut self, _q: u32) -> Option<u64> {
+        None
+    }
+
+    /// When the task asleep on read-ahead read `id` (`readahead_read_awaited`) runs again.
+    fn readahead_read_done(&mut self, _id: u64) -> u64 {
+        unreachable!("this back-end never sleeps on a read-ahead read")
+    }
+
     /// Resident page `p` is used by the foreground (read or written; before `written`).
     fn touched(&mut self, _p: u32) {}
 

@@ -326,6 +326,14 @@ impl SwapBackend for Zswap {
         self.dev.abandon_swap_in(id)
     }
 
+    fn readahead_read_awaited(&mut self, q: u32) -> Option<u64> {
+        self.dev.readahead_read_awaited(q)
+    }
+
+    fn readahead_read_done(&mut self, id: u64) -> u64 {
+        self.dev.readahead_read_done(id)
+    }
+
     fn readahead_in(&mut self, q: u32, t: u64, env: &mut Env) -> u64 {
         // A page from the pool comes back dirty with exclusive loads (its slot, kept, holds no
         // copy), clean in the swap cache without them.
