@@ -547,9 +547,9 @@ fn the_batch_probe_traces_every_request_it_submits_and_restores_exactly() {
     ) else {
         return;
     };
-    let requests = (nvmswap_linux::batch_probe::BATCH_PROBE_REQUESTS as u64)
-        * u64::from(nvmswap_linux::batch_probe::BATCH_PROBE_ROUNDS);
     for row in &probe.rows {
+        let requests =
+            row.kind.requests as u64 * u64::from(nvmswap_linux::batch_probe::BATCH_PROBE_ROUNDS);
         // Random offsets of a 64 MiB file rarely fall next to each other: few requests merge.
         assert!(
             row.traced_requests <= requests && row.traced_requests >= requests * 9 / 10,
