@@ -711,6 +711,16 @@ mod tests {
         panic!("tab {tab}'s pages never left DRAM");
     }
 
+    /// A still tab 0 whose first `pages` pages were pushed out of DRAM, in front.
+    fn tab_out_in_front(pages: u32) -> Driver<'static> {
+        let mut d = driver(sites(0.0, 0.0, 0.0));
+        d.open(0, 0).unwrap();
+        let offs: Vec<u32> = (0..pages).collect();
+        push_out(&mut d, 0, &offs);
+        d.machine.use_tab(0);
+        d
+    }
+
     #[test]
     fn a_background_tabs_touches_bring_its_pages_back() {
         let mut d = driver(sites(0.05, 0.0, 0.0));
@@ -948,12 +958,8 @@ mod tests {
 
     #[test]
     fn a_page_read_ahead_is_mapped_by_its_first_touch_a_minor_fault() {
-        let mut d = driver(sites(0.0, 0.0, 0.0));
-        d.open(0, 0).unwrap();
-        let offs: Vec<u32> = (0..64).collect();
-        push_out(&mut d, 0, &offs);
+        let mut d = tab_out_in_front(64);
         let m = &mut d.machine;
-        m.use_tab(0);
         let page = |m: &Machine<'_>, off: u32| m.tabs[0].page(off);
         let out: Vec<u32> = (0..m.tabs[0].pages)
             .filter(|&o| m.loc[page(m, o) as usize] == Loc::Out)
@@ -998,12 +1004,8 @@ mod tests {
         // flight when its fault's own read completed is touched by a task that sleeps until
         // that request completes (the kernel's `folio_lock_or_retry` on the swap-cache folio);
         // the others cost the minor fault alone.
-        let mut d = driver(sites(0.0, 0.0, 0.0));
-        d.open(0, 0).unwrap();
-        let offs: Vec<u32> = (0..400).collect();
-        push_out(&mut d, 0, &offs);
+        let mut d = tab_out_in_front(400);
         let m = &mut d.machine;
-        m.use_tab(0);
         let page = |m: &Machine<'_>, off: u32| m.tabs[0].page(off);
         let minor = m.costs.minor_fault;
         let (mut slept, mut mapped) = (0u64, 0u64);
