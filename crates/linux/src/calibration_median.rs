@@ -15,6 +15,79 @@ use std::fmt::Write as _;
 /// header says which lacked it. An error names what does not match (a number in one run and
 /// text in another, arrays of different lengths).
 pub fn merge(runs: &[String], what: &str) -> Result<String, String> {
+    let (_, merged, spread) = merge_runs(runs, what)?;
+    render(what, runs.len(), &spread, &merged)
+}
+
+/// The software costs of several runs as one: [`merge`], except for the pool store paths
+/// (`zswap_store_page_ns`, `zram_store_page_ns`). Sim uses those only less the compress mean of
+/// the compressor they were measured with (`pool_probe_compressor`; `calibrate::load_costs` and
+/// sim's `Costs::pool_store`): the path around the compressor. Both halves of that difference
+/// move from run to run with the machine, and the median of each taken apart can pair one run's
+/// path with another run's compressor (three runs on 2026-11-28: zram path 9199, 9087, 12103 ns,
+/// lzo 5774, 8448, 8770 ns; medians 9199 - 8448 = 751 ns around the compressor, where the runs
+/// measured 3425, 639 and 3333). So the path around the compressor is taken within each run and
+/// the median of those is written, plus the merged compress mean the loader subtracts again.
+pub fn merge_costs(runs: &[String]) -> Result<String, String> {
+    let what = "software costs";
+    let (tables, mut merged, mut spread) = merge_runs(runs, what)?;
+    for key in POOL_STORE_KEYS {
+        let around: Vec<f64> = tables
+            .iter()
+            .filter_map(|t| Some(number(t.get(key)?)? - probe_compress_mean(t)?))
+            .collect();
+        let with_path = tables.iter().filter(|t| t.contains_key(key)).count();
+        if around.is_empty() || around.len() < with_path {
+            // A run with the path and no compressor to take it from: the plain median stands.
+            continue;
+        }
+        let Some(probe_mean) = probe_compress_mean(&merged) else {
+            continue;
+        };
+        let Some(median) = crate::calibrate::median(around.clone()) else {
+            continue;
+        };
+        merged.insert(
+            key.to_string(),
+            toml::Value::Integer((median + probe_mean).round() as i64),
+        );
+        spread.push((
+            format!("{key} (written)"),
+            vec![format!(
+                "the median of the runs' path less their own probe compressor's compress mean \
+                 ({}), {:.0}, plus the merged compress mean, {probe_mean:.0}",
+                around
+                    .iter()
+                    .map(|v| format!("{v:.0}"))
+                    .collect::<Vec<_>>()
+                    .join(", "),
+                median
+            )],
+        ));
+    }
+    render(what, runs.len(), &spread, &merged)
+}
+
+/// The pool store paths a costs file holds, each measured with `pool_probe_compressor`.
+const POOL_STORE_KEYS: [&str; 2] = ["zswap_store_page_ns", "zram_store_page_ns"];
+
+/// A costs table's compress mean of the compressor its pool paths were measured with.
+fn probe_compress_mean(t: &toml::Table) -> Option<f64> {
+    let probe = t.get("pool_probe_compressor")?.as_str()?;
+    number(t.get("compressor")?.get(probe)?.get("compress_mean_ns")?)
+}
+
+fn number(v: &toml::Value) -> Option<f64> {
+    v.as_float().or_else(|| v.as_integer().map(|i| i as f64))
+}
+
+type Spread = Vec<(String, Vec<String>)>;
+
+/// Every run's table and their merge, with each number's values per run.
+fn merge_runs(
+    runs: &[String],
+    what: &str,
+) -> Result<(Vec<toml::Table>, toml::Table, Spread), String> {
     let tables = runs
         .iter()
         .enumerate()
@@ -28,21 +101,30 @@ pub fn merge(runs: &[String], what: &str) -> Result<String, String> {
     };
     let mut spread = Vec::new();
     let merged = merge_tables(first, &tables, "", &mut spread)?;
+    Ok((tables, merged, spread))
+}
+
+/// The merged file: its header (each number's values per run) and the merged table.
+fn render(
+    what: &str,
+    runs: usize,
+    spread: &Spread,
+    merged: &toml::Table,
+) -> Result<String, String> {
     let mut out = String::new();
     let _ = writeln!(
         out,
-        "# {what}: the median of {} runs of `nvmswap linux calibrate` on this machine; each \
-         number's value per run:",
-        runs.len()
+        "# {what}: the median of {runs} runs of `nvmswap linux calibrate` on this machine; each \
+         number's value per run:"
     );
     let _ = writeln!(
         out,
         "# Text (names, [sources]) is the first run's, and so are the numbers it quotes."
     );
-    for (key, values) in &spread {
+    for (key, values) in spread {
         let _ = writeln!(out, "#   {key}: {}", values.join(", "));
     }
-    let body = toml::to_string(&merged).map_err(|e| format!("{what}: {e}"))?;
+    let body = toml::to_string(merged).map_err(|e| format!("{what}: {e}"))?;
     out.push_str(&body);
     Ok(out)
 }
@@ -248,7 +330,7 @@ mod tests {
         .unwrap();
         assert_eq!(format!("{p:?}"), format!("{bundled:?}"));
         let costs = read("calibrated-costs.toml");
-        let merged = merge(&[costs.clone(), costs.clone(), costs], "costs").unwrap();
+        let merged = merge_costs(&[costs.clone(), costs.clone(), costs]).unwrap();
         let out = std::env::temp_dir().join(format!("nvmswap-median-{}.toml", std::process::id()));
         std::fs::write(&out, merged).unwrap();
         let loaded = crate::calibrate::load_costs(&out, "lzo-rle");
@@ -321,5 +403,75 @@ mod tests {
         assert!(merge(&["= broken".to_string()], "d")
             .unwrap_err()
             .contains("d, run 1"));
+    }
+
+    /// A costs file as `calibrate` writes it, with the pool paths and two compressors.
+    fn costs_run(zram: i64, zswap: i64, lzo: i64, rle: i64) -> String {
+        let compressor = |name: &str, mean: i64| {
+            format!(
+                "[compressor.{name}]\ncompress_mean_ns = {mean}\ncompress_p99_ns = {}\n\
+                 decompress_mean_ns = 3000\ndecompress_p99_ns = 5000\n",
+                2 * mean
+            )
+        };
+        format!(
+            "minor_fault_ns = 2200\nzswap_store_page_ns = {zswap}\nzram_store_page_ns = {zram}\n\
+             pool_probe_compressor = \"lzo\"\n{}{}",
+            compressor("lzo", lzo),
+            compressor("lzo-rle", rle)
+        )
+    }
+
+    #[test]
+    fn a_pool_path_is_merged_around_its_own_runs_compressor() {
+        // 2026-11-28's three runs: the plain medians (9199 - 8448) leave 751 ns around the
+        // compressor, where the runs measured 3425, 639 and 3333.
+        let runs = [
+            costs_run(9_199, 9_135, 5_774, 5_736),
+            costs_run(9_087, 13_135, 8_448, 7_927),
+            costs_run(12_103, 12_215, 8_770, 5_945),
+        ];
+        let text = merge_costs(&runs).unwrap();
+        let t: toml::Table = text.parse().unwrap();
+        assert_eq!(
+            t["compressor"]["lzo"]["compress_mean_ns"].as_integer(),
+            Some(8_448)
+        );
+        assert_eq!(t["zram_store_page_ns"].as_integer(), Some(3_333 + 8_448));
+        // zswap: 3361, 4687, 3445 around lzo.
+        assert_eq!(t["zswap_store_page_ns"].as_integer(), Some(3_445 + 8_448));
+        assert!(
+            text.contains("#   zram_store_page_ns: 9199, 9087, 12103"),
+            "{text}"
+        );
+        assert!(text.contains("(3425, 639, 3333), 3333, plus"), "{text}");
+        // What sim charges around the compressor, through the loader, for the run's lzo-rle.
+        let out = std::env::temp_dir().join(format!("nvmswap-costs-{}.toml", std::process::id()));
+        std::fs::write(&out, &text).unwrap();
+        let loaded = crate::calibrate::load_costs(&out, "lzo-rle");
+        let _ = std::fs::remove_file(&out);
+        let c = loaded.unwrap();
+        let around = c.zram_store_page_ns.unwrap() - c.compress_mean_ns.unwrap();
+        assert!((around - 3_333.0).abs() < 0.5, "{around}");
+        // Everything else as `merge` has it.
+        assert_eq!(t["minor_fault_ns"].as_integer(), Some(2_200));
+        assert_eq!(
+            t["compressor"]["lzo-rle"]["compress_mean_ns"].as_integer(),
+            Some(5_945)
+        );
+    }
+
+    #[test]
+    fn a_pool_path_without_its_compressor_in_some_run_keeps_the_plain_median() {
+        let mut runs = [
+            costs_run(9_199, 9_135, 5_774, 5_736),
+            costs_run(9_087, 13_135, 8_448, 7_927),
+            costs_run(12_103, 12_215, 8_770, 5_945),
+        ];
+        runs[1] = runs[1].replace("pool_probe_compressor = \"lzo\"\n", "");
+        let t: toml::Table = merge_costs(&runs).unwrap().parse().unwrap();
+        assert_eq!(t["zram_store_page_ns"].as_integer(), Some(9_199));
+        let plain: toml::Table = merge(&runs, "x").unwrap().parse().unwrap();
+        assert_eq!(t["zswap_store_page_ns"], plain["zswap_store_page_ns"]);
     }
 }

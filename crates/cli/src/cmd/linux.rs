@@ -421,7 +421,8 @@ pub fn calibrate_runs(
     let profile = merge(&profiles, "disk profile").map_err(anyhow::Error::msg)?;
     nvmswap_core::device::DeviceProfile::from_toml_str(&profile, "calibration")
         .context("the merged profile does not validate")?;
-    let costs = merge(&costs, "software costs").map_err(anyhow::Error::msg)?;
+    let costs =
+        nvmswap_linux::calibration_median::merge_costs(&costs).map_err(anyhow::Error::msg)?;
     Ok((cals, profile, costs))
 }
 
