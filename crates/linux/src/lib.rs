@@ -16,6 +16,7 @@ pub mod chromium;
 pub mod config;
 pub mod device_check;
 pub mod error;
+pub mod host_speed;
 pub mod memcg_reclaim;
 pub mod microbench;
 pub mod pressure;

@@ -104,6 +104,9 @@ pub fn run_pressure(
         .state_file
         .clone()
         .unwrap_or_else(state::default_state_path);
+    // This machine's speed just before and just after the run (`extra.host_speed`): the host
+    // under this VM slows and recovers on its own (crate::host_speed).
+    let speed_before = crate::host_speed::lz4_ns_per_page();
     let t_setup = std::time::Instant::now();
     let mut setup = Setup::apply(&scaled_config, &state_path)?;
     let lock_wait_s = setup.lock_wait.as_secs_f64();
@@ -116,6 +119,10 @@ pub fn run_pressure(
         return Err(LinuxError::Restore(diffs.join("; ")));
     }
     let mut out = result?;
+    out.result.extra.insert(
+        "host_speed".into(),
+        crate::host_speed::to_json(speed_before, crate::host_speed::lz4_ns_per_page()),
+    );
     if let Some(split) = out
         .result
         .extra

@@ -229,6 +229,15 @@ fn swap_file_run_traces_the_swap_device_and_unmounts_what_it_mounted() {
         out.result.extra["wall_split_s"]
     );
     assert!(out.result.extra["other_written_pages"].is_u64());
+    // The machine's speed at both ends of the run.
+    for end in ["before", "after"] {
+        let ns = out.result.extra["host_speed"][format!("lz4_ns_per_page_{end}")].as_f64();
+        assert!(
+            ns.is_some_and(|ns| ns > 0.0),
+            "{}",
+            out.result.extra["host_speed"]
+        );
+    }
     // The kernel's per-charge memcg reclaim, from its vmscan tracepoints.
     let reclaim = &out.result.extra["memcg_reclaim"];
     if reclaim.is_null() {

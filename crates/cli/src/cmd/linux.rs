@@ -393,6 +393,13 @@ pub fn calibrate_runs(
             tracing::info!("calibration run {}/{runs}", i + 1);
         }
         let cal = nvmswap_linux::calibrate::run(swap_dir, seed)?;
+        // The machine this calibration describes, in the figure every linux run reports at
+        // both ends (`extra.host_speed`): the host under this VM slows on its own.
+        tracing::info!(
+            "calibration run {}: host speed, lz4 {:.0} ns per page (nvmswap_linux::host_speed)",
+            i + 1,
+            nvmswap_linux::host_speed::lz4_ns_per_page()
+        );
         let profile = nvmswap_linux::calibrate::device_profile_toml(&cal);
         nvmswap_core::device::DeviceProfile::from_toml_str(&profile, "calibration")
             .context("the calibrated profile does not validate")?;

@@ -518,6 +518,17 @@ const MECHANISMS: &[Mechanism] = &[
         "free pages reported to the host MiB",
         &["free_page_reported_mib"],
     ),
+    // How fast the machine ran a fixed lz4 job just before and after the kernel's runs: the
+    // host under this VM slows on its own, and a calibration describes its own hour
+    // (nvmswap_linux::host_speed). Compare across the scenarios of one matrix.
+    linux(
+        "host: lz4 ns per page before the run",
+        &["host_speed", "lz4_ns_per_page_before"],
+    ),
+    linux(
+        "host: lz4 ns per page after the run",
+        &["host_speed", "lz4_ns_per_page_after"],
+    ),
 ];
 
 /// The mechanism statistics of one scenario that at least one substrate has: (label, mean of
