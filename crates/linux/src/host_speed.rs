@@ -16,8 +16,8 @@
 use nvmswap_core::workload::content::fill_page;
 use nvmswap_core::PAGE_SIZE;
 
-/// Pages compressed per round: 1 MiB, past the L2 cache of this machine's vCPUs, so memory
-/// bandwidth counts as it does for the kernel's paths.
+/// Pages compressed per round: 1 MiB of input, one vCPU's whole L2 on this machine (lscpu: 1 MiB
+/// in each of 2 instances), so the job also reaches into the L3 the host shares with others.
 const PAGES: usize = 256;
 /// Rounds timed; the median is the figure (a round the host interrupted does not move it).
 const ROUNDS: usize = 9;
