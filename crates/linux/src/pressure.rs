@@ -307,6 +307,9 @@ fn drive(
     let mut life = Life::new();
     let mut clock = 0u64;
     let (mut background_faults, mut grown_pages, mut scroll_faults) = (0u64, 0u64, 0u64);
+    // The background tabs' major faults, apart from `major_faults` (the tab in front's, at its
+    // switches and scrolls): every swap-in of the run is one or the other.
+    let mut background_major_faults = 0u64;
     let procs = CString::new(setup.cgroup.join("cgroup.procs").display().to_string())
         .map_err(|_| LinuxError::Worker("cgroup path has a NUL byte".into()))?;
     let tab_cpus = CpuSet::of_config(&setup.config)?;
@@ -397,9 +400,10 @@ fn drive(
         macro_rules! lived {
             () => {{
                 let l0 = std::time::Instant::now();
-                let (f, g) = live_second(&mut life, &mut tabs, &mut fault_ns, &mut oom_kills);
+                let (f, m, g) = live_second(&mut life, &mut tabs, &mut fault_ns, &mut oom_kills);
                 split.life += l0.elapsed().as_secs_f64();
                 background_faults += f;
+                background_major_faults += m;
                 grown_pages += g;
             }};
         }
@@ -607,6 +611,10 @@ fn drive(
     extra.insert("scroll_faults".into(), scroll_faults.into());
     extra.insert("grown_pages".into(), grown_pages.into());
     extra.insert("major_faults".into(), major_faults.into());
+    extra.insert(
+        "background_major_faults".into(),
+        background_major_faults.into(),
+    );
     extra.insert("scale".into(), opts.scale.into());
     // The CPUs the tabs were confined to (`tab_cpus`), or null: every CPU.
     extra.insert(
@@ -661,13 +669,13 @@ fn drive(
 
 /// One second of the tabs' life (core's `Life::second`): every tab concerned is told at once
 /// and runs its part in parallel; then the answers. A tab that died is dropped (an OOM kill).
-/// Returns the faults the tabs took and the pages they grew by.
+/// Returns the faults the tabs took, the major ones among them, and the pages they grew by.
 fn live_second(
     life: &mut Life,
     tabs: &mut BTreeMap<TabId, TabProcess>,
     fault_ns: &mut LatencyRecorder,
     oom_kills: &mut u64,
-) -> (u64, u64) {
+) -> (u64, u64, u64) {
     let mut asked = Vec::new();
     let mut grown = 0u64;
     for ts in life.second() {
@@ -681,7 +689,7 @@ fn live_second(
             asked.push(ts.tab);
         }
     }
-    let mut faults = 0u64;
+    let (mut faults, mut major) = (0u64, 0u64);
     for tab in asked {
         let Some(p) = tabs.get_mut(&tab) else {
             continue;
@@ -689,6 +697,7 @@ fn live_second(
         match p.answer() {
             Some((a, lat)) => {
                 faults += a.faulting_touches;
+                major += a.major_faults;
                 for ns in lat {
                     fault_ns.record_ns(ns);
                 }
@@ -699,7 +708,7 @@ fn live_second(
             }
         }
     }
-    (faults, grown)
+    (faults, major, grown)
 }
 
 /// Tabs `life` still counts that have no process any more (discarded or killed).

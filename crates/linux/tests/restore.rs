@@ -229,6 +229,8 @@ fn swap_file_run_traces_the_swap_device_and_unmounts_what_it_mounted() {
         out.result.extra["wall_split_s"]
     );
     assert!(out.result.extra["other_written_pages"].is_u64());
+    // Every swap-in is the front tab's major fault or a background tab's.
+    assert!(out.result.extra["background_major_faults"].is_u64());
     // The machine's speed at both ends of the run.
     for end in ["before", "after"] {
         let ns = out.result.extra["host_speed"][format!("lz4_ns_per_page_{end}")].as_f64();

@@ -512,6 +512,13 @@ const MECHANISMS: &[Mechanism] = &[
         "write: pages per request p90",
         &["blktrace", "write_pages_per_request", "p90"],
     ),
+    // Swap-ins by whose fault: the tab in front's (switches, scrolls) and the background tabs'
+    // (sim counts no major faults apart).
+    linux("major faults of the tab in front", &["major_faults"]),
+    linux(
+        "major faults of background tabs",
+        &["background_major_faults"],
+    ),
     // The host's side of the run: pages the guest reported free (the host discards them), which
     // slows this machine's disk; sim has no hypervisor.
     linux(
