@@ -252,6 +252,14 @@ pub struct CostOverrides {
     /// occupy the CPUs as the kernel's do; without it, a resident touch takes no time.
     #[serde(default)]
     pub tab_touch_ns: Option<f64>,
+    /// A tab's own CPU per second of background life apart from its touches: the command's
+    /// wake-up, the tab computing which pages its second touches, its answer and the sleep
+    /// after it. Measured by `nvmswap linux calibrate` (the tab-second probe: real tab
+    /// processes told their seconds in turn, each second's thread CPU fitted against its touch
+    /// count; this is the fit's fixed part). Sim's tabs hold their CPU this long when their
+    /// second begins; without it, a second costs only its touches and faults.
+    #[serde(default)]
+    pub tab_second_ns: Option<f64>,
 }
 
 impl CostOverrides {
@@ -289,6 +297,7 @@ impl CostOverrides {
             ),
             ("costs.remote_flush_ns", self.remote_flush_ns, true),
             ("costs.tab_touch_ns", self.tab_touch_ns, true),
+            ("costs.tab_second_ns", self.tab_second_ns, true),
         ] {
             let Some(v) = value else { continue };
             if !v.is_finite() || v < 0.0 || (v == 0.0 && !zero_ok) {

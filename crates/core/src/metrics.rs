@@ -85,6 +85,71 @@ impl LatencyRecorder {
     }
 }
 
+/// The run's fault latencies split by who faulted and whether the fault read its page from the
+/// swap back-end: `front` is the tab in front (loading, switching, scrolling), `background` the
+/// tabs living their seconds behind it; `major` a fault the kernel counts in `ru_majflt` (it had
+/// to bring its page in: a device read, a zram or zswap decompression), `other` the rest
+/// (demand-zero pages, swap-cache hits, including those that wait for a read-ahead read still in
+/// flight). The fault p99 of a run mixes the four; split, a substrate that matches the mix but
+/// not a class (or the other way round) shows which.
+#[derive(Debug, Clone, Default)]
+pub struct FaultClasses {
+    front_major: LatencyRecorder,
+    front_other: LatencyRecorder,
+    background_major: LatencyRecorder,
+    background_other: LatencyRecorder,
+}
+
+impl FaultClasses {
+    pub fn record_ns(&mut self, front: bool, major: bool, ns: u64) {
+        let class = match (front, major) {
+            (true, true) => &mut self.front_major,
+            (true, false) => &mut self.front_other,
+            (false, true) => &mut self.background_major,
+            (false, false) => &mut self.background_other,
+        };
+        class.record_ns(ns);
+    }
+
+    /// Faults recorded in all four classes.
+    pub fn count(&self) -> u64 {
+        [
+            &self.front_major,
+            &self.front_other,
+            &self.background_major,
+            &self.background_other,
+        ]
+        .iter()
+        .map(|c| c.count())
+        .sum()
+    }
+
+    /// `{front_major: {count, mean, p50, p90, p95, p99, p999, max}, front_other: ...,
+    /// background_major: ..., background_other: ...}`, latencies in µs (`extra.
+    /// fault_latency_by_class_us`); a class without faults has count 0 and zeros.
+    pub fn to_json(&self) -> serde_json::Value {
+        let class = |r: &LatencyRecorder| {
+            let s = r.summary(crate::NS_PER_US);
+            serde_json::json!({
+                "count": r.count(),
+                "mean": s.mean,
+                "p50": s.p50,
+                "p90": s.p90,
+                "p95": s.p95,
+                "p99": s.p99,
+                "p999": s.p999,
+                "max": s.max,
+            })
+        };
+        serde_json::json!({
+            "front_major": class(&self.front_major),
+            "front_other": class(&self.front_other),
+            "background_major": class(&self.background_major),
+            "background_other": class(&self.background_other),
+        })
+    }
+}
+
 /// `{mean, p50, p99, max}` of `values` divided by `unit`, exactly (zeros when empty): per-charge
 /// counts and durations, where zero is a common value that a histogram would not record.
 pub fn exact_distribution(values: &[u64], unit: f64) -> serde_json::Value {
@@ -125,6 +190,26 @@ mod tests {
         assert_eq!(percentile_sorted(&v, 99), 100);
         assert_eq!(percentile_sorted(&v, 0), 1);
         assert_eq!(percentile_sorted(&[7], 99), 7);
+    }
+
+    #[test]
+    fn fault_classes_keep_each_fault_in_its_own_class() {
+        let mut c = FaultClasses::default();
+        c.record_ns(true, true, 100_000);
+        c.record_ns(true, false, 2_000);
+        c.record_ns(true, false, 3_000);
+        c.record_ns(false, true, 500_000);
+        assert_eq!(c.count(), 4);
+        let j = c.to_json();
+        assert_eq!(j["front_major"]["count"], 1);
+        assert_eq!(j["front_other"]["count"], 2);
+        assert_eq!(j["background_major"]["count"], 1);
+        assert_eq!(j["background_other"]["count"], 0);
+        let us = |k: &str| j[k]["max"].as_f64().unwrap();
+        assert!((us("front_major") - 100.0).abs() < 0.1, "{j}");
+        assert!((us("background_major") - 500.0).abs() < 0.5, "{j}");
+        assert!((us("front_other") - 3.0).abs() < 0.01, "{j}");
+        assert_eq!(us("background_other"), 0.0);
     }
 
     #[test]

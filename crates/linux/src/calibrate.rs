@@ -107,6 +107,11 @@ pub struct Calibration {
     /// A tab's own CPU per touch of a resident page, ns, per round of the tab-touch probe
     /// ([`crate::tab::probe_touch_ns`]); their median is `costs.tab_touch_ns`.
     pub tab_touch_ns_rounds: Vec<f64>,
+    /// A tab's CPU per background second apart from its touches ([`crate::tab::
+    /// probe_tab_second`]'s fit), `costs.tab_second_ns`; `None` where the probe failed
+    /// (`tab_second_unavailable` says why).
+    pub tab_second: Option<crate::tab::TabSecondProbe>,
+    pub tab_second_unavailable: Option<String>,
     pub pages_per_probe: u64,
     /// The disk's queue depth: the tags of its hardware queues (`/sys/block/<disk>/mq/*/nr_tags`,
     /// summed), or the scheduler's nr_requests when the disk has no mq directory.
@@ -2057,8 +2062,14 @@ pub fn run(swap_dir: &Path, seed: u64) -> Result<Calibration, LinuxError> {
         };
     let (minor_fault_us, minor_fault_burst_p50_us) = probe_minor_fault(8192)?;
     let tab_touch_ns_rounds = crate::tab::probe_touch_ns()?;
+    let (tab_second, tab_second_unavailable) = match crate::tab::probe_tab_second(seed) {
+        Ok(p) => (Some(p), None),
+        Err(e) => (None, Some(e.to_string())),
+    };
     Ok(Calibration {
         tab_touch_ns_rounds,
+        tab_second,
+        tab_second_unavailable,
         remote_shootdown,
         remote_shootdown_unavailable,
         kept_pages,
@@ -2434,6 +2445,13 @@ pub fn costs_toml(cal: &Calibration) -> String {
             rounds.len(),
             rounds.join(", "),
             each.round()
+        ));
+    }
+    if let Some(t) = &cal.tab_second {
+        out.push_str(&crate::tab::tab_second_comment(t));
+        out.push_str(&format!(
+            "tab_second_ns = {}\n",
+            t.fixed_ns.max(0.0).round()
         ));
     }
     if let Some(sp) = &cal.swap_path {
@@ -2831,6 +2849,8 @@ struct CostsFile {
     remote_flush_ns: Option<f64>,
     #[serde(default)]
     tab_touch_ns: Option<f64>,
+    #[serde(default)]
+    tab_second_ns: Option<f64>,
     /// The compressor the pool paths were measured with.
     #[serde(default)]
     pool_probe_compressor: Option<String>,
@@ -2879,6 +2899,7 @@ pub fn load_costs(
         reclaim_keep_page_ns: file.reclaim_keep_page_ns,
         remote_flush_ns: file.remote_flush_ns,
         tab_touch_ns: file.tab_touch_ns,
+        tab_second_ns: file.tab_second_ns,
         minor_fault_ns: Some(file.minor_fault_ns),
         swap_write_page_ns: file.swap_write_page_ns,
         swap_in_software_ns: file.swap_in_software_ns,
@@ -3118,6 +3139,14 @@ mod tests {
             minor_fault_us: s(2.0, 2.2),
             minor_fault_burst_p50_us: vec![2.6, 1.7, 1.9],
             tab_touch_ns_rounds: vec![610.0, 590.0, 600.0],
+            tab_second: Some(crate::tab::TabSecondProbe {
+                fixed_ns: 19_400.4,
+                per_touch_ns: 747.0,
+                r2: 0.95,
+                seconds: 320,
+                touches_min_median_max: (18, 93, 519),
+            }),
+            tab_second_unavailable: None,
             pages_per_probe: 4096,
             queue_depth: 128,
             queue_depth_source: "read: test".into(),
@@ -3221,6 +3250,9 @@ mod tests {
         // Chunks of 10 touches of 12,000 ns: 12,000 - 1,800 - 10,000.
         assert!(text.contains("page-out p50: 200 ns."), "{text}");
         assert!(text.contains("zswpout 4096 of 4096 pages"), "{text}");
+        // The tab-second probe's fixed part, rounded, with its fit in the comment.
+        assert!(text.contains("\ntab_second_ns = 19400\n"), "{text}");
+        assert!(text.contains("19400 ns + 747 ns x touches"), "{text}");
         let path =
             std::env::temp_dir().join(format!("nvmswap-costs-test-{}.toml", std::process::id()));
         std::fs::write(&path, &text).unwrap();
@@ -3235,6 +3267,7 @@ mod tests {
         assert_eq!(lzo.pool_swap_in_software_ns, Some(7_500.0));
         // Not moved by the compressor: the work around the page-out.
         assert_eq!(lzo.reclaim_scan_page_ns, Some(16_500.0));
+        assert_eq!(lzo.tab_second_ns, Some(19_400.0));
         // lzo-rle compresses 300 ns slower on average: the measured paths move by that.
         let rle = rle.unwrap();
         assert_eq!(rle.zswap_store_page_ns, Some(14_300.0));
@@ -3398,6 +3431,8 @@ mod tests {
             minor_fault_us: s(2.0),
             minor_fault_burst_p50_us: vec![],
             tab_touch_ns_rounds: vec![],
+            tab_second: None,
+            tab_second_unavailable: Some("test".into()),
             pages_per_probe: 1,
             queue_depth: 128,
             queue_depth_source: "read: test".into(),

@@ -19,20 +19,20 @@ use std::ffi::CString;
 use std::path::PathBuf;
 
 use nvmswap_core::discard::{check_scale, DiscardTarget, MemorySnapshot, TabRecency};
-use nvmswap_core::metrics::LatencyRecorder;
+use nvmswap_core::metrics::{FaultClasses, LatencyRecorder};
 use nvmswap_core::progress::Progress;
 use nvmswap_core::results::{
     RunFigures, RunOutput, RunResult, RunSeries, SwitchSample, TimelineSample,
 };
 use nvmswap_core::workload::life::Life;
 use nvmswap_core::workload::tabs::{default_sites, Action, PressureParams, TabId};
-use nvmswap_core::{NS_PER_MS, NS_PER_US, PAGE_SIZE};
+use nvmswap_core::{NS_PER_MS, NS_PER_S, NS_PER_US, PAGE_SIZE};
 
 use crate::affinity::CpuSet;
 use crate::config::{LinuxConfig, SwapSetup};
 use crate::error::LinuxError;
 use crate::setup::Setup;
-use crate::tab::{TabProcess, TabShape};
+use crate::tab::{FaultSample, TabProcess, TabShape};
 use crate::{cgroup, signals, state, sysfs};
 
 /// Options of a linux pressure run.
@@ -310,6 +310,9 @@ fn drive(
     // The background tabs' major faults, apart from `major_faults` (the tab in front's, at its
     // switches and scrolls): every swap-in of the run is one or the other.
     let mut background_major_faults = 0u64;
+    // The background tabs' CPU time in their seconds (each tab's thread CPU clock across a
+    // second's command), beside the seconds' wall time (`wall_split_s.life`).
+    let mut background_cpu_ns = 0u64;
     let procs = CString::new(setup.cgroup.join("cgroup.procs").display().to_string())
         .map_err(|_| LinuxError::Worker("cgroup path has a NUL byte".into()))?;
     let tab_cpus = CpuSet::of_config(&setup.config)?;
@@ -362,7 +365,7 @@ fn drive(
     let mut recency = TabRecency::default();
     let (mut discards, mut oom_kills, mut actions) = (0u64, 0u64, 0u64);
     let mut switch_ms = LatencyRecorder::new();
-    let mut fault_ns = LatencyRecorder::new();
+    let mut fault_ns = FaultLatencies::default();
     let mut series = RunSeries::default();
     let mut major_faults = 0u64;
     progress.stage(&format!("linux {}", setup.config.name), 0);
@@ -400,11 +403,13 @@ fn drive(
         macro_rules! lived {
             () => {{
                 let l0 = std::time::Instant::now();
-                let (f, m, g) = live_second(&mut life, &mut tabs, &mut fault_ns, &mut oom_kills);
+                let (f, m, g, cpu) =
+                    live_second(&mut life, &mut tabs, &mut fault_ns, &mut oom_kills);
                 split.life += l0.elapsed().as_secs_f64();
                 background_faults += f;
                 background_major_faults += m;
                 grown_pages += g;
+                background_cpu_ns += cpu;
             }};
         }
         // Lets `ns` of the workload's clock pass, working off the tabs' seconds on the way.
@@ -444,9 +449,7 @@ fn drive(
                         Some((answer, lat)) => {
                             scroll_faults += answer.faulting_touches;
                             major_faults += answer.major_faults;
-                            for ns in lat {
-                                fault_ns.record_ns(ns);
-                            }
+                            fault_ns.record(true, &lat);
                         }
                         None => {
                             tabs.remove(&tab);
@@ -467,9 +470,7 @@ fn drive(
                 tab_pids.insert(proc_.pid);
                 clock += t0.elapsed().as_nanos() as u64;
                 if let Some((_, lat)) = loaded {
-                    for ns in lat {
-                        fault_ns.record_ns(ns);
-                    }
+                    fault_ns.record(true, &lat);
                     tabs.insert(tab, proc_);
                     recency.used(tab);
                     life.opened(tab, shapes[site].life, clock);
@@ -490,9 +491,7 @@ fn drive(
                     Some((answer, lat)) => {
                         switch_ms.record_ns(answer.latency_ns);
                         major_faults += answer.major_faults;
-                        for ns in lat {
-                            fault_ns.record_ns(ns);
-                        }
+                        fault_ns.record(true, &lat);
                         series.switches.push(SwitchSample {
                             tabs_open: tabs.len() as u32,
                             latency_ms: answer.latency_ns as f64 / NS_PER_MS as f64,
@@ -612,6 +611,14 @@ fn drive(
     extra.insert("grown_pages".into(), grown_pages.into());
     extra.insert("major_faults".into(), major_faults.into());
     extra.insert(
+        "background_cpu_s".into(),
+        (background_cpu_ns as f64 / NS_PER_S as f64).into(),
+    );
+    extra.insert(
+        "fault_latency_by_class_us".into(),
+        fault_ns.classes.to_json(),
+    );
+    extra.insert(
         "background_major_faults".into(),
         background_major_faults.into(),
     );
@@ -653,7 +660,7 @@ fn drive(
         tabs_opened: test.tabs_opened(),
         discards,
         switches: &switch_ms,
-        faults: &fault_ns,
+        faults: &fault_ns.all,
         swap_in_bytes: (d("pswpin") + d("zswpin")) * PAGE_SIZE,
         swap_out_bytes: (d("pswpout") + d("zswpout")) * PAGE_SIZE,
         zswap: setup.zswap.then(|| (d("zswpin"), d("pswpin"))),
@@ -663,19 +670,38 @@ fn drive(
         wall_s: started.elapsed().as_secs_f64(),
         extra,
     });
-    series.fault_latency_us_hist = fault_ns.log_buckets(NS_PER_US);
+    series.fault_latency_us_hist = fault_ns.all.log_buckets(NS_PER_US);
     Ok(RunOutput { result, series })
+}
+
+/// The run's fault latencies: all of them (`fault_latency_us`) and by class
+/// (`extra.fault_latency_by_class_us`).
+#[derive(Default)]
+struct FaultLatencies {
+    all: LatencyRecorder,
+    classes: FaultClasses,
+}
+
+impl FaultLatencies {
+    /// A tab's faulting touches; `front`: the tab in front's (loading, switching, scrolling).
+    fn record(&mut self, front: bool, samples: &[FaultSample]) {
+        for f in samples {
+            self.all.record_ns(f.ns);
+            self.classes.record_ns(front, f.major, f.ns);
+        }
+    }
 }
 
 /// One second of the tabs' life (core's `Life::second`): every tab concerned is told at once
 /// and runs its part in parallel; then the answers. A tab that died is dropped (an OOM kill).
-/// Returns the faults the tabs took, the major ones among them, and the pages they grew by.
+/// Returns the faults the tabs took, the major ones among them, the pages they grew by and the
+/// CPU time they used.
 fn live_second(
     life: &mut Life,
     tabs: &mut BTreeMap<TabId, TabProcess>,
-    fault_ns: &mut LatencyRecorder,
+    fault_ns: &mut FaultLatencies,
     oom_kills: &mut u64,
-) -> (u64, u64, u64) {
+) -> (u64, u64, u64, u64) {
     let mut asked = Vec::new();
     let mut grown = 0u64;
     for ts in life.second() {
@@ -689,7 +715,7 @@ fn live_second(
             asked.push(ts.tab);
         }
     }
-    let (mut faults, mut major) = (0u64, 0u64);
+    let (mut faults, mut major, mut cpu) = (0u64, 0u64, 0u64);
     for tab in asked {
         let Some(p) = tabs.get_mut(&tab) else {
             continue;
@@ -698,9 +724,8 @@ fn live_second(
             Some((a, lat)) => {
                 faults += a.faulting_touches;
                 major += a.major_faults;
-                for ns in lat {
-                    fault_ns.record_ns(ns);
-                }
+                cpu += a.cpu_ns;
+                fault_ns.record(false, &lat);
             }
             None => {
                 tabs.remove(&tab);
@@ -708,7 +733,7 @@ fn live_second(
             }
         }
     }
-    (faults, major, grown)
+    (faults, major, grown, cpu)
 }
 
 /// Tabs `life` still counts that have no process any more (discarded or killed).

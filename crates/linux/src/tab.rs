@@ -5,8 +5,8 @@
 //! `LIVE` followed by `[background_second or NONE, grow_from, grow_to]`, or `SCROLL` followed by
 //! `[step, steps, 0]`; after loading, after each switch, each scroll step and each second of
 //! life the tab answers `[latency_ns, faulting_touches,
-//! major_faults]` and has written the latency of each faulting touch into its shared fault
-//! buffer. A tab killed (discard, or the cgroup's OOM killer) closes its answer pipe, which the
+//! major_faults, cpu_ns]` and has written the latency of each faulting touch into its shared fault
+//! buffer (the top bit set for a major fault, [`FaultSample`]). A tab killed (discard, or the cgroup's OOM killer) closes its answer pipe, which the
 //! driver reads as EOF.
 //!
 //! Which pages a switch and a second of life touch is core's decision
@@ -71,10 +71,17 @@ pub struct Answer {
     pub latency_ns: u64,
     pub faulting_touches: u64,
     pub major_faults: u64,
+    /// The tab's CPU time (`CLOCK_THREAD_CPUTIME_ID`) from reading the command to answering:
+    /// its touches, their faults' kernel work and the getrusage and clock calls around each,
+    /// not the time it slept on a read or waited for a CPU.
+    pub cpu_ns: u64,
 }
 
+/// An answer's size: four words (within PIPE_BUF, so written atomically).
+const ANSWER_BYTES: usize = 32;
+
 /// A tab's load answer and the latencies of its demand-zero faults.
-pub type Loaded = (Answer, Vec<u64>);
+pub type Loaded = (Answer, Vec<FaultSample>);
 
 /// The driver's handle on a tab process.
 pub struct TabProcess {
@@ -105,9 +112,9 @@ fn spin(ns: u64) {
 }
 
 fn write_words(fd: libc::c_int, words: &[u64]) -> bool {
-    let mut buf = [0u8; 24];
-    let n = words.len().min(3) * 8;
-    for (i, w) in words.iter().take(3).enumerate() {
+    let mut buf = [0u8; ANSWER_BYTES];
+    let n = words.len().min(ANSWER_BYTES / 8) * 8;
+    for (i, w) in words.iter().take(ANSWER_BYTES / 8).enumerate() {
         buf[i * 8..i * 8 + 8].copy_from_slice(&w.to_le_bytes());
     }
     // SAFETY: writing `n` initialised bytes of a stack buffer.
@@ -158,12 +165,19 @@ fn tab_main(
         return 3;
     }
     let t0 = worker::monotonic_ns();
+    let cpu0 = worker::thread_cpu_ns();
     let mut load = Touches::default();
     for p in 0..shape.life.pages {
         fill(memory, &mut load, faults, shape, seed, tab, p);
     }
     spin(shape.load_cpu_ns);
-    if !write_words(answer_fd, &[worker::monotonic_ns() - t0, load.faulting, 0]) {
+    let answer = [
+        worker::monotonic_ns() - t0,
+        load.faulting,
+        0,
+        worker::thread_cpu_ns() - cpu0,
+    ];
+    if !write_words(answer_fd, &answer) {
         return 4;
     }
     let mut visit = 0u32;
@@ -177,6 +191,7 @@ fn tab_main(
             return 0;
         }
         let mut done = Touches::default();
+        let cpu0 = worker::thread_cpu_ns();
         match u64::from_le_bytes(cmd) {
             SWITCH => {
                 for (p, write) in shape.life.switch_touches(tab, pages, visit) {
@@ -218,7 +233,8 @@ fn tab_main(
             EXIT => return 0,
             _ => return 5,
         }
-        if !write_words(answer_fd, &[done.ns, done.faulting, done.majors]) {
+        let cpu = worker::thread_cpu_ns() - cpu0;
+        if !write_words(answer_fd, &[done.ns, done.faulting, done.majors, cpu]) {
             return 4;
         }
     }
@@ -242,11 +258,35 @@ fn timed(done: &mut Touches, faults: &[std::sync::atomic::AtomicU64], access: im
     let (maj1, min1) = worker::thread_faults();
     done.ns += b - a;
     if maj1 + min1 > maj0 + min0 {
+        let major = maj1 > maj0;
         if (done.faulting as usize) < faults.len() {
-            faults[done.faulting as usize].store(b - a, Ordering::Relaxed);
+            let word = (b - a).min(!MAJOR_BIT) | if major { MAJOR_BIT } else { 0 };
+            faults[done.faulting as usize].store(word, Ordering::Relaxed);
         }
         done.faulting += 1;
-        done.majors += (maj1 > maj0) as u64;
+        done.majors += major as u64;
+    }
+}
+
+/// The bit of a fault-buffer word that marks a major fault (the thread's `ru_majflt` rose
+/// across the touch); the other 63 bits are its latency in ns.
+const MAJOR_BIT: u64 = 1 << 63;
+
+/// One faulting touch as the tab timed it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FaultSample {
+    pub ns: u64,
+    /// The kernel counted it major: it read its page in (device, zram or zswap), not a
+    /// demand-zero page or a swap-cache hit.
+    pub major: bool,
+}
+
+impl FaultSample {
+    fn from_word(word: u64) -> FaultSample {
+        FaultSample {
+            ns: word & !MAJOR_BIT,
+            major: word & MAJOR_BIT != 0,
+        }
     }
 }
 
@@ -352,7 +392,7 @@ impl TabProcess {
     }
 
     fn read_answer(&mut self) -> Option<Answer> {
-        let mut buf = [0u8; 24];
+        let mut buf = [0u8; ANSWER_BYTES];
         if !read_exact(self.answer_fd, &mut buf) {
             return None;
         }
@@ -361,11 +401,12 @@ impl TabProcess {
             latency_ns: w(0),
             faulting_touches: w(1),
             major_faults: w(2),
+            cpu_ns: w(3),
         })
     }
 
     /// Switch to the tab; `None` when the tab died (killed by the cgroup's OOM killer).
-    pub fn switch(&mut self) -> Option<(Answer, Vec<u64>)> {
+    pub fn switch(&mut self) -> Option<(Answer, Vec<FaultSample>)> {
         // A dead reader gives EPIPE, which the CLI ignores (SIGPIPE is ignored by Rust's
         // runtime), and then EOF below.
         if !self.command(&[SWITCH]) {
@@ -384,7 +425,7 @@ impl TabProcess {
 
     /// Step `step` of `steps` of a scroll (the tab is in front): the tab touches its part of
     /// its scroll set and answers. `None` when the tab died.
-    pub fn scroll(&mut self, step: u32, steps: u32) -> Option<(Answer, Vec<u64>)> {
+    pub fn scroll(&mut self, step: u32, steps: u32) -> Option<(Answer, Vec<FaultSample>)> {
         if !self.command(&[SCROLL, step as u64, steps as u64, 0]) {
             return None;
         }
@@ -392,7 +433,7 @@ impl TabProcess {
     }
 
     /// The answer to the last command and its faults' latencies; `None` when the tab died.
-    pub fn answer(&mut self) -> Option<(Answer, Vec<u64>)> {
+    pub fn answer(&mut self) -> Option<(Answer, Vec<FaultSample>)> {
         let answer = self.read_answer()?;
         let lat = self.fault_latencies(answer.faulting_touches);
         Some((answer, lat))
@@ -409,11 +450,11 @@ impl TabProcess {
         unsafe { libc::write(self.cmd_fd, buf.as_ptr().cast(), n) == n as isize }
     }
 
-    fn fault_latencies(&self, n: u64) -> Vec<u64> {
+    fn fault_latencies(&self, n: u64) -> Vec<FaultSample> {
         let n = (n as usize).min(self.faults.words().len());
         self.faults.words()[..n]
             .iter()
-            .map(|w| w.load(Ordering::Relaxed))
+            .map(|w| FaultSample::from_word(w.load(Ordering::Relaxed)))
             .collect()
     }
 
@@ -431,6 +472,175 @@ impl Drop for TabProcess {
             libc::close(self.answer_fd);
         }
         worker::kill_and_reap(self.pid);
+    }
+}
+
+/// Tab processes the tab-second probe keeps (told their seconds in turn, so that each meets its
+/// memory as a background tab does, after the others ran), the seconds each lives, and the
+/// scale of their sites (the validation matrix's first).
+pub const SECOND_PROBE_TABS: u32 = 8;
+pub const SECOND_PROBE_SECONDS: u64 = 40;
+pub const SECOND_PROBE_SCALE: f64 = 0.1;
+
+/// What a tab's second costs its CPU, fitted over the probe's seconds: `fixed_ns` per second
+/// (the command's wake-up, the tab computing its touch set, the answer and the sleep that
+/// follows) and `per_touch_ns` per background touch of a resident page.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct TabSecondProbe {
+    pub fixed_ns: f64,
+    pub per_touch_ns: f64,
+    /// Least-squares fit's R² and the seconds it fitted (those with touches and without).
+    pub r2: f64,
+    pub seconds: usize,
+    /// Touches per second over the fitted seconds: smallest, median, largest.
+    pub touches_min_median_max: (usize, usize, usize),
+}
+
+/// A tab's CPU per second of background life, measured on the tab processes of the linux
+/// substrate (the same code as a run's: [`TabProcess::live`], the tab's thread CPU clock across
+/// the command): [`SECOND_PROBE_TABS`] tabs of the bundled sites at [`SECOND_PROBE_SCALE`],
+/// resident (the root memory cgroup: no limit), each told [`SECOND_PROBE_SECONDS`] seconds, the
+/// tabs in turn and one at a time (no CPU contention; the probe's own pipe round trip is the
+/// run's). Each second's CPU against its touch count, fitted as `fixed + per_touch x touches`.
+pub fn probe_tab_second(seed: u64) -> Result<TabSecondProbe, LinuxError> {
+    let procs_path = crate::cgroup::memory_root().join("cgroup.procs");
+    let procs =
+        CString::new(procs_path.to_string_lossy().as_bytes()).map_err(|_| LinuxError::Config {
+            name: procs_path.display().to_string(),
+            detail: "a path with a NUL byte".into(),
+        })?;
+    let sites = nvmswap_core::workload::tabs::default_sites();
+    let mut tabs = Vec::new();
+    for tab in 0..SECOND_PROBE_TABS {
+        let site = &sites[tab as usize % sites.len()];
+        let shape = TabShape {
+            load_cpu_ns: 0,
+            render_cpu_ns: 0,
+            ..TabShape::of(site, SECOND_PROBE_SCALE)
+        };
+        let (proc_, loaded) = TabProcess::spawn(None, &procs, shape, seed, tab)?;
+        if loaded.is_none() {
+            return Err(LinuxError::Worker(format!(
+                "tab-second probe: tab {tab} died while loading"
+            )));
+        }
+        tabs.push((tab, shape, proc_));
+    }
+    let mut samples: Vec<(f64, f64)> = Vec::new();
+    for second in 0..SECOND_PROBE_SECONDS {
+        for (tab, shape, proc_) in tabs.iter_mut() {
+            let touches = shape
+                .life
+                .background_touches(*tab, shape.life.pages, second)
+                .count();
+            if !proc_.live(Some(second), None) {
+                return Err(LinuxError::Worker(format!(
+                    "tab-second probe: tab {tab} died"
+                )));
+            }
+            let Some((answer, _)) = proc_.answer() else {
+                return Err(LinuxError::Worker(format!(
+                    "tab-second probe: tab {tab} died"
+                )));
+            };
+            // A second whose touches faulted (a page the host or DAMON took) is not the
+            // resident case the fit is for.
+            if answer.faulting_touches == 0 {
+                samples.push((touches as f64, answer.cpu_ns as f64));
+            }
+        }
+    }
+    drop(tabs);
+    fit_tab_second(&samples).ok_or_else(|| {
+        LinuxError::Worker(format!(
+            "tab-second probe: {} seconds without faults do not give a fit (need two touch counts)",
+            samples.len()
+        ))
+    })
+}
+
+/// The costs file's comment on the tab-second probe's fit (each line a TOML comment).
+pub fn tab_second_comment(t: &TabSecondProbe) -> String {
+    let (lo, mid, hi) = t.touches_min_median_max;
+    format!(
+        "# A tab's own CPU per background second apart from its touches: {SECOND_PROBE_TABS} tab processes\n\
+         # of the bundled sites (x{SECOND_PROBE_SCALE}, resident) told {SECOND_PROBE_SECONDS} seconds each in turn; each second's\n\
+         # thread CPU against its touches ({lo}..{hi}, median {mid}) over {} seconds without faults:\n\
+         # {:.0} ns + {:.0} ns x touches (R² {:.3}); the fixed part.\n",
+        t.seconds, t.fixed_ns, t.per_touch_ns, t.r2
+    )
+}
+
+/// Least squares of `cpu = fixed + per_touch x touches` over `(touches, cpu_ns)`; `None` with
+/// fewer than two distinct touch counts.
+fn fit_tab_second(samples: &[(f64, f64)]) -> Option<TabSecondProbe> {
+    let n = samples.len() as f64;
+    let mx = samples.iter().map(|s| s.0).sum::<f64>() / n;
+    let my = samples.iter().map(|s| s.1).sum::<f64>() / n;
+    let sxx: f64 = samples.iter().map(|s| (s.0 - mx).powi(2)).sum();
+    let sxy: f64 = samples.iter().map(|s| (s.0 - mx) * (s.1 - my)).sum();
+    let syy: f64 = samples.iter().map(|s| (s.1 - my).powi(2)).sum();
+    if samples.len() < 2 || sxx <= 0.0 {
+        return None;
+    }
+    let per_touch = sxy / sxx;
+    let fixed = my - per_touch * mx;
+    let r2 = if syy > 0.0 {
+        sxy * sxy / (sxx * syy)
+    } else {
+        1.0
+    };
+    let mut counts: Vec<usize> = samples.iter().map(|s| s.0 as usize).collect();
+    counts.sort_unstable();
+    Some(TabSecondProbe {
+        fixed_ns: fixed,
+        per_touch_ns: per_touch,
+        r2,
+        seconds: samples.len(),
+        touches_min_median_max: (
+            counts[0],
+            counts[counts.len() / 2],
+            counts[counts.len() - 1],
+        ),
+    })
+}
+
+#[cfg(test)]
+mod second_probe_tests {
+    use super::*;
+
+    #[test]
+    fn the_fit_finds_the_fixed_and_per_touch_parts() {
+        let samples: Vec<(f64, f64)> = (0..50)
+            .map(|i| {
+                let t = (i * 7 % 120) as f64;
+                (
+                    t,
+                    30_000.0 + 900.0 * t + if i % 2 == 0 { 50.0 } else { -50.0 },
+                )
+            })
+            .collect();
+        let f = fit_tab_second(&samples).unwrap();
+        assert!((f.fixed_ns - 30_000.0).abs() < 100.0, "{f:?}");
+        assert!((f.per_touch_ns - 900.0).abs() < 2.0, "{f:?}");
+        assert!(f.r2 > 0.99, "{f:?}");
+        assert_eq!(f.seconds, 50);
+        assert!(fit_tab_second(&[(5.0, 1.0), (5.0, 2.0)]).is_none());
+    }
+
+    #[test]
+    fn the_probe_measures_tab_processes_living_their_seconds() {
+        if crate::require_root().is_err() {
+            eprintln!(
+                "skipped: the tab-second probe moves its tabs into the root memory cgroup (root)"
+            );
+            return;
+        }
+        let p = probe_tab_second(1).unwrap();
+        eprintln!("tab second: {p:?}");
+        assert!(p.seconds > 20, "{p:?}");
+        assert!(p.per_touch_ns > 0.0 && p.per_touch_ns < 100_000.0, "{p:?}");
+        assert!(p.fixed_ns.is_finite(), "{p:?}");
     }
 }
 

@@ -106,13 +106,23 @@ pub fn join_cgroup_no_alloc(procs_file: &CString) -> bool {
 
 /// CLOCK_MONOTONIC in nanoseconds (vDSO: tens of ns, no system call).
 #[inline]
+/// The calling thread's CPU time so far (`CLOCK_THREAD_CPUTIME_ID`, ns; the scheduler's exact
+/// runtime, not tick-sampled). No allocation: a tab child may call it.
+pub fn thread_cpu_ns() -> u64 {
+    clock_ns(libc::CLOCK_THREAD_CPUTIME_ID)
+}
+
 pub fn monotonic_ns() -> u64 {
+    clock_ns(libc::CLOCK_MONOTONIC)
+}
+
+fn clock_ns(clock: libc::clockid_t) -> u64 {
     let mut ts = libc::timespec {
         tv_sec: 0,
         tv_nsec: 0,
     };
     // SAFETY: `ts` is a valid out-pointer.
-    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    unsafe { libc::clock_gettime(clock, &mut ts) };
     ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
 }
 

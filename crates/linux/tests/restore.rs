@@ -231,6 +231,35 @@ fn swap_file_run_traces_the_swap_device_and_unmounts_what_it_mounted() {
     assert!(out.result.extra["other_written_pages"].is_u64());
     // Every swap-in is the front tab's major fault or a background tab's.
     assert!(out.result.extra["background_major_faults"].is_u64());
+    // Each fault in its class: the major counts are the tabs' own ru_majflt counts, and the
+    // classes hold every fault of `fault_latency_us`.
+    let classes = &out.result.extra["fault_latency_by_class_us"];
+    let count = |class: &str| classes[class]["count"].as_u64().unwrap();
+    assert_eq!(
+        count("front_major"),
+        out.result.extra["major_faults"].as_u64().unwrap(),
+        "{classes}"
+    );
+    assert_eq!(
+        count("background_major"),
+        out.result.extra["background_major_faults"]
+            .as_u64()
+            .unwrap(),
+        "{classes}"
+    );
+    assert_eq!(
+        [
+            "front_major",
+            "front_other",
+            "background_major",
+            "background_other"
+        ]
+        .map(count)
+        .iter()
+        .sum::<u64>(),
+        out.result.faults,
+        "{classes}"
+    );
     // The machine's speed at both ends of the run.
     for end in ["before", "after"] {
         let ns = out.result.extra["host_speed"][format!("lz4_ns_per_page_{end}")].as_f64();

@@ -99,6 +99,9 @@ pub struct Costs {
     /// A tab's own CPU per background touch: `costs.tab_touch_ns` (calibrated), else 0 (a
     /// resident touch takes no time).
     pub tab_touch: u64,
+    /// A tab's own CPU when its background second begins, apart from its touches:
+    /// `costs.tab_second_ns` (calibrated), else 0.
+    pub tab_second: u64,
     /// Calibrated whole swap-out paths into zswap's pool and into zram (None: not calibrated).
     zswap_store: Option<f64>,
     zram_store: Option<f64>,
@@ -132,6 +135,7 @@ impl Costs {
             readahead_page: o.readahead_page_ns.map_or(0, |v| v.max(0.0).round() as u64),
             remote_flush: o.remote_flush_ns.map_or(0, |v| v.max(0.0).round() as u64),
             tab_touch: o.tab_touch_ns.map_or(0, |v| v.max(0.0).round() as u64),
+            tab_second: o.tab_second_ns.map_or(0, |v| v.max(0.0).round() as u64),
             zswap_store: o.zswap_store_page_ns,
             zram_store: o.zram_store_page_ns,
             compress: LatencyDist {

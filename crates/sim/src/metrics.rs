@@ -5,7 +5,7 @@ use nvmswap_core::block::Op;
 use nvmswap_core::config::{Backend, SystemConfig};
 use nvmswap_core::device::DeviceProfile;
 use nvmswap_core::lru::LruStats;
-use nvmswap_core::metrics::LatencyRecorder;
+use nvmswap_core::metrics::{FaultClasses, LatencyRecorder};
 use nvmswap_core::results::{
     RunFigures, RunOutput, RunResult, RunSeries, SwitchSample, TimelineSample,
 };
@@ -105,6 +105,8 @@ pub struct Metrics {
     /// The process in front (the last tab used) and its fault time since it came to the front.
     front_pid: u32,
     front_fault_ns: u64,
+    /// Fault latencies by class (front or background, major or not).
+    fault_classes: FaultClasses,
 }
 
 impl Metrics {
@@ -132,6 +134,7 @@ impl Metrics {
             flushes_modelled: false,
             front_pid: 0,
             front_fault_ns: 0,
+            fault_classes: FaultClasses::default(),
         }
     }
 }
@@ -161,12 +164,15 @@ impl Observer for Metrics {
                 if kind == FaultKind::LazyMap {
                     c.lazy_maps += 1;
                 }
-                if actor.pid == self.front_pid {
+                let front = actor.pid == self.front_pid;
+                if front {
                     self.front_fault_ns += latency_ns;
                 } else {
                     c.background_faults += 1;
                 }
                 self.faults.record_ns(latency_ns);
+                self.fault_classes
+                    .record_ns(front, kind == FaultKind::Major, latency_ns);
             }
             Event::SwapIn { readahead, .. } => {
                 c.swap_in_pages += 1;
@@ -501,6 +507,11 @@ impl Metrics {
         ] {
             extra.insert(k.into(), v.into());
         }
+        debug_assert_eq!(self.fault_classes.count(), self.faults.count());
+        extra.insert(
+            "fault_latency_by_class_us".into(),
+            self.fault_classes.to_json(),
+        );
         extra.insert("energy_j_by_term".into(), energy.into());
         if end.backend.block_device {
             // blktrace's view of the swap device: Q2D, D2C, Q2C per direction, in µs.

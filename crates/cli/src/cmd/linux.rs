@@ -557,6 +557,11 @@ fn print_calibration(cal: &nvmswap_linux::calibrate::Calibration) {
         (None, Some(why)) => println!("limit reclaim not probed: {why}"),
         (None, None) => {}
     }
+    match (&cal.tab_second, &cal.tab_second_unavailable) {
+        (Some(t), _) => print!("{}", nvmswap_linux::tab::tab_second_comment(t)),
+        (None, Some(why)) => println!("tab-second probe did not run: {why}"),
+        (None, None) => {}
+    }
     match (&cal.kept_pages, &cal.kept_pages_unavailable) {
         (Some(k), _) => {
             let fit = k.fit.map_or("no fit (too few charges, or reclaimed and kept moved together)".to_string(), |f| {
