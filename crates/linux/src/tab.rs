@@ -5,9 +5,9 @@
 //! `LIVE` followed by `[background_second or NONE, grow_from, grow_to]`, or `SCROLL` followed by
 //! `[step, steps, 0]`; after loading, after each switch, each scroll step and each second of
 //! life the tab answers `[latency_ns, faulting_touches,
-//! major_faults, cpu_ns]` and has written the latency of each faulting touch into its shared fault
-//! buffer (the top bit set for a major fault, [`FaultSample`]). A tab killed (discard, or the cgroup's OOM killer) closes its answer pipe, which the
-//! driver reads as EOF.
+//! major_faults, cpu_ns]` and has written the latency of each faulting touch into its shared
+//! fault buffer (the top bit set for a major fault, [`FaultSample`]). A tab killed (discard, or
+//! the cgroup's OOM killer) closes its answer pipe, which the driver reads as EOF.
 //!
 //! Which pages a switch and a second of life touch is core's decision
 //! (`nvmswap_core::workload::life`): the tab computes it from its [`TabLife`], its visit count
@@ -71,9 +71,10 @@ pub struct Answer {
     pub latency_ns: u64,
     pub faulting_touches: u64,
     pub major_faults: u64,
-    /// The tab's CPU time (`CLOCK_THREAD_CPUTIME_ID`) from reading the command to answering:
-    /// its touches, their faults' kernel work and the getrusage and clock calls around each,
-    /// not the time it slept on a read or waited for a CPU.
+    /// The tab's CPU time (`CLOCK_THREAD_CPUTIME_ID`) from having read the command word to
+    /// having answered: its arguments, its touches, their faults' kernel work and the getrusage
+    /// and clock calls around each, the answer's write; not the blocking read between commands,
+    /// the time it slept on a read or waited for a CPU.
     pub cpu_ns: u64,
 }
 
@@ -483,8 +484,8 @@ pub const SECOND_PROBE_SECONDS: u64 = 40;
 pub const SECOND_PROBE_SCALE: f64 = 0.1;
 
 /// What a tab's second costs its CPU, fitted over the probe's seconds: `fixed_ns` per second
-/// (the command's wake-up, the tab computing its touch set, the answer and the sleep that
-/// follows) and `per_touch_ns` per background touch of a resident page.
+/// (reading the command's arguments, computing its touch set, the answer's pipe write; the
+/// blocking read between commands is in neither part) and `per_touch_ns` per background touch of a resident page.
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
 pub struct TabSecondProbe {
     pub fixed_ns: f64,

@@ -445,8 +445,8 @@ impl<'a> Driver<'a> {
             let began = at.max(self.machine.now);
             self.machine.tlbs.running_on = cpu;
             // A second's first run begins with the tab's own work apart from its touches (its
-            // wake-up, its touch set, its answer: `costs.tab_second`), which like a touch may
-            // pass the horizon.
+            // command's arguments, its touch set, its answer: `costs.tab_second`), which like a
+            // touch may pass the horizon.
             let mut clock = began + std::mem::take(&mut task.setup);
             let mut took = None;
             while clock == began || clock + tab_touch <= horizon {
