@@ -252,12 +252,12 @@ pub struct CostOverrides {
     /// occupy the CPUs as the kernel's do; without it, a resident touch takes no time.
     #[serde(default)]
     pub tab_touch_ns: Option<f64>,
-    /// A tab's own CPU per second of background life apart from its touches: reading the
-    /// command's arguments, computing which pages its second touches, and its answer (the pipe
-    /// write that wakes the driver). Measured by `nvmswap linux calibrate` (the tab-second probe: real tab
+    /// A tab's own CPU per second of background life apart from its touches: reading the command's
+    /// arguments, computing which pages its second touches, and its answer (the pipe write that
+    /// wakes the driver). Measured by `nvmswap linux calibrate` (the tab-second probe: real tab
     /// processes told their seconds in turn, each second's thread CPU fitted against its touch
-    /// count; this is the fit's fixed part). Sim's tabs hold their CPU this long when their
-    /// second begins; without it, a second costs only its touches and faults.
+    /// count; this is the fit's fixed part). Sim's tabs hold their CPU this long when their second
+    /// begins; without it, a second costs only its touches and faults.
     #[serde(default)]
     pub tab_second_ns: Option<f64>,
 }

@@ -85,13 +85,13 @@ impl LatencyRecorder {
     }
 }
 
-/// The run's fault latencies split by who faulted and whether the fault read its page from the
-/// swap back-end: `front` is the tab in front (loading, switching, scrolling), `background` the
-/// tabs living their seconds behind it; `major` a fault the kernel counts in `ru_majflt` (it had
-/// to bring its page in: a device read, a zram or zswap decompression), `other` the rest
-/// (demand-zero pages, swap-cache hits, including those that wait for a read-ahead read still in
-/// flight). The fault p99 of a run mixes the four; split, a substrate that matches the mix but
-/// not a class (or the other way round) shows which.
+/// The run's fault latencies split by who faulted and whether the fault read its page from the swap
+/// back-end: `front` is the tab in front (loading, switching, scrolling), `background` the tabs
+/// living their seconds behind it; `major` a fault the kernel counts in `ru_majflt` (it had to
+/// bring its page in: a device read, a zram or zswap decompression), `other` the rest (demand-zero
+/// pages, swap-cache hits, including those that wait for a read-ahead read still in flight; sim's
+/// NVM-Swap lazy maps, which copy nothing). The fault p99 of a run mixes the four; split, a
+/// substrate that matches the mix but not a class (or the other way round) shows which.
 #[derive(Debug, Clone, Default)]
 pub struct FaultClasses {
     front_major: LatencyRecorder,
