@@ -260,6 +260,28 @@ pub struct CostOverrides {
     /// begins; without it, a second costs only its touches and faults.
     #[serde(default)]
     pub tab_second_ns: Option<f64>,
+    /// The driver's CPU per tab it tells a second (the linux substrate's driver, and a browser
+    /// process that wakes its renderers): working out the tab's touch set, writing its command
+    /// when the tab is woken on the driver's CPU (local) or on another, idle one (remote: an
+    /// interrupt to that CPU), taking its answer. Measured by `nvmswap linux calibrate` (the
+    /// tab-second probe's driver side, medians of the driver's thread CPU). Sim's driver holds
+    /// a CPU this long for each, so the tabs are told one after the other and its answers
+    /// compete with them for the CPUs; without all four, sim tells every tab at the second's
+    /// start at no cost.
+    #[serde(default)]
+    pub driver_touch_set_ns: Option<f64>,
+    #[serde(default)]
+    pub driver_tell_local_ns: Option<f64>,
+    #[serde(default)]
+    pub driver_tell_remote_ns: Option<f64>,
+    #[serde(default)]
+    pub driver_answer_ns: Option<f64>,
+    /// How long a task woken on an idle CPU waits for that CPU to run it (in a VM, the halted
+    /// vCPU's wake-up by the host). Measured by the same probe: a remotely woken tab's wait from
+    /// its command written to its first instruction. Sim's told tabs that take an idle CPU
+    /// begin this much later; without it, at once.
+    #[serde(default)]
+    pub cpu_wake_ns: Option<f64>,
 }
 
 impl CostOverrides {
@@ -298,6 +320,19 @@ impl CostOverrides {
             ("costs.remote_flush_ns", self.remote_flush_ns, true),
             ("costs.tab_touch_ns", self.tab_touch_ns, true),
             ("costs.tab_second_ns", self.tab_second_ns, true),
+            ("costs.driver_touch_set_ns", self.driver_touch_set_ns, true),
+            (
+                "costs.driver_tell_local_ns",
+                self.driver_tell_local_ns,
+                true,
+            ),
+            (
+                "costs.driver_tell_remote_ns",
+                self.driver_tell_remote_ns,
+                true,
+            ),
+            ("costs.cpu_wake_ns", self.cpu_wake_ns, true),
+            ("costs.driver_answer_ns", self.driver_answer_ns, true),
         ] {
             let Some(v) = value else { continue };
             if !v.is_finite() || v < 0.0 || (v == 0.0 && !zero_ok) {

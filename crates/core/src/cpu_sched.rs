@@ -27,8 +27,9 @@
 //! task and the ready ones (of several, the one with the latest deadline), else it waits. Not
 //! modelled: `DELAY_DEQUEUE` (a task that sleeps with negative lag stays queued until its lag is
 //! spent), the tick (slice expiry is seen at the task's next scheduling point here, at the next
-//! 4 ms tick there), other tasks than the tabs (kworkers, the driver), and weights other than
-//! nice 0. What the trace of the kernel shows (woken tabs waiting behind running tabs,
+//! 4 ms tick there), other tasks than the tabs and the driver that tells them their seconds
+//! (kworkers, kswapd), and weights other than nice 0. (Sim schedules the driver as one more task
+//! of the queue when its costs are calibrated: crates/sim/src/driver.rs.) What the trace of the kernel shows (woken tabs waiting behind running tabs,
 //! wake-up preemption) is in docs/experiments/validation.md, "The tabs' CPU scheduling".
 
 /// The base slice of a nice-0 task: `sysctl_sched_base_slice` = 0.75 ms scaled by

@@ -150,6 +150,86 @@ impl FaultClasses {
     }
 }
 
+/// Where the tabs' seconds of life went, on the driver's timeline: a second begins with the
+/// driver working out which tabs live it (`touch_sets`, core's `Life::second`), then telling
+/// them one after the other (`telling`, to the last command written), then the tabs working on
+/// after the last was told (`working`, to the last tab's answer written) and the driver reading
+/// the answers left (`reading`, to the second's end). Each told tab's wait from its command to
+/// its first moment on a CPU (`tab_waits`) and the driver's own CPU time show why the phases
+/// are as long as they are. Both substrates report it (`extra.life_second_phases`).
+#[derive(Debug, Clone, Default)]
+pub struct SecondPhases {
+    pub seconds: u64,
+    pub touch_sets_ns: u64,
+    pub telling_ns: u64,
+    pub working_ns: u64,
+    pub reading_ns: u64,
+    pub driver_cpu_ns: u64,
+    /// Times another task took the driver's CPU while it was telling (it could have run on).
+    pub driver_preempted_telling: u64,
+    /// Each told tab's wait, and whether it began on another CPU than the one the driver told
+    /// it from (a remote wake-up).
+    pub tab_waits_ns: Vec<(u64, bool)>,
+}
+
+impl SecondPhases {
+    /// One second: the driver's times `begun <= sets_done <= last_told <= ended` and the last
+    /// tab's answer (clamped into the second), its CPU time, and its tabs' waits.
+    #[allow(clippy::too_many_arguments)]
+    pub fn record(
+        &mut self,
+        begun: u64,
+        sets_done: u64,
+        last_told: u64,
+        last_answered: u64,
+        ended: u64,
+        driver_cpu_ns: u64,
+        tab_waits_ns: impl IntoIterator<Item = (u64, bool)>,
+    ) {
+        debug_assert!(begun <= sets_done && sets_done <= last_told && last_told <= ended);
+        let answered = last_answered.clamp(last_told, ended);
+        self.seconds += 1;
+        self.touch_sets_ns += sets_done - begun;
+        self.telling_ns += last_told - sets_done;
+        self.working_ns += answered - last_told;
+        self.reading_ns += ended - answered;
+        self.driver_cpu_ns += driver_cpu_ns;
+        self.tab_waits_ns.extend(tab_waits_ns);
+    }
+
+    /// `{seconds, touch_sets_s, telling_s, working_s, reading_s, driver_cpu_s,
+    /// driver_preempted_telling, tabs_told,
+    /// remote_wake_share, tab_wait_us, tab_wait_remote_us, tab_wait_local_us}`, each wait
+    /// `{mean, p50, p99, max}`.
+    pub fn to_json(&self) -> serde_json::Value {
+        let s = |ns: u64| ns as f64 / crate::NS_PER_S as f64;
+        let waits = |remote: Option<bool>| {
+            let v: Vec<u64> = self
+                .tab_waits_ns
+                .iter()
+                .filter(|w| remote.is_none_or(|r| w.1 == r))
+                .map(|w| w.0)
+                .collect();
+            exact_distribution(&v, crate::NS_PER_US as f64)
+        };
+        let remote = self.tab_waits_ns.iter().filter(|w| w.1).count();
+        serde_json::json!({
+            "remote_wake_share": remote as f64 / self.tab_waits_ns.len().max(1) as f64,
+            "tab_wait_remote_us": waits(Some(true)),
+            "tab_wait_local_us": waits(Some(false)),
+            "seconds": self.seconds,
+            "touch_sets_s": s(self.touch_sets_ns),
+            "telling_s": s(self.telling_ns),
+            "working_s": s(self.working_ns),
+            "reading_s": s(self.reading_ns),
+            "driver_cpu_s": s(self.driver_cpu_ns),
+            "driver_preempted_telling": self.driver_preempted_telling,
+            "tabs_told": self.tab_waits_ns.len(),
+            "tab_wait_us": waits(None),
+        })
+    }
+}
+
 /// `{mean, p50, p99, max}` of `values` divided by `unit`, exactly (zeros when empty): per-charge
 /// counts and durations, where zero is a common value that a histogram would not record.
 pub fn exact_distribution(values: &[u64], unit: f64) -> serde_json::Value {
@@ -190,6 +270,27 @@ mod tests {
         assert_eq!(percentile_sorted(&v, 99), 100);
         assert_eq!(percentile_sorted(&v, 0), 1);
         assert_eq!(percentile_sorted(&[7], 99), 7);
+    }
+
+    #[test]
+    fn second_phases_split_each_second_on_the_drivers_timeline() {
+        let mut p = SecondPhases::default();
+        // 0..10 touch sets, ..30 telling, the last answer at 70, read by 75.
+        p.record(0, 10, 30, 70, 75, 12, [(5, true), (40, false)]);
+        // A last answer written before the last tell counts no working time.
+        p.record(100, 100, 120, 110, 130, 3, [(0, false)]);
+        assert_eq!(p.seconds, 2);
+        assert_eq!(p.touch_sets_ns, 10);
+        assert_eq!(p.telling_ns, 20 + 20);
+        assert_eq!(p.working_ns, 40);
+        assert_eq!(p.reading_ns, 5 + 10);
+        assert_eq!(p.driver_cpu_ns, 15);
+        let j = p.to_json();
+        assert_eq!(j["tabs_told"], 3);
+        assert!((j["remote_wake_share"].as_f64().unwrap() - 1.0 / 3.0).abs() < 1e-12);
+        assert_eq!(j["tab_wait_remote_us"]["max"], 0.005);
+        assert_eq!(j["tab_wait_local_us"]["max"], 0.04);
+        assert_eq!(j["tab_wait_us"]["p50"], 0.005);
     }
 
     #[test]

@@ -2453,6 +2453,16 @@ pub fn costs_toml(cal: &Calibration) -> String {
             "tab_second_ns = {}\n",
             t.fixed_ns.max(0.0).round()
         ));
+        out.push_str(&crate::tab::driver_second_comment(t));
+        out.push_str(&format!(
+            "driver_touch_set_ns = {}\ndriver_tell_local_ns = {}\ndriver_tell_remote_ns = {}\n\
+             driver_answer_ns = {}\ncpu_wake_ns = {}\n",
+            t.driver.touch_set_ns.round(),
+            t.driver.tell_local_ns.round(),
+            t.driver.tell_remote_ns.round(),
+            t.driver.answer_ns.round(),
+            t.driver.wake_remote_ns.round()
+        ));
     }
     if let Some(sp) = &cal.swap_path {
         out.push_str(
@@ -2851,6 +2861,16 @@ struct CostsFile {
     tab_touch_ns: Option<f64>,
     #[serde(default)]
     tab_second_ns: Option<f64>,
+    #[serde(default)]
+    driver_touch_set_ns: Option<f64>,
+    #[serde(default)]
+    driver_tell_local_ns: Option<f64>,
+    #[serde(default)]
+    driver_tell_remote_ns: Option<f64>,
+    #[serde(default)]
+    driver_answer_ns: Option<f64>,
+    #[serde(default)]
+    cpu_wake_ns: Option<f64>,
     /// The compressor the pool paths were measured with.
     #[serde(default)]
     pool_probe_compressor: Option<String>,
@@ -2900,6 +2920,11 @@ pub fn load_costs(
         remote_flush_ns: file.remote_flush_ns,
         tab_touch_ns: file.tab_touch_ns,
         tab_second_ns: file.tab_second_ns,
+        driver_touch_set_ns: file.driver_touch_set_ns,
+        driver_tell_local_ns: file.driver_tell_local_ns,
+        driver_tell_remote_ns: file.driver_tell_remote_ns,
+        driver_answer_ns: file.driver_answer_ns,
+        cpu_wake_ns: file.cpu_wake_ns,
         minor_fault_ns: Some(file.minor_fault_ns),
         swap_write_page_ns: file.swap_write_page_ns,
         swap_in_software_ns: file.swap_in_software_ns,
@@ -3145,6 +3170,14 @@ mod tests {
                 r2: 0.95,
                 seconds: 320,
                 touches_min_median_max: (18, 93, 519),
+                driver: crate::tab::DriverSecond {
+                    touch_set_ns: 2_100.4,
+                    tell_local_ns: 2_400.0,
+                    tell_remote_ns: 9_800.0,
+                    answer_ns: 3_300.0,
+                    wake_remote_ns: 41_000.0,
+                    remote_share: 0.4,
+                },
             }),
             tab_second_unavailable: None,
             pages_per_probe: 4096,
@@ -3268,6 +3301,11 @@ mod tests {
         // Not moved by the compressor: the work around the page-out.
         assert_eq!(lzo.reclaim_scan_page_ns, Some(16_500.0));
         assert_eq!(lzo.tab_second_ns, Some(19_400.0));
+        assert_eq!(lzo.driver_touch_set_ns, Some(2_100.0));
+        assert_eq!(lzo.driver_tell_local_ns, Some(2_400.0));
+        assert_eq!(lzo.driver_tell_remote_ns, Some(9_800.0));
+        assert_eq!(lzo.cpu_wake_ns, Some(41_000.0));
+        assert_eq!(lzo.driver_answer_ns, Some(3_300.0));
         // lzo-rle compresses 300 ns slower on average: the measured paths move by that.
         let rle = rle.unwrap();
         assert_eq!(rle.zswap_store_page_ns, Some(14_300.0));

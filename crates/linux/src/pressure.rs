@@ -19,7 +19,7 @@ use std::ffi::CString;
 use std::path::PathBuf;
 
 use nvmswap_core::discard::{check_scale, DiscardTarget, MemorySnapshot, TabRecency};
-use nvmswap_core::metrics::{FaultClasses, LatencyRecorder};
+use nvmswap_core::metrics::{FaultClasses, LatencyRecorder, SecondPhases};
 use nvmswap_core::progress::Progress;
 use nvmswap_core::results::{
     RunFigures, RunOutput, RunResult, RunSeries, SwitchSample, TimelineSample,
@@ -33,7 +33,7 @@ use crate::config::{LinuxConfig, SwapSetup};
 use crate::error::LinuxError;
 use crate::setup::Setup;
 use crate::tab::{FaultSample, TabProcess, TabShape};
-use crate::{cgroup, signals, state, sysfs};
+use crate::{cgroup, signals, state, sysfs, worker};
 
 /// Options of a linux pressure run.
 #[derive(Debug, Clone)]
@@ -313,6 +313,7 @@ fn drive(
     // The background tabs' CPU time in their seconds (each tab's thread CPU clock across a
     // second's command), beside the seconds' wall time (`wall_split_s.life`).
     let mut background_cpu_ns = 0u64;
+    let mut phases = SecondPhases::default();
     let procs = CString::new(setup.cgroup.join("cgroup.procs").display().to_string())
         .map_err(|_| LinuxError::Worker("cgroup path has a NUL byte".into()))?;
     let tab_cpus = CpuSet::of_config(&setup.config)?;
@@ -403,8 +404,13 @@ fn drive(
         macro_rules! lived {
             () => {{
                 let l0 = std::time::Instant::now();
-                let (f, m, g, cpu) =
-                    live_second(&mut life, &mut tabs, &mut fault_ns, &mut oom_kills);
+                let (f, m, g, cpu) = live_second(
+                    &mut life,
+                    &mut tabs,
+                    &mut fault_ns,
+                    &mut oom_kills,
+                    &mut phases,
+                );
                 split.life += l0.elapsed().as_secs_f64();
                 background_faults += f;
                 background_major_faults += m;
@@ -618,6 +624,7 @@ fn drive(
         "fault_latency_by_class_us".into(),
         fault_ns.classes.to_json(),
     );
+    extra.insert("life_second_phases".into(), phases.to_json());
     extra.insert(
         "background_major_faults".into(),
         background_major_faults.into(),
@@ -695,28 +702,39 @@ impl FaultLatencies {
 /// One second of the tabs' life (core's `Life::second`): every tab concerned is told at once
 /// and runs its part in parallel; then the answers. A tab that died is dropped (an OOM kill).
 /// Returns the faults the tabs took, the major ones among them, the pages they grew by and the
-/// CPU time they used.
+/// CPU time they used; adds the second's phases to `phases`.
 fn live_second(
     life: &mut Life,
     tabs: &mut BTreeMap<TabId, TabProcess>,
     fault_ns: &mut FaultLatencies,
     oom_kills: &mut u64,
+    phases: &mut SecondPhases,
 ) -> (u64, u64, u64, u64) {
+    let begun = worker::monotonic_ns();
+    let driver_cpu0 = worker::thread_cpu_ns();
+    let second = life.second();
+    let sets_done = worker::monotonic_ns();
+    let preempted0 = worker::thread_preemptions();
     let mut asked = Vec::new();
     let mut grown = 0u64;
-    for ts in life.second() {
+    for ts in second {
         let Some(p) = tabs.get_mut(&ts.tab) else {
             continue;
         };
         if let Some((from, to)) = ts.grow {
             grown += (to - from) as u64;
         }
+        let driver_cpu = crate::tab::this_cpu();
         if p.live(ts.background_second, ts.grow) {
-            asked.push(ts.tab);
+            asked.push((ts.tab, worker::monotonic_ns(), driver_cpu));
         }
     }
+    let last_told = worker::monotonic_ns();
+    phases.driver_preempted_telling += worker::thread_preemptions() - preempted0;
     let (mut faults, mut major, mut cpu) = (0u64, 0u64, 0u64);
-    for tab in asked {
+    let mut last_answered = 0u64;
+    let mut waits = Vec::with_capacity(asked.len());
+    for (tab, told, driver_cpu) in asked {
         let Some(p) = tabs.get_mut(&tab) else {
             continue;
         };
@@ -726,6 +744,8 @@ fn live_second(
                 major += a.major_faults;
                 cpu += a.cpu_ns;
                 fault_ns.record(false, &lat);
+                waits.push((a.began_ns.saturating_sub(told), a.began_cpu != driver_cpu));
+                last_answered = last_answered.max(a.answered_ns);
             }
             None => {
                 tabs.remove(&tab);
@@ -733,6 +753,16 @@ fn live_second(
             }
         }
     }
+    let ended = worker::monotonic_ns();
+    phases.record(
+        begun,
+        sets_done,
+        last_told,
+        last_answered,
+        ended,
+        worker::thread_cpu_ns() - driver_cpu0,
+        waits,
+    );
     (faults, major, grown, cpu)
 }
 

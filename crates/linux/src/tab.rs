@@ -4,8 +4,8 @@
 //! Protocol (8-byte little-endian words over pipes): the driver writes `SWITCH`, `EXIT`,
 //! `LIVE` followed by `[background_second or NONE, grow_from, grow_to]`, or `SCROLL` followed by
 //! `[step, steps, 0]`; after loading, after each switch, each scroll step and each second of
-//! life the tab answers `[latency_ns, faulting_touches,
-//! major_faults, cpu_ns]` and has written the latency of each faulting touch into its shared
+//! life the tab answers `[latency_ns, faulting_touches, major_faults, cpu_ns, began_ns,
+//! answered_ns, began_cpu]` and has written the latency of each faulting touch into its shared
 //! fault buffer (the top bit set for a major fault, [`FaultSample`]). A tab killed (discard, or
 //! the cgroup's OOM killer) closes its answer pipe, which the driver reads as EOF.
 //!
@@ -76,10 +76,18 @@ pub struct Answer {
     /// and clock calls around each, the answer's write; not the blocking read between commands,
     /// the time it slept on a read or waited for a CPU.
     pub cpu_ns: u64,
+    /// When (`CLOCK_MONOTONIC`, the driver's clock too) the tab read the command word, and
+    /// when it wrote the answer: with the driver's own times they place the tab's part in the
+    /// second (how long a told tab waited to run, how long its answer waited to be read).
+    pub began_ns: u64,
+    pub answered_ns: u64,
+    /// The CPU it began on (`sched_getcpu` after reading the command word): beside the
+    /// driver's CPU when it wrote the command, whether the wake-up went to another CPU.
+    pub began_cpu: u64,
 }
 
-/// An answer's size: four words (within PIPE_BUF, so written atomically).
-const ANSWER_BYTES: usize = 32;
+/// An answer's size: seven words (within PIPE_BUF, so written atomically).
+const ANSWER_BYTES: usize = 56;
 
 /// A tab's load answer and the latencies of its demand-zero faults.
 pub type Loaded = (Answer, Vec<FaultSample>);
@@ -110,6 +118,13 @@ fn spin(ns: u64) {
     while worker::monotonic_ns() < end {
         std::hint::spin_loop();
     }
+}
+
+/// The CPU the calling thread runs on (u64::MAX if the kernel cannot say).
+pub fn this_cpu() -> u64 {
+    // SAFETY: sched_getcpu takes no arguments and touches no memory of ours.
+    let cpu = unsafe { libc::sched_getcpu() };
+    u64::try_from(cpu).unwrap_or(u64::MAX)
 }
 
 fn write_words(fd: libc::c_int, words: &[u64]) -> bool {
@@ -172,11 +187,15 @@ fn tab_main(
         fill(memory, &mut load, faults, shape, seed, tab, p);
     }
     spin(shape.load_cpu_ns);
+    let t1 = worker::monotonic_ns();
     let answer = [
-        worker::monotonic_ns() - t0,
+        t1 - t0,
         load.faulting,
         0,
         worker::thread_cpu_ns() - cpu0,
+        t0,
+        t1,
+        this_cpu(),
     ];
     if !write_words(answer_fd, &answer) {
         return 4;
@@ -192,6 +211,8 @@ fn tab_main(
             return 0;
         }
         let mut done = Touches::default();
+        let began = worker::monotonic_ns();
+        let began_cpu = this_cpu();
         let cpu0 = worker::thread_cpu_ns();
         match u64::from_le_bytes(cmd) {
             SWITCH => {
@@ -235,7 +256,17 @@ fn tab_main(
             _ => return 5,
         }
         let cpu = worker::thread_cpu_ns() - cpu0;
-        if !write_words(answer_fd, &[done.ns, done.faulting, done.majors, cpu]) {
+        let answered = worker::monotonic_ns();
+        let words = [
+            done.ns,
+            done.faulting,
+            done.majors,
+            cpu,
+            began,
+            answered,
+            began_cpu,
+        ];
+        if !write_words(answer_fd, &words) {
             return 4;
         }
     }
@@ -403,6 +434,9 @@ impl TabProcess {
             faulting_touches: w(1),
             major_faults: w(2),
             cpu_ns: w(3),
+            began_ns: w(4),
+            answered_ns: w(5),
+            began_cpu: w(6),
         })
     }
 
@@ -431,6 +465,26 @@ impl TabProcess {
             return None;
         }
         self.answer()
+    }
+
+    /// Waits until the tab's answer can be read (or the tab died: the read then finds EOF);
+    /// false when the wait itself failed.
+    pub fn wait_for_answer(&self) -> bool {
+        let mut fd = libc::pollfd {
+            fd: self.answer_fd,
+            events: libc::POLLIN,
+            revents: 0,
+        };
+        loop {
+            // SAFETY: one pollfd on the stack for our own pipe end.
+            let n = unsafe { libc::poll(&mut fd, 1, -1) };
+            if n >= 0 {
+                return true;
+            }
+            if std::io::Error::last_os_error().kind() != std::io::ErrorKind::Interrupted {
+                return false;
+            }
+        }
     }
 
     /// The answer to the last command and its faults' latencies; `None` when the tab died.
@@ -495,6 +549,29 @@ pub struct TabSecondProbe {
     pub seconds: usize,
     /// Touches per second over the fitted seconds: smallest, median, largest.
     pub touches_min_median_max: (usize, usize, usize),
+    /// The driver's side of a tab's second, medians over every tab-second of the probe, in
+    /// the driver's thread CPU: working out the tab's touch set (core's `Life::second` collects
+    /// it), telling the tab (the command's pipe write, which wakes it) and taking its answer
+    /// (the answer's read once written, its fault latencies' copy).
+    pub driver: DriverSecond,
+}
+
+/// The driver's CPU per tab told a second, ns (medians): see [`TabSecondProbe::driver`]. A told
+/// tab begins either on the driver's CPU (a local wake-up: it runs once the driver sleeps) or
+/// on another (a remote one: the write sends that CPU an interrupt, which in a VM exits to the
+/// host, and the CPU, idle, has to wake); the two cost the driver differently, so each has its
+/// own figures, with the share of remote ones. A kind the probe never saw takes the other's.
+#[derive(Debug, Clone, Copy, Default, PartialEq, serde::Serialize)]
+pub struct DriverSecond {
+    pub touch_set_ns: f64,
+    pub tell_local_ns: f64,
+    pub tell_remote_ns: f64,
+    pub answer_ns: f64,
+    /// A remotely woken tab's wait from its command written to its running (its answer's
+    /// `began_ns`), the machine otherwise idle: waking a CPU that idles (a halted vCPU).
+    pub wake_remote_ns: f64,
+    /// Of the probe's tells, the share whose tab began on another CPU than the driver's.
+    pub remote_share: f64,
 }
 
 /// A tab's CPU per second of background life, measured on the tab processes of the linux
@@ -528,22 +605,50 @@ pub fn probe_tab_second(seed: u64) -> Result<TabSecondProbe, LinuxError> {
         tabs.push((tab, shape, proc_));
     }
     let mut samples: Vec<(f64, f64)> = Vec::new();
+    let (mut sets, mut answers) = (Vec::new(), Vec::new());
+    // The tells whose tab began on the driver's CPU and on another: the driver's CPU for each,
+    // and (remote) the tab's wait to run.
+    let (mut tells_local, mut tells_remote, mut wakes_remote) =
+        (Vec::new(), Vec::new(), Vec::new());
     for second in 0..SECOND_PROBE_SECONDS {
         for (tab, shape, proc_) in tabs.iter_mut() {
-            let touches = shape
+            let c0 = worker::thread_cpu_ns();
+            let set: Vec<(u32, bool)> = shape
                 .life
                 .background_touches(*tab, shape.life.pages, second)
-                .count();
+                .collect();
+            let touches = std::hint::black_box(set).len();
+            let c1 = worker::thread_cpu_ns();
+            let driver_cpu = this_cpu();
             if !proc_.live(Some(second), None) {
                 return Err(LinuxError::Worker(format!(
                     "tab-second probe: tab {tab} died"
                 )));
             }
+            let c2 = worker::thread_cpu_ns();
+            let told = worker::monotonic_ns();
+            // The answer is waited for apart, so that its read finds it written (the run's
+            // driver mostly does: it reads the answers in order after telling every tab).
+            if !proc_.wait_for_answer() {
+                return Err(LinuxError::Worker(format!(
+                    "tab-second probe: tab {tab} died"
+                )));
+            }
+            let c3 = worker::thread_cpu_ns();
             let Some((answer, _)) = proc_.answer() else {
                 return Err(LinuxError::Worker(format!(
                     "tab-second probe: tab {tab} died"
                 )));
             };
+            let c4 = worker::thread_cpu_ns();
+            sets.push((c1 - c0) as f64);
+            if answer.began_cpu == driver_cpu {
+                tells_local.push((c2 - c1) as f64);
+            } else {
+                tells_remote.push((c2 - c1) as f64);
+                wakes_remote.push(answer.began_ns.saturating_sub(told) as f64);
+            }
+            answers.push((c4 - c3) as f64);
             // A second whose touches faulted (a page the host or DAMON took) is not the
             // resident case the fit is for.
             if answer.faulting_touches == 0 {
@@ -552,12 +657,28 @@ pub fn probe_tab_second(seed: u64) -> Result<TabSecondProbe, LinuxError> {
         }
     }
     drop(tabs);
-    fit_tab_second(&samples).ok_or_else(|| {
+    let mut fit = fit_tab_second(&samples).ok_or_else(|| {
         LinuxError::Worker(format!(
             "tab-second probe: {} seconds without faults do not give a fit (need two touch counts)",
             samples.len()
         ))
-    })
+    })?;
+    let median = |mut v: Vec<f64>| {
+        v.sort_by(f64::total_cmp);
+        v.get(v.len() / 2).copied()
+    };
+    let told = (tells_local.len() + tells_remote.len()).max(1);
+    let remote_share = tells_remote.len() as f64 / told as f64;
+    let (local, remote) = (median(tells_local), median(tells_remote));
+    fit.driver = DriverSecond {
+        touch_set_ns: median(sets).unwrap_or(0.0),
+        tell_local_ns: local.or(remote).unwrap_or(0.0),
+        tell_remote_ns: remote.or(local).unwrap_or(0.0),
+        answer_ns: median(answers).unwrap_or(0.0),
+        wake_remote_ns: median(wakes_remote).unwrap_or(0.0),
+        remote_share,
+    };
+    Ok(fit)
 }
 
 /// The costs file's comment on the tab-second probe's fit (each line a TOML comment).
@@ -569,6 +690,24 @@ pub fn tab_second_comment(t: &TabSecondProbe) -> String {
          # thread CPU against its touches ({lo}..{hi}, median {mid}) over {} seconds without faults:\n\
          # {:.0} ns + {:.0} ns x touches (R² {:.3}); the fixed part.\n",
         t.seconds, t.fixed_ns, t.per_touch_ns, t.r2
+    )
+}
+
+/// The costs file's comment on the driver's side of the probe's seconds.
+pub fn driver_second_comment(t: &TabSecondProbe) -> String {
+    let d = &t.driver;
+    format!(
+        "# The driver's CPU per tab told a second, medians over the same probe's {} tab-seconds\n\
+         # (its thread CPU clock): the tab's touch set {:.0} ns; the command's write {:.0} ns when\n\
+         # the tab began on the driver's CPU, {:.0} ns when on another ({:.0} % of the tells; that tab\n\
+         # ran {:.0} ns after the write); the answer's read and fault latencies {:.0} ns.\n",
+        SECOND_PROBE_TABS as u64 * SECOND_PROBE_SECONDS,
+        d.touch_set_ns,
+        d.tell_local_ns,
+        d.tell_remote_ns,
+        d.remote_share * 100.0,
+        d.wake_remote_ns,
+        d.answer_ns
     )
 }
 
@@ -603,6 +742,7 @@ fn fit_tab_second(samples: &[(f64, f64)]) -> Option<TabSecondProbe> {
             counts[counts.len() / 2],
             counts[counts.len() - 1],
         ),
+        driver: DriverSecond::default(),
     })
 }
 
@@ -642,6 +782,19 @@ mod second_probe_tests {
         assert!(p.seconds > 20, "{p:?}");
         assert!(p.per_touch_ns > 0.0 && p.per_touch_ns < 100_000.0, "{p:?}");
         assert!(p.fixed_ns.is_finite(), "{p:?}");
+        // A pipe write that wakes a process and a read are system calls: neither is free, and
+        // neither takes a millisecond on an idle machine.
+        let d = p.driver;
+        for ns in [
+            d.touch_set_ns,
+            d.tell_local_ns,
+            d.tell_remote_ns,
+            d.answer_ns,
+        ] {
+            assert!(ns > 0.0 && ns < 1_000_000.0, "{p:?}");
+        }
+        assert!((0.0..=1.0).contains(&d.remote_share), "{p:?}");
+        assert!(d.wake_remote_ns < 100_000_000.0, "{p:?}");
     }
 }
 

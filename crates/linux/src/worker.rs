@@ -167,6 +167,16 @@ pub fn thread_faults() -> (u64, u64) {
     (ru.ru_majflt as u64, ru.ru_minflt as u64)
 }
 
+/// The calling thread's involuntary context switches so far (`ru_nivcsw`): times another task
+/// took its CPU while it could run.
+pub fn thread_preemptions() -> u64 {
+    // SAFETY: a zeroed rusage is valid; getrusage fills it.
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: valid out-pointer.
+    unsafe { libc::getrusage(libc::RUSAGE_THREAD, &mut ru) };
+    ru.ru_nivcsw as u64
+}
+
 /// Fork a child that runs `body` and exits with its return code.
 ///
 /// # Safety

@@ -260,6 +260,26 @@ fn swap_file_run_traces_the_swap_device_and_unmounts_what_it_mounted() {
         out.result.faults,
         "{classes}"
     );
+    // The seconds' phases add up to the seconds' wall time (each second is split on the
+    // driver's timeline; the life split also holds the calls around it), and every told tab
+    // waited a time of its own.
+    let phases = &out.result.extra["life_second_phases"];
+    let phase = |k: &str| phases[k].as_f64().unwrap();
+    let summed = ["touch_sets_s", "telling_s", "working_s", "reading_s"]
+        .map(phase)
+        .iter()
+        .sum::<f64>();
+    let life = out.result.extra["wall_split_s"]["life"].as_f64().unwrap();
+    assert!(
+        summed > 0.0 && summed <= life + 1e-6,
+        "{phases} life {life}"
+    );
+    assert!(phases["tabs_told"].as_u64().unwrap() > 0, "{phases}");
+    assert!(
+        (0.0..=1.0).contains(&phase("remote_wake_share")),
+        "{phases}"
+    );
+    assert!(phase("driver_cpu_s") > 0.0, "{phases}");
     // The machine's speed at both ends of the run.
     for end in ["before", "after"] {
         let ns = out.result.extra["host_speed"][format!("lz4_ns_per_page_{end}")].as_f64();

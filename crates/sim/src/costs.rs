@@ -102,9 +102,28 @@ pub struct Costs {
     /// A tab's own CPU when its background second begins, apart from its touches:
     /// `costs.tab_second_ns` (calibrated), else 0.
     pub tab_second: u64,
+    /// The driver's CPU per tab it tells a second (`costs.driver_touch_set_ns`,
+    /// `driver_tell_local_ns`, `driver_tell_remote_ns`, `driver_answer_ns`, calibrated): its
+    /// touch set, its command, its answer. `None` unless all four are given: then no driver is
+    /// scheduled (every tab is told at the second's start).
+    pub driver: Option<DriverCosts>,
+    /// A task woken onto an idle CPU waits this long for it (`costs.cpu_wake_ns`, calibrated),
+    /// else 0. Used for the tabs the driver tells.
+    pub cpu_wake: u64,
     /// Calibrated whole swap-out paths into zswap's pool and into zram (None: not calibrated).
     zswap_store: Option<f64>,
     zram_store: Option<f64>,
+}
+
+/// The driver's CPU per tab it tells a second, ns ([`Costs::driver`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DriverCosts {
+    pub touch_set: u64,
+    /// Telling a tab that will wait for a CPU the driver's or another task holds.
+    pub tell_local: u64,
+    /// Telling a tab that takes an idle CPU (an interrupt to it).
+    pub tell_remote: u64,
+    pub answer: u64,
 }
 
 impl Costs {
@@ -136,6 +155,21 @@ impl Costs {
             remote_flush: o.remote_flush_ns.map_or(0, |v| v.max(0.0).round() as u64),
             tab_touch: o.tab_touch_ns.map_or(0, |v| v.max(0.0).round() as u64),
             tab_second: o.tab_second_ns.map_or(0, |v| v.max(0.0).round() as u64),
+            driver: match (
+                o.driver_touch_set_ns,
+                o.driver_tell_local_ns,
+                o.driver_tell_remote_ns,
+                o.driver_answer_ns,
+            ) {
+                (Some(set), Some(local), Some(remote), Some(answer)) => Some(DriverCosts {
+                    touch_set: set.max(0.0).round() as u64,
+                    tell_local: local.max(0.0).round() as u64,
+                    tell_remote: remote.max(0.0).round() as u64,
+                    answer: answer.max(0.0).round() as u64,
+                }),
+                _ => None,
+            },
+            cpu_wake: o.cpu_wake_ns.map_or(0, |v| v.max(0.0).round() as u64),
             zswap_store: o.zswap_store_page_ns,
             zram_store: o.zram_store_page_ns,
             compress: LatencyDist {

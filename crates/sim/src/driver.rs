@@ -49,6 +49,8 @@ struct LifeCounts {
     /// kernel work, a polled read's spin included), as the linux substrate's thread CPU clocks
     /// (`background_cpu_s`).
     background_cpu_ns: u64,
+    /// Where the seconds' time went (`life_second_phases`).
+    phases: nvmswap_core::metrics::SecondPhases,
 }
 
 pub struct Driver<'a> {
@@ -92,6 +94,41 @@ struct TabTask {
     woken: Option<u64>,
     /// Its own CPU work before its first touch (`costs.tab_second`), not yet run.
     setup: u64,
+    /// When it first ran on a CPU this second.
+    first_ran: Option<u64>,
+    /// When it was told its second (the second's start when no driver is scheduled), and from
+    /// which CPU (None: no driver).
+    told: u64,
+    told_from: Option<usize>,
+    /// The CPU it first ran on this second.
+    first_cpu: Option<usize>,
+    /// When its second's work was done (its answer written).
+    answered: Option<u64>,
+    /// The driver's program, for the driver's task (its `work` stays empty).
+    driver: Option<DriverProgram>,
+}
+
+/// The driver's part of a second (`costs.driver`), as the linux substrate's driver runs it on
+/// a CPU beside the tabs: it works out every told tab's touch set, tells the tabs one after
+/// the other (a told tab becomes runnable then, and may take the driver's CPU), then takes
+/// their answers in tab order, sleeping until each is written.
+struct DriverProgram {
+    steps: std::collections::VecDeque<DriverStep>,
+    /// The tab task whose answer it sleeps for.
+    waiting_for: Option<usize>,
+    /// The tab task whose command it is writing (woken when the write is done).
+    telling: Option<usize>,
+    /// Its CPU time this second (not the tabs').
+    cpu_ns: u64,
+    sets_done: u64,
+    last_told: u64,
+}
+
+#[derive(Clone, Copy)]
+enum DriverStep {
+    TouchSets(u64),
+    Tell(usize),
+    Answer(usize),
 }
 
 /// The tabs' CPUs in a second: the task each runs (`None`: idle), when an idle one freed, the
@@ -248,6 +285,9 @@ impl<'a> Driver<'a> {
             "background_cpu_s".into(),
             (counts.background_cpu_ns as f64 / nvmswap_core::NS_PER_S as f64).into(),
         );
+        out.result
+            .extra
+            .insert("life_second_phases".into(), counts.phases.to_json());
         Ok(out)
     }
 
@@ -358,8 +398,47 @@ impl<'a> Driver<'a> {
                 spinning_on: None,
                 woken: None,
                 setup: self.machine.costs.tab_second,
+                first_ran: None,
+                told: start,
+                told_from: None,
+                first_cpu: None,
+                answered: None,
+                driver: None,
             });
         }
+        // The driver, when its costs are calibrated: a task after the tabs' that tells them.
+        let told: Vec<usize> = (0..tasks.len())
+            .filter(|&i| !tasks[i].work.is_empty())
+            .collect();
+        let driver = self.machine.costs.driver.map(|dc| {
+            let mut steps = std::collections::VecDeque::new();
+            steps.push_back(DriverStep::TouchSets(dc.touch_set * told.len() as u64));
+            steps.extend(told.iter().map(|&i| DriverStep::Tell(i)));
+            steps.extend(told.iter().map(|&i| DriverStep::Answer(i)));
+            tasks.push(TabTask {
+                tab: u32::MAX,
+                work: std::collections::VecDeque::new(),
+                at: start,
+                sleeping: None,
+                spinning_on: None,
+                woken: None,
+                setup: 0,
+                first_ran: None,
+                told: start,
+                told_from: None,
+                first_cpu: None,
+                answered: None,
+                driver: Some(DriverProgram {
+                    steps,
+                    waiting_for: None,
+                    telling: None,
+                    cpu_ns: 0,
+                    sets_done: start,
+                    last_told: start,
+                }),
+            });
+            (tasks.len() - 1, dc)
+        });
         let polls = self.machine.polls_while_waiting();
         let n_cpus = self.tab_cpus.max(1) as usize;
         let mut cpus = TabCpus {
@@ -369,15 +448,28 @@ impl<'a> Driver<'a> {
             fair: FairQueue::new(tasks.len(), sched::base_slice_ns(self.tab_cpus)),
             used_ns: 0,
         };
-        for (i, task) in tasks.iter().enumerate() {
-            if !task.work.is_empty() {
-                cpus.fair.enqueue(i);
-                cpus.ready.push(i);
+        match driver {
+            // The driver goes on on CPU 0 (where sim runs the foreground); the tabs wait to be
+            // told.
+            Some((d, _)) => {
+                cpus.fair.enqueue(d);
+                self.start_on(&mut tasks, &mut cpus, d, 0, start);
+                for c in 1..n_cpus {
+                    self.cpu_frees(&mut tasks, &mut cpus, c, start);
+                }
+            }
+            None => {
+                for &i in &told {
+                    cpus.fair.enqueue(i);
+                    cpus.ready.push(i);
+                }
+                for c in 0..n_cpus {
+                    self.cpu_frees(&mut tasks, &mut cpus, c, start);
+                }
             }
         }
-        for c in 0..n_cpus {
-            self.cpu_frees(&mut tasks, &mut cpus, c, start);
-        }
+        // When the driver, asleep for an answer, wakes (the answer's tab finished its work).
+        let mut driver_wake: Option<u64> = None;
         // Tasks asleep on a read, in the order they went to sleep.
         let mut asleep: Vec<usize> = Vec::new();
         loop {
@@ -410,6 +502,25 @@ impl<'a> Driver<'a> {
                 .filter(|&(_, i)| tasks[i].sleeping.is_none())
                 .map(|(c, i)| (tasks[i].at, c, i))
                 .min();
+            // The driver wakes for its answer before anything else happens.
+            if let Some(w) = driver_wake {
+                let backend = (!asleep.is_empty())
+                    .then(|| self.machine.next_backend_event())
+                    .flatten();
+                if next.is_none_or(|(at, _, _)| w <= at) && backend.is_none_or(|e| w <= e) {
+                    driver_wake = None;
+                    let (d, _) = driver.expect("only the driver sleeps for an answer");
+                    self.machine.pass_to(w.max(self.machine.now));
+                    let now = self.machine.now;
+                    if let Some(p) = tasks[d].driver.as_mut() {
+                        p.waiting_for = None;
+                    }
+                    cpus.fair.enqueue(d);
+                    tasks[d].at = now;
+                    self.task_woken(&mut tasks, &mut cpus, d, now);
+                    continue;
+                }
+            }
             if !asleep.is_empty() {
                 let event = self
                     .machine
@@ -425,6 +536,81 @@ impl<'a> Driver<'a> {
                 break;
             };
             self.machine.pass_to(at);
+            if let Some((d, dc)) = driver.filter(|&(d, _)| d == i) {
+                let began = at.max(self.machine.now);
+                self.machine.tlbs.running_on = cpu;
+                tasks[d].first_ran.get_or_insert(began);
+                let prog = tasks[d].driver.as_mut().expect("the driver's task");
+                if let Some(j) = prog.telling.take() {
+                    // Its command is written: the told tab is runnable now. An idle CPU takes
+                    // it once awake (`costs.cpu_wake`), or it preempts (perhaps the driver), or
+                    // it waits with the ready tasks.
+                    tasks[j].told = began;
+                    tasks[j].told_from = Some(cpu);
+                    tasks[j].at = began;
+                    cpus.fair.enqueue(j);
+                    let wake = self.machine.costs.cpu_wake;
+                    self.task_woken_after(&mut tasks, &mut cpus, j, began, wake);
+                    continue;
+                }
+                let step = prog
+                    .steps
+                    .pop_front()
+                    .expect("a driver with nothing left to do is off its CPU");
+                let (clock, told) = match step {
+                    DriverStep::TouchSets(ns) => {
+                        prog.sets_done = began + ns;
+                        (began + ns, None)
+                    }
+                    DriverStep::Tell(j) => {
+                        // The tab is woken when the write is done: at the driver's next turn,
+                        // after whatever the other CPUs do before then. With a CPU idle now the
+                        // write interrupts it (a remote wake-up); else the tab is queued.
+                        let idle = cpus.on.iter().any(Option::is_none);
+                        let tell = if idle { dc.tell_remote } else { dc.tell_local };
+                        prog.last_told = began + tell;
+                        prog.telling = Some(j);
+                        (began + tell, Some(j))
+                    }
+                    DriverStep::Answer(j) => match tasks[j].answered {
+                        Some(t) if t <= began => (began + dc.answer, None),
+                        answered => {
+                            // Its read blocks until tab `j` answers (at `answered`, when its
+                            // last run is already worked out).
+                            let prog = tasks[d].driver.as_mut().expect("the driver's task");
+                            prog.steps.push_front(step);
+                            prog.waiting_for = Some(j);
+                            driver_wake = answered;
+                            tasks[d].at = began;
+                            cpus.fair.dequeue(d);
+                            self.cpu_frees(&mut tasks, &mut cpus, cpu, began);
+                            continue;
+                        }
+                    },
+                };
+                cpus.ran(d, clock - began);
+                let prog = tasks[d].driver.as_mut().expect("the driver's task");
+                prog.cpu_ns += clock - began;
+                let done = prog.steps.is_empty();
+                tasks[d].at = clock;
+                if told.is_some() {
+                    // It holds its CPU until the tab is woken (its next turn).
+                    continue;
+                }
+                if done {
+                    cpus.fair.dequeue(d);
+                    self.cpu_frees(&mut tasks, &mut cpus, cpu, clock);
+                } else if let Some(j) = cpus.fair.yields_to(d, &cpus.ready) {
+                    let p = tasks[d].driver.as_ref().expect("the driver's task");
+                    if p.steps.iter().any(|s| matches!(s, DriverStep::Tell(_))) {
+                        self.counts.phases.driver_preempted_telling += 1;
+                    }
+                    cpus.ready.retain(|&r| r != j);
+                    cpus.ready.push(d);
+                    self.start_on(&mut tasks, &mut cpus, j, cpu, clock);
+                }
+                continue;
+            }
             // The task runs until a touch takes the machine's time (a fault), or its own work
             // (`costs.tab_touch_ns` per touch) would pass the next event: the back-end's, or
             // another CPU's task going on. Its first touch always runs (its own work may then
@@ -436,11 +622,19 @@ impl<'a> Driver<'a> {
                 .filter(|&j| tasks[j].sleeping.is_none())
                 .map(|j| tasks[j].at)
                 .chain(self.machine.next_backend_event())
+                .chain(driver_wake)
                 .min()
                 .unwrap_or(u64::MAX);
             let tab_touch = self.machine.costs.tab_touch;
             let task = &mut tasks[i];
             let began = at.max(self.machine.now);
+            debug_assert!(
+                began >= task.told,
+                "tab {} ran before it was told",
+                task.tab
+            );
+            task.first_ran.get_or_insert(began);
+            task.first_cpu.get_or_insert(cpu);
             self.machine.tlbs.running_on = cpu;
             // A second's first run begins with the tab's own work apart from its touches (its
             // command's arguments, its touch set, its answer: `costs.tab_second`), which like a
@@ -496,6 +690,16 @@ impl<'a> Driver<'a> {
             cpus.ran(i, stopped - began);
             task.at = stopped;
             if task.work.is_empty() {
+                task.answered = Some(stopped);
+                if let Some((d, _)) = driver {
+                    if tasks[d]
+                        .driver
+                        .as_ref()
+                        .is_some_and(|p| p.waiting_for == Some(i))
+                    {
+                        driver_wake = Some(stopped);
+                    }
+                }
                 cpus.fair.dequeue(i);
                 self.cpu_frees(&mut tasks, &mut cpus, cpu, stopped);
             } else if let Some(j) = cpus.fair.yields_to(i, &cpus.ready) {
@@ -506,8 +710,29 @@ impl<'a> Driver<'a> {
                 self.start_on(&mut tasks, &mut cpus, j, cpu, stopped);
             }
         }
-        self.counts.background_cpu_ns += cpus.used_ns;
         let end = tasks.iter().map(|t| t.at).max().unwrap_or(start);
+        let last_answered = tasks.iter().filter_map(|t| t.answered).max();
+        let (sets_done, last_told, driver_cpu) = match driver {
+            Some((d, _)) => {
+                let p = tasks[d].driver.as_ref().expect("the driver's task");
+                assert!(p.steps.is_empty(), "the driver did not take every answer");
+                (p.sets_done, p.last_told.max(p.sets_done), p.cpu_ns)
+            }
+            None => (start, start, 0),
+        };
+        self.counts.background_cpu_ns += cpus.used_ns - driver_cpu;
+        self.counts.phases.record(
+            start,
+            sets_done,
+            last_told,
+            last_answered.unwrap_or(end),
+            end,
+            driver_cpu,
+            tasks.iter().filter(|t| t.driver.is_none()).filter_map(|t| {
+                let remote = t.told_from.is_some() && t.told_from != t.first_cpu;
+                t.first_ran.map(|r| (r - t.told, remote))
+            }),
+        );
         debug_assert!(
             cpus.on.iter().all(Option::is_none),
             "a CPU still runs a task"
@@ -573,12 +798,27 @@ impl<'a> Driver<'a> {
     /// longest), or preempts the running task the scheduler picks it over (of those, the one
     /// with the latest deadline), or waits with the ready tasks.
     fn task_woken(&mut self, tasks: &mut [TabTask], cpus: &mut TabCpus, i: usize, now: u64) {
+        self.task_woken_after(tasks, cpus, i, now, 0);
+    }
+
+    /// [`Driver::task_woken`], an idle CPU taking the task `wake` ns after it was woken (the
+    /// CPU's own wake-up).
+    fn task_woken_after(
+        &mut self,
+        tasks: &mut [TabTask],
+        cpus: &mut TabCpus,
+        i: usize,
+        now: u64,
+        wake: u64,
+    ) {
+        // The counts of woken tabs are of those a read woke (the told tabs and the driver apart).
+        let from_read = tasks[i].woken.is_some();
         let idle = (0..cpus.on.len())
             .filter(|&c| cpus.on[c].is_none())
             .min_by_key(|&c| (cpus.free_at[c], c));
         if let Some(c) = idle {
-            self.counts.woken_on_idle_cpu += 1;
-            let at = cpus.free_at[c].max(now);
+            self.counts.woken_on_idle_cpu += from_read as u64;
+            let at = cpus.free_at[c].max(now) + wake;
             self.start_on(tasks, cpus, i, c, at);
             return;
         }
@@ -590,7 +830,14 @@ impl<'a> Driver<'a> {
             Some((c, j)) => {
                 tasks[j].at = tasks[j].at.max(now);
                 cpus.ready.push(j);
-                self.counts.wakeup_preemptions += 1;
+                self.counts.wakeup_preemptions += from_read as u64;
+                if tasks[j]
+                    .driver
+                    .as_ref()
+                    .is_some_and(|p| p.steps.iter().any(|s| matches!(s, DriverStep::Tell(_))))
+                {
+                    self.counts.phases.driver_preempted_telling += 1;
+                }
                 self.start_on(tasks, cpus, i, c, now);
             }
             None => cpus.ready.push(i),
@@ -664,6 +911,7 @@ impl<'a> Driver<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::costs::DriverCosts;
     use nvmswap_core::progress::NoProgress;
     use nvmswap_core::workload::tabs::default_sites;
     use nvmswap_core::NS_PER_S;
@@ -990,6 +1238,76 @@ mod tests {
         assert!(
             took1 > took0 && took1 >= cpu1,
             "{took0} -> {took1}, cpu {cpu1}"
+        );
+    }
+
+    #[test]
+    fn the_driver_tells_the_tabs_one_after_the_other_and_takes_their_answers() {
+        // The same second without and with the driver's costs: with them, the driver works out
+        // the touch sets first (no tab is told yet, so nothing takes its CPU), tells the tabs
+        // one after the other and takes every answer; its CPU is exactly that work, and it is
+        // not the tabs'.
+        let run = |costs: Option<DriverCosts>, cpu_wake: u64| {
+            let mut d = driver(sites(0.05, 0.0, 0.0));
+            two_tabs_out(&mut d);
+            d.machine.costs.driver = costs;
+            d.machine.costs.cpu_wake = cpu_wake;
+            let told = d.life.clone().second().len() as u64;
+            let start = d.machine.now;
+            d.live_second().unwrap();
+            (
+                d.counts.phases.clone(),
+                d.counts.background_cpu_ns,
+                d.machine.now - start,
+                told,
+            )
+        };
+        let dc = DriverCosts {
+            touch_set: 5_000,
+            tell_local: 20_000,
+            tell_remote: 20_000,
+            answer: 3_000,
+        };
+        let (p0, cpu0, _, told) = run(None, 0);
+        let (p1, cpu1, took1, _) = run(Some(dc), 0);
+        assert!(told >= 2, "tabs 0 and 1 among the tabs told: {told}");
+        assert_eq!(p0.touch_sets_ns + p0.telling_ns + p0.driver_cpu_ns, 0);
+        assert_eq!(p0.tab_waits_ns.len() as u64, told);
+        assert_eq!(p1.driver_cpu_ns, told * (5_000 + 20_000 + 3_000));
+        assert_eq!(p1.touch_sets_ns, told * 5_000);
+        // Each tell takes its cost; a tab that takes the driver's CPU makes telling longer.
+        assert!(p1.telling_ns >= told * 20_000, "{p1:?}");
+        assert_eq!(p1.tab_waits_ns.len() as u64, told);
+        assert!(
+            took1 >= p1.touch_sets_ns + p1.telling_ns + dc.answer,
+            "{took1} {p1:?}"
+        );
+        // The tabs' own CPU stays theirs (their faults' timing may move it a little).
+        let moved = (cpu1 as f64 - cpu0 as f64).abs();
+        assert!(moved < 0.05 * cpu0 as f64, "{cpu0} -> {cpu1}");
+        // The first tab told takes the idle CPU at once, woken remotely (the driver holds CPU 0).
+        let first = p1.tab_waits_ns[0];
+        assert_eq!(first, (0, true), "{:?}", p1.tab_waits_ns);
+
+        // A remote tell costs more than a local one, and the idle CPU takes its time to wake:
+        // the first tab (remote) waits that long; a tab queued on a busy CPU pays no wake-up.
+        let split = DriverCosts {
+            tell_local: 1_000,
+            tell_remote: 15_000,
+            ..dc
+        };
+        let (p2, _, _, _) = run(Some(split), 30_000);
+        assert!(p2.tab_waits_ns[0].1, "{:?}", p2.tab_waits_ns);
+        assert!(p2.tab_waits_ns[0].0 >= 30_000, "{:?}", p2.tab_waits_ns);
+        let remote = p2.tab_waits_ns.iter().filter(|w| w.1).count() as u64;
+        assert!(
+            p2.telling_ns >= remote * 15_000 + (told - remote) * 1_000,
+            "{p2:?}"
+        );
+        assert!(p2.driver_cpu_ns >= told * (5_000 + 1_000 + 3_000), "{p2:?}");
+        assert!(
+            p2.driver_cpu_ns <= told * (5_000 + 15_000 + 3_000),
+            "{p2:?}"
         );
     }
 

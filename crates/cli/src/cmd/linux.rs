@@ -558,7 +558,11 @@ fn print_calibration(cal: &nvmswap_linux::calibrate::Calibration) {
         (None, None) => {}
     }
     match (&cal.tab_second, &cal.tab_second_unavailable) {
-        (Some(t), _) => print!("{}", nvmswap_linux::tab::tab_second_comment(t)),
+        (Some(t), _) => print!(
+            "{}{}",
+            nvmswap_linux::tab::tab_second_comment(t),
+            nvmswap_linux::tab::driver_second_comment(t)
+        ),
         (None, Some(why)) => println!("tab-second probe did not run: {why}"),
         (None, None) => {}
     }

@@ -258,6 +258,8 @@ struct Mechanism {
 enum Read {
     /// The same keys under `extra` on both substrates.
     Both(&'static [&'static str]),
+    /// The same keys on both, times a factor (seconds shown as ms, shares as %).
+    BothTimes(&'static [&'static str], f64),
     /// Keys under `extra` of the linux runs; sim has no such statistic.
     Linux(&'static [&'static str]),
     /// Each substrate its own way: (linux, sim).
@@ -268,6 +270,7 @@ impl Read {
     fn linux(&self, r: &RunResult) -> Option<f64> {
         match self {
             Read::Both(path) | Read::Linux(path) => extra_at(r, path),
+            Read::BothTimes(path, factor) => extra_at(r, path).map(|v| v * factor),
             Read::Each(linux, _) => linux(r),
         }
     }
@@ -275,6 +278,7 @@ impl Read {
     fn sim(&self, r: &RunResult) -> Option<f64> {
         match self {
             Read::Both(path) => extra_at(r, path),
+            Read::BothTimes(path, factor) => extra_at(r, path).map(|v| v * factor),
             Read::Linux(_) => None,
             Read::Each(_, sim) => sim(r),
         }
@@ -371,6 +375,14 @@ const fn linux(label: &'static str, path: &'static [&'static str]) -> Mechanism 
 }
 
 /// A statistic under the same keys on both substrates.
+/// A statistic at the same keys on both substrates, shown times `factor`.
+const fn both_times(label: &'static str, path: &'static [&'static str], factor: f64) -> Mechanism {
+    Mechanism {
+        label,
+        read: Read::BothTimes(path, factor),
+    }
+}
+
 const fn both(label: &'static str, path: &'static [&'static str]) -> Mechanism {
     Mechanism {
         label,
@@ -563,6 +575,47 @@ const MECHANISMS: &[Mechanism] = &[
             |r| extra_at(r, &["background_life_s"]).map(|s| s * 1e3),
         ),
     },
+    // Where the seconds' time went on the driver's timeline (`extra.life_second_phases`): the
+    // driver working out the touch sets, telling the tabs (and how often a tab took its CPU
+    // meanwhile), the tabs working on after the last was told; the told tabs' wait to run and
+    // the share woken on another CPU than the driver's.
+    both_times(
+        "seconds: driver's touch sets ms",
+        &["life_second_phases", "touch_sets_s"],
+        1e3,
+    ),
+    both_times(
+        "seconds: telling ms",
+        &["life_second_phases", "telling_s"],
+        1e3,
+    ),
+    both_times(
+        "seconds: working after the last told ms",
+        &["life_second_phases", "working_s"],
+        1e3,
+    ),
+    both_times(
+        "seconds: driver's CPU ms",
+        &["life_second_phases", "driver_cpu_s"],
+        1e3,
+    ),
+    both(
+        "driver preempted while telling",
+        &["life_second_phases", "driver_preempted_telling"],
+    ),
+    both_times(
+        "told tabs woken on another CPU %",
+        &["life_second_phases", "remote_wake_share"],
+        100.0,
+    ),
+    both(
+        "told tab's wait to run us p50",
+        &["life_second_phases", "tab_wait_us", "p50"],
+    ),
+    both(
+        "told tab's wait to run us p99",
+        &["life_second_phases", "tab_wait_us", "p99"],
+    ),
     // The host's side of the run: pages the guest reported free (the host discards them), which
     // slows this machine's disk; sim has no hypervisor.
     linux(
