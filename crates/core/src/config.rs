@@ -266,8 +266,8 @@ pub struct CostOverrides {
     /// interrupt to that CPU), taking its answer. Measured by `nvmswap linux calibrate` (the
     /// tab-second probe's driver side, medians of the driver's thread CPU). Sim's driver holds
     /// a CPU this long for each, so the tabs are told one after the other and its answers
-    /// compete with them for the CPUs; without all four, sim tells every tab at the second's
-    /// start at no cost.
+    /// compete with them for the CPUs; without them, sim tells every tab at the second's start
+    /// at no cost. All four or none (`check`).
     #[serde(default)]
     pub driver_touch_set_ns: Option<f64>,
     #[serde(default)]
@@ -343,6 +343,25 @@ impl CostOverrides {
                 };
                 return Err((field, format!("must be {want}, got {v}")));
             }
+        }
+        // The driver is scheduled with all four of its costs or not at all: a file with some of
+        // them is a mistake, not a driver whose other work is free.
+        let driver = [
+            self.driver_touch_set_ns,
+            self.driver_tell_local_ns,
+            self.driver_tell_remote_ns,
+            self.driver_answer_ns,
+        ];
+        let given = driver.iter().filter(|v| v.is_some()).count();
+        if given != 0 && given != driver.len() {
+            return Err((
+                "costs.driver_*",
+                format!(
+                    "give all four of driver_touch_set_ns, driver_tell_local_ns, \
+                     driver_tell_remote_ns and driver_answer_ns (`nvmswap linux calibrate` \
+                     writes them together), or none; {given} given"
+                ),
+            ));
         }
         Ok(())
     }
@@ -699,6 +718,26 @@ pub const ONE_GIB: u64 = GIB;
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_drivers_costs_come_all_four_or_none() {
+        let all = CostOverrides {
+            driver_touch_set_ns: Some(4_000.0),
+            driver_tell_local_ns: Some(1_500.0),
+            driver_tell_remote_ns: Some(16_000.0),
+            driver_answer_ns: Some(900.0),
+            ..Default::default()
+        };
+        assert!(all.check().is_ok());
+        assert!(CostOverrides::default().check().is_ok());
+        let partial = CostOverrides {
+            driver_answer_ns: None,
+            ..all
+        };
+        let (field, why) = partial.check().unwrap_err();
+        assert_eq!(field, "costs.driver_*");
+        assert!(why.contains("3 given"), "{why}");
+    }
 
     #[test]
     fn bundled_configurations_load() {
