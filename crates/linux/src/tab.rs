@@ -663,10 +663,7 @@ pub fn probe_tab_second(seed: u64) -> Result<TabSecondProbe, LinuxError> {
             samples.len()
         ))
     })?;
-    let median = |mut v: Vec<f64>| {
-        v.sort_by(f64::total_cmp);
-        v.get(v.len() / 2).copied()
-    };
+    use crate::calibrate::median;
     let told = (tells_local.len() + tells_remote.len()).max(1);
     let remote_share = tells_remote.len() as f64 / told as f64;
     let (local, remote) = (median(tells_local), median(tells_remote));
