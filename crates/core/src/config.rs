@@ -252,6 +252,16 @@ pub struct CostOverrides {
     /// occupy the CPUs as the kernel's do; without it, a resident touch takes no time.
     #[serde(default)]
     pub tab_touch_ns: Option<f64>,
+    /// What a touch of a mapped, resident page costs more when reclaim's scan cleared its
+    /// accessed bit since the page was last touched: the page walk sets the bit again (x86's
+    /// `ptep_clear_flush_young` clears it without flushing the TLB, so the walk of the next
+    /// touch that misses the TLB pays; a background tab's touch a second later always does).
+    /// Measured by `nvmswap linux calibrate` (the accessed-bit probe: the tab's timed touch of
+    /// evicted pages with the bits cleared by `/proc/self/clear_refs` and set). Sim charges it
+    /// to every touch of a page its LRU holds as not accessed since its last scan (core's
+    /// `lru::AnonLru::is_accessed`); without it, such a touch is free.
+    #[serde(default)]
+    pub accessed_bit_ns: Option<f64>,
     /// A tab's own CPU per second of background life apart from its touches: reading the command's
     /// arguments, computing which pages its second touches, and its answer (the pipe write that
     /// wakes the driver). Measured by `nvmswap linux calibrate` (the tab-second probe: real tab
@@ -319,6 +329,7 @@ impl CostOverrides {
             ),
             ("costs.remote_flush_ns", self.remote_flush_ns, true),
             ("costs.tab_touch_ns", self.tab_touch_ns, true),
+            ("costs.accessed_bit_ns", self.accessed_bit_ns, true),
             ("costs.tab_second_ns", self.tab_second_ns, true),
             ("costs.driver_touch_set_ns", self.driver_touch_set_ns, true),
             (

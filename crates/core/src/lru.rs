@@ -171,6 +171,12 @@ impl AnonLru {
         self.pages[page as usize].accessed = true;
     }
 
+    /// Whether `page`'s accessed bit is set: it was touched (or faulted in) since reclaim last
+    /// looked at it.
+    pub fn is_accessed(&self, page: u32) -> bool {
+        self.pages[page as usize].accessed
+    }
+
     /// Clears the accessed bit: a page brought in by read-ahead was not touched by anyone.
     pub fn clear_accessed(&mut self, page: u32) {
         self.pages[page as usize].accessed = false;

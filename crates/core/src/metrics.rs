@@ -230,6 +230,156 @@ impl SecondPhases {
     }
 }
 
+/// What each told tab's second cost it in CPU, against what it did: its touches, its minor
+/// faults (demand-zero pages of its growth, swap-cache hits) and its major faults (a read from
+/// the device, a decompression). A run's least-squares split of that CPU,
+/// `cpu = fixed + per_touch * touches + per_minor * minor + per_major * major`, is the run's own
+/// figure for what calibration's tab-second probe measures on resident, idle tabs (`fixed` and
+/// `per_touch`: `costs.tab_second_ns`, `costs.tab_touch_ns`): beside the costs a substrate was
+/// given it shows which part a run spends more or less on than the probe saw. Reported as
+/// `extra.tab_second_fit` (linux: each tab's `CLOCK_THREAD_CPUTIME_ID` across its command).
+#[derive(Debug, Clone, Default)]
+pub struct TabSecondCosts {
+    /// `(touches, minor faults, major faults, CPU ns)` per tab-second.
+    seconds: Vec<(u32, u32, u32, u64)>,
+}
+
+impl TabSecondCosts {
+    pub fn record(&mut self, touches: u64, minor_faults: u64, major_faults: u64, cpu_ns: u64) {
+        let c = |v: u64| v.min(u32::MAX as u64) as u32;
+        self.seconds
+            .push((c(touches), c(minor_faults), c(major_faults), cpu_ns));
+    }
+
+    pub fn len(&self) -> usize {
+        self.seconds.len()
+    }
+
+    /// The recorded touches, minor faults, major faults and CPU ns, each summed.
+    pub fn sums(&self) -> [u64; 4] {
+        self.seconds.iter().fold([0; 4], |a, s| {
+            [
+                a[0] + s.0 as u64,
+                a[1] + s.1 as u64,
+                a[2] + s.2 as u64,
+                a[3] + s.3,
+            ]
+        })
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.seconds.is_empty()
+    }
+
+    /// The least-squares coefficients `[fixed, per_touch, per_minor, per_major]` (ns) and R².
+    /// A count that never varies in the run (no major faults at all) cannot be told from
+    /// `fixed`: it is left out and its coefficient reported as 0. `None` when the seconds do
+    /// not determine the rest (no more seconds than unknowns, or counts that move together).
+    pub fn fit(&self) -> Option<([f64; 4], f64)> {
+        // Regressors that vary in this run; a constant one cannot be told from `fixed`.
+        let varies = |k: usize| {
+            let v = |s: &(u32, u32, u32, u64)| [s.0, s.1, s.2][k];
+            self.seconds
+                .first()
+                .is_some_and(|f| self.seconds.iter().any(|s| v(s) != v(f)))
+        };
+        let used: Vec<usize> = (0..3).filter(|&k| varies(k)).collect();
+        let rows: Vec<(Vec<f64>, f64)> = self
+            .seconds
+            .iter()
+            .map(|s| {
+                let x = [s.0 as f64, s.1 as f64, s.2 as f64];
+                let mut row = vec![1.0];
+                row.extend(used.iter().map(|&k| x[k]));
+                (row, s.3 as f64)
+            })
+            .collect();
+        if rows.len() <= used.len() + 1 {
+            return None;
+        }
+        let b = least_squares(&rows)?;
+        let mut coef = [b[0], 0.0, 0.0, 0.0];
+        for (j, &k) in used.iter().enumerate() {
+            coef[k + 1] = b[j + 1];
+        }
+        let n = rows.len() as f64;
+        let mean = rows.iter().map(|r| r.1).sum::<f64>() / n;
+        let (mut ss_res, mut ss_tot) = (0.0, 0.0);
+        for (x, y) in &rows {
+            let fitted: f64 = x.iter().zip(&b).map(|(xi, bi)| xi * bi).sum();
+            ss_res += (y - fitted).powi(2);
+            ss_tot += (y - mean).powi(2);
+        }
+        let r2 = if ss_tot > 0.0 {
+            1.0 - ss_res / ss_tot
+        } else {
+            1.0
+        };
+        Some((coef, r2))
+    }
+
+    /// `{seconds, mean_cpu_us, fixed_us, per_touch_ns, per_minor_fault_us, per_major_fault_us,
+    /// r2}` (the coefficients 0 and `r2` null when the seconds do not determine a fit).
+    pub fn to_json(&self) -> serde_json::Value {
+        let n = self.seconds.len();
+        let mean = self.sums()[3] as f64 / n.max(1) as f64;
+        let (c, r2) = match self.fit() {
+            Some((c, r2)) => (c, Some(r2)),
+            None => ([0.0; 4], None),
+        };
+        serde_json::json!({
+            "seconds": n,
+            "mean_cpu_us": mean / 1e3,
+            "fixed_us": c[0] / 1e3,
+            "per_touch_ns": c[1],
+            "per_minor_fault_us": c[2] / 1e3,
+            "per_major_fault_us": c[3] / 1e3,
+            "r2": r2,
+        })
+    }
+}
+
+/// Ordinary least squares over `rows` of `(x, y)` (every `x` of one length `k`): the `b` that
+/// minimises the sum of `(y - x . b)^2`, from the normal equations `X'X b = X'y` solved by
+/// Gaussian elimination with partial pivoting (`k` is at most a handful here, so a linear-algebra
+/// crate would be a large dependency for a few lines). `None` when `X'X` is singular (a
+/// regressor that is a combination of others).
+pub fn least_squares(rows: &[(Vec<f64>, f64)]) -> Option<Vec<f64>> {
+    let k = rows.first()?.0.len();
+    debug_assert!(rows.iter().all(|r| r.0.len() == k), "rows of one length");
+    // The augmented normal equations [X'X | X'y].
+    let mut a = vec![vec![0.0f64; k + 1]; k];
+    for (x, y) in rows {
+        for i in 0..k {
+            for j in 0..k {
+                a[i][j] += x[i] * x[j];
+            }
+            a[i][k] += x[i] * y;
+        }
+    }
+    let scale = a
+        .iter()
+        .map(|r| r[..k].iter().fold(0.0f64, |m, v| m.max(v.abs())))
+        .fold(0.0, f64::max);
+    for col in 0..k {
+        let pivot = (col..k).max_by(|&p, &q| a[p][col].abs().total_cmp(&a[q][col].abs()))?;
+        if a[pivot][col].abs() <= scale * 1e-12 {
+            return None;
+        }
+        a.swap(col, pivot);
+        let pivot_row = a[col].clone();
+        for (r, row) in a.iter_mut().enumerate() {
+            if r != col {
+                let f = row[col] / pivot_row[col];
+                for (x, p) in row[col..].iter_mut().zip(&pivot_row[col..]) {
+                    *x -= f * p;
+                }
+            }
+        }
+    }
+    Some((0..k).map(|i| a[i][k] / a[i][i]).collect())
+}
+
 /// `{mean, p50, p99, max}` of `values` divided by `unit`, exactly (zeros when empty): per-charge
 /// counts and durations, where zero is a common value that a histogram would not record.
 pub fn exact_distribution(values: &[u64], unit: f64) -> serde_json::Value {
@@ -262,6 +412,55 @@ pub fn percentile_sorted(sorted: &[u64], percent: u64) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_tab_second_fit_recovers_known_costs() {
+        // cpu = 20 us + 800 ns per touch + 15 us per minor + 40 us per major, with a small
+        // alternating error that cancels out.
+        let mut c = TabSecondCosts::default();
+        for i in 0..400u64 {
+            let (t, mi, ma) = (i * 37 % 300, i * 13 % 7, i * 5 % 3);
+            let noise = if i % 2 == 0 { 30 } else { 0 };
+            c.record(
+                t,
+                mi,
+                ma,
+                20_000 + 800 * t + 15_000 * mi + 40_000 * ma + noise,
+            );
+        }
+        let ([fixed, touch, minor, major], r2) = c.fit().unwrap();
+        assert!((fixed - 20_015.0).abs() < 20.0, "{fixed}");
+        assert!((touch - 800.0).abs() < 0.5, "{touch}");
+        assert!((minor - 15_000.0).abs() < 20.0, "{minor}");
+        assert!((major - 40_000.0).abs() < 20.0, "{major}");
+        assert!(r2 > 0.999, "{r2}");
+        let j = c.to_json();
+        assert_eq!(j["seconds"], 400);
+        assert!((j["per_major_fault_us"].as_f64().unwrap() - 40.0).abs() < 0.05);
+    }
+
+    #[test]
+    fn a_count_that_never_varies_is_left_out_and_too_few_seconds_give_no_fit() {
+        let mut c = TabSecondCosts::default();
+        for t in [10u64, 20, 30, 40] {
+            c.record(t, 0, 0, 5_000 + 100 * t);
+        }
+        let ([fixed, touch, minor, major], r2) = c.fit().unwrap();
+        assert!((fixed - 5_000.0).abs() < 1e-6 && (touch - 100.0).abs() < 1e-9);
+        assert_eq!((minor, major), (0.0, 0.0));
+        assert!((r2 - 1.0).abs() < 1e-12);
+        let mut few = TabSecondCosts::default();
+        few.record(10, 1, 0, 1);
+        few.record(20, 0, 0, 2);
+        assert!(few.fit().is_none(), "three unknowns from two seconds");
+        assert!(few.to_json()["r2"].is_null());
+        // Minor and major faults that always move together cannot be split.
+        let mut tied = TabSecondCosts::default();
+        for t in 0..10u64 {
+            tied.record(t, t % 3, t % 3, t);
+        }
+        assert!(tied.fit().is_none());
+    }
 
     #[test]
     fn exact_percentiles() {

@@ -107,6 +107,10 @@ pub struct Calibration {
     /// A tab's own CPU per touch of a resident page, ns, per round of the tab-touch probe
     /// ([`crate::tab::probe_touch_ns`]); their median is `costs.tab_touch_ns`.
     pub tab_touch_ns_rounds: Vec<f64>,
+    /// A touch's cost warm, cold and cold with its accessed bit cleared ([`crate::tab::
+    /// probe_accessed_bit`]); `costs.accessed_bit_ns` is the last two's difference. `None`
+    /// where the probe could not clear the bits (`/proc/self/clear_refs` refused).
+    pub accessed_bit: Option<crate::tab::AccessedBitProbe>,
     /// A tab's CPU per background second apart from its touches ([`crate::tab::
     /// probe_tab_second`]'s fit), `costs.tab_second_ns`; `None` where the probe failed
     /// (`tab_second_unavailable` says why).
@@ -2062,12 +2066,16 @@ pub fn run(swap_dir: &Path, seed: u64) -> Result<Calibration, LinuxError> {
         };
     let (minor_fault_us, minor_fault_burst_p50_us) = probe_minor_fault(8192)?;
     let tab_touch_ns_rounds = crate::tab::probe_touch_ns()?;
+    let accessed_bit = crate::tab::probe_accessed_bit()
+        .map_err(|e| tracing::warn!("accessed-bit probe did not run: {e}"))
+        .ok();
     let (tab_second, tab_second_unavailable) = match crate::tab::probe_tab_second(seed) {
         Ok(p) => (Some(p), None),
         Err(e) => (None, Some(e.to_string())),
     };
     Ok(Calibration {
         tab_touch_ns_rounds,
+        accessed_bit,
         tab_second,
         tab_second_unavailable,
         remote_shootdown,
@@ -2445,6 +2453,22 @@ pub fn costs_toml(cal: &Calibration) -> String {
             rounds.len(),
             rounds.join(", "),
             each.round()
+        ));
+    }
+    if let Some(a) = &cal.accessed_bit {
+        out.push_str(&format!(
+            "# A tab's timed touch of {} resident pages in address order after a {} MiB walk of\n\
+             # other memory (lines and translations gone): {:.0} ns per touch with the pages'\n\
+             # accessed bits set, {:.0} ns with them cleared first (clear_refs, as reclaim's scan\n\
+             # clears them); warm, right after the previous pass, {:.0} ns (medians of {} rounds).\n\
+             accessed_bit_ns = {}\n",
+            crate::tab::TOUCH_PROBE_PAGES,
+            (crate::tab::EVICT_PAGES * PAGE_SIZE as usize) >> 20,
+            a.cold_ns,
+            a.cleared_ns,
+            a.warm_ns,
+            crate::tab::TOUCH_PROBE_ROUNDS,
+            a.accessed_bit_ns().round()
         ));
     }
     if let Some(t) = &cal.tab_second {
@@ -2860,6 +2884,8 @@ struct CostsFile {
     #[serde(default)]
     tab_touch_ns: Option<f64>,
     #[serde(default)]
+    accessed_bit_ns: Option<f64>,
+    #[serde(default)]
     tab_second_ns: Option<f64>,
     #[serde(default)]
     driver_touch_set_ns: Option<f64>,
@@ -2919,6 +2945,7 @@ pub fn load_costs(
         reclaim_keep_page_ns: file.reclaim_keep_page_ns,
         remote_flush_ns: file.remote_flush_ns,
         tab_touch_ns: file.tab_touch_ns,
+        accessed_bit_ns: file.accessed_bit_ns,
         tab_second_ns: file.tab_second_ns,
         driver_touch_set_ns: file.driver_touch_set_ns,
         driver_tell_local_ns: file.driver_tell_local_ns,
@@ -3164,6 +3191,11 @@ mod tests {
             minor_fault_us: s(2.0, 2.2),
             minor_fault_burst_p50_us: vec![2.6, 1.7, 1.9],
             tab_touch_ns_rounds: vec![610.0, 590.0, 600.0],
+            accessed_bit: Some(crate::tab::AccessedBitProbe {
+                warm_ns: 300.0,
+                cold_ns: 700.0,
+                cleared_ns: 1_250.0,
+            }),
             tab_second: Some(crate::tab::TabSecondProbe {
                 fixed_ns: 19_400.4,
                 per_touch_ns: 747.0,
@@ -3286,6 +3318,8 @@ mod tests {
         // The tab-second probe's fixed part, rounded, with its fit in the comment.
         assert!(text.contains("\ntab_second_ns = 19400\n"), "{text}");
         assert!(text.contains("19400 ns + 747 ns x touches"), "{text}");
+        // The accessed bit's cost: the cleared pass less the cold one.
+        assert!(text.contains("\naccessed_bit_ns = 550\n"), "{text}");
         let path =
             std::env::temp_dir().join(format!("nvmswap-costs-test-{}.toml", std::process::id()));
         std::fs::write(&path, &text).unwrap();
@@ -3302,6 +3336,7 @@ mod tests {
         assert_eq!(lzo.reclaim_scan_page_ns, Some(16_500.0));
         assert_eq!(lzo.tab_second_ns, Some(19_400.0));
         assert_eq!(lzo.driver_touch_set_ns, Some(2_100.0));
+        assert_eq!(lzo.accessed_bit_ns, Some(550.0));
         assert_eq!(lzo.driver_tell_local_ns, Some(2_400.0));
         assert_eq!(lzo.driver_tell_remote_ns, Some(9_800.0));
         assert_eq!(lzo.cpu_wake_ns, Some(41_000.0));
@@ -3469,6 +3504,7 @@ mod tests {
             minor_fault_us: s(2.0),
             minor_fault_burst_p50_us: vec![],
             tab_touch_ns_rounds: vec![],
+            accessed_bit: None,
             tab_second: None,
             tab_second_unavailable: Some("test".into()),
             pages_per_probe: 1,

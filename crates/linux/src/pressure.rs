@@ -19,7 +19,7 @@ use std::ffi::CString;
 use std::path::PathBuf;
 
 use nvmswap_core::discard::{check_scale, DiscardTarget, MemorySnapshot, TabRecency};
-use nvmswap_core::metrics::{FaultClasses, LatencyRecorder, SecondPhases};
+use nvmswap_core::metrics::{FaultClasses, LatencyRecorder, SecondPhases, TabSecondCosts};
 use nvmswap_core::progress::Progress;
 use nvmswap_core::results::{
     RunFigures, RunOutput, RunResult, RunSeries, SwitchSample, TimelineSample,
@@ -314,6 +314,7 @@ fn drive(
     // second's command), beside the seconds' wall time (`wall_split_s.life`).
     let mut background_cpu_ns = 0u64;
     let mut phases = SecondPhases::default();
+    let mut tab_costs = TabSecondCosts::default();
     let procs = CString::new(setup.cgroup.join("cgroup.procs").display().to_string())
         .map_err(|_| LinuxError::Worker("cgroup path has a NUL byte".into()))?;
     let tab_cpus = CpuSet::of_config(&setup.config)?;
@@ -410,6 +411,7 @@ fn drive(
                     &mut fault_ns,
                     &mut oom_kills,
                     &mut phases,
+                    &mut tab_costs,
                 );
                 split.life += l0.elapsed().as_secs_f64();
                 background_faults += f;
@@ -625,6 +627,7 @@ fn drive(
         fault_ns.classes.to_json(),
     );
     extra.insert("life_second_phases".into(), phases.to_json());
+    extra.insert("tab_second_fit".into(), tab_costs.to_json());
     extra.insert(
         "background_major_faults".into(),
         background_major_faults.into(),
@@ -702,13 +705,15 @@ impl FaultLatencies {
 /// One second of the tabs' life (core's `Life::second`): every tab concerned is told at once
 /// and runs its part in parallel; then the answers. A tab that died is dropped (an OOM kill).
 /// Returns the faults the tabs took, the major ones among them, the pages they grew by and the
-/// CPU time they used; adds the second's phases to `phases`.
+/// CPU time they used; adds the second's phases to `phases` and each tab's second to
+/// `tab_costs`.
 fn live_second(
     life: &mut Life,
     tabs: &mut BTreeMap<TabId, TabProcess>,
     fault_ns: &mut FaultLatencies,
     oom_kills: &mut u64,
     phases: &mut SecondPhases,
+    tab_costs: &mut TabSecondCosts,
 ) -> (u64, u64, u64, u64) {
     let begun = worker::monotonic_ns();
     let driver_cpu0 = worker::thread_cpu_ns();
@@ -726,7 +731,7 @@ fn live_second(
         }
         let driver_cpu = crate::tab::this_cpu();
         if p.live(ts.background_second, ts.grow) {
-            asked.push((ts.tab, worker::monotonic_ns(), driver_cpu));
+            asked.push((ts.tab, worker::monotonic_ns(), driver_cpu, ts.touches.len()));
         }
     }
     let last_told = worker::monotonic_ns();
@@ -734,7 +739,7 @@ fn live_second(
     let (mut faults, mut major, mut cpu) = (0u64, 0u64, 0u64);
     let mut last_answered = 0u64;
     let mut waits = Vec::with_capacity(asked.len());
-    for (tab, told, driver_cpu) in asked {
+    for (tab, told, driver_cpu, touches) in asked {
         let Some(p) = tabs.get_mut(&tab) else {
             continue;
         };
@@ -743,6 +748,12 @@ fn live_second(
                 faults += a.faulting_touches;
                 major += a.major_faults;
                 cpu += a.cpu_ns;
+                tab_costs.record(
+                    touches as u64,
+                    a.faulting_touches.saturating_sub(a.major_faults),
+                    a.major_faults,
+                    a.cpu_ns,
+                );
                 fault_ns.record(false, &lat);
                 waits.push((a.began_ns.saturating_sub(told), a.began_cpu != driver_cpu));
                 last_answered = last_answered.max(a.answered_ns);

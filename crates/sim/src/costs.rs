@@ -99,6 +99,9 @@ pub struct Costs {
     /// A tab's own CPU per background touch: `costs.tab_touch_ns` (calibrated), else 0 (a
     /// resident touch takes no time).
     pub tab_touch: u64,
+    /// A touch of a mapped page whose accessed bit reclaim's scan cleared since its last touch:
+    /// `costs.accessed_bit_ns` (calibrated), else 0.
+    pub accessed_bit: u64,
     /// A tab's own CPU when its background second begins, apart from its touches:
     /// `costs.tab_second_ns` (calibrated), else 0.
     pub tab_second: u64,
@@ -154,6 +157,7 @@ impl Costs {
             readahead_page: o.readahead_page_ns.map_or(0, |v| v.max(0.0).round() as u64),
             remote_flush: o.remote_flush_ns.map_or(0, |v| v.max(0.0).round() as u64),
             tab_touch: o.tab_touch_ns.map_or(0, |v| v.max(0.0).round() as u64),
+            accessed_bit: o.accessed_bit_ns.map_or(0, |v| v.max(0.0).round() as u64),
             tab_second: o.tab_second_ns.map_or(0, |v| v.max(0.0).round() as u64),
             driver: match (
                 o.driver_touch_set_ns,

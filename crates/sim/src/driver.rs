@@ -51,6 +51,8 @@ struct LifeCounts {
     background_cpu_ns: u64,
     /// Where the seconds' time went (`life_second_phases`).
     phases: nvmswap_core::metrics::SecondPhases,
+    /// Each tab-second's CPU against its touches and faults (`tab_second_fit`).
+    tab_costs: nvmswap_core::metrics::TabSecondCosts,
 }
 
 pub struct Driver<'a> {
@@ -106,6 +108,10 @@ struct TabTask {
     answered: Option<u64>,
     /// The driver's program, for the driver's task (its `work` stays empty).
     driver: Option<DriverProgram>,
+    /// Its second's touches (not its grown pages' first writes), and the faults (all, major)
+    /// its touches took: with its CPU time, its tab-second for `tab_second_fit`.
+    touches: u64,
+    faults: (u64, u64),
 }
 
 /// The driver's part of a second (`costs.driver`), as the linux substrate's driver runs it on
@@ -138,8 +144,9 @@ struct TabCpus {
     free_at: Vec<u64>,
     ready: Vec<usize>,
     fair: FairQueue,
-    /// CPU time the tasks used this second.
+    /// CPU time the tasks used this second, in all and each.
     used_ns: u64,
+    task_ns: Vec<u64>,
 }
 
 impl TabCpus {
@@ -147,6 +154,7 @@ impl TabCpus {
     fn ran(&mut self, i: usize, ns: u64) {
         self.fair.ran(i, ns);
         self.used_ns += ns;
+        self.task_ns[i] += ns;
     }
 }
 
@@ -288,6 +296,9 @@ impl<'a> Driver<'a> {
         out.result
             .extra
             .insert("life_second_phases".into(), counts.phases.to_json());
+        out.result
+            .extra
+            .insert("tab_second_fit".into(), counts.tab_costs.to_json());
         Ok(out)
     }
 
@@ -385,6 +396,7 @@ impl<'a> Driver<'a> {
                     grown: true,
                 }));
             }
+            let touches = ts.touches.len() as u64;
             work.extend(ts.touches.into_iter().map(|(off, write)| BackgroundTouch {
                 off,
                 write,
@@ -404,6 +416,8 @@ impl<'a> Driver<'a> {
                 first_cpu: None,
                 answered: None,
                 driver: None,
+                touches,
+                faults: (0, 0),
             });
         }
         // The driver, when its costs are calibrated: a task after the tabs' that tells them.
@@ -436,6 +450,8 @@ impl<'a> Driver<'a> {
                     sets_done: start,
                     last_told: start,
                 }),
+                touches: 0,
+                faults: (0, 0),
             });
             (tasks.len() - 1, dc)
         });
@@ -447,6 +463,7 @@ impl<'a> Driver<'a> {
             ready: Vec::new(),
             fair: FairQueue::new(tasks.len(), sched::base_slice_ns(self.tab_cpus)),
             used_ns: 0,
+            task_ns: vec![0; tasks.len()],
         };
         match driver {
             // The driver goes on on CPU 0 (where sim runs the foreground); the tabs wait to be
@@ -657,10 +674,18 @@ impl<'a> Driver<'a> {
                     self.counts.background_touches += 1;
                 }
                 let p = self.machine.tabs[task.tab as usize].page(touch.off);
+                let before = self.background_faults();
                 let t = self
                     .machine
                     .start_touch_in_background(task.tab, p, touch.write, clock)?;
+                task.faults = add_faults(task.faults, before, self.background_faults());
                 match t {
+                    Touch::Mapped(ns) => {
+                        // The page was mapped: its accessed bit's cost, if any, is the tab's
+                        // own work like the touch's.
+                        clock += ns;
+                        continue;
+                    }
                     Touch::Done(0) => continue,
                     t => {
                         took = Some(t);
@@ -670,7 +695,7 @@ impl<'a> Driver<'a> {
             }
             let stopped = match took {
                 None => clock,
-                Some(Touch::Done(latency)) => clock + latency,
+                Some(Touch::Mapped(latency) | Touch::Done(latency)) => clock + latency,
                 Some(Touch::Waiting(fault)) => {
                     let sleeps = fault.sleeps_at().max(began);
                     cpus.ran(i, sleeps - began);
@@ -721,6 +746,15 @@ impl<'a> Driver<'a> {
             None => (start, start, 0),
         };
         self.counts.background_cpu_ns += cpus.used_ns - driver_cpu;
+        for (i, t) in tasks.iter().enumerate() {
+            if t.driver.is_none() && t.answered.is_some() {
+                let (faults, major) = t.faults;
+                let minor = faults - major;
+                self.counts
+                    .tab_costs
+                    .record(t.touches, minor, major, cpus.task_ns[i]);
+            }
+        }
         self.counts.phases.record(
             start,
             sets_done,
@@ -769,12 +803,20 @@ impl<'a> Driver<'a> {
             let fault = task.sleeping.take().expect("a woken task has its fault");
             let began = fault.start();
             self.counts.woken_cpu_wait.push(t - woken);
+            let before = self.background_faults();
             let latency = self
                 .machine
                 .finish_fault_in_background(task.tab, fault, t - woken);
+            task.faults = add_faults(task.faults, before, self.background_faults());
             task.at = (began + latency).max(t);
             cpus.ran(i, task.at - t);
         }
+    }
+
+    /// The background faults recorded so far, and the major ones among them.
+    fn background_faults(&self) -> (u64, u64) {
+        let c = &self.machine.obs.metrics.c;
+        (c.background_faults, c.background_major_faults)
     }
 
     /// CPU `cpu`'s task left it at `t` (it slept, or its second's work is done): the scheduler
@@ -906,6 +948,12 @@ impl<'a> Driver<'a> {
         });
         Ok(())
     }
+}
+
+/// `faults` (all, major) plus what the recorded background faults grew by from `before` to
+/// `after`.
+fn add_faults(faults: (u64, u64), before: (u64, u64), after: (u64, u64)) -> (u64, u64) {
+    (faults.0 + after.0 - before.0, faults.1 + after.1 - before.1)
 }
 
 #[cfg(test)]
@@ -1239,6 +1287,63 @@ mod tests {
             took1 > took0 && took1 >= cpu1,
             "{took0} -> {took1}, cpu {cpu1}"
         );
+    }
+
+    #[test]
+    fn the_tab_second_fit_gives_back_the_costs_a_resident_tab_is_charged() {
+        // Two living tabs of different shares, resident and not growing: each tab-second costs
+        // its tab `tab_second` and `tab_touch` per touch and nothing else, so the run's fit
+        // gives exactly those back.
+        let still = SiteType {
+            footprint_bytes: 40_000 * nvmswap_core::PAGE_SIZE,
+            growth_bytes_per_s: 0.0,
+            ..default_sites()[0].clone()
+        };
+        let living = |share| SiteType {
+            background_touch_share_per_s: share,
+            background_overlap: 0.0,
+            ..still.clone()
+        };
+        let mut d = driver(vec![living(0.05), living(0.12), still]);
+        d.machine.costs.tab_second = 20_000;
+        d.machine.costs.tab_touch = 700;
+        d.open(0, 0).unwrap();
+        d.open(1, 1).unwrap();
+        d.open(2, 2).unwrap();
+        for _ in 0..4 {
+            d.live_second().unwrap();
+        }
+        let c = &d.counts.tab_costs;
+        assert!(c.len() >= 8, "two tabs told each second: {}", c.len());
+        let [touches, minor, major, cpu] = c.sums();
+        assert_eq!((minor, major), (0, 0), "resident: no faults");
+        assert_eq!(cpu, c.len() as u64 * 20_000 + touches * 700);
+        let ([fixed, per_touch, per_minor, per_major], r2) = c.fit().unwrap();
+        assert!((fixed - 20_000.0).abs() < 1e-3, "{fixed}");
+        assert!((per_touch - 700.0).abs() < 1e-6, "{per_touch}");
+        assert_eq!((per_minor, per_major), (0.0, 0.0));
+        assert!(r2 > 1.0 - 1e-9, "{r2}");
+    }
+
+    #[test]
+    fn each_tab_second_holds_its_own_faults_and_cpu() {
+        // Tabs whose touched pages are out: every background fault of the second lands in one
+        // tab-second, the major ones too, and the tab-seconds' CPU is the tabs' CPU.
+        let mut d = driver(sites(0.05, 0.0, 0.0));
+        two_tabs_out(&mut d);
+        let c = &d.machine.obs.metrics.c;
+        let (f0, m0, cpu0) = (
+            c.background_faults,
+            c.background_major_faults,
+            d.counts.background_cpu_ns,
+        );
+        d.live_second().unwrap();
+        let c = &d.machine.obs.metrics.c;
+        let [touches, minor, major, cpu] = d.counts.tab_costs.sums();
+        assert!(touches > 0 && major > 0, "{:?}", d.counts.tab_costs.sums());
+        assert_eq!(minor + major, c.background_faults - f0);
+        assert_eq!(major, c.background_major_faults - m0);
+        assert_eq!(cpu, d.counts.background_cpu_ns - cpu0);
     }
 
     #[test]

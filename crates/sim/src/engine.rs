@@ -55,9 +55,11 @@ pub enum Loc {
     Out,
 }
 
-/// What a touch did: done after `latency`, or its task sleeps on a synchronous read and the
-/// fault ends when the read completes ([`Machine::finish_fault`]).
+/// What a touch did: a mapped page's access (no fault) that cost this much (its accessed bit
+/// set again, `costs.accessed_bit`, or nothing); done after `latency`; or its task sleeps on a
+/// synchronous read and the fault ends when the read completes ([`Machine::finish_fault`]).
 pub enum Touch {
+    Mapped(u64),
     Done(u64),
     Waiting(PendingFault),
 }
@@ -305,7 +307,7 @@ impl<'a> Machine<'a> {
     /// The foreground touches page `p` (a write if `write`); returns the latency it costs.
     pub fn touch(&mut self, p: u32, write: bool) -> Result<u64, SimError> {
         match self.start_touch(p, write)? {
-            Touch::Done(latency) => Ok(latency),
+            Touch::Mapped(latency) | Touch::Done(latency) => Ok(latency),
             Touch::Waiting(fault) => {
                 self.wait_sync(fault.read_id());
                 Ok(self.finish_fault(fault, 0))
@@ -320,13 +322,20 @@ impl<'a> Machine<'a> {
         let me = self.foreground();
         let (latency, kind) = match self.loc[pi] {
             Loc::Resident => {
+                let young = self.lru.is_accessed(p);
                 self.lru.mark_accessed(p);
                 self.backend.touched(p);
                 if write {
                     self.backend.written(p);
                 }
                 if !std::mem::take(&mut self.unmapped[pi]) {
-                    return Ok(Touch::Done(0));
+                    // Mapped: no fault. Reclaim's scan may have cleared the page's accessed bit
+                    // since it was last touched; the touch's page walk sets it again.
+                    return Ok(Touch::Mapped(if young {
+                        0
+                    } else {
+                        self.costs.accessed_bit
+                    }));
                 }
                 // Read ahead, in the swap cache: the touch maps it (a minor fault). Its cost is
                 // assumed to be the demand-zero fault's (`costs.minor_fault`, calibrated where
@@ -702,7 +711,7 @@ impl<'a> Machine<'a> {
         at: u64,
     ) -> Result<u64, SimError> {
         match self.start_touch_in_background(tab, p, write, at)? {
-            Touch::Done(latency) => Ok(latency),
+            Touch::Mapped(latency) | Touch::Done(latency) => Ok(latency),
             Touch::Waiting(fault) => {
                 self.wait_sync(fault.read_id());
                 Ok(self.finish_fault_in_background(tab, fault, 0))

@@ -49,6 +49,8 @@ pub struct Counters {
     pub zswap_stores: u64,
     /// Faults a tab took while another was in front (its background life).
     pub background_faults: u64,
+    /// Of those, the major ones (their page brought in: a read, a decompression).
+    pub background_major_faults: u64,
     /// Switches, their summed latency, and the summed latency of the faults taken in them.
     pub switches: u64,
     pub switch_ns: u64,
@@ -169,6 +171,7 @@ impl Observer for Metrics {
                     self.front_fault_ns += latency_ns;
                 } else {
                     c.background_faults += 1;
+                    c.background_major_faults += u64::from(kind == FaultKind::Major);
                 }
                 self.faults.record_ns(latency_ns);
                 self.fault_classes

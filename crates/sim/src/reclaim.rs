@@ -682,6 +682,40 @@ mod tests {
     }
 
     #[test]
+    fn a_touch_after_reclaims_scan_pays_for_the_accessed_bit_once() {
+        // A full cgroup: the charges for 36 more pages scan the LRU, and the pages they keep
+        // (second trip round the inactive list, or deactivated) lose their accessed bit. The
+        // next touch of such a page sets it again at `accessed_bit`; the one after is free, as
+        // is a touch of a page whose bit is still set.
+        let mut m = full_cgroup(|_| {});
+        m.costs.accessed_bit = 500;
+        for p in 64..100 {
+            let lat = m.touch(p, true).unwrap();
+            m.advance(lat, true);
+        }
+        let mapped = |m: &Machine, p: u32| {
+            matches!(m.loc[p as usize], crate::engine::Loc::Resident) && !m.unmapped[p as usize]
+        };
+        let cleared: Vec<u32> = (0..100)
+            .filter(|&p| mapped(&m, p) && !m.lru.is_accessed(p))
+            .collect();
+        let set: Vec<u32> = (0..100)
+            .filter(|&p| mapped(&m, p) && m.lru.is_accessed(p))
+            .collect();
+        assert!(
+            !cleared.is_empty() && !set.is_empty(),
+            "{cleared:?} {set:?}"
+        );
+        assert_eq!(m.touch(cleared[0], false).unwrap(), 500);
+        assert_eq!(
+            m.touch(cleared[0], false).unwrap(),
+            0,
+            "its bit is set again"
+        );
+        assert_eq!(m.touch(set[0], true).unwrap(), 0);
+    }
+
+    #[test]
     fn a_v1_memcg_charge_waits_for_writeback_when_only_written_pages_are_left() {
         // A 64-frame cgroup on eMMC (writes of 800 µs) full of the tab's pages. Allocations at
         // one instant (no page joins the LRU meanwhile) make charges that reclaim the whole LRU

@@ -616,6 +616,24 @@ const MECHANISMS: &[Mechanism] = &[
         "told tab's wait to run us p99",
         &["life_second_phases", "tab_wait_us", "p99"],
     ),
+    // What a tab-second cost its tab in CPU, split by least squares over the run's tab-seconds
+    // (`extra.tab_second_fit`): the fixed part and the part per touch are what calibration's
+    // tab-second probe measures on idle, resident tabs (sim's `tab_second_ns`, `tab_touch_ns`);
+    // the parts per fault are the faults' kernel work as the tab's CPU clock counts it.
+    both("tab-second CPU us mean", &["tab_second_fit", "mean_cpu_us"]),
+    both("tab-second fit: fixed us", &["tab_second_fit", "fixed_us"]),
+    both(
+        "tab-second fit: per touch ns",
+        &["tab_second_fit", "per_touch_ns"],
+    ),
+    both(
+        "tab-second fit: per minor fault us",
+        &["tab_second_fit", "per_minor_fault_us"],
+    ),
+    both(
+        "tab-second fit: per major fault us",
+        &["tab_second_fit", "per_major_fault_us"],
+    ),
     // The host's side of the run: pages the guest reported free (the host discards them), which
     // slows this machine's disk; sim has no hypervisor.
     linux(
