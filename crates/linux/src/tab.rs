@@ -708,27 +708,20 @@ pub fn driver_second_comment(t: &TabSecondProbe) -> String {
     )
 }
 
-/// Least squares of `cpu = fixed + per_touch x touches` over `(touches, cpu_ns)`; `None` with
-/// fewer than two distinct touch counts.
+/// Least squares of `cpu = fixed + per_touch x touches` over `(touches, cpu_ns)` (core's
+/// `TabSecondCosts`, which splits a run's tab-seconds the same way); `None` with fewer than two
+/// distinct touch counts.
 fn fit_tab_second(samples: &[(f64, f64)]) -> Option<TabSecondProbe> {
-    let n = samples.len() as f64;
-    let mx = samples.iter().map(|s| s.0).sum::<f64>() / n;
-    let my = samples.iter().map(|s| s.1).sum::<f64>() / n;
-    let sxx: f64 = samples.iter().map(|s| (s.0 - mx).powi(2)).sum();
-    let sxy: f64 = samples.iter().map(|s| (s.0 - mx) * (s.1 - my)).sum();
-    let syy: f64 = samples.iter().map(|s| (s.1 - my).powi(2)).sum();
-    if samples.len() < 2 || sxx <= 0.0 {
-        return None;
-    }
-    let per_touch = sxy / sxx;
-    let fixed = my - per_touch * mx;
-    let r2 = if syy > 0.0 {
-        sxy * sxy / (sxx * syy)
-    } else {
-        1.0
-    };
     let mut counts: Vec<usize> = samples.iter().map(|s| s.0 as usize).collect();
     counts.sort_unstable();
+    if counts.first() == counts.last() {
+        return None;
+    }
+    let mut seconds = nvmswap_core::metrics::TabSecondCosts::default();
+    for &(touches, cpu_ns) in samples {
+        seconds.record(touches as u64, 0, 0, cpu_ns.max(0.0).round() as u64);
+    }
+    let ([fixed, per_touch, _, _], r2) = seconds.fit()?;
     Some(TabSecondProbe {
         fixed_ns: fixed,
         per_touch_ns: per_touch,

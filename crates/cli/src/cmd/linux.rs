@@ -557,6 +557,18 @@ fn print_calibration(cal: &nvmswap_linux::calibrate::Calibration) {
         (None, Some(why)) => println!("limit reclaim not probed: {why}"),
         (None, None) => {}
     }
+    match &cal.accessed_bit {
+        Some(a) => println!(
+            "accessed bit: a tab's timed touch {:.0} ns warm, {:.0} ns after a {} MiB walk of other memory, \
+             {:.0} ns with the accessed bits cleared too: accessed_bit_ns {:.0}",
+            a.warm_ns,
+            a.cold_ns,
+            (nvmswap_linux::tab::EVICT_PAGES * nvmswap_core::PAGE_SIZE as usize) >> 20,
+            a.cleared_ns,
+            a.accessed_bit_ns()
+        ),
+        None => println!("accessed-bit probe did not run (see the warning above)"),
+    }
     match (&cal.tab_second, &cal.tab_second_unavailable) {
         (Some(t), _) => print!(
             "{}{}",
