@@ -920,6 +920,7 @@ mod touch_probe_tests {
         // Evicted lines and translations are fetched again: never cheaper than the warm pass
         // by more than noise.
         assert!(p.cold_ns > 0.8 * p.warm_ns, "{p:?}");
-        assert!(p.accessed_bit_ns() >= 0.0);
+        // Clearing the bits never makes the cold pass cheaper by more than noise either.
+        assert!(p.cleared_ns > 0.8 * p.cold_ns, "{p:?}");
     }
 }
