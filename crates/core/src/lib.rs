@@ -22,6 +22,7 @@ pub mod progress;
 pub mod readahead;
 pub mod reclaim;
 pub mod results;
+pub mod reuse;
 pub mod size;
 pub mod swap_cache;
 pub mod wear;

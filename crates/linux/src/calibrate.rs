@@ -111,6 +111,14 @@ pub struct Calibration {
     /// probe_accessed_bit`]); `costs.accessed_bit_ns` is the last two's difference. `None`
     /// where the probe could not clear the bits (`/proc/self/clear_refs` refused).
     pub accessed_bit: Option<crate::tab::AccessedBitProbe>,
+    /// The tab's timed access to mapped pages against the footprint it cycles over ([`crate::
+    /// tab::probe_access_by_footprint`]): not a cost sim takes, the curve a run's reuse
+    /// distances (`extra.touch_reuse`) are read against. Empty where the probe failed.
+    pub access_by_footprint: Vec<crate::tab::FootprintAccess>,
+    /// Whether the host makes an access to guest memory left idle wait ([`crate::host_speed::
+    /// probe_idle_stalls`]): a pass per idle time. Not a cost sim takes; empty where the probe
+    /// failed.
+    pub idle_stalls: Vec<crate::host_speed::IdleStalls>,
     /// A tab's CPU per background second apart from its touches ([`crate::tab::
     /// probe_tab_second`]'s fit), `costs.tab_second_ns`; `None` where the probe failed
     /// (`tab_second_unavailable` says why).
@@ -2069,6 +2077,15 @@ pub fn run(swap_dir: &Path, seed: u64) -> Result<Calibration, LinuxError> {
     let accessed_bit = crate::tab::probe_accessed_bit()
         .map_err(|e| tracing::warn!("accessed-bit probe did not run: {e}"))
         .ok();
+    let access_by_footprint = crate::tab::probe_access_by_footprint(seed)
+        .map_err(|e| tracing::warn!("footprint probe did not run: {e}"))
+        .unwrap_or_default();
+    let idle_stalls = crate::host_speed::probe_idle_stalls(
+        crate::host_speed::IDLE_PROBE_PAGES,
+        &crate::host_speed::IDLE_PROBE_SECONDS,
+    )
+    .map_err(|e| tracing::warn!("idle-stall probe did not run: {e}"))
+    .unwrap_or_default();
     let (tab_second, tab_second_unavailable) = match crate::tab::probe_tab_second(seed) {
         Ok(p) => (Some(p), None),
         Err(e) => (None, Some(e.to_string())),
@@ -2076,6 +2093,8 @@ pub fn run(swap_dir: &Path, seed: u64) -> Result<Calibration, LinuxError> {
     Ok(Calibration {
         tab_touch_ns_rounds,
         accessed_bit,
+        access_by_footprint,
+        idle_stalls,
         tab_second,
         tab_second_unavailable,
         remote_shootdown,
@@ -3196,12 +3215,16 @@ mod tests {
                 cold_ns: 700.0,
                 cleared_ns: 1_250.0,
             }),
+            access_by_footprint: Vec::new(),
+            idle_stalls: Vec::new(),
             tab_second: Some(crate::tab::TabSecondProbe {
                 fixed_ns: 19_400.4,
                 per_touch_ns: 747.0,
                 r2: 0.95,
                 seconds: 320,
                 touches_min_median_max: (18, 93, 519),
+                access_ns_per_touch: 120.0,
+                resident: serde_json::Value::Null,
                 driver: crate::tab::DriverSecond {
                     touch_set_ns: 2_100.4,
                     tell_local_ns: 2_400.0,
@@ -3505,6 +3528,8 @@ mod tests {
             minor_fault_burst_p50_us: vec![],
             tab_touch_ns_rounds: vec![],
             accessed_bit: None,
+            access_by_footprint: Vec::new(),
+            idle_stalls: Vec::new(),
             tab_second: None,
             tab_second_unavailable: Some("test".into()),
             pages_per_probe: 1,

@@ -107,11 +107,14 @@ pub fn run_pressure(
     // This machine's speed just before and just after the run (`extra.host_speed`): the host
     // under this VM slows and recovers on its own (crate::host_speed).
     let speed_before = crate::host_speed::lz4_ns_per_page();
+    // The same run's canaries: at rest now, then at two moments of every tabs' second.
+    let mut in_run = crate::host_speed::InRunSpeed::default();
+    in_run.sample_at_rest();
     let t_setup = std::time::Instant::now();
     let mut setup = Setup::apply(&scaled_config, &state_path)?;
     let lock_wait_s = setup.lock_wait.as_secs_f64();
     let setup_s = t_setup.elapsed().as_secs_f64() - lock_wait_s;
-    let result = drive(&mut setup, opts, progress);
+    let result = drive(&mut setup, opts, progress, &mut in_run);
     let t_restore = std::time::Instant::now();
     let diffs = setup.restore()?;
     let restore_s = t_restore.elapsed().as_secs_f64();
@@ -121,7 +124,7 @@ pub fn run_pressure(
     let mut out = result?;
     out.result.extra.insert(
         "host_speed".into(),
-        crate::host_speed::to_json(speed_before, crate::host_speed::lz4_ns_per_page()),
+        crate::host_speed::to_json(speed_before, crate::host_speed::lz4_ns_per_page(), &in_run),
     );
     if let Some(split) = out
         .result
@@ -298,6 +301,7 @@ fn drive(
     setup: &mut Setup,
     opts: &PressureOptions,
     progress: &dyn Progress,
+    in_run: &mut crate::host_speed::InRunSpeed,
 ) -> Result<RunOutput, LinuxError> {
     let started = std::time::Instant::now();
     let sites = default_sites();
@@ -315,6 +319,7 @@ fn drive(
     let mut background_cpu_ns = 0u64;
     let mut phases = SecondPhases::default();
     let mut tab_costs = TabSecondCosts::default();
+    let mut resident = crate::tab::ResidentSeconds::default();
     let procs = CString::new(setup.cgroup.join("cgroup.procs").display().to_string())
         .map_err(|_| LinuxError::Worker("cgroup path has a NUL byte".into()))?;
     let tab_cpus = CpuSet::of_config(&setup.config)?;
@@ -412,6 +417,8 @@ fn drive(
                     &mut oom_kills,
                     &mut phases,
                     &mut tab_costs,
+                    &mut resident,
+                    in_run,
                 );
                 split.life += l0.elapsed().as_secs_f64();
                 background_faults += f;
@@ -628,6 +635,7 @@ fn drive(
     );
     extra.insert("life_second_phases".into(), phases.to_json());
     extra.insert("tab_second_fit".into(), tab_costs.to_json());
+    extra.insert("resident_tab_seconds".into(), resident.to_json());
     extra.insert(
         "background_major_faults".into(),
         background_major_faults.into(),
@@ -705,8 +713,10 @@ impl FaultLatencies {
 /// One second of the tabs' life (core's `Life::second`): every tab concerned is told at once
 /// and runs its part in parallel; then the answers. A tab that died is dropped (an OOM kill).
 /// Returns the faults the tabs took, the major ones among them, the pages they grew by and the
-/// CPU time they used; adds the second's phases to `phases` and each tab's second to
-/// `tab_costs`.
+/// CPU time they used; adds the second's phases to `phases`, each tab's second to `tab_costs`
+/// and, where none of its touches faulted, to `resident`; takes `in_run`'s canaries before the
+/// second begins and after its last tell (their CPU left out of the driver's).
+#[allow(clippy::too_many_arguments)]
 fn live_second(
     life: &mut Life,
     tabs: &mut BTreeMap<TabId, TabProcess>,
@@ -714,7 +724,10 @@ fn live_second(
     oom_kills: &mut u64,
     phases: &mut SecondPhases,
     tab_costs: &mut TabSecondCosts,
+    resident: &mut crate::tab::ResidentSeconds,
+    in_run: &mut crate::host_speed::InRunSpeed,
 ) -> (u64, u64, u64, u64) {
+    in_run.sample(crate::host_speed::Moment::SecondStart);
     let begun = worker::monotonic_ns();
     let driver_cpu0 = worker::thread_cpu_ns();
     let second = life.second();
@@ -736,6 +749,11 @@ fn live_second(
     }
     let last_told = worker::monotonic_ns();
     phases.driver_preempted_telling += worker::thread_preemptions() - preempted0;
+    let canaries_cpu = if asked.is_empty() {
+        0
+    } else {
+        in_run.sample(crate::host_speed::Moment::TabsWorking)
+    };
     let (mut faults, mut major, mut cpu) = (0u64, 0u64, 0u64);
     let mut last_answered = 0u64;
     let mut waits = Vec::with_capacity(asked.len());
@@ -754,6 +772,9 @@ fn live_second(
                     a.major_faults,
                     a.cpu_ns,
                 );
+                if a.faulting_touches == 0 && touches > 0 {
+                    resident.record(touches as u64, a.latency_ns, a.cpu_ns, &a);
+                }
                 fault_ns.record(false, &lat);
                 waits.push((a.began_ns.saturating_sub(told), a.began_cpu != driver_cpu));
                 last_answered = last_answered.max(a.answered_ns);
@@ -771,7 +792,7 @@ fn live_second(
         last_told,
         last_answered,
         ended,
-        worker::thread_cpu_ns() - driver_cpu0,
+        (worker::thread_cpu_ns() - driver_cpu0).saturating_sub(canaries_cpu),
         waits,
     );
     (faults, major, grown, cpu)

@@ -84,10 +84,27 @@ pub struct Answer {
     /// The CPU it began on (`sched_getcpu` after reading the command word): beside the
     /// driver's CPU when it wrote the command, whether the wake-up went to another CPU.
     pub began_cpu: u64,
+    /// The touches that did not fault, counted by their timed access in the classes of
+    /// [`ACCESS_CLASS_NS`], and the ns each class's accesses took in sum.
+    pub resident_accesses: [u64; 4],
+    pub resident_access_ns: [u64; 4],
+    /// Of those, the writes: their count, how many were not in the first class, and the ns
+    /// those took (a write may set the page's dirty bit as well as its accessed bit).
+    pub resident_writes: [u64; 3],
 }
 
-/// An answer's size: seven words (within PIPE_BUF, so written atomically).
-const ANSWER_BYTES: usize = 56;
+/// An answer's size: eighteen words (within PIPE_BUF, so written atomically). Every answer is
+/// written whole, unused words zero.
+const ANSWER_BYTES: usize = 144;
+
+/// Upper bounds (ns) of the first three classes a timed access that did not fault falls in;
+/// the fourth holds the rest. Below 250 ns: a load or store that the caches or a page walk
+/// served (this machine's dependent random access over 512 MiB of one process takes ~250 ns,
+/// docs/experiments/validation.md, "Where a resident touch's time goes"); up to 1 µs: what more
+/// a page walk can cost, setting a cleared accessed bit among it (calibrate's accessed-bit
+/// probe: ~350 ns more); beyond: something the guest does not count as a fault (an interrupt
+/// taken inside the access, or the hypervisor's own fault on the page), split at 10 µs.
+pub const ACCESS_CLASS_NS: [u64; 3] = [250, 1_000, 10_000];
 
 /// A tab's load answer and the latencies of its demand-zero faults.
 pub type Loaded = (Answer, Vec<FaultSample>);
@@ -127,14 +144,15 @@ pub fn this_cpu() -> u64 {
     u64::try_from(cpu).unwrap_or(u64::MAX)
 }
 
+/// Writes an answer: `words` and zeros after them, [`ANSWER_BYTES`] in all.
 fn write_words(fd: libc::c_int, words: &[u64]) -> bool {
     let mut buf = [0u8; ANSWER_BYTES];
-    let n = words.len().min(ANSWER_BYTES / 8) * 8;
     for (i, w) in words.iter().take(ANSWER_BYTES / 8).enumerate() {
         buf[i * 8..i * 8 + 8].copy_from_slice(&w.to_le_bytes());
     }
-    // SAFETY: writing `n` initialised bytes of a stack buffer.
-    unsafe { libc::write(fd, buf.as_ptr().cast(), n) == n as isize }
+    // SAFETY: writing all ANSWER_BYTES initialised bytes of a stack buffer (within PIPE_BUF:
+    // one atomic write).
+    unsafe { libc::write(fd, buf.as_ptr().cast(), ANSWER_BYTES) == ANSWER_BYTES as isize }
 }
 
 fn read_exact(fd: libc::c_int, buf: &mut [u8]) -> bool {
@@ -257,6 +275,9 @@ fn tab_main(
         }
         let cpu = worker::thread_cpu_ns() - cpu0;
         let answered = worker::monotonic_ns();
+        let [c0, c1, c2, c3] = done.resident;
+        let [n0, n1, n2, n3] = done.resident_ns;
+        let [w0, w1, w2] = done.resident_writes;
         let words = [
             done.ns,
             done.faulting,
@@ -265,6 +286,17 @@ fn tab_main(
             began,
             answered,
             began_cpu,
+            c0,
+            c1,
+            c2,
+            c3,
+            n0,
+            n1,
+            n2,
+            n3,
+            w0,
+            w1,
+            w2,
         ];
         if !write_words(answer_fd, &words) {
             return 4;
@@ -272,17 +304,28 @@ fn tab_main(
     }
 }
 
-/// What a tab's touches cost: their time, how many faulted, how many of those were major.
+/// What a tab's touches cost: their time, how many faulted, how many of those were major, and
+/// the others by their access's class ([`ACCESS_CLASS_NS`]) with each class's time.
 #[derive(Default)]
 struct Touches {
     ns: u64,
     faulting: u64,
     majors: u64,
+    resident: [u64; 4],
+    resident_ns: [u64; 4],
+    /// Of those, the writes: their count, how many took [`ACCESS_CLASS_NS`]`[0]` or more, and
+    /// the ns those took.
+    resident_writes: [u64; 3],
 }
 
 /// Times one access through `access`, counting it (and storing its latency in `faults`) if it
 /// faulted.
-fn timed(done: &mut Touches, faults: &[std::sync::atomic::AtomicU64], access: impl FnOnce()) {
+fn timed(
+    done: &mut Touches,
+    faults: &[std::sync::atomic::AtomicU64],
+    write: bool,
+    access: impl FnOnce(),
+) {
     let (maj0, min0) = worker::thread_faults();
     let a = worker::monotonic_ns();
     access();
@@ -297,6 +340,18 @@ fn timed(done: &mut Touches, faults: &[std::sync::atomic::AtomicU64], access: im
         }
         done.faulting += 1;
         done.majors += major as u64;
+    } else {
+        let ns = b - a;
+        let class = ACCESS_CLASS_NS.iter().filter(|&&bound| ns >= bound).count();
+        done.resident[class] += 1;
+        done.resident_ns[class] += ns;
+        if write {
+            done.resident_writes[0] += 1;
+            if class > 0 {
+                done.resident_writes[1] += 1;
+                done.resident_writes[2] += ns;
+            }
+        }
     }
 }
 
@@ -330,7 +385,7 @@ fn touch(
     p: u32,
     write: bool,
 ) {
-    timed(done, faults, || {
+    timed(done, faults, write, || {
         // SAFETY: `p` is below the tab's current size, inside its private mapping of
         // `max_pages` pages (core's `Life` keeps offsets below the size).
         unsafe {
@@ -358,7 +413,9 @@ fn fill(
 ) {
     let at = p as usize * PAGE_SIZE as usize;
     // SAFETY: first byte of page `p` < max_pages, inside the mapping.
-    timed(done, faults, || unsafe { memory.add(at).write_volatile(0) });
+    timed(done, faults, true, || unsafe {
+        memory.add(at).write_volatile(0)
+    });
     // SAFETY: page `p` lies inside this tab's private mapping of `max_pages` pages.
     let page = unsafe { std::slice::from_raw_parts_mut(memory.add(at), PAGE_SIZE as usize) };
     fill_page(
@@ -437,6 +494,9 @@ impl TabProcess {
             began_ns: w(4),
             answered_ns: w(5),
             began_cpu: w(6),
+            resident_accesses: [w(7), w(8), w(9), w(10)],
+            resident_access_ns: [w(11), w(12), w(13), w(14)],
+            resident_writes: [w(15), w(16), w(17)],
         })
     }
 
@@ -537,6 +597,92 @@ pub const SECOND_PROBE_TABS: u32 = 8;
 pub const SECOND_PROBE_SECONDS: u64 = 40;
 pub const SECOND_PROBE_SCALE: f64 = 0.1;
 
+/// Tab-seconds whose touches all found their page mapped (no fault), split into the touches'
+/// own timed accesses (the answer's `latency_ns`: each access between its two clock reads) and
+/// the rest of the tab's CPU (the `getrusage` pair and the clock reads around every touch, the
+/// command and the answer). Taken the same way in a run and in calibrate's tab-second probe, it
+/// tells a run's dearer touches apart: the memory access itself, or the system calls around it.
+#[derive(Debug, Clone, Default)]
+pub struct ResidentSeconds {
+    fit: nvmswap_core::metrics::TabSecondCosts,
+    touches: u64,
+    access_ns: u64,
+    /// The accesses by class ([`ACCESS_CLASS_NS`]): counts and ns.
+    classes: [u64; 4],
+    classes_ns: [u64; 4],
+    /// The writes among them: count, not in the first class, those's ns.
+    writes: [u64; 3],
+}
+
+impl ResidentSeconds {
+    /// A tab-second none of whose touches faulted: its touches, their timed accesses' ns (the
+    /// answer's `latency_ns`), the tab's CPU ns, and its answer's access classes.
+    pub fn record(&mut self, touches: u64, access_ns: u64, cpu_ns: u64, a: &Answer) {
+        self.fit.record(touches, 0, 0, cpu_ns);
+        self.touches += touches;
+        self.access_ns += access_ns;
+        for k in 0..4 {
+            self.classes[k] += a.resident_accesses[k];
+            self.classes_ns[k] += a.resident_access_ns[k];
+        }
+        for k in 0..3 {
+            self.writes[k] += a.resident_writes[k];
+        }
+    }
+
+    /// `{count, share, slow_share, slow_mean_ns}`: the writes among the accesses, their share
+    /// of them, and the share of writes beyond the first class with those's mean; beside the
+    /// classes' shares over all accesses it says whether writes are the slower ones.
+    fn writes_json(&self) -> serde_json::Value {
+        let all: u64 = self.classes.iter().sum();
+        let [n, slow, slow_ns] = self.writes;
+        serde_json::json!({
+            "count": n,
+            "share": (all > 0).then(|| n as f64 / all as f64),
+            "slow_share": (n > 0).then(|| slow as f64 / n as f64),
+            "slow_mean_ns": (slow > 0).then(|| slow_ns as f64 / slow as f64),
+        })
+    }
+
+    /// The timed accesses' mean per touch, ns (`None` before any touch).
+    pub fn access_ns_per_touch(&self) -> Option<f64> {
+        (self.touches > 0).then(|| self.access_ns as f64 / self.touches as f64)
+    }
+
+    /// `{seconds, touches, access_ns_per_touch, access_classes, fixed_us, per_touch_ns, r2}`:
+    /// the CPU fitted over these seconds as fixed + per touch (core's `TabSecondCosts`; zeros
+    /// and `r2` null when the touch counts never vary), the access part of a touch, and the
+    /// accesses by class (`[{from_ns, to_ns (null: no bound), count, share, mean_ns,
+    /// ns_per_touch}]`, the last the class's part of `access_ns_per_touch`).
+    pub fn to_json(&self) -> serde_json::Value {
+        let fit = self.fit.to_json();
+        let all: u64 = self.classes.iter().sum();
+        let classes: Vec<serde_json::Value> = (0..4)
+            .map(|k| {
+                let (n, ns) = (self.classes[k], self.classes_ns[k]);
+                serde_json::json!({
+                    "from_ns": if k == 0 { 0 } else { ACCESS_CLASS_NS[k - 1] },
+                    "to_ns": ACCESS_CLASS_NS.get(k),
+                    "count": n,
+                    "share": (all > 0).then(|| n as f64 / all as f64),
+                    "mean_ns": (n > 0).then(|| ns as f64 / n as f64),
+                    "ns_per_touch": (all > 0).then(|| ns as f64 / all as f64),
+                })
+            })
+            .collect();
+        serde_json::json!({
+            "seconds": self.fit.len(),
+            "touches": self.touches,
+            "access_ns_per_touch": self.access_ns_per_touch(),
+            "access_classes": classes,
+            "writes": self.writes_json(),
+            "fixed_us": fit["fixed_us"],
+            "per_touch_ns": fit["per_touch_ns"],
+            "r2": fit["r2"],
+        })
+    }
+}
+
 /// What a tab's second costs its CPU, fitted over the probe's seconds: `fixed_ns` per second
 /// (reading the command's arguments, computing its touch set, the answer's pipe write; the
 /// blocking read between commands is in neither part) and `per_touch_ns` per background touch of a resident page.
@@ -549,6 +695,12 @@ pub struct TabSecondProbe {
     pub seconds: usize,
     /// Touches per second over the fitted seconds: smallest, median, largest.
     pub touches_min_median_max: (usize, usize, usize),
+    /// Of `per_touch_ns`, the timed access alone (mean over the fitted seconds,
+    /// [`ResidentSeconds`]); the rest is the system calls around it.
+    pub access_ns_per_touch: f64,
+    /// Those seconds' accesses by class, and the writes among them
+    /// ([`ResidentSeconds::to_json`]).
+    pub resident: serde_json::Value,
     /// The driver's side of a tab's second, medians over every tab-second of the probe, in
     /// the driver's thread CPU: working out the tab's touch set (core's `Life::second` collects
     /// it), telling the tab (the command's pipe write, which wakes it) and taking its answer
@@ -605,6 +757,7 @@ pub fn probe_tab_second(seed: u64) -> Result<TabSecondProbe, LinuxError> {
         tabs.push((tab, shape, proc_));
     }
     let mut samples: Vec<(f64, f64)> = Vec::new();
+    let mut resident = ResidentSeconds::default();
     let (mut sets, mut answers) = (Vec::new(), Vec::new());
     // The tells whose tab began on the driver's CPU and on another: the driver's CPU for each,
     // and (remote) the tab's wait to run.
@@ -653,6 +806,7 @@ pub fn probe_tab_second(seed: u64) -> Result<TabSecondProbe, LinuxError> {
             // resident case the fit is for.
             if answer.faulting_touches == 0 {
                 samples.push((touches as f64, answer.cpu_ns as f64));
+                resident.record(touches as u64, answer.latency_ns, answer.cpu_ns, &answer);
             }
         }
     }
@@ -663,6 +817,8 @@ pub fn probe_tab_second(seed: u64) -> Result<TabSecondProbe, LinuxError> {
             samples.len()
         ))
     })?;
+    fit.access_ns_per_touch = resident.access_ns_per_touch().unwrap_or(0.0);
+    fit.resident = resident.to_json();
     use crate::calibrate::median;
     let told = (tells_local.len() + tells_remote.len()).max(1);
     let remote_share = tells_remote.len() as f64 / told as f64;
@@ -685,8 +841,9 @@ pub fn tab_second_comment(t: &TabSecondProbe) -> String {
         "# A tab's own CPU per background second apart from its touches: {SECOND_PROBE_TABS} tab processes\n\
          # of the bundled sites (x{SECOND_PROBE_SCALE}, resident) told {SECOND_PROBE_SECONDS} seconds each in turn; each second's\n\
          # thread CPU against its touches ({lo}..{hi}, median {mid}) over {} seconds without faults:\n\
-         # {:.0} ns + {:.0} ns x touches (R² {:.3}); the fixed part.\n",
-        t.seconds, t.fixed_ns, t.per_touch_ns, t.r2
+         # {:.0} ns + {:.0} ns x touches (R² {:.3}); the fixed part. Of a touch, the timed access\n\
+         # alone {:.0} ns (the rest is the getrusage pair and clock reads around it).\n",
+        t.seconds, t.fixed_ns, t.per_touch_ns, t.r2, t.access_ns_per_touch
     )
 }
 
@@ -732,6 +889,8 @@ fn fit_tab_second(samples: &[(f64, f64)]) -> Option<TabSecondProbe> {
             counts[counts.len() / 2],
             counts[counts.len() - 1],
         ),
+        access_ns_per_touch: 0.0,
+        resident: serde_json::Value::Null,
         driver: DriverSecond::default(),
     })
 }
@@ -760,6 +919,57 @@ mod second_probe_tests {
     }
 
     #[test]
+    fn resident_seconds_split_the_access_from_the_rest_of_a_touch() {
+        let mut r = ResidentSeconds::default();
+        assert!(r.access_ns_per_touch().is_none());
+        assert!(r.to_json()["r2"].is_null());
+        // 20 µs a second, 900 ns a touch of which 150 ns the access: all in the first class
+        // but one access in ten of each second, which took 1,050 ns.
+        for t in [10u64, 40, 70, 100] {
+            // Every slow access a write, and as many fast ones.
+            let a = Answer {
+                resident_accesses: [t - t / 10, 0, t / 10, 0],
+                resident_access_ns: [(t - t / 10) * 50, 0, t / 10 * 1_050, 0],
+                resident_writes: [2 * (t / 10), t / 10, t / 10 * 1_050],
+                ..Answer::default()
+            };
+            r.record(t, 150 * t, 20_000 + 900 * t, &a);
+        }
+        assert_eq!(r.access_ns_per_touch(), Some(150.0));
+        let j = r.to_json();
+        let c = &j["access_classes"];
+        assert_eq!(c[0]["count"], 198);
+        assert_eq!(c[2]["count"], 22);
+        assert_eq!(c[2]["from_ns"], 1_000);
+        assert_eq!(c[2]["to_ns"], 10_000);
+        assert!(c[3]["to_ns"].is_null() && c[3]["mean_ns"].is_null());
+        assert!((c[2]["share"].as_f64().unwrap() - 0.1).abs() < 1e-12);
+        assert!((c[2]["mean_ns"].as_f64().unwrap() - 1_050.0).abs() < 1e-9);
+        // The classes' parts of a touch add up to the access per touch.
+        let parts: f64 = (0..4).filter_map(|k| c[k]["ns_per_touch"].as_f64()).sum();
+        assert!((parts - 150.0).abs() < 1e-9, "{parts}");
+        let w = &j["writes"];
+        assert_eq!(w["count"], 44);
+        assert!((w["share"].as_f64().unwrap() - 0.2).abs() < 1e-12, "{w}");
+        assert!(
+            (w["slow_share"].as_f64().unwrap() - 0.5).abs() < 1e-12,
+            "{w}"
+        );
+        assert!(
+            (w["slow_mean_ns"].as_f64().unwrap() - 1_050.0).abs() < 1e-9,
+            "{w}"
+        );
+        assert_eq!(j["seconds"], 4);
+        assert_eq!(j["touches"], 220);
+        assert!((j["fixed_us"].as_f64().unwrap() - 20.0).abs() < 1e-6, "{j}");
+        assert!(
+            (j["per_touch_ns"].as_f64().unwrap() - 900.0).abs() < 1e-6,
+            "{j}"
+        );
+        assert!((j["r2"].as_f64().unwrap() - 1.0).abs() < 1e-9, "{j}");
+    }
+
+    #[test]
     fn the_probe_measures_tab_processes_living_their_seconds() {
         if crate::require_root().is_err() {
             eprintln!(
@@ -772,6 +982,12 @@ mod second_probe_tests {
         assert!(p.seconds > 20, "{p:?}");
         assert!(p.per_touch_ns > 0.0 && p.per_touch_ns < 100_000.0, "{p:?}");
         assert!(p.fixed_ns.is_finite(), "{p:?}");
+        // Every fitted second timed its touches' accesses: a mapped page's access takes some
+        // ns, and far less than the whole touch's share of a second could be.
+        assert!(
+            p.access_ns_per_touch > 0.0 && p.access_ns_per_touch < 100_000.0,
+            "{p:?}"
+        );
         // A pipe write that wakes a process and a read are system calls: neither is free, and
         // neither takes a millisecond on an idle machine.
         let d = p.driver;
@@ -822,6 +1038,69 @@ pub fn probe_touch_ns() -> Result<Vec<f64>, LinuxError> {
 /// more than this machine's last-level cache and TLB hold, so the timed pages' lines and
 /// translations are gone, as a background tab's are after the other tabs' seconds.
 pub const EVICT_PAGES: usize = 65_536;
+
+/// The tab's timed access to mapped pages over one footprint ([`probe_access_by_footprint`]).
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize)]
+pub struct FootprintAccess {
+    pub footprint_mib: u64,
+    /// Mean of the timed accesses (each between its two clock reads), ns.
+    pub access_ns: f64,
+    /// Share of them at [`ACCESS_CLASS_NS`]`[0]` (250 ns) or more.
+    pub slow_share: f64,
+}
+
+/// How the tab's own access to a mapped page costs with the footprint it cycles over: for each
+/// of core's `reuse::FOOTPRINTS_MIB` (16 MiB to 1 GiB) a fresh mapping filled page by page,
+/// then touched twice over in one random order with the tab's timed [`touch`], every page once
+/// a pass (so each access comes back after the whole footprint's other pages, its reuse
+/// distance); the second pass is timed. Where a run's touches lie on this curve is
+/// `extra.touch_reuse` (sim); what the kernel's runs met is `extra.resident_tab_seconds`.
+/// The mappings are 4 KiB pages (THP is `madvise` here and they do not ask); about 2 GiB is
+/// mapped and freed one footprint at a time.
+pub fn probe_access_by_footprint(seed: u64) -> Result<Vec<FootprintAccess>, LinuxError> {
+    let mut out = Vec::new();
+    for mib in nvmswap_core::reuse::FOOTPRINTS_MIB {
+        let pages = (mib << 20) / PAGE_SIZE;
+        let memory = Mapping::new((pages * PAGE_SIZE) as usize, false)?;
+        let faults = Mapping::new(8, true)?;
+        let base = memory.as_ptr();
+        for p in 0..pages as usize {
+            // SAFETY: page `p` is inside the mapping of `pages` pages; the write faults it in.
+            unsafe { base.add(p * PAGE_SIZE as usize).write_volatile(1) };
+        }
+        // Fisher-Yates with splitmix64 draws: one order for both passes.
+        let mut order: Vec<u32> = (0..pages as u32).collect();
+        let mut x = seed ^ mib;
+        for i in (1..order.len()).rev() {
+            x = x.wrapping_add(0x9e37_79b9_7f4a_7c15);
+            let mut z = x;
+            z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+            z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+            z ^= z >> 31;
+            order.swap(i, (z % (i as u64 + 1)) as usize);
+        }
+        let mut done = Touches::default();
+        for pass in 0..2 {
+            done = Touches::default();
+            for (i, &p) in order.iter().enumerate() {
+                // The tab's write share is most of its touches (78-81 %, the classes' writes).
+                touch(base, &mut done, faults.words(), p, pass == 1 && i % 5 != 0);
+            }
+        }
+        let timed: u64 = done.resident.iter().sum();
+        if timed == 0 {
+            return Err(LinuxError::Worker(format!(
+                "footprint probe: every touch of the {mib} MiB footprint faulted"
+            )));
+        }
+        out.push(FootprintAccess {
+            footprint_mib: mib,
+            access_ns: done.resident_ns.iter().sum::<u64>() as f64 / timed as f64,
+            slow_share: (timed - done.resident[0]) as f64 / timed as f64,
+        });
+    }
+    Ok(out)
+}
 
 /// Per-page costs of the accessed-bit probe, medians over [`TOUCH_PROBE_ROUNDS`] rounds (ns per
 /// touch of [`TOUCH_PROBE_PAGES`] resident pages in address order, the tab's timed [`touch`]).
@@ -908,6 +1187,22 @@ mod touch_probe_tests {
             rounds.iter().all(|&ns| ns.is_finite() && ns > 0.0),
             "{rounds:?}"
         );
+    }
+
+    #[test]
+    fn the_footprint_probe_times_every_footprint_and_the_largest_costs_more() {
+        let curve = super::probe_access_by_footprint(1).unwrap();
+        eprintln!("access by footprint: {curve:?}");
+        let mibs: Vec<u64> = curve.iter().map(|c| c.footprint_mib).collect();
+        assert_eq!(mibs, nvmswap_core::reuse::FOOTPRINTS_MIB.to_vec());
+        assert!(curve
+            .iter()
+            .all(|c| c.access_ns > 0.0 && (0.0..=1.0).contains(&c.slow_share)));
+        // 1 GiB of pages in random order cannot be served as 16 MiB is: page walks and lines
+        // from memory (on this machine 469-486 ns against 99-137 ns, a C loop of the same
+        // access, 2026-11-29).
+        let (small, large) = (curve[0], curve[curve.len() - 1]);
+        assert!(large.access_ns > small.access_ns, "{curve:?}");
     }
 
     #[test]

@@ -29,6 +29,7 @@ use nvmswap_core::lru::AnonLru;
 use nvmswap_core::progress::Progress;
 use nvmswap_core::reclaim::ScanBalance;
 use nvmswap_core::results::RunOutput;
+use nvmswap_core::reuse::{ReuseDistance, TouchReuse};
 use nvmswap_core::PAGE_SIZE;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -185,7 +186,18 @@ pub struct Machine<'a> {
     /// The CPUs as reclaim's remote TLB flushes see them (who runs where, who idles on
     /// `init_mm`), kept by the driver's schedule.
     pub tlbs: Tlbs,
+    /// Every touch's page in access order, for the reuse distance of the touches that find
+    /// their page mapped (`touch_reuse`, `extra.touch_reuse`): where on calibrate's footprint
+    /// curve the run's accesses lie. A statistic: it costs nothing in the model.
+    reuse: ReuseDistance,
+    touch_reuse: TouchReuse,
 }
+
+/// Accesses the reuse ring remembers: four times the pages of the largest footprint it
+/// reports (1 GiB). A touch whose page was last touched further back counts as beyond every
+/// footprint; one that came back within fewer distinct pages from so far needs each of them
+/// touched four times on average in between.
+const REUSE_WINDOW: usize = 4 << 18;
 
 impl<'a> Machine<'a> {
     /// A machine in state `cfg` (already scaled and validated), its back-end chosen by the
@@ -211,6 +223,8 @@ impl<'a> Machine<'a> {
             recency: TabRecency::default(),
             discards: 0,
             tlbs: Tlbs::new(cfg.tab_cpus(), costs.remote_flush),
+            reuse: ReuseDistance::new(REUSE_WINDOW),
+            touch_reuse: TouchReuse::default(),
             costs,
             obs: Observers {
                 metrics,
@@ -320,6 +334,7 @@ impl<'a> Machine<'a> {
     pub fn start_touch(&mut self, p: u32, write: bool) -> Result<Touch, SimError> {
         let pi = p as usize;
         let me = self.foreground();
+        let reuse = self.reuse.access(p);
         let (latency, kind) = match self.loc[pi] {
             Loc::Resident => {
                 let young = self.lru.is_accessed(p);
@@ -329,6 +344,7 @@ impl<'a> Machine<'a> {
                     self.backend.written(p);
                 }
                 if !std::mem::take(&mut self.unmapped[pi]) {
+                    self.touch_reuse.record(reuse);
                     // Mapped: no fault. Reclaim's scan may have cleared the page's accessed bit
                     // since it was last touched; the touch's page walk sets it again.
                     return Ok(Touch::Mapped(if young {
@@ -836,6 +852,9 @@ impl<'a> Machine<'a> {
             started,
         });
         out.result.extra.extend(extra);
+        out.result
+            .extra
+            .insert("touch_reuse".into(), self.touch_reuse.to_json());
         out
     }
 }

@@ -651,7 +651,78 @@ const MECHANISMS: &[Mechanism] = &[
         "host: lz4 ns per page after the run",
         &["host_speed", "lz4_ns_per_page_after"],
     ),
+    // The same run's canaries (nvmswap_linux::host_speed::InRunSpeed): a register-only loop and
+    // one page's lz4, taken at rest before the run and while the tabs work; their ratio says
+    // whether the CPU itself ran slower while the tabs worked, or only memory-bound work did.
+    linux(
+        "in-run canary: core x at rest (tabs working)",
+        &[
+            "host_speed",
+            "in_run",
+            "tabs_working_over_at_rest_p50",
+            "spin",
+        ],
+    ),
+    linux(
+        "in-run canary: lz4 page x at rest (tabs working)",
+        &[
+            "host_speed",
+            "in_run",
+            "tabs_working_over_at_rest_p50",
+            "lz4_page",
+        ],
+    ),
+    // A resident touch's cost split (nvmswap_linux::tab::ResidentSeconds): the access timed
+    // alone, and the tab's CPU per touch fitted over its seconds without a fault.
+    linux(
+        "resident touch: access ns",
+        &["resident_tab_seconds", "access_ns_per_touch"],
+    ),
+    linux(
+        "resident touch: CPU ns (fit)",
+        &["resident_tab_seconds", "per_touch_ns"],
+    ),
+    Mechanism {
+        label: "resident access 250 ns - 1 us %",
+        read: Read::Each(|r| resident_access_share(r, 1), |_| None),
+    },
+    Mechanism {
+        label: "resident access 1 us or more %",
+        read: Read::Each(
+            |r| Some(resident_access_share(r, 2)? + resident_access_share(r, 3)?),
+            |_| None,
+        ),
+    },
+    // Sim's side of the same question (`extra.touch_reuse`, core's `reuse`): how far back the
+    // tabs' touches of mapped pages last met their page, in distinct tab pages touched since;
+    // calibrate's footprint probe gives the share of slow accesses at each footprint.
+    Mechanism {
+        label: "mapped touches reused beyond 64 MiB %",
+        read: Read::Each(|_| None, |r| touch_reuse_share(r, "64")),
+    },
+    Mechanism {
+        label: "mapped touches reused beyond 256 MiB %",
+        read: Read::Each(|_| None, |r| touch_reuse_share(r, "256")),
+    },
 ];
+
+/// The share (%) of a sim run's touches of mapped pages whose reuse distance passed `mib`
+/// (`extra.touch_reuse.share_beyond_mib`).
+fn touch_reuse_share(r: &RunResult, mib: &str) -> Option<f64> {
+    extra_at(r, &["touch_reuse", "share_beyond_mib", mib]).map(|s| s * 100.0)
+}
+
+/// The share (%) of a linux run's resident accesses in class `k` of
+/// `extra.resident_tab_seconds.access_classes` (nvmswap_linux::tab::ACCESS_CLASS_NS).
+fn resident_access_share(r: &RunResult, k: usize) -> Option<f64> {
+    r.extra
+        .get("resident_tab_seconds")?
+        .get("access_classes")?
+        .get(k)?
+        .get("share")?
+        .as_f64()
+        .map(|s| s * 100.0)
+}
 
 /// The mechanism statistics of one scenario that at least one substrate has: (label, mean of
 /// the linux runs that have it, sim).
