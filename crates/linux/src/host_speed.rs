@@ -12,6 +12,12 @@
 //! The work: lz4 compression (the `lz4_flex` crate the live substrate uses; user space, so an
 //! index of the CPU and memory this VM gets, not a kernel cost) of tab-model pages, timed in
 //! rounds; the median round's time per page is the figure. About 10 ms in all.
+//!
+//! Inside a run ([`InRunSpeed`]) a register-only loop beside one page's lz4 tells the core's
+//! speed from the memory's: on this VM the core keeps its speed while the tabs work and
+//! memory-bound work slows. And the host takes guest memory it sees idle: an access to it
+//! stalls ~150 µs with no guest fault, counted as the task's CPU ([`probe_idle_stalls`];
+//! docs/experiments/validation.md, "Where a resident touch's time goes").
 
 use nvmswap_core::workload::content::fill_page;
 use nvmswap_core::PAGE_SIZE;

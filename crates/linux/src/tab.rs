@@ -610,7 +610,8 @@ pub struct ResidentSeconds {
     /// The accesses by class ([`ACCESS_CLASS_NS`]): counts and ns.
     classes: [u64; 4],
     classes_ns: [u64; 4],
-    /// The writes among them: count, not in the first class, those's ns.
+    /// The writes among them: their count, how many were not in the first class, and the ns
+    /// those took.
     writes: [u64; 3],
 }
 
@@ -631,7 +632,7 @@ impl ResidentSeconds {
     }
 
     /// `{count, share, slow_share, slow_mean_ns}`: the writes among the accesses, their share
-    /// of them, and the share of writes beyond the first class with those's mean; beside the
+    /// of them, and the share of writes beyond the first class with their mean; beside the
     /// classes' shares over all accesses it says whether writes are the slower ones.
     fn writes_json(&self) -> serde_json::Value {
         let all: u64 = self.classes.iter().sum();
