@@ -124,8 +124,16 @@ pub mod testing {
         args: &[&std::ffi::OsStr],
     ) -> Output {
         let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+        // A profile whose artefacts go where the running test lives: `cargo test` puts its
+        // tests in target/debug (as profile `test` does), `cargo test --release` in
+        // target/release. A library built into the other directory would leave whatever
+        // archive this one holds (from another build, with other features) to be linked.
+        let profile = match profile_dir().file_name().and_then(|n| n.to_str()) {
+            Some("release") => "release",
+            _ => "test",
+        };
         let built = Command::new(&cargo)
-            .args(["build", "--profile", "test", "-p", package, "--lib"])
+            .args(["build", "--profile", profile, "-p", package, "--lib"])
             .current_dir(manifest_dir)
             .output()
             .unwrap();

@@ -292,6 +292,16 @@ pub struct CostOverrides {
     /// begin this much later; without it, at once.
     #[serde(default)]
     pub cpu_wake_ns: Option<f64>,
+    /// Touches of mapped pages slower than a cache hit, as classes of the machine's memory:
+    /// each a share of those touches and its time beyond a hit's
+    /// (`[{ share = 0.34, extra_ns = 490.0 }, ...]`; crate::mapped_access). Sim adds the drawn
+    /// class's time to each touch of a mapped page (the touching task holds its CPU for it).
+    /// No calibration writes it: `costs.tab_touch_ns` is the warm probe's cost, and the classes
+    /// of a run (from memory, ~0.5 µs; stalled by a hypervisor, ~150 µs) depend on what else
+    /// shares the caches and on the host. `nvmswap validate --kernel-memory` gives sim the
+    /// classes its kernel runs measured, as a diagnostic; without it, every such touch a hit.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mapped_access_classes: Option<Vec<crate::mapped_access::MappedAccessClass>>,
 }
 
 impl CostOverrides {
@@ -354,6 +364,10 @@ impl CostOverrides {
                 };
                 return Err((field, format!("must be {want}, got {v}")));
             }
+        }
+        if let Some(classes) = &self.mapped_access_classes {
+            crate::mapped_access::MappedAccessClass::check(classes)
+                .map_err(|e| ("costs.mapped_access_classes", e))?;
         }
         // The driver is scheduled with all four of its costs or not at all: a file with some of
         // them is a mistake, not a driver whose other work is free.
@@ -748,6 +762,30 @@ mod tests {
         let (field, why) = partial.check().unwrap_err();
         assert_eq!(field, "costs.driver_*");
         assert!(why.contains("3 given"), "{why}");
+    }
+
+    #[test]
+    fn mapped_access_classes_read_from_toml_and_a_bad_one_names_the_field() {
+        let costs: CostOverrides = toml::from_str(
+            "mapped_access_classes = [{ share = 0.34, extra_ns = 490.0 }, \
+             { share = 0.01, extra_ns = 150000.0 }]",
+        )
+        .unwrap();
+        assert!(costs.check().is_ok());
+        assert_eq!(costs.mapped_access_classes.as_ref().map(Vec::len), Some(2));
+        // Written back as it was read (validate's `--sim-configs` files run again).
+        let again: CostOverrides = toml::from_str(&toml::to_string(&costs).unwrap()).unwrap();
+        assert_eq!(again, costs);
+        let bad: CostOverrides =
+            toml::from_str("mapped_access_classes = [{ share = 0.7, extra_ns = 1.0 }, { share = 0.5, extra_ns = 1.0 }]")
+                .unwrap();
+        let (field, why) = bad.check().unwrap_err();
+        assert_eq!(field, "costs.mapped_access_classes");
+        assert!(why.contains("more than 1"), "{why}");
+        assert!(toml::from_str::<CostOverrides>(
+            "mapped_access_classes = [{ share = 0.1, extra = 1.0 }]"
+        )
+        .is_err());
     }
 
     #[test]

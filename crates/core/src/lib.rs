@@ -15,6 +15,7 @@ pub mod discard;
 pub mod dual_use;
 pub mod kinds;
 pub mod lru;
+pub mod mapped_access;
 pub mod metrics;
 pub mod persist;
 pub mod policy_check;

@@ -10,8 +10,10 @@
 //! access time; the distance of an access is the number of marks after the page's previous
 //! access (each marked page was accessed since, and counts once). Times live in a ring of
 //! `window` slots, so memory stays bounded: an access whose previous one is more than `window`
-//! accesses back is [`Reuse::Beyond`] (at least as far as any distance the ring can still
-//! tell; with a window several times the reach of interest, beyond any reach).
+//! accesses back is [`Reuse::Beyond`], its distance unknown. Counting it beyond every reach
+//! assumes that so many accesses in between met many distinct pages, as the tabs' touches,
+//! spread over their whole working sets, do; the window is four times the largest reach
+//! reported, so an access counted so wrongly needs each page in between accessed four times.
 
 /// What [`ReuseDistance::access`] found.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -1832,50 +1832,24 @@ pub struct ChargeCostFit {
 }
 
 /// Least squares of `duration_ns` on (reclaimed, kept) with an intercept, over the charges
-/// (the 3x3 normal equations, solved by elimination with partial pivoting). None with fewer than
-/// four charges or when the two counts do not vary independently (a singular system).
+/// (core's `metrics::least_squares`). None with fewer than four charges or when the two counts
+/// do not vary independently (a singular system).
 pub fn fit_charge_cost(charges: &[crate::memcg_reclaim::Charge]) -> Option<ChargeCostFit> {
     if charges.len() < 4 {
         return None;
     }
-    let rows: Vec<([f64; 3], f64)> = charges
+    let rows: Vec<(Vec<f64>, f64)> = charges
         .iter()
         .map(|c| {
             let kept = (c.ref_keep + c.activated) as f64;
-            ([1.0, c.reclaimed as f64, kept], c.duration_ns as f64)
+            (vec![1.0, c.reclaimed as f64, kept], c.duration_ns as f64)
         })
         .collect();
-    // The augmented normal equations [X'X | X'y].
-    let mut m = [[0.0f64; 4]; 3];
-    for (x, y) in &rows {
-        for (mi, xi) in m.iter_mut().zip(x) {
-            for (mij, xj) in mi.iter_mut().zip(x.iter().chain(std::iter::once(y))) {
-                *mij += xi * xj;
-            }
-        }
-    }
-    let scale = m[0][0].max(m[1][1]).max(m[2][2]);
-    for col in 0..3 {
-        let pivot = (col..3).max_by(|&a, &b| m[a][col].abs().total_cmp(&m[b][col].abs()))?;
-        if m[pivot][col].abs() <= 1e-9 * scale {
-            return None;
-        }
-        m.swap(col, pivot);
-        let pivot_row = m[col];
-        for (row, r) in m.iter_mut().enumerate() {
-            if row != col {
-                let f = r[col] / pivot_row[col];
-                for (v, p) in r.iter_mut().zip(pivot_row).skip(col) {
-                    *v -= f * p;
-                }
-            }
-        }
-    }
-    let beta = [m[0][3] / m[0][0], m[1][3] / m[1][1], m[2][3] / m[2][2]];
+    let beta = nvmswap_core::metrics::least_squares(&rows)?;
     let mean = rows.iter().map(|(_, y)| y).sum::<f64>() / rows.len() as f64;
     let (mut ss_res, mut ss_tot) = (0.0, 0.0);
     for (x, y) in &rows {
-        let fit: f64 = (0..3).map(|i| beta[i] * x[i]).sum();
+        let fit: f64 = x.iter().zip(&beta).map(|(x, b)| x * b).sum();
         ss_res += (y - fit).powi(2);
         ss_tot += (y - mean).powi(2);
     }
@@ -2971,6 +2945,9 @@ pub fn load_costs(
         driver_tell_remote_ns: file.driver_tell_remote_ns,
         driver_answer_ns: file.driver_answer_ns,
         cpu_wake_ns: file.cpu_wake_ns,
+        // No probe measures it: the warm probe's misses are inside `tab_touch_ns`
+        // (`nvmswap validate --kernel-memory` gives sim a kernel run's classes).
+        mapped_access_classes: None,
         minor_fault_ns: Some(file.minor_fault_ns),
         swap_write_page_ns: file.swap_write_page_ns,
         swap_in_software_ns: file.swap_in_software_ns,

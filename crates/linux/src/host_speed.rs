@@ -289,9 +289,18 @@ mod tests {
         eprintln!("idle stalls: {passes:?}");
         assert_eq!(passes.len(), 2);
         assert_eq!(passes[1].idle_s, 1);
+        // The pass right after the first write touches pages that write mapped: no guest fault
+        // (its faults are the thread's own, so another test cannot add any). After an idle
+        // second there may be some, all 2,048 in one full test run: another test of this
+        // binary that forks meanwhile write-protects the process's pages (copy-on-write), and
+        // the pass's next write to each faults. The probe reports such faults rather than
+        // hiding them; calibrate runs it alone.
+        assert!(
+            passes[0].guest_faults * 100 <= passes[0].accesses,
+            "{passes:?}"
+        );
         for p in &passes {
             assert_eq!(p.accesses, 2_048);
-            assert!(p.stalls <= p.accesses);
             // A stall is at least STALL_NS long, so its mean is too.
             assert!(
                 p.stalls == 0 || p.stall_mean_us >= STALL_NS as f64 / 1e3,

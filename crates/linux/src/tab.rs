@@ -1204,6 +1204,7 @@ mod touch_probe_tests {
         // access, 2026-11-29).
         let (small, large) = (curve[0], curve[curve.len() - 1]);
         assert!(large.access_ns > small.access_ns, "{curve:?}");
+        assert!(large.slow_share > small.slow_share, "{curve:?}");
     }
 
     #[test]

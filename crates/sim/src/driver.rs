@@ -681,8 +681,9 @@ impl<'a> Driver<'a> {
                 task.faults = add_faults(task.faults, before, self.background_faults());
                 match t {
                     Touch::Mapped(ns) => {
-                        // The page was mapped: its accessed bit's cost, if any, is the tab's
-                        // own work like the touch's.
+                        // The page was mapped: its accessed bit's cost and its memory's time
+                        // beyond a hit, if any, are the tab's own work like the touch's (a
+                        // vCPU stalled by its host takes nothing else meanwhile either).
                         clock += ns;
                         continue;
                     }
@@ -1194,6 +1195,47 @@ mod tests {
         assert!(n > 0);
         assert!(with >= without + n * 10_000 / 2, "{with} {without} {n}");
         assert!(with <= without + n * 10_000, "{with} {without} {n}");
+    }
+
+    #[test]
+    fn the_memorys_time_of_a_mapped_touch_holds_the_tabs_cpu() {
+        // The same second with every touch of a mapped page a cache hit, and with each taking
+        // 10 µs more (one class holding all of them): as with the tabs' own work per touch, the
+        // extra time passes on the machine, shared by its two CPUs at best.
+        let run = |extra_ns: Option<f64>| {
+            let mut d = driver(sites(0.05, 0.0, 0.0));
+            d.open(0, 0).unwrap();
+            d.open(1, 0).unwrap();
+            d.open(2, 1).unwrap();
+            d.machine.mapped_access = crate::mapped_access::MappedAccess::new(
+                extra_ns
+                    .map(|extra_ns| {
+                        vec![nvmswap_core::mapped_access::MappedAccessClass {
+                            share: 1.0,
+                            extra_ns,
+                        }]
+                    })
+                    .as_deref(),
+                1,
+            )
+            .unwrap();
+            let (m0, t0) = (d.machine.now, d.counts.background_touches);
+            d.live_second().unwrap();
+            let mapped = d.machine.mapped_access.as_ref().map_or(0, |m| m.touches());
+            (d.machine.now - m0, d.counts.background_touches - t0, mapped)
+        };
+        let (without, n, _) = run(None);
+        let (with, n_with, mapped) = run(Some(10_000.0));
+        assert_eq!(n, n_with, "the same touches");
+        assert!(mapped > 0 && mapped <= n, "{mapped} of {n}");
+        assert!(
+            with >= without + mapped * 10_000 / 2,
+            "{with} {without} {mapped}"
+        );
+        assert!(
+            with <= without + mapped * 10_000,
+            "{with} {without} {mapped}"
+        );
     }
 
     #[test]

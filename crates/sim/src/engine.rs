@@ -36,6 +36,7 @@ use rand_chacha::ChaCha8Rng;
 
 use crate::backend::{self, BuildArgs, Fault, SwapBackend, SwapIn};
 use crate::costs::{Costs, TIMELINE_INTERVAL_NS};
+use crate::mapped_access::MappedAccess;
 use crate::memory::Memory;
 use crate::metrics::{Metrics, RunEnd};
 use crate::observe::{
@@ -191,6 +192,9 @@ pub struct Machine<'a> {
     /// curve the run's accesses lie. A statistic: it costs nothing in the model.
     reuse: ReuseDistance,
     touch_reuse: TouchReuse,
+    /// The machine's memory under touches of mapped pages (`costs.mapped_access_classes`):
+    /// `None` without classes, every such touch a cache hit.
+    pub(crate) mapped_access: Option<MappedAccess>,
 }
 
 /// Accesses the reuse ring remembers: four times the pages of the largest footprint it
@@ -225,6 +229,7 @@ impl<'a> Machine<'a> {
             tlbs: Tlbs::new(cfg.tab_cpus(), costs.remote_flush),
             reuse: ReuseDistance::new(REUSE_WINDOW),
             touch_reuse: TouchReuse::default(),
+            mapped_access: MappedAccess::new(cfg.costs.mapped_access_classes.as_deref(), seed)?,
             costs,
             obs: Observers {
                 metrics,
@@ -346,12 +351,11 @@ impl<'a> Machine<'a> {
                 if !std::mem::take(&mut self.unmapped[pi]) {
                     self.touch_reuse.record(reuse);
                     // Mapped: no fault. Reclaim's scan may have cleared the page's accessed bit
-                    // since it was last touched; the touch's page walk sets it again.
-                    return Ok(Touch::Mapped(if young {
-                        0
-                    } else {
-                        self.costs.accessed_bit
-                    }));
+                    // since it was last touched; the touch's page walk sets it again. The
+                    // access itself takes its memory's time beyond a hit, if the run has one.
+                    let bit = if young { 0 } else { self.costs.accessed_bit };
+                    let memory = self.mapped_access.as_mut().map_or(0, MappedAccess::touch);
+                    return Ok(Touch::Mapped(bit + memory));
                 }
                 // Read ahead, in the swap cache: the touch maps it (a minor fault). Its cost is
                 // assumed to be the demand-zero fault's (`costs.minor_fault`, calibrated where
@@ -855,6 +859,9 @@ impl<'a> Machine<'a> {
         out.result
             .extra
             .insert("touch_reuse".into(), self.touch_reuse.to_json());
+        if let Some(m) = &self.mapped_access {
+            out.result.extra.insert("mapped_access".into(), m.to_json());
+        }
         out
     }
 }

@@ -20,6 +20,7 @@ mod driver;
 mod engine;
 mod io;
 pub mod iosched;
+mod mapped_access;
 mod memory;
 mod metrics;
 pub mod observe;

@@ -92,6 +92,14 @@ pub struct Args {
     /// as validate did (to look inside one with `--blk-requests` or `--trace`).
     #[arg(long, value_name = "DIR")]
     sim_configs: Option<PathBuf>,
+    /// Diagnostic, not a validation: give each scenario's sim run the memory its kernel runs
+    /// measured. Their touches of mapped pages by time class (`extra.resident_tab_seconds.
+    /// access_classes`: from the caches, from memory, stalled by the host), pooled over the
+    /// scenario's runs, become sim's `costs.mapped_access_classes` (each class's share and its
+    /// mean beyond the fastest class's). Tests how much of a gap the machine's memory explains;
+    /// the figures then depend on one of the kernel runs' own measurements.
+    #[arg(long)]
+    kernel_memory: bool,
 }
 
 /// The sim configuration that stands for a linux one: DRAM = the cgroup's limit, the same swap
@@ -684,17 +692,34 @@ const MECHANISMS: &[Mechanism] = &[
     ),
     Mechanism {
         label: "resident access 250 ns - 1 us %",
-        read: Read::Each(|r| resident_access_share(r, 1), |_| None),
+        read: Read::Each(
+            |r| resident_access_share(r, 1),
+            |r| drawn_access_share(r, 1),
+        ),
     },
     Mechanism {
         label: "resident access 1 - 10 us %",
-        read: Read::Each(|r| resident_access_share(r, 2), |_| None),
+        read: Read::Each(
+            |r| resident_access_share(r, 2),
+            |r| drawn_access_share(r, 2),
+        ),
     },
     // An access of 10 µs or more to a mapped page is a stall in the hypervisor (memory the
     // host took while it idled; calibrate's idle-stall probe), counted as the tab's CPU.
     Mechanism {
         label: "resident access 10 us or more %",
-        read: Read::Each(|r| resident_access_share(r, 3), |_| None),
+        read: Read::Each(
+            |r| resident_access_share(r, 3),
+            |r| drawn_access_share(r, 3),
+        ),
+    },
+    // What the accesses above the fastest class add per resident access; sim's is drawn from
+    // the classes it was given (`validate --kernel-memory`), else absent (every access a hit).
+    Mechanism {
+        label: "resident access beyond a hit: ns per access",
+        read: Read::Each(linux_access_beyond_hit_ns, |r| {
+            extra_at(r, &["mapped_access", "extra_ns_per_touch"])
+        }),
     },
     // Sim's side of the same question (`extra.touch_reuse`, core's `reuse`): how far back the
     // tabs' touches of mapped pages last met their page, in distinct tab pages touched since;
@@ -725,6 +750,35 @@ fn resident_access_share(r: &RunResult, k: usize) -> Option<f64> {
         .get("share")?
         .as_f64()
         .map(|s| s * 100.0)
+}
+
+/// The share (%) of a sim run's touches of mapped pages that drew class `k` of the linux
+/// classes (`extra.mapped_access.classes`, which holds those above the fastest: k - 1).
+fn drawn_access_share(r: &RunResult, k: usize) -> Option<f64> {
+    r.extra
+        .get("mapped_access")?
+        .get("classes")?
+        .get(k.checked_sub(1)?)?
+        .get("drawn_share")?
+        .as_f64()
+        .map(|s| s * 100.0)
+}
+
+/// A linux run's time per resident access above its fastest class's mean
+/// (`extra.resident_tab_seconds.access_classes`), ns: what `--kernel-memory` gives sim.
+fn linux_access_beyond_hit_ns(r: &RunResult) -> Option<f64> {
+    let classes = r
+        .extra
+        .get("resident_tab_seconds")?
+        .get("access_classes")?
+        .as_array()?;
+    let class =
+        |c: &serde_json::Value| Some((c.get("share")?.as_f64()?, c.get("mean_ns")?.as_f64()?));
+    let (_, hit_ns) = class(classes.first()?)?;
+    classes[1..]
+        .iter()
+        .map(|c| class(c).map(|(share, mean)| share * (mean - hit_ns).max(0.0)))
+        .sum()
 }
 
 /// The mechanism statistics of one scenario that at least one substrate has: (label, mean of
@@ -943,6 +997,7 @@ struct Common {
     repeat: u32,
     linux_from: Option<LinuxFrom>,
     sim_configs: Option<PathBuf>,
+    kernel_memory: bool,
 }
 
 impl Common {
@@ -974,6 +1029,7 @@ impl Common {
             repeat: args.repeat,
             linux_from,
             sim_configs: args.sim_configs.clone(),
+            kernel_memory: args.kernel_memory,
         })
     }
 
@@ -985,7 +1041,12 @@ impl Common {
             .map_or("none (sim's sourced defaults)".to_string(), |p| {
                 p.display().to_string()
             });
-        format!("disk profile {}, costs {costs}", self.disk)
+        let memory = if self.kernel_memory {
+            "; DIAGNOSTIC: mapped accesses as the kernel runs measured them (--kernel-memory)"
+        } else {
+            ""
+        };
+        format!("disk profile {}, costs {costs}{memory}", self.disk)
     }
 
     /// With `--linux-from`: checks that the file has linux runs of every scenario of the plan,
@@ -1167,19 +1228,91 @@ fn validate_scenario(common: &Common, scenario: &Scenario) -> anyhow::Result<Com
         sim_cfg.zswap_max_pool_percent =
             zswap_share_of_cgroup(*max_pool_percent, &linux_cfg, scenario.scale);
     }
-    if let Some(dir) = &common.sim_configs {
-        write_sim_config(dir, scenario, &sim_cfg)?;
-    }
     let linux_runs = match &common.linux_from {
         Some(from) => from.runs_of(scenario, &linux_cfg)?,
         None => run_linux(common.repeat, scenario, &linux_cfg)?,
     };
+    if common.kernel_memory {
+        let classes = kernel_mapped_access(&linux_runs)
+            .with_context(|| format!("--kernel-memory, {}", scenario.label()))?;
+        sim_cfg.costs.mapped_access_classes = Some(classes);
+    }
+    if let Some(dir) = &common.sim_configs {
+        write_sim_config(dir, scenario, &sim_cfg)?;
+    }
     compare_with_sim(common, scenario, &linux_runs, &sim_cfg).map(|(sim, rows)| Compared {
         scenario: scenario.clone(),
         linux_runs,
         sim,
         rows,
     })
+}
+
+/// The kernel runs' touches of mapped pages as classes of sim's memory (`--kernel-memory`):
+/// their `extra.resident_tab_seconds.access_classes` pooled (counts and times summed over the
+/// runs), each class above the fastest as its share of all the accesses and its mean beyond the
+/// fastest class's mean (the cache hit that `costs.tab_touch_ns` already holds).
+fn kernel_mapped_access(
+    linux_runs: &[RunResult],
+) -> anyhow::Result<Vec<nvmswap_core::mapped_access::MappedAccessClass>> {
+    // Per class in the runs' order: (from_ns, count, count x mean_ns).
+    let mut pooled: Vec<(f64, f64, f64)> = Vec::new();
+    for (i, r) in linux_runs.iter().enumerate() {
+        let classes = r
+            .extra
+            .get("resident_tab_seconds")
+            .and_then(|v| v.get("access_classes"))
+            .and_then(|v| v.as_array())
+            .filter(|c| !c.is_empty())
+            .with_context(|| {
+                format!(
+                    "linux run {} of {} has no extra.resident_tab_seconds.access_classes \
+                     (made before 2026-11-29?): run the kernel again",
+                    i + 1,
+                    linux_runs.len()
+                )
+            })?;
+        if i == 0 {
+            pooled = vec![(0.0, 0.0, 0.0); classes.len()];
+        } else if classes.len() != pooled.len() {
+            anyhow::bail!(
+                "linux run {} has {} access classes, run 1 {}",
+                i + 1,
+                classes.len(),
+                pooled.len()
+            );
+        }
+        for (k, c) in classes.iter().enumerate() {
+            let field = |name: &str| {
+                c.get(name)
+                    .and_then(|v| v.as_f64())
+                    .with_context(|| format!("linux run {}: access class {k} has no {name}", i + 1))
+            };
+            let (from, count, mean) = (field("from_ns")?, field("count")?, field("mean_ns")?);
+            pooled[k].0 = from;
+            pooled[k].1 += count;
+            pooled[k].2 += count * mean;
+        }
+    }
+    let total: f64 = pooled.iter().map(|c| c.1).sum();
+    let (fast, rest) = pooled
+        .split_first()
+        .filter(|(f, _)| f.0 == 0.0 && f.1 > 0.0)
+        .context("the first access class does not start at 0 ns or holds no access")?;
+    let hit_ns = fast.2 / fast.1;
+    Ok(rest
+        .iter()
+        .map(
+            |&(_, count, time)| nvmswap_core::mapped_access::MappedAccessClass {
+                share: count / total,
+                extra_ns: if count > 0.0 {
+                    (time / count - hit_ns).max(0.0)
+                } else {
+                    0.0
+                },
+            },
+        )
+        .collect())
 }
 
 /// Writes `scenario`'s sim equivalent into `dir` (`--sim-configs`); the path written.
@@ -1288,6 +1421,7 @@ fn compare_with_sim(
         serde_json::json!({
             "disk_profile": common.disk,
             "costs": common.costs_path.as_ref().map(|p| p.display().to_string()),
+            "kernel_memory": common.kernel_memory,
         }),
     );
     Ok((sim, rows))
@@ -1753,6 +1887,57 @@ mod tests {
         r
     }
 
+    /// A linux run whose resident accesses fell in the four classes as `(count, mean_ns)`.
+    fn run_with_classes(classes: &[(u64, f64)]) -> RunResult {
+        let mut r = run_with(22, 100, None);
+        let total: u64 = classes.iter().map(|c| c.0).sum();
+        let from = [0, 250, 1_000, 10_000];
+        r.extra.insert(
+            "resident_tab_seconds".into(),
+            serde_json::json!({"access_classes": classes.iter().enumerate().map(|(k, &(count, mean))| {
+                serde_json::json!({
+                    "from_ns": from[k], "count": count, "mean_ns": mean,
+                    "share": count as f64 / total as f64,
+                })
+            }).collect::<Vec<_>>()}),
+        );
+        r
+    }
+
+    #[test]
+    fn kernel_memory_pools_the_runs_classes_beyond_the_fastest() {
+        // Two runs: hits at 80 and 100 ns (pooled 90), from memory at 600 and 500 ns, one run
+        // without 1-10 us accesses, stalls of 150 us in one.
+        let runs = [
+            run_with_classes(&[(500, 80.0), (400, 600.0), (0, 0.0), (100, 150_000.0)]),
+            run_with_classes(&[(500, 100.0), (400, 500.0), (100, 2_000.0), (0, 0.0)]),
+        ];
+        let classes = kernel_mapped_access(&runs).unwrap();
+        assert_eq!(classes.len(), 3);
+        let expect = [
+            (800.0 / 2000.0, 550.0 - 90.0),
+            (0.05, 1_910.0),
+            (0.05, 149_910.0),
+        ];
+        for (c, (share, extra)) in classes.iter().zip(expect) {
+            assert!((c.share - share).abs() < 1e-12, "{c:?}");
+            assert!((c.extra_ns - extra).abs() < 1e-9, "{c:?}");
+        }
+        // What the row reports for one run: 0.4 x 520 + 0.1 x 149,920 ns.
+        let beyond = linux_access_beyond_hit_ns(&runs[0]).unwrap();
+        assert!(
+            (beyond - (0.4 * 520.0 + 0.1 * 149_920.0)).abs() < 1e-6,
+            "{beyond}"
+        );
+        // A run made before the classes existed is named, not skipped.
+        let err = kernel_mapped_access(&[runs[0].clone(), run_with(22, 100, None)]).unwrap_err();
+        assert!(format!("{err:#}").contains("linux run 2 of 2"), "{err:#}");
+        // So is a run with another set of classes.
+        let three = run_with_classes(&[(500, 80.0), (400, 600.0), (10, 2_000.0)]);
+        let err = kernel_mapped_access(&[runs[0].clone(), three]).unwrap_err();
+        assert!(format!("{err:#}").contains("3 access classes"), "{err:#}");
+    }
+
     #[test]
     fn mechanism_statistics_read_each_substrates_keys_and_skip_what_neither_has() {
         let linux = |requests: u64, pages: u64| {
@@ -1958,6 +2143,7 @@ mod tests {
             repeat: 1,
             linux_from: Some(LinuxFrom::parse(std::path::Path::new("earlier.json"), text).unwrap()),
             sim_configs: None,
+            kernel_memory: false,
         }
     }
 
