@@ -275,3 +275,51 @@ fn the_block_layers_own_work_delays_every_dispatch() {
     );
     assert!((b - a - 5.0).abs() < 1.0, "read Q2C p50 {a} -> {b} us");
 }
+
+#[test]
+fn a_run_given_the_memorys_classes_is_deterministic_and_draws_them() {
+    // costs.mapped_access_classes: a third of the touches of mapped pages from memory, 1 % in
+    // a 150 µs stall. The same seed gives the same bytes; the run reports its draws at the
+    // given shares; without the classes the run has no `mapped_access` and spends less.
+    let with = |classes: bool| {
+        let mut cfg = SystemConfig::load("baseline-zram", &[]).unwrap();
+        cfg.costs.tab_touch_ns = Some(300.0);
+        if classes {
+            cfg.costs.mapped_access_classes = Some(vec![
+                nvmswap_core::mapped_access::MappedAccessClass {
+                    share: 0.33,
+                    extra_ns: 500.0,
+                },
+                nvmswap_core::mapped_access::MappedAccessClass {
+                    share: 0.01,
+                    extra_ns: 150_000.0,
+                },
+            ]);
+        }
+        run_pressure(
+            &cfg,
+            &RunOptions {
+                seed: 7,
+                scale: 0.05,
+            },
+            &NoProgress,
+        )
+        .unwrap()
+    };
+    let (a, b) = (with(true), with(true));
+    let m = a.result.extra["mapped_access"].clone();
+    let cpu =
+        |r: &nvmswap_core::results::RunOutput| r.result.extra["background_cpu_s"].as_f64().unwrap();
+    let cpu_with = cpu(&a);
+    assert_eq!(without_wall(a), without_wall(b), "not deterministic");
+    let touches = m["touches"].as_u64().unwrap();
+    assert!(touches > 10_000, "{m}");
+    for (class, share) in m["classes"].as_array().unwrap().iter().zip([0.33, 0.01]) {
+        let drawn = class["drawn_share"].as_f64().unwrap();
+        let se = (share * (1.0 - share) / touches as f64).sqrt();
+        assert!((drawn - share).abs() < 5.0 * se, "{class} of {touches}");
+    }
+    let plain = with(false);
+    assert!(plain.result.extra.get("mapped_access").is_none());
+    assert!(cpu(&plain) < cpu_with, "{} {cpu_with}", cpu(&plain));
+}
