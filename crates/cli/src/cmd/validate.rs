@@ -765,20 +765,11 @@ fn drawn_access_share(r: &RunResult, k: usize) -> Option<f64> {
 }
 
 /// A linux run's time per resident access above its fastest class's mean
-/// (`extra.resident_tab_seconds.access_classes`), ns: what `--kernel-memory` gives sim.
+/// (`extra.resident_tab_seconds.access_classes`), ns: the mean of what `--kernel-memory` gives
+/// sim, for this run alone.
 fn linux_access_beyond_hit_ns(r: &RunResult) -> Option<f64> {
-    let classes = r
-        .extra
-        .get("resident_tab_seconds")?
-        .get("access_classes")?
-        .as_array()?;
-    let class =
-        |c: &serde_json::Value| Some((c.get("share")?.as_f64()?, c.get("mean_ns")?.as_f64()?));
-    let (_, hit_ns) = class(classes.first()?)?;
-    classes[1..]
-        .iter()
-        .map(|c| class(c).map(|(share, mean)| share * (mean - hit_ns).max(0.0)))
-        .sum()
+    let classes = kernel_mapped_access(std::slice::from_ref(r)).ok()?;
+    Some(classes.iter().map(|c| c.share * c.extra_ns).sum())
 }
 
 /// The mechanism statistics of one scenario that at least one substrate has: (label, mean of
