@@ -285,20 +285,24 @@ mod tests {
 
     #[test]
     fn the_idle_probe_times_every_pass_over_mapped_pages() {
-        let passes = probe_idle_stalls(2_048, &[0, 1]).unwrap();
+        // The pass right after the first write touches pages that write mapped: no guest fault.
+        // Another test of this binary that forks while the pages are written or idle
+        // write-protects them (copy-on-write) and the pass's next write to each faults (all
+        // 2,048 after the idle second in one full test run); the probe reports such faults
+        // rather than hiding them, and calibrate runs it alone. So a first pass with faults is
+        // run again once: a fork landing in those few milliseconds twice in a row is unlikely,
+        // and a probe that counted faults it should not would fail both times.
+        let first_pass_clean =
+            |passes: &[IdleStalls]| passes[0].guest_faults * 100 <= passes[0].accesses;
+        let mut passes = probe_idle_stalls(2_048, &[0, 1]).unwrap();
+        if !first_pass_clean(&passes) {
+            eprintln!("first pass faulted, again: {passes:?}");
+            passes = probe_idle_stalls(2_048, &[0, 1]).unwrap();
+        }
         eprintln!("idle stalls: {passes:?}");
         assert_eq!(passes.len(), 2);
         assert_eq!(passes[1].idle_s, 1);
-        // The pass right after the first write touches pages that write mapped: no guest fault
-        // (its faults are the thread's own, so another test cannot add any). After an idle
-        // second there may be some, all 2,048 in one full test run: another test of this
-        // binary that forks meanwhile write-protects the process's pages (copy-on-write), and
-        // the pass's next write to each faults. The probe reports such faults rather than
-        // hiding them; calibrate runs it alone.
-        assert!(
-            passes[0].guest_faults * 100 <= passes[0].accesses,
-            "{passes:?}"
-        );
+        assert!(first_pass_clean(&passes), "{passes:?}");
         for p in &passes {
             assert_eq!(p.accesses, 2_048);
             // A stall is at least STALL_NS long, so its mean is too.
