@@ -47,10 +47,7 @@ fn sim_and_live_touch_the_same_pages_for_the_same_sequence() {
         params: params.clone(),
     };
     let live = run_pressure(&cfg, &opts, &NoProgress).unwrap().result;
-    let sim_opts = nvmswap_sim::RunOptions {
-        seed: 1,
-        scale: 0.02,
-    };
+    let sim_opts = nvmswap_sim::RunOptions::new(1, 0.02);
     let sim = nvmswap_sim::run_pressure_with(&cfg, &sim_opts, &params, &NoProgress)
         .unwrap()
         .result;

@@ -33,7 +33,7 @@ fn run_pressure(
         params[k] = v;
     }
     let params: PressureParams = serde_json::from_value(params).map_err(err)?;
-    let opts = nvmswap_sim::RunOptions { seed, scale };
+    let opts = nvmswap_sim::RunOptions::new(seed, scale);
     let out = py
         .allow_threads(|| nvmswap_sim::run_pressure_with(&cfg, &opts, &params, &NoProgress))
         .map_err(err)?;

@@ -12,10 +12,7 @@ fn pressure(c: &mut Criterion) {
     group.sample_size(10);
     for name in ["baseline-zram", "optane", "optane-zswap", "nvm-swap"] {
         let cfg = SystemConfig::load(name, &[]).expect("bundled configuration");
-        let opts = RunOptions {
-            seed: 1,
-            scale: 0.1,
-        };
+        let opts = RunOptions::new(1, 0.1);
         group.bench_function(name, |b| {
             b.iter(|| run_pressure(&cfg, &opts, &NoProgress).expect("run"))
         });

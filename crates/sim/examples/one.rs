@@ -7,7 +7,7 @@ fn main() {
     let cfg = nvmswap_core::config::SystemConfig::load(name, &[]).expect("config");
     let out = nvmswap_sim::run_pressure(
         &cfg,
-        &nvmswap_sim::RunOptions { seed, scale },
+        &nvmswap_sim::RunOptions::new(seed, scale),
         &nvmswap_core::progress::NoProgress,
     )
     .expect("run");

@@ -32,10 +32,7 @@ fn main() {
     let cfg = nvmswap_core::config::SystemConfig::load(name, &[]).expect("config");
     let out = nvmswap_sim::run_pressure_with_sites(
         &cfg,
-        &nvmswap_sim::RunOptions {
-            seed: 1,
-            scale: 1.0,
-        },
+        &nvmswap_sim::RunOptions::new(1, 1.0),
         sites,
         &nvmswap_core::progress::NoProgress,
     )

@@ -74,6 +74,8 @@ pub struct Driver<'a> {
     lived: u64,
     /// The CPUs the tabs of a second share (the machine's).
     tab_cpus: u32,
+    /// `RunOptions::timing_draw`, reported in `extra.timing_draw` when not the seed's own (0).
+    timing_draw: u64,
 }
 
 /// One touch of a tab's second: page `off` of the tab, a write or a read; `grown`: a page the
@@ -172,7 +174,7 @@ impl<'a> Driver<'a> {
         let sleep_share = if cfg.sleeps_scaled { opts.scale } else { 1.0 };
         let tab_cpus = cfg.tab_cpus();
         Ok(Driver {
-            machine: Machine::new(cfg, opts.seed, progress)?,
+            machine: Machine::with_timing(cfg, opts.seed, opts.timing_seed(), progress)?,
             sites,
             scale: opts.scale,
             life: Life::new(),
@@ -182,6 +184,7 @@ impl<'a> Driver<'a> {
             skipped: 0,
             lived: 0,
             tab_cpus,
+            timing_draw: opts.timing_draw,
         })
     }
 
@@ -282,6 +285,11 @@ impl<'a> Driver<'a> {
             out.result
                 .extra
                 .insert("woken_on_idle_cpu".into(), counts.woken_on_idle_cpu.into());
+        }
+        if self.timing_draw != 0 {
+            out.result
+                .extra
+                .insert("timing_draw".into(), self.timing_draw.into());
         }
         // The machine time the tabs' seconds took, as the linux substrate's
         // `wall_split_s.life`.
@@ -970,10 +978,7 @@ mod tests {
     fn driver(sites: Vec<SiteType>) -> Driver<'static> {
         let o = vec!["discard.critical_margin_share=0.0".to_string()];
         let cfg = SystemConfig::load("optane", &o).unwrap();
-        let opts = RunOptions {
-            seed: 3,
-            scale: 0.01,
-        };
+        let opts = RunOptions::new(3, 0.01);
         Driver::new(&cfg, sites, &opts, &NoProgress).unwrap()
     }
 
@@ -999,10 +1004,7 @@ mod tests {
         for (scaled, machine_s) in [(false, 10.0), (true, 0.1)] {
             let o = vec![format!("sleeps_scaled={scaled}")];
             let cfg = SystemConfig::load("optane", &o).unwrap();
-            let opts = RunOptions {
-                seed: 3,
-                scale: 0.01,
-            };
+            let opts = RunOptions::new(3, 0.01);
             let mut d = Driver::new(&cfg, sites(0.0, 0.0, 0.0), &opts, &NoProgress).unwrap();
             d.open(0, 0).unwrap();
             let (m0, w0, s0) = (d.machine.now, d.workload_now(), d.life.next_second());

@@ -153,8 +153,12 @@ pub(crate) use env;
 
 pub struct Machine<'a> {
     pub cfg: SystemConfig,
-    /// The run's random stream: page contents, software costs, NVM latencies, in draw order.
+    /// The machine's timing stream: software costs' jitter, NVM latencies, in draw order
+    /// (the device's service times and the memory's classes have streams of their own).
     pub rng: ChaCha8Rng,
+    /// The pages' contents (compressed sizes, same-filled pages): the seed's alone, so that
+    /// another draw of the timing (`RunOptions::timing_draw`) runs the same workload.
+    content_rng: ChaCha8Rng,
     /// The foreground's clock.
     pub now: u64,
     /// The process running in the foreground (the tab being opened or switched to).
@@ -203,16 +207,37 @@ pub struct Machine<'a> {
 /// touched four times on average in between.
 const REUSE_WINDOW: usize = 4 << 18;
 
+/// The machine's timing stream of `timing_seed`: ChaCha stream 1 of the seed, apart from the
+/// contents' stream 0 when the two seeds are the same (timing draw 0).
+fn timing_stream(timing_seed: u64) -> ChaCha8Rng {
+    let mut rng = ChaCha8Rng::seed_from_u64(timing_seed);
+    rng.set_stream(1);
+    rng
+}
+
 impl<'a> Machine<'a> {
     /// A machine in state `cfg` (already scaled and validated), its back-end chosen by the
-    /// configuration (backend::REGISTRY), its draws from `seed`.
+    /// configuration (backend::REGISTRY), its draws from `seed` (timing draw 0).
+    #[cfg(test)]
     pub fn new(cfg: SystemConfig, seed: u64, progress: &'a dyn Progress) -> Result<Self, SimError> {
-        let backend = backend::build(&cfg, &BuildArgs { seed })?;
+        Self::with_timing(cfg, seed, seed, progress)
+    }
+
+    /// [`Machine::new`] with the machine's timing drawn from `timing_seed`
+    /// (`RunOptions::timing_seed`) while the contents and layout stay `seed`'s.
+    pub fn with_timing(
+        cfg: SystemConfig,
+        seed: u64,
+        timing_seed: u64,
+        progress: &'a dyn Progress,
+    ) -> Result<Self, SimError> {
+        let backend = backend::build(&cfg, &BuildArgs { seed, timing_seed })?;
         let costs = Costs::of(&cfg)?;
         let mut metrics = Metrics::new(cfg.cpus);
         metrics.flushes_modelled = costs.remote_flush > 0;
         Ok(Machine {
-            rng: ChaCha8Rng::seed_from_u64(seed),
+            rng: timing_stream(timing_seed),
+            content_rng: ChaCha8Rng::seed_from_u64(seed),
             now: 0,
             foreground_pid: TAB_PID_BASE,
             mem: Memory::new(&cfg),
@@ -229,7 +254,10 @@ impl<'a> Machine<'a> {
             tlbs: Tlbs::new(cfg.tab_cpus(), costs.remote_flush),
             reuse: ReuseDistance::new(REUSE_WINDOW),
             touch_reuse: TouchReuse::default(),
-            mapped_access: MappedAccess::new(cfg.costs.mapped_access_classes.as_deref(), seed)?,
+            mapped_access: MappedAccess::new(
+                cfg.costs.mapped_access_classes.as_deref(),
+                timing_seed,
+            )?,
             costs,
             obs: Observers {
                 metrics,
@@ -658,11 +686,11 @@ impl<'a> Machine<'a> {
     /// `n` new absent pages at the end of the page table, their contents drawn.
     fn new_pages(&mut self, n: u32, ratio: f64, same: f64) {
         for _ in 0..n {
-            let size = if self.rng.random_bool(same) {
+            let size = if self.content_rng.random_bool(same) {
                 0
             } else {
                 // Compressed sizes spread +-30 % around the site's ratio (our assumption).
-                let f: f64 = self.rng.random_range(0.7..1.3);
+                let f: f64 = self.content_rng.random_range(0.7..1.3);
                 ((ratio * f * PAGE_SIZE as f64) as u64).min(PAGE_SIZE) as u16
             };
             self.loc.push(Loc::Absent);
@@ -876,5 +904,36 @@ impl DiscardTarget for Machine<'_> {
     fn discard(&mut self, tab: u32) -> Result<(), Self::Error> {
         self.discard_tab(tab, false);
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod timing_draw_tests {
+    use super::*;
+    use nvmswap_core::progress::NoProgress;
+
+    #[test]
+    fn another_timing_seed_draws_the_same_contents_and_other_times() {
+        let cfg = SystemConfig::load("nand-zswap", &[])
+            .unwrap()
+            .scaled(1.0 / 64.0);
+        let machine = |timing_seed| {
+            let mut m = Machine::with_timing(cfg.clone(), 7, timing_seed, &NoProgress).unwrap();
+            m.map_tab(0, 2_000, 0.4, 0.1);
+            let times: Vec<u64> = (0..8).map(|_| m.rng.random()).collect();
+            (m.comp.clone(), times)
+        };
+        let (own, own_times) = machine(7);
+        let (other, other_times) = machine(8);
+        assert_eq!(own, other, "the contents are the seed's");
+        assert!(own.contains(&0) && own.iter().any(|&s| s > 0));
+        assert_ne!(
+            own_times, other_times,
+            "the timing stream is the timing seed's"
+        );
+        // Draw 0 (timing seed = seed) still keeps the contents apart from the timing stream.
+        let mut contents = ChaCha8Rng::seed_from_u64(7);
+        let first: u64 = contents.random();
+        assert_ne!(own_times[0], first);
     }
 }

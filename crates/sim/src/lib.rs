@@ -37,19 +37,46 @@ use nvmswap_core::progress::Progress;
 use nvmswap_core::results::RunOutput;
 use nvmswap_core::workload::tabs::default_sites;
 
-/// How to run: the seed of every random draw, and a factor shrinking every size.
+/// How to run: the seed of every random draw, which draw of the machine's timing, and a factor
+/// shrinking every size.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct RunOptions {
+    /// The workload's pages' contents and, with `timing_draw` 0, the machine's timing.
     pub seed: u64,
     pub scale: f64,
+    /// Which draw of the machine's timing (device service times, the jitter of software costs,
+    /// the memory's access classes): 0 is the seed's own; another value draws them again while
+    /// the workload and its pages' contents stay the seed's, as a second run of the same
+    /// scenario on the same machine would (`nvmswap validate --sim-spread`).
+    pub timing_draw: u64,
+}
+
+impl RunOptions {
+    /// `seed` at `scale`, the seed's own timing.
+    pub fn new(seed: u64, scale: f64) -> Self {
+        RunOptions {
+            seed,
+            scale,
+            timing_draw: 0,
+        }
+    }
+
+    /// The seed of the machine's timing streams: the run's seed for draw 0, else the first
+    /// number of the seed's ChaCha stream `timing_draw` (ChaCha's streams are independent).
+    pub fn timing_seed(&self) -> u64 {
+        use rand::{RngCore, SeedableRng};
+        if self.timing_draw == 0 {
+            return self.seed;
+        }
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(self.seed);
+        rng.set_stream(self.timing_draw);
+        rng.next_u64()
+    }
 }
 
 impl Default for RunOptions {
     fn default() -> Self {
-        RunOptions {
-            seed: 1,
-            scale: 1.0,
-        }
+        RunOptions::new(1, 1.0)
     }
 }
 

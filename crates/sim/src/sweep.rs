@@ -292,10 +292,7 @@ impl Point {
 
     /// Runs the point: its metrics as (name, value) in a fixed order.
     pub fn run(&self) -> Result<Vec<(String, f64)>, SweepError> {
-        let opts = RunOptions {
-            seed: self.seed,
-            scale: self.scale,
-        };
+        let opts = RunOptions::new(self.seed, self.scale);
         match self.workload.as_str() {
             "pressure" => {
                 let cfg = self.system_config()?;

@@ -14,15 +14,7 @@ const REGION: u64 = 64 << 20;
 
 fn run(overrides: &[String]) -> RunOutput {
     let cfg = SystemConfig::load("nvm-swap", overrides).unwrap();
-    let mut out = run_pressure(
-        &cfg,
-        &RunOptions {
-            seed: 3,
-            scale: SCALE,
-        },
-        &NoProgress,
-    )
-    .unwrap();
+    let mut out = run_pressure(&cfg, &RunOptions::new(3, SCALE), &NoProgress).unwrap();
     out.result.wall_s = 0.0;
     out
 }
@@ -185,16 +177,9 @@ fn a_heap_beside_another_backend_is_refused() {
     let mut bad = heap(None);
     bad.push("persistent_heap.allocator=\"jemalloc\"".into());
     let cfg = SystemConfig::load("nvm-swap", &bad).unwrap();
-    let e = run_pressure(
-        &cfg,
-        &RunOptions {
-            seed: 1,
-            scale: SCALE,
-        },
-        &NoProgress,
-    )
-    .expect_err("an unknown allocator is refused")
-    .to_string();
+    let e = run_pressure(&cfg, &RunOptions::new(1, SCALE), &NoProgress)
+        .expect_err("an unknown allocator is refused")
+        .to_string();
     assert!(
         e.contains("persistent_heap.allocator") && e.contains("nvwa"),
         "{e}"

@@ -62,10 +62,7 @@ fn canonical(out: &RunOutput) -> String {
 }
 
 fn opts() -> RunOptions {
-    RunOptions {
-        seed: SEED,
-        scale: SCALE,
-    }
+    RunOptions::new(SEED, SCALE)
 }
 
 fn load(name: &str, overrides: &[&str]) -> SystemConfig {

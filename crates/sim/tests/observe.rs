@@ -55,10 +55,7 @@ fn an_observer_sees_what_the_results_count() {
         }));
         let out = run_pressure_observed(
             &cfg,
-            &RunOptions {
-                seed: 1,
-                scale: 0.05,
-            },
+            &RunOptions::new(1, 0.05),
             &NoProgress,
             vec![Box::new(Counting(tally.clone()))],
         )
@@ -102,10 +99,7 @@ fn every_discard_is_cores_victim() {
         let check = Rc::new(RefCell::new(DiscardReplay::default()));
         let out = run_pressure_observed(
             &cfg,
-            &RunOptions {
-                seed: 1,
-                scale: 0.05,
-            },
+            &RunOptions::new(1, 0.05),
             &NoProgress,
             vec![Box::new(Replay(check.clone()))],
         )

@@ -7,7 +7,7 @@ use nvmswap_sim::{run_pressure, RunOptions};
 fn run(name: &str, overrides: &[&str], seed: u64, scale: f64) -> nvmswap_core::results::RunOutput {
     let o: Vec<String> = overrides.iter().map(|s| s.to_string()).collect();
     let cfg = SystemConfig::load(name, &o).unwrap();
-    run_pressure(&cfg, &RunOptions { seed, scale }, &NoProgress).unwrap()
+    run_pressure(&cfg, &RunOptions::new(seed, scale), &NoProgress).unwrap()
 }
 
 fn without_wall(mut out: nvmswap_core::results::RunOutput) -> String {
@@ -296,15 +296,7 @@ fn a_run_given_the_memorys_classes_is_deterministic_and_draws_them() {
                 },
             ]);
         }
-        run_pressure(
-            &cfg,
-            &RunOptions {
-                seed: 7,
-                scale: 0.05,
-            },
-            &NoProgress,
-        )
-        .unwrap()
+        run_pressure(&cfg, &RunOptions::new(7, 0.05), &NoProgress).unwrap()
     };
     let (a, b) = (with(true), with(true));
     let m = a.result.extra["mapped_access"].clone();
@@ -322,4 +314,43 @@ fn a_run_given_the_memorys_classes_is_deterministic_and_draws_them() {
     let plain = with(false);
     assert!(plain.result.extra.get("mapped_access").is_none());
     assert!(cpu(&plain) < cpu_with, "{} {cpu_with}", cpu(&plain));
+}
+
+#[test]
+fn another_timing_draw_is_another_run_of_the_same_scenario() {
+    // nand-zswap: the device's service times and the compressors' jitter are drawn; the same
+    // draw gives the same bytes, draw 0 is the seed's run, another draw changes the times.
+    let at = |timing_draw| {
+        let cfg = SystemConfig::load("nand-zswap", &[]).unwrap();
+        let opts = RunOptions {
+            timing_draw,
+            ..RunOptions::new(7, 0.05)
+        };
+        run_pressure(&cfg, &opts, &NoProgress).unwrap()
+    };
+    let q2c =
+        |r: &nvmswap_core::results::RunOutput| r.result.extra["blktrace"]["read_q2c_us"].clone();
+    let (zero, one) = (at(0), at(1));
+    assert_ne!(q2c(&zero), q2c(&one), "another draw, other service times");
+    assert_eq!(one.result.extra["timing_draw"], 1);
+    assert!(zero.result.extra.get("timing_draw").is_none());
+    assert_eq!(
+        without_wall(zero),
+        without_wall(run("nand-zswap", &[], 7, 0.05)),
+        "draw 0 is the seed's own run"
+    );
+    assert_eq!(without_wall(one), without_wall(at(1)), "not deterministic");
+    let seeds: Vec<u64> = (0..4)
+        .map(|timing_draw| {
+            RunOptions {
+                timing_draw,
+                ..RunOptions::new(7, 0.05)
+            }
+            .timing_seed()
+        })
+        .collect();
+    assert_eq!(seeds[0], 7);
+    for (i, s) in seeds.iter().enumerate() {
+        assert!(!seeds[..i].contains(s), "draw {i} repeats a timing seed");
+    }
 }

@@ -423,10 +423,7 @@ fn run_sim(a: &DualArgs) -> anyhow::Result<()> {
     if let Some(r) = a.ops_per_s {
         heap.push(format!("persistent_heap.ops_per_s={r}"));
     }
-    let opts = nvmswap_sim::RunOptions {
-        seed: a.seed,
-        scale,
-    };
+    let opts = nvmswap_sim::RunOptions::new(a.seed, scale);
     let mut results = Vec::new();
     for (what, cfg) in [
         ("without_heap", without),

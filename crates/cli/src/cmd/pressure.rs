@@ -29,6 +29,11 @@ pub struct Args {
     /// Seed of every random draw.
     #[arg(long, default_value_t = 1)]
     seed: u64,
+    /// sim: which draw of the machine's timing (device service times, software costs' jitter);
+    /// 0 is the seed's own, another value runs the same workload and page contents with other
+    /// times, as `nvmswap validate --sim-spread` does.
+    #[arg(long, default_value_t = 0, value_name = "N")]
+    timing_draw: u64,
     /// Shrink every size (DRAM, swap, tab footprints) by this factor, in (0, 1], for quick runs.
     #[arg(long, default_value_t = 1.0, allow_negative_numbers = true, value_parser = crate::args::unit_fraction)]
     scale: f64,
@@ -73,6 +78,7 @@ impl Args {
             config: Vec::new(),
             set: Vec::new(),
             seed: 1,
+            timing_draw: 0,
             scale: 1.0,
             out: PathBuf::from("out/pressure"),
             json: false,
@@ -174,6 +180,9 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     if args.blk_requests && substrates.iter().all(|s| *s == Substrate::Live) {
         bail!("--blk-requests records sim's and linux's block requests; live has no block layer");
     }
+    if args.timing_draw != 0 && !substrates.contains(&Substrate::Sim) {
+        bail!("--timing-draw redraws sim's machine; live and linux run on this one");
+    }
     if args.blk_requests && chromium {
         bail!("--blk-requests: --workload chromium does not trace the swap device's requests");
     }
@@ -197,8 +206,8 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         let out = match (substrate, cfg) {
             (Substrate::Sim, Some(cfg)) => {
                 let opts = nvmswap_sim::RunOptions {
-                    seed: args.seed,
-                    scale: args.scale,
+                    timing_draw: args.timing_draw,
+                    ..nvmswap_sim::RunOptions::new(args.seed, args.scale)
                 };
                 let mut observers: Vec<Box<dyn nvmswap_sim::observe::Observer>> = Vec::new();
                 let requests = nvmswap_sim::blkreq::BlockRequestLog::new();

@@ -119,10 +119,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         rounds: args.rounds,
         foreground_ns: (args.foreground_s * NS_PER_S as f64) as u64,
     };
-    let opts = nvmswap_sim::RunOptions {
-        seed: args.seed,
-        scale: args.scale,
-    };
+    let opts = nvmswap_sim::RunOptions::new(args.seed, args.scale);
     let mut outputs: Vec<RunOutput> = Vec::new();
     for cfg in &configs {
         for category in &categories {

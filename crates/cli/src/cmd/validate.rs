@@ -5,6 +5,7 @@
 use std::path::PathBuf;
 
 use anyhow::Context;
+use rayon::prelude::*;
 
 use nvmswap_core::config::{Backend, SystemConfig};
 use nvmswap_core::kinds::{BlockAllocator, Completion, Compressor, NvmAllocator, Scheduler};
@@ -100,6 +101,13 @@ pub struct Args {
     /// the figures then depend on one of the kernel runs' own measurements.
     #[arg(long)]
     kernel_memory: bool,
+    /// Also run sim N more times per scenario, each with another draw of the machine's timing
+    /// (device service times, software costs' jitter, the memory's classes) on the same
+    /// workload and contents, as the kernel's repeats are: the tables add sim's min..max and
+    /// the error of sim's mean, and count the flagged figures whose two ranges meet (a
+    /// difference no larger than the substrates' own run-to-run spread). 0 runs sim once.
+    #[arg(long, default_value_t = 0, value_name = "N", value_parser = clap::value_parser!(u32).range(0..=20))]
+    sim_spread: u32,
 }
 
 /// The sim configuration that stands for a linux one: DRAM = the cgroup's limit, the same swap
@@ -851,6 +859,33 @@ struct Row {
     rel_error: Option<f64>,
     /// Outside [`FLAG_REL`] (tabs: more than [`FLAG_TABS`] apart).
     flagged: bool,
+    /// Sim's own spread over its timing draws (`--sim-spread`); None with one sim run.
+    spread: Option<SimSpread>,
+}
+
+/// One figure over sim's timing draws: draw 0 (the row's `sim`) and the `--sim-spread` others.
+#[derive(Debug, Clone, PartialEq)]
+struct SimSpread {
+    runs: usize,
+    mean: f64,
+    min: f64,
+    max: f64,
+    /// `(sim mean - linux mean) / linux mean`, as `Row::rel_error`.
+    mean_rel_error: Option<f64>,
+    /// The mean outside the bounds, by `Row::flagged`'s rule.
+    mean_flagged: bool,
+    /// Sim's min..max and the linux runs' min..max overlap: the difference is no larger than
+    /// the two substrates' own run-to-run spread.
+    meets_linux: bool,
+}
+
+/// Whether `sim` is outside the bounds of `linux` for `figure` ([`FLAG_TABS`], [`FLAG_REL`]).
+fn outside(figure: &str, sim: f64, linux: f64, rel_error: Option<f64>) -> bool {
+    if figure == "tabs_before_discard" {
+        (sim - linux).abs() > FLAG_TABS
+    } else {
+        rel_error.is_some_and(|e| e.abs() > FLAG_REL)
+    }
 }
 
 impl Row {
@@ -875,7 +910,41 @@ impl Row {
             "sim": self.sim,
             "rel_error": self.rel_error,
             "flagged": self.flagged,
+            "sim_spread": self.spread.as_ref().map(|s| serde_json::json!({
+                "runs": s.runs,
+                "mean": s.mean,
+                "min": s.min,
+                "max": s.max,
+                "mean_rel_error": s.mean_rel_error,
+                "mean_flagged": s.mean_flagged,
+                "meets_linux": s.meets_linux,
+            })),
         })
+    }
+
+    /// Sim's min..max and the error of its mean as printed; empty without a spread.
+    fn spread_text(&self) -> (String, String) {
+        match &self.spread {
+            None => (String::new(), String::new()),
+            Some(s) if s.mean.is_nan() => ("n/a".into(), "n/a".into()),
+            Some(s) => {
+                let e = s
+                    .mean_rel_error
+                    .map_or("n/a".to_string(), |e| format!("{:+.0}%", e * 100.0));
+                (
+                    format!("{:.2}..{:.2}", s.min, s.max),
+                    format!(
+                        "{e}{}{}",
+                        if s.mean_flagged { " *" } else { "" },
+                        if self.flagged && s.meets_linux {
+                            " ~"
+                        } else {
+                            ""
+                        }
+                    ),
+                )
+            }
+        }
     }
 
     fn rel_text(&self) -> String {
@@ -886,20 +955,30 @@ impl Row {
     }
 }
 
-/// The table builder: each figure of sim against the linux runs' mean and range. Figures neither
-/// substrate has (the swap device's trace with zram) are left out.
-fn compare(linux_runs: &[RunResult], sim: &RunResult) -> Vec<Row> {
+/// The table builder: each figure of sim's first run (`sims[0]`, timing draw 0) against the
+/// linux runs' mean and range, with sim's spread over all of `sims` when there is more than one.
+/// Figures neither substrate has (the swap device's trace with zram) are left out.
+fn compare(linux_runs: &[RunResult], sims: &[RunResult]) -> Vec<Row> {
+    let sim_spread = mean_and_range(sims);
     mean_and_range(linux_runs)
         .into_iter()
-        .zip(figures(sim))
-        .filter(|((_, l, ..), (_, s))| !(l.is_nan() && s.is_nan()))
-        .map(|((figure, l, lo, hi), (_, s))| {
+        .zip(figures(&sims[0]))
+        .zip(sim_spread)
+        .filter(|(((_, l, ..), (_, s)), _)| !(l.is_nan() && s.is_nan()))
+        .map(|(((figure, l, lo, hi), (_, s)), (_, mean, min, max))| {
             let rel_error = rel(s, l).filter(|e| e.is_finite());
-            let flagged = if figure == "tabs_before_discard" {
-                (s - l).abs() > FLAG_TABS
-            } else {
-                rel_error.is_some_and(|e| e.abs() > FLAG_REL)
-            };
+            let spread = (sims.len() > 1).then(|| {
+                let mean_rel_error = rel(mean, l).filter(|e| e.is_finite());
+                SimSpread {
+                    runs: sims.len(),
+                    mean,
+                    min,
+                    max,
+                    mean_rel_error,
+                    mean_flagged: outside(figure, mean, l, mean_rel_error),
+                    meets_linux: min <= hi && lo <= max,
+                }
+            });
             Row {
                 figure,
                 linux_mean: l,
@@ -907,7 +986,8 @@ fn compare(linux_runs: &[RunResult], sim: &RunResult) -> Vec<Row> {
                 linux_max: hi,
                 sim: s,
                 rel_error,
-                flagged,
+                flagged: outside(figure, s, l, rel_error),
+                spread,
             }
         })
         .collect()
@@ -989,6 +1069,8 @@ struct Common {
     linux_from: Option<LinuxFrom>,
     sim_configs: Option<PathBuf>,
     kernel_memory: bool,
+    /// Sim runs beyond the first per scenario, each another draw of the timing (`--sim-spread`).
+    sim_spread: u32,
 }
 
 impl Common {
@@ -1021,6 +1103,7 @@ impl Common {
             linux_from,
             sim_configs: args.sim_configs.clone(),
             kernel_memory: args.kernel_memory,
+            sim_spread: args.sim_spread,
         })
     }
 
@@ -1379,16 +1462,51 @@ fn compare_with_sim(
     sim_cfg: &SystemConfig,
 ) -> anyhow::Result<(RunResult, Vec<Row>)> {
     let name = &scenario.config;
-    tracing::info!("validate {}: sim run", scenario.label());
-    let sim_opts = nvmswap_sim::RunOptions {
-        seed: scenario.seed,
-        scale: scenario.scale,
-    };
-    let mut sim =
-        nvmswap_sim::run_pressure(sim_cfg, &sim_opts, &nvmswap_core::progress::NoProgress)
-            .with_context(|| format!("sim run of {}", sim_cfg.name))?
-            .result;
-    let rows = compare(linux_runs, &sim);
+    let draws = 1 + u64::from(common.sim_spread);
+    tracing::info!(
+        "validate {}: sim run{}",
+        scenario.label(),
+        if draws > 1 {
+            format!("s (timing draws 0..={})", draws - 1)
+        } else {
+            String::new()
+        }
+    );
+    // The draws are independent runs: in parallel on the machine's cores (the kernel runs of
+    // the scenario are over by now).
+    let mut sims = (0..draws)
+        .into_par_iter()
+        .map(|timing_draw| {
+            let opts = nvmswap_sim::RunOptions {
+                timing_draw,
+                ..nvmswap_sim::RunOptions::new(scenario.seed, scenario.scale)
+            };
+            nvmswap_sim::run_pressure(sim_cfg, &opts, &nvmswap_core::progress::NoProgress)
+                .map(|out| out.result)
+                .with_context(|| format!("sim run of {} (timing draw {timing_draw})", sim_cfg.name))
+        })
+        .collect::<anyhow::Result<Vec<RunResult>>>()?;
+    let rows = compare(linux_runs, &sims);
+    if draws > 1 {
+        // Each figure of every draw, draw 0 first, so the spread can be checked from the JSON.
+        let per_draw: Vec<Vec<(&'static str, f64)>> = sims.iter().map(figures).collect();
+        let by_figure: serde_json::Map<String, serde_json::Value> = per_draw[0]
+            .iter()
+            .enumerate()
+            .map(|(i, (figure, _))| {
+                let values: Vec<Option<f64>> = per_draw
+                    .iter()
+                    .map(|f| Some(f[i].1).filter(|v| v.is_finite()))
+                    .collect();
+                (figure.to_string(), serde_json::json!(values))
+            })
+            .collect();
+        sims[0].extra.insert(
+            "sim_spread".into(),
+            serde_json::json!({"timing_draws": draws, "figures": by_figure}),
+        );
+    }
+    let mut sim = sims.swap_remove(0);
     let errors: serde_json::Map<String, serde_json::Value> = rows
         .iter()
         .map(|r| (r.figure.to_string(), r.rel_error.into()))
@@ -1496,18 +1614,30 @@ pub fn run(args: Args) -> anyhow::Result<()> {
                 c.linux_runs.len(),
                 common.calibration_text()
             );
-            println!(
-                "{:22} {:>10} {:>21} {:>10} {:>11}",
+            let spread = common.sim_spread > 0;
+            let (sim_range, mean_err) = if spread {
+                ("sim min..max", "mean err")
+            } else {
+                ("", "")
+            };
+            let header = format!(
+                "{:22} {:>10} {:>21} {:>10} {:>11} {sim_range:>21} {mean_err:>11}",
                 "figure", "linux", "linux min..max", "sim", "rel.err"
             );
+            println!("{}", header.trim_end());
             for r in &c.rows {
                 let (mean, range) = r.linux_text();
-                println!(
-                    "{:22} {mean:>10} {range:>21} {:>10.2} {:>11}",
+                let (sim_range, mean_err) = r.spread_text();
+                let line = format!(
+                    "{:22} {mean:>10} {range:>21} {:>10.2} {:>11} {sim_range:>21} {mean_err:>11}",
                     r.figure,
                     r.sim,
                     r.rel_text()
                 );
+                println!("{}", line.trim_end());
+            }
+            if spread {
+                print!("{}", spread_summary(&c.rows, common.sim_spread));
             }
             let mechanisms = mechanism_rows(&c.linux_runs, &c.sim);
             if !mechanisms.is_empty() {
@@ -1623,6 +1753,32 @@ fn run_matrix(args: &Args) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// What sim's spread (`--sim-spread N`) says of `rows`: how many of the flagged figures have
+/// sim's min..max meeting the kernel's min..max (`~` in the tables), and how many figures sim's
+/// mean over its draws has within the bounds.
+fn spread_summary(rows: &[Row], others: u32) -> String {
+    let spread: Vec<(&Row, &SimSpread)> = rows
+        .iter()
+        .filter_map(|r| r.spread.as_ref().map(|s| (r, s)))
+        .collect();
+    let flagged: Vec<&(&Row, &SimSpread)> = spread.iter().filter(|(r, _)| r.flagged).collect();
+    let meet = flagged.iter().filter(|(_, s)| s.meets_linux).count();
+    let compared: Vec<&(&Row, &SimSpread)> = spread
+        .iter()
+        .filter(|(_, s)| s.mean_rel_error.is_some())
+        .collect();
+    let mean_within = compared.iter().filter(|(_, s)| !s.mean_flagged).count();
+    format!(
+        "sim's spread over {} timing draws: flagged figures whose sim min..max meets the \
+         kernel's min..max (~, within the two substrates' own spread): {meet} of {}; sim's mean \
+         within {:.0} % (tabs: {FLAG_TABS} tab): {mean_within} of {}\n",
+        others + 1,
+        flagged.len(),
+        FLAG_REL * 100.0,
+        compared.len()
+    )
+}
+
 /// The matrix's one table: a row per scenario and figure, then how many are within bounds and
 /// the worst ones.
 fn matrix_table(done: &[Compared], wall_s: f64) -> String {
@@ -1649,11 +1805,20 @@ fn matrix_table(done: &[Compared], wall_s: f64) -> String {
         .max()
         .unwrap_or(8)
         .max(8);
-    let _ = writeln!(
-        t,
-        "{:width$} {:20} {:>10} {:>21} {:>10} {:>10}",
+    let spread = done
+        .iter()
+        .flat_map(|c| &c.rows)
+        .find_map(|r| r.spread.as_ref().map(|s| s.runs));
+    let (sim_range, mean_err) = if spread.is_some() {
+        ("sim min..max", "mean err")
+    } else {
+        ("", "")
+    };
+    let header = format!(
+        "{:width$} {:20} {:>10} {:>21} {:>10} {:>10} {sim_range:>21} {mean_err:>10}",
         "scenario", "figure", "linux mean", "linux min..max", "sim", "rel.err"
     );
+    let _ = writeln!(t, "{}", header.trim_end());
     let (mut compared, mut flagged, mut na) = (0, 0, 0);
     let mut worst: Vec<(f64, String)> = Vec::new();
     for c in done {
@@ -1661,12 +1826,14 @@ fn matrix_table(done: &[Compared], wall_s: f64) -> String {
         for r in &c.rows {
             let (mean, range) = r.linux_text();
             let figure = r.figure.trim_end_matches("_before_discard");
-            let _ = writeln!(
-                t,
-                "{label:width$} {figure:20} {mean:>10} {range:>21} {:>10.2} {:>10}",
+            let (sim_range, mean_err) = r.spread_text();
+            let line = format!(
+                "{label:width$} {figure:20} {mean:>10} {range:>21} {:>10.2} {:>10} \
+                 {sim_range:>21} {mean_err:>10}",
                 r.sim,
                 r.rel_text()
             );
+            let _ = writeln!(t, "{}", line.trim_end());
             match r.rel_error {
                 Some(e) => {
                     compared += 1;
@@ -1686,6 +1853,10 @@ fn matrix_table(done: &[Compared], wall_s: f64) -> String {
         compared - flagged,
         FLAG_REL * 100.0
     );
+    if let Some(runs) = spread {
+        let rows: Vec<Row> = done.iter().flat_map(|c| c.rows.clone()).collect();
+        t.push_str(&spread_summary(&rows, runs as u32 - 1));
+    }
     worst.sort_by(|a, b| b.0.total_cmp(&a.0));
     if !worst.is_empty() {
         let list: Vec<&str> = worst.iter().take(5).map(|w| w.1.as_str()).collect();
@@ -2024,7 +2195,7 @@ mod tests {
 
         // sim 17 tabs (1.67 apart: flagged although only +11 %), swap-in +26 % (flagged),
         // a read Q2C linux has not traced (n/a, not flagged).
-        let bad = compare(&linux, &run_with(17, 126, Some(50.0)));
+        let bad = compare(&linux, &[run_with(17, 126, Some(50.0))]);
         let tabs = row(&bad, "tabs_before_discard").unwrap();
         assert!((tabs.linux_mean - 46.0 / 3.0).abs() < 1e-9);
         assert_eq!(
@@ -2047,7 +2218,7 @@ mod tests {
         assert!(!switch.flagged);
 
         // sim 16 tabs (0.67 apart) and swap-in -24 %: nothing flagged.
-        let good = compare(&linux, &run_with(16, 76, None));
+        let good = compare(&linux, &[run_with(16, 76, None)]);
         assert!(good.iter().all(|r| !r.flagged), "{good:?}");
 
         // The printed table marks the flagged rows and counts them.
@@ -2093,6 +2264,91 @@ mod tests {
         assert!(table.contains("worst: linux-swapfile x0.25 seed 1 swap_in_mib +26% *"));
     }
 
+    #[test]
+    fn sims_timing_draws_give_a_range_compared_with_the_kernels() {
+        // linux: tabs 15, 15, 16; swap-in 100, 110, 120 MiB (mean 110).
+        let linux = [
+            run_with(15, 100, None),
+            run_with(15, 110, None),
+            run_with(16, 120, None),
+        ];
+        // sim's three draws: 17 tabs each; swap-in 140 (draw 0), 118, 150 (mean 136).
+        let sims = [
+            run_with(17, 140, None),
+            run_with(17, 118, None),
+            run_with(17, 150, None),
+        ];
+        let rows = compare(&linux, &sims);
+        let row = |f: &str| rows.iter().find(|r| r.figure == f).unwrap();
+
+        // Draw 0 is the row's sim (+27 %, flagged); its range 118..150 meets the kernel's
+        // 100..120, and the mean's +24 % is within the bounds.
+        let swap_in = row("swap_in_mib");
+        assert_eq!(swap_in.sim, 140.0);
+        assert!(swap_in.flagged);
+        let s = swap_in.spread.as_ref().unwrap();
+        assert_eq!((s.runs, s.min, s.max), (3, 118.0, 150.0));
+        assert!((s.mean - 136.0).abs() < 1e-9);
+        assert!((s.mean_rel_error.unwrap() - 26.0 / 110.0).abs() < 1e-9);
+        assert!(!s.mean_flagged && s.meets_linux);
+        assert_eq!(
+            swap_in.spread_text(),
+            ("118.00..150.00".to_string(), "+24% ~".to_string())
+        );
+        // Tabs: 17 against 15..16, one tab and more apart in every draw; the ranges do not meet.
+        let tabs = row("tabs_before_discard");
+        let t = tabs.spread.as_ref().unwrap();
+        assert!(tabs.flagged && t.mean_flagged && !t.meets_linux);
+        // The same figure in every draw: a range of one value.
+        let switch = row("switch_ms_p99").spread.as_ref().unwrap();
+        assert_eq!((switch.min, switch.max, switch.mean), (100.0, 100.0, 100.0));
+
+        // Of the two flagged (tabs, swap-in) one meets the kernel's range; of the 8 compared
+        // figures sim's mean is within the bounds for all but the tabs.
+        let summary = spread_summary(&rows, 2);
+        assert!(
+            summary.starts_with("sim's spread over 3 timing draws"),
+            "{summary}"
+        );
+        assert!(summary.contains("min..max (~, within the two substrates' own spread): 1 of 2;"));
+        assert!(summary.contains("): 7 of 8"), "{summary}");
+        let json = swap_in.to_json();
+        assert_eq!(json["sim_spread"]["runs"], 3);
+        assert_eq!(json["sim_spread"]["meets_linux"], true);
+
+        // The matrix table adds the two columns and the summary; one sim run adds neither.
+        let scenario = Scenario {
+            config: "linux-swapfile".into(),
+            scale: 0.1,
+            seed: 1,
+        };
+        let done = [Compared {
+            scenario: scenario.clone(),
+            linux_runs: linux.to_vec(),
+            sim: sims[0].clone(),
+            rows: rows.clone(),
+        }];
+        let table = matrix_table(&done, 1.0);
+        assert!(table.contains("sim min..max"), "{table}");
+        let line = table.lines().find(|l| l.contains(" swap_in_mib ")).unwrap();
+        assert!(
+            line.contains("118.00..150.00") && line.ends_with("+24% ~"),
+            "{line}"
+        );
+        assert!(table.contains("1 of 2; sim's mean"), "{table}");
+        let single = [Compared {
+            scenario,
+            linux_runs: linux.to_vec(),
+            sim: sims[0].clone(),
+            rows: compare(&linux, &sims[..1]),
+        }];
+        let table = matrix_table(&single, 1.0);
+        assert!(!table.contains("sim min..max") && !table.contains("timing draws"));
+        assert!(compare(&linux, &sims[..1])
+            .iter()
+            .all(|r| r.spread.is_none()));
+    }
+
     /// A validate output with the given linux runs (and a sim run, which `--linux-from` skips).
     fn validate_output(runs: Vec<RunResult>) -> String {
         let mut all = runs;
@@ -2135,6 +2391,7 @@ mod tests {
             linux_from: Some(LinuxFrom::parse(std::path::Path::new("earlier.json"), text).unwrap()),
             sim_configs: None,
             kernel_memory: false,
+            sim_spread: 0,
         }
     }
 
@@ -2185,6 +2442,34 @@ mod tests {
         let swap_in = c.rows.iter().find(|r| r.figure == "swap_in_mib").unwrap();
         assert_eq!(swap_in.linux_mean, 100.0);
         assert_eq!(swap_in.sim, c.sim.swap_in_bytes as f64 / (1 << 20) as f64);
+        assert!(c.sim.extra.get("sim_spread").is_none());
+
+        // With two more timing draws: the same first run, and the spread holds its figures.
+        let spread = Common {
+            sim_spread: 2,
+            ..common
+        };
+        let s = validate_scenario(&spread, &scenario).unwrap();
+        assert_eq!(
+            s.sim.swap_in_bytes, c.sim.swap_in_bytes,
+            "draw 0 is the run without"
+        );
+        assert_eq!(s.sim.fault_latency_us, c.sim.fault_latency_us);
+        let draws = &s.sim.extra["sim_spread"];
+        assert_eq!(draws["timing_draws"], 3);
+        let faults: Vec<f64> = draws["figures"]["fault_us_p99"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|v| v.as_f64().unwrap())
+            .collect();
+        assert_eq!(faults.len(), 3);
+        assert_eq!(faults[0], c.sim.fault_latency_us.p99);
+        let row = s.rows.iter().find(|r| r.figure == "fault_us_p99").unwrap();
+        let range = row.spread.as_ref().unwrap();
+        let lo = faults.iter().copied().fold(f64::INFINITY, f64::min);
+        let hi = faults.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+        assert_eq!((range.min, range.max), (lo, hi));
     }
 
     #[test]

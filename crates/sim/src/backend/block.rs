@@ -226,7 +226,7 @@ impl BlockSwap {
             swap_cache_stale: Vec::new(),
             swapin_maps_writable: cfg.swapin_maps_writable,
             held: Vec::new(),
-            io: Io::new(cfg, &p, args.seed)?,
+            io: Io::new(cfg, &p, args.timing_seed)?,
             write_ns: cfg
                 .costs
                 .swap_write_page_ns

@@ -36,7 +36,7 @@ fn rig(system: &str, costs: CostOverrides, edit: impl FnOnce(&mut SystemConfig))
         .scaled(1.0 / 1024.0);
     cfg.costs = costs;
     edit(&mut cfg);
-    let args = BuildArgs { seed: 1 };
+    let args = BuildArgs::of_seed(1);
     let backend = if system.ends_with("zswap") {
         super::zswap::Zswap::build(&cfg, &args).unwrap()
     } else {

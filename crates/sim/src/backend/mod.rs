@@ -288,7 +288,21 @@ pub(super) fn swap_in_use_mib(slots: u64, peak: u64, end: u64) -> serde_json::Va
 
 /// What building a back-end needs besides the (scaled, validated) configuration.
 pub struct BuildArgs {
+    /// The run's seed: structure drawn once (the NVM's randomised start-gap regions).
     pub seed: u64,
+    /// The machine's timing draws (`RunOptions::timing_seed`): the device's service times.
+    pub timing_seed: u64,
+}
+
+impl BuildArgs {
+    /// A run of `seed` with its own timing (timing draw 0), as the back-ends' tests build them.
+    #[cfg(test)]
+    pub fn of_seed(seed: u64) -> Self {
+        BuildArgs {
+            seed,
+            timing_seed: seed,
+        }
+    }
 }
 
 type Build = fn(&SystemConfig, &BuildArgs) -> Result<Box<dyn SwapBackend>, SimError>;

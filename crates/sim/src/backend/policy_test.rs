@@ -154,7 +154,7 @@ struct SimReadAhead {
 
 impl SimReadAhead {
     fn new(cfg: &SystemConfig, areas: u32, pages: u32) -> SimReadAhead {
-        let mut dev = BlockSwap::new(cfg, &BuildArgs { seed: 1 }).expect("block");
+        let mut dev = BlockSwap::new(cfg, &BuildArgs::of_seed(1)).expect("block");
         for a in 1..=areas {
             dev.grow((a * pages) as usize);
         }
@@ -313,7 +313,7 @@ fn sim_admits_and_writes_back_as_core_zswap() {
             seed,
             &sizes,
         );
-        let mut backend = super::zswap::Zswap::build(&cfg, &BuildArgs { seed: 1 }).unwrap();
+        let mut backend = super::zswap::Zswap::build(&cfg, &BuildArgs::of_seed(1)).unwrap();
         backend.grow(pages as usize);
         let mut sim = SimZswap {
             backend,

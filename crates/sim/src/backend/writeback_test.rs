@@ -29,7 +29,7 @@ pub(super) struct Rig {
 impl Rig {
     fn new(name: &str, pages: usize, size: u16, set: &[String]) -> Rig {
         let cfg = SystemConfig::load(name, set).unwrap().scaled(1.0 / 1024.0);
-        let backend = super::build(&cfg, &BuildArgs { seed: 1 }).unwrap();
+        let backend = super::build(&cfg, &BuildArgs::of_seed(1)).unwrap();
         Rig::with(&cfg, backend, pages, size)
     }
 

@@ -26,7 +26,7 @@ impl Rig {
         let mut cfg = SystemConfig::load("optane-zswap", &[]).unwrap();
         cfg.zswap_exclusive_loads = exclusive;
         let cfg = cfg.scaled(1.0 / 1024.0);
-        let mut backend = super::zswap::Zswap::build(&cfg, &BuildArgs { seed: 1 }).unwrap();
+        let mut backend = super::zswap::Zswap::build(&cfg, &BuildArgs::of_seed(1)).unwrap();
         backend.grow(1);
         Rig {
             backend,
