@@ -16,7 +16,10 @@
 //! - a woken task preempts the running task when the pick would choose it: the running task is
 //!   no longer eligible, or the woken one's deadline is earlier and the running task is not
 //!   protected. `RUN_TO_PARITY` protects a running task that is still eligible until it has used
-//!   the slice it was picked with.
+//!   the slice it was picked with;
+//! - otherwise the running task keeps its CPU, eligible or not, until it has used that slice:
+//!   ready tasks wait for it to sleep or block (`update_curr` reschedules only on `resched ||
+//!   !protect_slice(curr)`).
 //!
 //! A model for a substrate that schedules tasks itself (sim's driver carries it out for the tabs'
 //! seconds; live and linux run on the kernel's own scheduler).
@@ -192,10 +195,16 @@ impl FairQueue {
     }
 
     /// Whether running task `running` gives its CPU to one of `ready` at a scheduling point:
-    /// its slice is used (or it is no longer eligible) and the pick chooses another.
+    /// its slice is used and the pick chooses another. Within the slice it was picked with it
+    /// keeps its CPU, eligible or not: the kernel reschedules the running task from
+    /// `update_curr` (at the tick, or when a task is queued on its CPU) only when
+    /// `resched || !protect_slice(curr)`, its deadline passed or its protection (`vprot`, the
+    /// deadline it was picked with under `RUN_TO_PARITY`) over, and eligibility counts only
+    /// in a wake-up's own pick ([`FairQueue::preempts`]). (The test's earlier form,
+    /// `resched_next_slice`, also left a protected task running.)
     pub fn yields_to(&self, running: usize, ready: &[usize]) -> Option<usize> {
         let r = &self.tasks[running];
-        if self.eligible(running) && r.picked_with == Some(r.deadline) {
+        if r.picked_with == Some(r.deadline) {
             return None;
         }
         let best = self.pick(ready)?;
@@ -277,6 +286,30 @@ mod tests {
         // Past its deadline it asks for a new slice, and the earlier deadline wins.
         q.ran(0, 1_000_000);
         assert!(q.preempts(1, 0, &[]));
+        assert_eq!(q.yields_to(0, &[1]), Some(1));
+    }
+
+    #[test]
+    fn a_running_task_within_its_slice_keeps_its_cpu_from_the_ready_even_when_not_eligible() {
+        // Two tasks at the second's start; 0 is picked and runs 200 µs: ahead of the average,
+        // not eligible, but within its 1.5 ms slice. The ready task 1 waits for it; a task
+        // woken now with lag takes the CPU (the wake-up's pick leaves out a running task that
+        // is not eligible).
+        let mut q = FairQueue::new(3, 1_500_000);
+        q.enqueue(0);
+        q.enqueue(1);
+        q.picked(0);
+        q.ran(0, 200_000);
+        assert!(!q.eligible(0) && q.eligible(1));
+        assert_eq!(q.yields_to(0, &[1]), None, "within its slice: it runs on");
+        q.tasks[2].lag = 300_000;
+        q.enqueue(2);
+        assert!(
+            q.preempts(2, 0, &[1]),
+            "the woken task with lag is the pick"
+        );
+        // Its slice used, the ready task with the earlier deadline takes the CPU.
+        q.ran(0, 1_300_000);
         assert_eq!(q.yields_to(0, &[1]), Some(1));
     }
 

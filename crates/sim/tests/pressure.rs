@@ -268,12 +268,15 @@ fn the_block_layers_own_work_delays_every_dispatch() {
     assert!((read_p50 - 5.0).abs() < 0.05, "read Q2D p50 {read_p50} us");
     let write_p50 = stage(&some, "write_q2d_us", "p50");
     assert!(write_p50 >= 4.99, "write Q2D p50 {write_p50} us");
-    // The faulting task waits for its read: the swap-ins are slower by about the same.
+    // The faulting task waits for its read: the swap-ins are slower by about the same. Not
+    // exactly: the 5 us also move when the tabs run and so which reads queue behind writes
+    // (the reads' Q2D mean is some 400 us against its p50 of 0), which shifts the median
+    // request by a few us either way.
     let (a, b) = (
         stage(&none, "read_q2c_us", "p50"),
         stage(&some, "read_q2c_us", "p50"),
     );
-    assert!((b - a - 5.0).abs() < 1.0, "read Q2C p50 {a} -> {b} us");
+    assert!((b - a - 5.0).abs() < 2.5, "read Q2C p50 {a} -> {b} us");
 }
 
 #[test]
