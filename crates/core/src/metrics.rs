@@ -51,6 +51,11 @@ impl LatencyRecorder {
         below as f64 / self.hist.len() as f64
     }
 
+    /// Recorded values above `ns`.
+    pub fn count_above_ns(&self, ns: u64) -> u64 {
+        self.hist.count_between(ns.saturating_add(1), u64::MAX)
+    }
+
     /// Histogram with logarithmic buckets (4 per power of two): (upper bound / unit_ns, count),
     /// empty buckets left out. For plotting latency distributions.
     pub fn log_buckets(&self, unit_ns: u64) -> Vec<(f64, u64)> {
@@ -92,6 +97,12 @@ impl LatencyRecorder {
 /// pages, swap-cache hits, including those that wait for a read-ahead read still in flight; sim's
 /// NVM-Swap lazy maps, which copy nothing). The fault p99 of a run mixes the four; split, a
 /// substrate that matches the mix but not a class (or the other way round) shows which.
+/// A fault slower than this did more than map a page: it reclaimed (a charge that reclaims takes
+/// 66-354 µs at the median on this machine's kernel, `extra.memcg_reclaim`), read from a device,
+/// or stalled. Faults that only map a page, or decompress one from zram, take 1-20 µs (calibrate's
+/// minor fault 1.3-3 µs; zram's background major fault p50 2-8 µs in `nvmswap validate`, 2026-11-30).
+pub const SLOW_FAULT_NS: u64 = 50 * crate::NS_PER_US;
+
 #[derive(Debug, Clone, Default)]
 pub struct FaultClasses {
     front_major: LatencyRecorder,
@@ -124,14 +135,16 @@ impl FaultClasses {
         .sum()
     }
 
-    /// `{front_major: {count, mean, p50, p90, p95, p99, p999, max}, front_other: ...,
-    /// background_major: ..., background_other: ...}`, latencies in µs (`extra.
-    /// fault_latency_by_class_us`); a class without faults has count 0 and zeros.
+    /// `{front_major: {count, over_50us, mean, p50, p90, p95, p99, p999, max}, front_other:
+    /// ..., background_major: ..., background_other: ...}`, latencies in µs (`extra.
+    /// fault_latency_by_class_us`); a class without faults has count 0 and zeros. `over_50us`
+    /// counts the class's slow faults ([`SLOW_FAULT_NS`]).
     pub fn to_json(&self) -> serde_json::Value {
         let class = |r: &LatencyRecorder| {
             let s = r.summary(crate::NS_PER_US);
             serde_json::json!({
                 "count": r.count(),
+                "over_50us": r.count_above_ns(SLOW_FAULT_NS),
                 "mean": s.mean,
                 "p50": s.p50,
                 "p90": s.p90,
@@ -510,6 +523,13 @@ mod tests {
         assert!((us("background_major") - 500.0).abs() < 0.5, "{j}");
         assert!((us("front_other") - 3.0).abs() < 0.01, "{j}");
         assert_eq!(us("background_other"), 0.0);
+        // The slow faults of a class: above 50 µs.
+        assert_eq!(j["front_major"]["over_50us"], 1);
+        assert_eq!(j["front_other"]["over_50us"], 0);
+        for ns in [40_000, 49_000, 60_000, 2_000_000] {
+            c.record_ns(true, false, ns);
+        }
+        assert_eq!(c.to_json()["front_other"]["over_50us"], 2);
     }
 
     #[test]

@@ -559,6 +559,12 @@ const MECHANISMS: &[Mechanism] = &[
         "front other fault us p99",
         &["fault_latency_by_class_us", "front_other", "p99"],
     ),
+    // How many of those took over 50 µs (core's `SLOW_FAULT_NS`): against the charges that
+    // reclaimed, whether a class's slow faults are its charges or something else besides.
+    both(
+        "front other faults over 50 us",
+        &["fault_latency_by_class_us", "front_other", "over_50us"],
+    ),
     both(
         "major faults of background tabs",
         &["fault_latency_by_class_us", "background_major", "count"],
@@ -574,6 +580,10 @@ const MECHANISMS: &[Mechanism] = &[
     both(
         "background other fault us p99",
         &["fault_latency_by_class_us", "background_other", "p99"],
+    ),
+    both(
+        "background other faults over 50 us",
+        &["fault_latency_by_class_us", "background_other", "over_50us"],
     ),
     // The tabs' seconds: their CPU time (linux: each tab's thread CPU clock across its
     // second's command) and the time the seconds took (the driver waits for the last tab).
