@@ -90,6 +90,12 @@ impl LatencyRecorder {
     }
 }
 
+/// A fault slower than this did more than map a page: it reclaimed (a charge that reclaims takes
+/// 66-354 µs at the median on this machine's kernel, `extra.memcg_reclaim`), read from a device,
+/// or stalled. Faults that only map a page, or decompress one from zram, take 1-20 µs (calibrate's
+/// minor fault 1.3-3 µs; zram's background major fault p50 2-8 µs in `nvmswap validate`, 2026-11-30).
+pub const SLOW_FAULT_NS: u64 = 50 * crate::NS_PER_US;
+
 /// The run's fault latencies split by who faulted and whether the fault read its page from the swap
 /// back-end: `front` is the tab in front (loading, switching, scrolling), `background` the tabs
 /// living their seconds behind it; `major` a fault the kernel counts in `ru_majflt` (it had to
@@ -97,12 +103,6 @@ impl LatencyRecorder {
 /// pages, swap-cache hits, including those that wait for a read-ahead read still in flight; sim's
 /// NVM-Swap lazy maps, which copy nothing). The fault p99 of a run mixes the four; split, a
 /// substrate that matches the mix but not a class (or the other way round) shows which.
-/// A fault slower than this did more than map a page: it reclaimed (a charge that reclaims takes
-/// 66-354 µs at the median on this machine's kernel, `extra.memcg_reclaim`), read from a device,
-/// or stalled. Faults that only map a page, or decompress one from zram, take 1-20 µs (calibrate's
-/// minor fault 1.3-3 µs; zram's background major fault p50 2-8 µs in `nvmswap validate`, 2026-11-30).
-pub const SLOW_FAULT_NS: u64 = 50 * crate::NS_PER_US;
-
 #[derive(Debug, Clone, Default)]
 pub struct FaultClasses {
     front_major: LatencyRecorder,
