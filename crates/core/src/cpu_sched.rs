@@ -153,6 +153,15 @@ impl FairQueue {
         }
     }
 
+    /// Whether running task `i`'s slice, the one it was picked with, ended within the last
+    /// `last_ns` it ran: where in its run the kernel's `update_curr` found the slice used. A
+    /// fault in those ns is where the kernel acts on it (at the fault's return to user space).
+    pub fn slice_ended_within(&self, i: usize, last_ns: u64) -> bool {
+        let e = &self.tasks[i];
+        e.picked_with
+            .is_some_and(|end| end != e.deadline && e.v - (last_ns as i64) < end && end <= e.v)
+    }
+
     /// Task `i`'s virtual deadline.
     pub fn deadline(&self, i: usize) -> i64 {
         self.tasks[i].deadline
@@ -311,6 +320,31 @@ mod tests {
         // Its slice used, the ready task with the earlier deadline takes the CPU.
         q.ran(0, 1_300_000);
         assert_eq!(q.yields_to(0, &[1]), Some(1));
+    }
+
+    #[test]
+    fn the_slice_ends_within_the_run_where_its_runtime_crosses_the_picked_deadline() {
+        let mut q = FairQueue::new(2, 1_500_000);
+        q.enqueue(0);
+        q.enqueue(1);
+        q.picked(0);
+        q.ran(0, 1_400_000);
+        assert!(
+            !q.slice_ended_within(0, 1_400_000),
+            "the slice is not used yet"
+        );
+        // 200 µs more, the last 150 of them a fault: the slice ended 100 µs into them.
+        q.ran(0, 200_000);
+        assert!(q.slice_ended_within(0, 150_000));
+        assert!(q.slice_ended_within(0, 100_001));
+        assert!(
+            !q.slice_ended_within(0, 100_000),
+            "used up as the last 100 µs began: before them"
+        );
+        // Picked again, it has a slice of its own.
+        q.picked(0);
+        q.ran(0, 10_000);
+        assert!(!q.slice_ended_within(0, 10_000));
     }
 
     #[test]

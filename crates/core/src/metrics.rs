@@ -96,6 +96,16 @@ impl LatencyRecorder {
 /// minor fault 1.3-3 µs; zram's background major fault p50 2-8 µs in `nvmswap validate`, 2026-11-30).
 pub const SLOW_FAULT_NS: u64 = 50 * crate::NS_PER_US;
 
+/// What else happened inside a timed fault besides the fault's own work, where the substrate
+/// sees it: another task took the CPU (the kernel acts on a wake-up's or the slice's
+/// preemption at the fault's return to user space, so the wait lands inside the fault's time),
+/// or the task slept (a device read, a page lock, a throttle).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct FaultSwitches {
+    pub preempted: bool,
+    pub slept: bool,
+}
+
 /// The run's fault latencies split by who faulted and whether the fault read its page from the swap
 /// back-end: `front` is the tab in front (loading, switching, scrolling), `background` the tabs
 /// living their seconds behind it; `major` a fault the kernel counts in `ru_majflt` (it had to
@@ -105,46 +115,72 @@ pub const SLOW_FAULT_NS: u64 = 50 * crate::NS_PER_US;
 /// substrate that matches the mix but not a class (or the other way round) shows which.
 #[derive(Debug, Clone, Default)]
 pub struct FaultClasses {
-    front_major: LatencyRecorder,
-    front_other: LatencyRecorder,
-    background_major: LatencyRecorder,
-    background_other: LatencyRecorder,
+    front_major: FaultClass,
+    front_other: FaultClass,
+    background_major: FaultClass,
+    background_other: FaultClass,
+}
+
+/// One class's latencies, and how many of its faults were switched out ([`FaultSwitches`]).
+#[derive(Debug, Clone, Default)]
+struct FaultClass {
+    latency: LatencyRecorder,
+    preempted: u64,
+    slow_preempted: u64,
+    slow_slept: u64,
 }
 
 impl FaultClasses {
     pub fn record_ns(&mut self, front: bool, major: bool, ns: u64) {
+        self.record(front, major, ns, FaultSwitches::default());
+    }
+
+    /// A fault and what switched it out.
+    pub fn record(&mut self, front: bool, major: bool, ns: u64, switches: FaultSwitches) {
         let class = match (front, major) {
             (true, true) => &mut self.front_major,
             (true, false) => &mut self.front_other,
             (false, true) => &mut self.background_major,
             (false, false) => &mut self.background_other,
         };
-        class.record_ns(ns);
+        class.latency.record_ns(ns);
+        class.preempted += switches.preempted as u64;
+        if ns > SLOW_FAULT_NS {
+            class.slow_preempted += switches.preempted as u64;
+            class.slow_slept += switches.slept as u64;
+        }
     }
 
     /// Faults recorded in all four classes.
     pub fn count(&self) -> u64 {
+        self.classes().iter().map(|c| c.latency.count()).sum()
+    }
+
+    fn classes(&self) -> [&FaultClass; 4] {
         [
             &self.front_major,
             &self.front_other,
             &self.background_major,
             &self.background_other,
         ]
-        .iter()
-        .map(|c| c.count())
-        .sum()
     }
 
-    /// `{front_major: {count, over_50us, mean, p50, p90, p95, p99, p999, max}, front_other:
-    /// ..., background_major: ..., background_other: ...}`, latencies in µs (`extra.
-    /// fault_latency_by_class_us`); a class without faults has count 0 and zeros. `over_50us`
-    /// counts the class's slow faults ([`SLOW_FAULT_NS`]).
+    /// `{front_major: {count, over_50us, preempted, over_50us_preempted, over_50us_slept, mean,
+    /// p50, p90, p95, p99, p999, max}, front_other: ..., background_major: ...,
+    /// background_other: ...}`, latencies in µs (`extra.fault_latency_by_class_us`); a class
+    /// without faults has count 0 and zeros. `over_50us` counts the class's slow faults
+    /// ([`SLOW_FAULT_NS`]); `preempted` its faults during which another task took the CPU, and
+    /// of the slow ones those preempted and those that slept (one fault may be both).
     pub fn to_json(&self) -> serde_json::Value {
-        let class = |r: &LatencyRecorder| {
+        let class = |c: &FaultClass| {
+            let r = &c.latency;
             let s = r.summary(crate::NS_PER_US);
             serde_json::json!({
                 "count": r.count(),
                 "over_50us": r.count_above_ns(SLOW_FAULT_NS),
+                "preempted": c.preempted,
+                "over_50us_preempted": c.slow_preempted,
+                "over_50us_slept": c.slow_slept,
                 "mean": s.mean,
                 "p50": s.p50,
                 "p90": s.p90,
@@ -530,6 +566,28 @@ mod tests {
             c.record_ns(true, false, ns);
         }
         assert_eq!(c.to_json()["front_other"]["over_50us"], 2);
+        // What switched a fault out, counted in its class; the slow ones apart.
+        let preempted = FaultSwitches {
+            preempted: true,
+            slept: false,
+        };
+        let slept = FaultSwitches {
+            preempted: false,
+            slept: true,
+        };
+        c.record(false, false, 20_000, preempted);
+        c.record(false, false, 80_000, preempted);
+        c.record(false, false, 90_000, slept);
+        c.record(false, true, 300_000, slept);
+        let j = c.to_json();
+        assert_eq!(j["background_other"]["count"], 3);
+        assert_eq!(j["background_other"]["over_50us"], 2);
+        assert_eq!(j["background_other"]["preempted"], 2);
+        assert_eq!(j["background_other"]["over_50us_preempted"], 1);
+        assert_eq!(j["background_other"]["over_50us_slept"], 1);
+        assert_eq!(j["background_major"]["over_50us_slept"], 1);
+        assert_eq!(j["front_other"]["preempted"], 0);
+        assert_eq!(c.count(), 12);
     }
 
     #[test]

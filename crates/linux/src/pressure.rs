@@ -19,7 +19,9 @@ use std::ffi::CString;
 use std::path::PathBuf;
 
 use nvmswap_core::discard::{check_scale, DiscardTarget, MemorySnapshot, TabRecency};
-use nvmswap_core::metrics::{FaultClasses, LatencyRecorder, SecondPhases, TabSecondCosts};
+use nvmswap_core::metrics::{
+    FaultClasses, FaultSwitches, LatencyRecorder, SecondPhases, TabSecondCosts,
+};
 use nvmswap_core::progress::Progress;
 use nvmswap_core::results::{
     RunFigures, RunOutput, RunResult, RunSeries, SwitchSample, TimelineSample,
@@ -705,7 +707,11 @@ impl FaultLatencies {
     fn record(&mut self, front: bool, samples: &[FaultSample]) {
         for f in samples {
             self.all.record_ns(f.ns);
-            self.classes.record_ns(front, f.major, f.ns);
+            let switches = FaultSwitches {
+                preempted: f.preempted,
+                slept: f.slept,
+            };
+            self.classes.record(front, f.major, f.ns, switches);
         }
     }
 }

@@ -326,20 +326,25 @@ fn timed(
     write: bool,
     access: impl FnOnce(),
 ) {
-    let (maj0, min0) = worker::thread_faults();
+    let before = worker::thread_counters();
     let a = worker::monotonic_ns();
     access();
     let b = worker::monotonic_ns();
-    let (maj1, min1) = worker::thread_faults();
+    let after = worker::thread_counters();
     done.ns += b - a;
-    if maj1 + min1 > maj0 + min0 {
-        let major = maj1 > maj0;
+    let faults_before = before.major_faults + before.minor_faults;
+    if after.major_faults + after.minor_faults > faults_before {
+        let sample = FaultSample {
+            ns: b - a,
+            major: after.major_faults > before.major_faults,
+            preempted: after.preempted > before.preempted,
+            slept: after.slept > before.slept,
+        };
         if (done.faulting as usize) < faults.len() {
-            let word = (b - a).min(!MAJOR_BIT) | if major { MAJOR_BIT } else { 0 };
-            faults[done.faulting as usize].store(word, Ordering::Relaxed);
+            faults[done.faulting as usize].store(sample.word(), Ordering::Relaxed);
         }
         done.faulting += 1;
-        done.majors += major as u64;
+        done.majors += sample.major as u64;
     } else {
         let ns = b - a;
         let class = ACCESS_CLASS_NS.iter().filter(|&&bound| ns >= bound).count();
@@ -355,9 +360,13 @@ fn timed(
     }
 }
 
-/// The bit of a fault-buffer word that marks a major fault (the thread's `ru_majflt` rose
-/// across the touch); the other 63 bits are its latency in ns.
+/// The bits of a fault-buffer word: a major fault (the thread's `ru_majflt` rose across the
+/// touch), a preemption and a sleep inside it (`ru_nivcsw`, `ru_nvcsw` rose); the other 61
+/// bits are its latency in ns.
 const MAJOR_BIT: u64 = 1 << 63;
+const PREEMPTED_BIT: u64 = 1 << 62;
+const SLEPT_BIT: u64 = 1 << 61;
+const LATENCY_MASK: u64 = SLEPT_BIT - 1;
 
 /// One faulting touch as the tab timed it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -366,13 +375,28 @@ pub struct FaultSample {
     /// The kernel counted it major: it read its page in (device, zram or zswap), not a
     /// demand-zero page or a swap-cache hit.
     pub major: bool,
+    /// Another task took the CPU inside the timed window: the fault's time includes a wait
+    /// for the CPU (a wake-up that preempted, or the slice's end, acted on at the fault's
+    /// return to user space or at a `cond_resched` in it).
+    pub preempted: bool,
+    /// The tab slept inside the timed window (a device read, a page lock, a throttle).
+    pub slept: bool,
 }
 
 impl FaultSample {
+    fn word(self) -> u64 {
+        self.ns.min(LATENCY_MASK)
+            | if self.major { MAJOR_BIT } else { 0 }
+            | if self.preempted { PREEMPTED_BIT } else { 0 }
+            | if self.slept { SLEPT_BIT } else { 0 }
+    }
+
     fn from_word(word: u64) -> FaultSample {
         FaultSample {
-            ns: word & !MAJOR_BIT,
+            ns: word & LATENCY_MASK,
             major: word & MAJOR_BIT != 0,
+            preempted: word & PREEMPTED_BIT != 0,
+            slept: word & SLEPT_BIT != 0,
         }
     }
 }
@@ -899,6 +923,52 @@ fn fit_tab_second(samples: &[(f64, f64)]) -> Option<TabSecondProbe> {
 #[cfg(test)]
 mod second_probe_tests {
     use super::*;
+
+    #[test]
+    fn a_fault_word_keeps_its_latency_and_every_flag() {
+        for bits in 0..8u8 {
+            let f = FaultSample {
+                ns: 123_456_789,
+                major: bits & 1 != 0,
+                preempted: bits & 2 != 0,
+                slept: bits & 4 != 0,
+            };
+            assert_eq!(FaultSample::from_word(f.word()), f);
+        }
+        // A latency too long for its bits is kept at the longest, not mixed into the flags.
+        let long = FaultSample {
+            ns: u64::MAX,
+            major: false,
+            preempted: false,
+            slept: false,
+        };
+        assert_eq!(FaultSample::from_word(long.word()).ns, LATENCY_MASK);
+        assert!(!FaultSample::from_word(long.word()).slept);
+    }
+
+    #[test]
+    fn a_timed_fault_that_sleeps_says_so() {
+        let region = Mapping::new(2 * PAGE_SIZE as usize, false).unwrap();
+        let faults = Mapping::new(2 * 8, true).unwrap();
+        let mut done = Touches::default();
+        let base = region.as_ptr();
+        // SAFETY: page 0 lies inside the two-page mapping; the write faults it in.
+        timed(&mut done, faults.words(), true, || unsafe {
+            base.write_volatile(1)
+        });
+        timed(&mut done, faults.words(), true, || {
+            // SAFETY: page 1 lies inside the mapping.
+            unsafe { base.add(PAGE_SIZE as usize).write_volatile(1) };
+            std::thread::sleep(std::time::Duration::from_millis(2));
+        });
+        assert_eq!(done.faulting, 2);
+        let first = FaultSample::from_word(faults.words()[0].load(Ordering::Relaxed));
+        let second = FaultSample::from_word(faults.words()[1].load(Ordering::Relaxed));
+        assert!(!first.major && !second.major);
+        assert!(second.slept && second.ns >= 2_000_000, "{second:?}");
+        // A demand-zero fault outside any cgroup's limit has nothing to sleep on.
+        assert!(!first.slept, "{first:?}");
+    }
 
     #[test]
     fn the_fit_finds_the_fixed_and_per_touch_parts() {

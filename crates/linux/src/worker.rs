@@ -160,21 +160,41 @@ pub fn set_timer_slack_ns(ns: u64) -> u64 {
 /// (major, minor) page faults of the calling thread so far.
 #[inline]
 pub fn thread_faults() -> (u64, u64) {
+    let c = thread_counters();
+    (c.major_faults, c.minor_faults)
+}
+
+/// The calling thread's fault and context-switch counters (`getrusage(RUSAGE_THREAD)`): what a
+/// timed window read on both sides tells about the window besides its time.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ThreadCounters {
+    pub major_faults: u64,
+    pub minor_faults: u64,
+    /// `ru_nvcsw`: times the thread gave up its CPU to sleep (a lock, I/O, a throttle).
+    pub slept: u64,
+    /// `ru_nivcsw`: times another task took its CPU while it could run.
+    pub preempted: u64,
+}
+
+/// The calling thread's [`ThreadCounters`] so far: one system call.
+#[inline]
+pub fn thread_counters() -> ThreadCounters {
     // SAFETY: a zeroed rusage is valid; getrusage fills it.
     let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
     // SAFETY: valid out-pointer.
     unsafe { libc::getrusage(libc::RUSAGE_THREAD, &mut ru) };
-    (ru.ru_majflt as u64, ru.ru_minflt as u64)
+    ThreadCounters {
+        major_faults: ru.ru_majflt as u64,
+        minor_faults: ru.ru_minflt as u64,
+        slept: ru.ru_nvcsw as u64,
+        preempted: ru.ru_nivcsw as u64,
+    }
 }
 
 /// The calling thread's involuntary context switches so far (`ru_nivcsw`): times another task
 /// took its CPU while it could run.
 pub fn thread_preemptions() -> u64 {
-    // SAFETY: a zeroed rusage is valid; getrusage fills it.
-    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
-    // SAFETY: valid out-pointer.
-    unsafe { libc::getrusage(libc::RUSAGE_THREAD, &mut ru) };
-    ru.ru_nivcsw as u64
+    thread_counters().preempted
 }
 
 /// Fork a child that runs `body` and exits with its return code.

@@ -114,6 +114,21 @@ struct TabTask {
     /// its touches took: with its CPU time, its tab-second for `tab_second_fit`.
     touches: u64,
     faults: (u64, u64),
+    /// The fault its last run stopped at, not yet reported: whether another task takes the
+    /// CPU inside it is known only when it runs again.
+    held: Option<HeldRunFault>,
+}
+
+/// A fault a task's run stopped at ([`crate::engine::HeldFault`]), from `start` to `end` on
+/// its clock, and when another task took its CPU inside it, if one did: a wake-up whose
+/// pick preempted it while the fault ran, or its slice found used in the fault (the kernel
+/// switches the task at the fault's return to user space, so the wait until it runs again
+/// is in the fault's time, as the linux substrate's tabs time it).
+struct HeldRunFault {
+    fault: crate::engine::HeldFault,
+    start: u64,
+    end: u64,
+    preempted_at: Option<u64>,
 }
 
 /// The driver's part of a second (`costs.driver`), as the linux substrate's driver runs it on
@@ -426,6 +441,7 @@ impl<'a> Driver<'a> {
                 driver: None,
                 touches,
                 faults: (0, 0),
+                held: None,
             });
         }
         // The driver, when its costs are calibrated: a task after the tabs' that tells them.
@@ -460,6 +476,7 @@ impl<'a> Driver<'a> {
                 }),
                 touches: 0,
                 faults: (0, 0),
+                held: None,
             });
             (tasks.len() - 1, dc)
         });
@@ -660,6 +677,10 @@ impl<'a> Driver<'a> {
             );
             task.first_ran.get_or_insert(began);
             task.first_cpu.get_or_insert(cpu);
+            if let Some(h) = task.held.take() {
+                let waited = h.preempted_at.map_or(0, |at| began.saturating_sub(at));
+                task.faults = self.report_held(task.faults, h.fault, waited, h.preempted_at);
+            }
             self.machine.tlbs.running_on = cpu;
             // A second's first run begins with the tab's own work apart from its touches (its
             // command's arguments, its touch set, its answer: `costs.tab_second`), which like a
@@ -683,9 +704,9 @@ impl<'a> Driver<'a> {
                 }
                 let p = self.machine.tabs[task.tab as usize].page(touch.off);
                 let before = self.background_faults();
-                let t = self
+                let (t, held) = self
                     .machine
-                    .start_touch_in_background(task.tab, p, touch.write, clock)?;
+                    .start_touch_held(task.tab, p, touch.write, clock)?;
                 task.faults = add_faults(task.faults, before, self.background_faults());
                 match t {
                     Touch::Mapped(ns) => {
@@ -695,8 +716,21 @@ impl<'a> Driver<'a> {
                         clock += ns;
                         continue;
                     }
-                    Touch::Done(0) => continue,
+                    Touch::Done(0) => {
+                        if let Some(f) = held {
+                            task.faults = self.report_held(task.faults, f, 0, None);
+                        }
+                        continue;
+                    }
                     t => {
+                        if let (Touch::Done(latency), Some(fault)) = (&t, held) {
+                            task.held = Some(HeldRunFault {
+                                fault,
+                                start: clock,
+                                end: clock + latency,
+                                preempted_at: None,
+                            });
+                        }
                         took = Some(t);
                         break;
                     }
@@ -724,6 +758,9 @@ impl<'a> Driver<'a> {
             cpus.ran(i, stopped - began);
             task.at = stopped;
             if task.work.is_empty() {
+                if let Some(h) = task.held.take() {
+                    task.faults = self.report_held(task.faults, h.fault, 0, None);
+                }
                 task.answered = Some(stopped);
                 if let Some((d, _)) = driver {
                     if tasks[d]
@@ -738,10 +775,24 @@ impl<'a> Driver<'a> {
                 self.cpu_frees(&mut tasks, &mut cpus, cpu, stopped);
             } else if let Some(j) = cpus.fair.yields_to(i, &cpus.ready) {
                 // Its slice is used and the scheduler picks another at this point (the kernel
-                // sees it at the next tick).
+                // sees it at the next tick). Used inside the fault the run stopped at, the
+                // switch is in that fault (the kernel's tick or a wake-up's `update_curr`
+                // finds it there with the same chance as the fault's share of the run).
+                if let Some(h) = task.held.as_mut() {
+                    if cpus.fair.slice_ended_within(i, h.end - h.start) {
+                        h.preempted_at = Some(stopped);
+                    }
+                }
                 cpus.ready.retain(|&r| r != j);
                 cpus.ready.push(i);
                 self.start_on(&mut tasks, &mut cpus, j, cpu, stopped);
+            }
+        }
+        for t in tasks.iter_mut() {
+            // A task ends its second by running: it reported its last run's fault then.
+            debug_assert!(t.held.is_none(), "tab {} kept a fault unreported", t.tab);
+            if let Some(h) = t.held.take() {
+                t.faults = self.report_held(t.faults, h.fault, 0, None);
             }
         }
         let end = tasks.iter().map(|t| t.at).max().unwrap_or(start);
@@ -822,6 +873,21 @@ impl<'a> Driver<'a> {
         }
     }
 
+    /// Reports a background task's held fault with the wait a preemption put in it; the
+    /// task's fault counts (all, major) with it.
+    fn report_held(
+        &mut self,
+        faults: (u64, u64),
+        fault: crate::engine::HeldFault,
+        waited: u64,
+        preempted_at: Option<u64>,
+    ) -> (u64, u64) {
+        let before = self.background_faults();
+        self.machine
+            .report_held_fault(fault, waited, preempted_at.is_some());
+        add_faults(faults, before, self.background_faults())
+    }
+
     /// The background faults recorded so far, and the major ones among them.
     fn background_faults(&self) -> (u64, u64) {
         let c = &self.machine.obs.metrics.c;
@@ -879,6 +945,14 @@ impl<'a> Driver<'a> {
             .max_by_key(|&(c, j)| (cpus.fair.deadline(j), std::cmp::Reverse(c)));
         match victim {
             Some((c, j)) => {
+                if let Some(h) = tasks[j]
+                    .held
+                    .as_mut()
+                    .filter(|h| h.start <= now && now < h.end)
+                {
+                    // It is switched out inside the fault (at a `cond_resched` or its return).
+                    h.preempted_at = Some(now);
+                }
                 tasks[j].at = tasks[j].at.max(now);
                 cpus.ready.push(j);
                 self.counts.wakeup_preemptions += from_read as u64;
@@ -1266,6 +1340,64 @@ mod tests {
         let total1: u64 = f1.iter().map(|f| f.2).sum();
         let total2: u64 = f2.iter().map(|f| f.2).sum();
         assert!(total1 > total2, "{total1} <= {total2}");
+    }
+
+    /// Each major fault's latency and whether another task took the CPU inside it.
+    struct Switched(std::rc::Rc<std::cell::RefCell<Vec<(u64, bool)>>>);
+
+    impl crate::observe::Observer for Switched {
+        fn on_event(&mut self, e: &Event<'_>) {
+            if let Event::Fault {
+                kind: crate::observe::FaultKind::Major,
+                latency_ns,
+                preempted,
+                ..
+            } = e
+            {
+                self.0.borrow_mut().push((*latency_ns, *preempted));
+            }
+        }
+    }
+
+    #[test]
+    fn a_slice_used_inside_a_fault_switches_the_tab_there_and_the_wait_is_in_the_fault() {
+        // Tabs whose pages are in zram, each fault 3 ms of decompression (synchronous: the
+        // faulting task keeps its CPU), longer than a slice. On one CPU each fault uses up the
+        // slice of the tab that runs it, and the kernel switches the tab at the fault's return
+        // to user space: the other tabs' turns are in the fault. With a CPU for every tab (the
+        // tabs that pushed them out live too) nobody waits.
+        const FAULT_NS: u64 = 3_000_000;
+        let run = |cpus: u32| {
+            let o = vec!["discard.critical_margin_share=0.0".to_string()];
+            let cfg = SystemConfig::load("baseline-zram", &o).unwrap();
+            let opts = RunOptions::new(3, 0.01);
+            let mut d = Driver::new(&cfg, sites(0.05, 0.0, 0.0), &opts, &NoProgress).unwrap();
+            two_tabs_out(&mut d);
+            d.machine.costs.pool_swap_in = FAULT_NS;
+            d.tab_cpus = cpus;
+            let log = std::rc::Rc::new(std::cell::RefCell::new(Vec::new()));
+            d.machine.observe(Box::new(Switched(log.clone())));
+            d.live_second().unwrap();
+            log.take()
+        };
+        let apart = run(64);
+        assert!(apart.len() >= 4, "{apart:?}");
+        assert!(
+            apart.iter().all(|f| !f.1 && f.0 < 2 * FAULT_NS),
+            "{apart:?}"
+        );
+        let one = run(1);
+        assert_eq!(one.len(), apart.len(), "the same faults");
+        let preempted: Vec<u64> = one.iter().filter(|f| f.1).map(|f| f.0).collect();
+        assert!(preempted.len() >= one.len() / 3, "{one:?}");
+        // A preempted fault waited for the other tabs' turns, each at least a fault.
+        let mean = preempted.iter().sum::<u64>() / preempted.len() as u64;
+        assert!(mean >= 2 * FAULT_NS, "{one:?}");
+        // A fault nobody preempted did not wait: the decompression alone.
+        assert!(
+            one.iter().filter(|f| !f.1).all(|f| f.0 < 2 * FAULT_NS),
+            "{one:?}"
+        );
     }
 
     #[test]

@@ -199,6 +199,23 @@ pub struct Machine<'a> {
     /// The machine's memory under touches of mapped pages (`costs.mapped_access_classes`):
     /// `None` without classes, every such touch a cache hit.
     pub(crate) mapped_access: Option<MappedAccess>,
+    /// While set, a fault a touch completes at once is held in `held_fault` instead of
+    /// reported: the driver's background tasks report a fault when they know whether another
+    /// task took the CPU inside it ([`Machine::take_held_fault`]).
+    hold_faults: bool,
+    held_fault: Option<HeldFault>,
+}
+
+/// A fault the touch completed but did not yet report ([`Machine::start_touch_held`]): the
+/// kernel switches a task it has to preempt at the fault's return to user space (or at a
+/// `cond_resched` inside it), so a preemption that lands in the fault is in its latency.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct HeldFault {
+    pub t: u64,
+    pub actor: Actor,
+    pub page: u32,
+    pub kind: FaultKind,
+    pub latency_ns: u64,
 }
 
 /// Accesses the reuse ring remembers: four times the pages of the largest footprint it
@@ -263,6 +280,8 @@ impl<'a> Machine<'a> {
                 metrics,
                 others: Vec::new(),
             },
+            hold_faults: false,
+            held_fault: None,
             next_sample: 0,
             progress,
             shrink_batches: Vec::new(),
@@ -428,7 +447,7 @@ impl<'a> Machine<'a> {
                 },
             },
         };
-        self.fault_taken(p, me, kind, latency);
+        self.fault_taken(p, me, kind, latency, false);
         Ok(Touch::Done(latency))
     }
 
@@ -444,14 +463,28 @@ impl<'a> Machine<'a> {
         minor
     }
 
-    /// Seed 000 Fig. 5 counts every page fault, demand-zero ones included.
-    fn fault_taken(&mut self, p: u32, actor: Actor, kind: FaultKind, latency: u64) {
+    /// Seed 000 Fig. 5 counts every page fault, demand-zero ones included. `slept`: the task
+    /// slept in it on a read.
+    fn fault_taken(&mut self, p: u32, actor: Actor, kind: FaultKind, latency: u64, slept: bool) {
+        if self.hold_faults && !slept {
+            assert!(self.held_fault.is_none(), "one touch holds one fault");
+            self.held_fault = Some(HeldFault {
+                t: self.now,
+                actor,
+                page: p,
+                kind,
+                latency_ns: latency,
+            });
+            return;
+        }
         self.obs.emit(Event::Fault {
             t: self.now,
             actor,
             page: p,
             kind,
             latency_ns: latency,
+            slept,
+            preempted: false,
         });
     }
 
@@ -469,7 +502,7 @@ impl<'a> Machine<'a> {
                 return 0;
             }
             let latency = fault.before + ready_at.saturating_sub(fault.sleeps_at) + runqueue_wait;
-            self.fault_taken(p, fault.actor, FaultKind::Minor, latency);
+            self.fault_taken(p, fault.actor, FaultKind::Minor, latency, true);
             return latency;
         }
         if self.loc[p as usize] != Loc::Out {
@@ -489,7 +522,7 @@ impl<'a> Machine<'a> {
         let latency = fault.before
             + runqueue_wait
             + self.complete_swap_in(p, fault.write, fault.swap_in, fault.framed_first);
-        self.fault_taken(p, fault.actor, FaultKind::Major, latency);
+        self.fault_taken(p, fault.actor, FaultKind::Major, latency, true);
         latency
     }
 
@@ -735,6 +768,37 @@ impl<'a> Machine<'a> {
     ) -> Result<Touch, SimError> {
         let at = at.max(self.now);
         self.as_tab(tab, at, |m| m.start_touch(p, write))
+    }
+
+    /// [`Machine::start_touch_in_background`], a fault the touch completes at once held back
+    /// rather than reported: the touch and that fault, if it took one. The caller reports it
+    /// with [`Machine::report_held_fault`] once it knows the wait a preemption put in it.
+    pub fn start_touch_held(
+        &mut self,
+        tab: u32,
+        p: u32,
+        write: bool,
+        at: u64,
+    ) -> Result<(Touch, Option<HeldFault>), SimError> {
+        self.hold_faults = true;
+        let touch = self.start_touch_in_background(tab, p, write, at);
+        self.hold_faults = false;
+        let held = self.held_fault.take();
+        Ok((touch?, held))
+    }
+
+    /// Reports a held fault, `waited` ns of another task's turn on its CPU added to its
+    /// latency (`preempted` when it was switched out in it).
+    pub fn report_held_fault(&mut self, f: HeldFault, waited: u64, preempted: bool) {
+        self.obs.emit(Event::Fault {
+            t: f.t,
+            actor: f.actor,
+            page: f.page,
+            kind: f.kind,
+            latency_ns: f.latency_ns + waited,
+            slept: false,
+            preempted,
+        });
     }
 
     /// The rest of tab `tab`'s `fault` after its read completed; its latency from its start.

@@ -5,7 +5,7 @@ use nvmswap_core::block::Op;
 use nvmswap_core::config::{Backend, SystemConfig};
 use nvmswap_core::device::DeviceProfile;
 use nvmswap_core::lru::LruStats;
-use nvmswap_core::metrics::{FaultClasses, LatencyRecorder};
+use nvmswap_core::metrics::{FaultClasses, FaultSwitches, LatencyRecorder};
 use nvmswap_core::results::{
     RunFigures, RunOutput, RunResult, RunSeries, SwitchSample, TimelineSample,
 };
@@ -161,6 +161,8 @@ impl Observer for Metrics {
                 latency_ns,
                 kind,
                 actor,
+                slept,
+                preempted,
                 ..
             } => {
                 if kind == FaultKind::LazyMap {
@@ -174,8 +176,9 @@ impl Observer for Metrics {
                     c.background_major_faults += u64::from(kind == FaultKind::Major);
                 }
                 self.faults.record_ns(latency_ns);
+                let switches = FaultSwitches { preempted, slept };
                 self.fault_classes
-                    .record_ns(front, kind == FaultKind::Major, latency_ns);
+                    .record(front, kind == FaultKind::Major, latency_ns, switches);
             }
             Event::SwapIn { readahead, .. } => {
                 c.swap_in_pages += 1;

@@ -104,13 +104,19 @@ pub enum Event<'e> {
         ns: u64,
     },
     /// The foreground took a fault on `page` that cost it `latency_ns` (what seed 000 Fig. 5
-    /// counts: every fault, demand-zero ones included).
+    /// counts: every fault, demand-zero ones included). `slept`: the task slept in it waiting
+    /// for a read (the kernel's `ru_nvcsw` would rise); a direct reclaim's throttle inside a
+    /// charge is in its latency but not flagged. `preempted`: another task took the CPU inside
+    /// it (a background tab's, in the driver's schedule of the tabs' second), its wait in
+    /// `latency_ns`.
     Fault {
         t: u64,
         actor: Actor,
         page: u32,
         kind: FaultKind,
         latency_ns: u64,
+        slept: bool,
+        preempted: bool,
     },
     /// `page` came back into DRAM from `from`; `readahead` when it came as a neighbour.
     SwapIn {

@@ -565,6 +565,24 @@ const MECHANISMS: &[Mechanism] = &[
         "front other faults over 50 us",
         &["fault_latency_by_class_us", "front_other", "over_50us"],
     ),
+    // Of those, the ones another task's turn on the CPU landed in (the kernel switches a task
+    // it has to preempt at the fault's return to user space) and the ones that slept.
+    both(
+        "front other faults over 50 us, preempted",
+        &[
+            "fault_latency_by_class_us",
+            "front_other",
+            "over_50us_preempted",
+        ],
+    ),
+    both(
+        "front other faults over 50 us, slept",
+        &[
+            "fault_latency_by_class_us",
+            "front_other",
+            "over_50us_slept",
+        ],
+    ),
     both(
         "major faults of background tabs",
         &["fault_latency_by_class_us", "background_major", "count"],
@@ -584,6 +602,22 @@ const MECHANISMS: &[Mechanism] = &[
     both(
         "background other faults over 50 us",
         &["fault_latency_by_class_us", "background_other", "over_50us"],
+    ),
+    both(
+        "background other faults over 50 us, preempted",
+        &[
+            "fault_latency_by_class_us",
+            "background_other",
+            "over_50us_preempted",
+        ],
+    ),
+    both(
+        "background other faults over 50 us, slept",
+        &[
+            "fault_latency_by_class_us",
+            "background_other",
+            "over_50us_slept",
+        ],
     ),
     // The tabs' seconds: their CPU time (linux: each tab's thread CPU clock across its
     // second's command) and the time the seconds took (the driver waits for the last tab).
