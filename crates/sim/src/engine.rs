@@ -105,7 +105,9 @@ impl PendingFault {
     pub fn read_id(&self) -> u64 {
         match self.swap_in {
             SwapIn::Wait { id, .. } => id,
-            SwapIn::Done { .. } => unreachable!("a pending fault waits for a read"),
+            SwapIn::Done { .. } | SwapIn::InMemory { .. } => {
+                unreachable!("a pending fault waits for a read")
+            }
         }
     }
 }
@@ -442,8 +444,8 @@ impl<'a> Machine<'a> {
                     None => return Ok(Touch::Done(latency)),
                 },
                 Fault::NeedsFrame => match self.swap_in(p, write, me)? {
-                    Touch::Done(latency) => (latency, FaultKind::Major),
-                    waiting => return Ok(waiting),
+                    (Touch::Done(latency), kind) => (latency, kind),
+                    (waiting, _) => return Ok(waiting),
                 },
             },
         };
@@ -526,22 +528,27 @@ impl<'a> Machine<'a> {
         latency
     }
 
-    /// The back-end's page `p` comes into a frame (with whatever it reads ahead); the latency.
-    /// A read from a block device under the read-ahead goes step by step as the kernel's
-    /// (`swap_in_window`); other swap-ins find the page's frame first and their neighbours'
-    /// after the page is in.
-    fn swap_in(&mut self, p: u32, write: bool, me: Actor) -> Result<Touch, SimError> {
+    /// The back-end's page `p` comes into a frame (with whatever it reads ahead); the latency,
+    /// and the fault's kind as the kernel counts it: major, unless the page was still in the
+    /// swap cache. A read from a block device under the read-ahead goes step by step as the
+    /// kernel's (`swap_in_window`); other swap-ins find the page's frame first and their
+    /// neighbours' after the page is in.
+    fn swap_in(&mut self, p: u32, write: bool, me: Actor) -> Result<(Touch, FaultKind), SimError> {
         if self.backend.plans_read(p) {
-            return self.swap_in_window(p, write, me);
+            return Ok((self.swap_in_window(p, write, me)?, FaultKind::Major));
         }
         let stall = self.frame_or_discard(0)?;
         let start = self.now + stall;
         let swap_in = self.backend.swap_in(p, write, start, me, env!(self));
         let sleeps_at = match swap_in {
             SwapIn::Wait { issued, .. } => issued,
-            SwapIn::Done { .. } => start,
+            SwapIn::Done { .. } | SwapIn::InMemory { .. } => start,
         };
-        Ok(self.complete_or_wait(PendingFault {
+        let kind = match swap_in {
+            SwapIn::InMemory { .. } => FaultKind::Minor,
+            _ => FaultKind::Major,
+        };
+        let touch = self.complete_or_wait(PendingFault {
             page: p,
             write,
             start: self.now,
@@ -551,14 +558,15 @@ impl<'a> Machine<'a> {
             actor: me,
             sleeps_at,
             on_readahead_read: false,
-        }))
+        });
+        Ok((touch, kind))
     }
 
     /// A swap-in whose first half is done: it completes at once, or its task sleeps on a read.
     fn complete_or_wait(&mut self, fault: PendingFault) -> Touch {
         match fault.swap_in {
             SwapIn::Wait { .. } => Touch::Waiting(fault),
-            SwapIn::Done { .. } => Touch::Done(
+            SwapIn::Done { .. } | SwapIn::InMemory { .. } => Touch::Done(
                 fault.before
                     + self.complete_swap_in(
                         fault.page,
@@ -637,6 +645,7 @@ impl<'a> Machine<'a> {
     ) -> u64 {
         let (cost, readahead) = match swap_in {
             SwapIn::Done { cost, readahead } => (cost, readahead),
+            SwapIn::InMemory { cost } => (cost, Vec::new()),
             SwapIn::Wait {
                 id,
                 issued,
@@ -999,5 +1008,50 @@ mod timing_draw_tests {
         let mut contents = ChaCha8Rng::seed_from_u64(7);
         let first: u64 = contents.random();
         assert_ne!(own_times[0], first);
+    }
+}
+
+#[cfg(test)]
+mod swap_cache_hit_tests {
+    use super::*;
+    use crate::observe::{Observer, ReclaimKind};
+    use nvmswap_core::progress::NoProgress;
+
+    /// Each fault's kind.
+    struct Kinds(std::rc::Rc<std::cell::RefCell<Vec<FaultKind>>>);
+
+    impl Observer for Kinds {
+        fn on_event(&mut self, e: &Event<'_>) {
+            if let Event::Fault { kind, .. } = *e {
+                self.0.borrow_mut().push(kind);
+            }
+        }
+    }
+
+    #[test]
+    fn a_fault_on_a_page_still_in_the_swap_cache_is_minor_and_reads_nothing() {
+        // A page reclaim has just started writing to the device is still in memory, in the
+        // swap cache: `do_swap_page` finds it there and maps it again, a minor fault (it sets
+        // VM_FAULT_MAJOR only when the lookup missed and it had to read).
+        let cfg = SystemConfig::load("optane", &[]).unwrap().scaled(1.0 / 64.0);
+        let mut m = Machine::new(cfg, 5, &NoProgress).unwrap();
+        let base = m.map_tab(0, 64, 0.4, 0.0);
+        for p in base..base + 64 {
+            m.touch(p, true).unwrap();
+        }
+        let out = (0..256)
+            .find_map(|_| {
+                let (now, me) = (m.now, m.foreground());
+                m.reclaim_one(now, me, ReclaimKind::Direct);
+                (base..base + 64).find(|&p| m.loc[p as usize] == Loc::Out)
+            })
+            .expect("reclaim wrote a page out");
+        let kinds = std::rc::Rc::new(std::cell::RefCell::new(Vec::new()));
+        m.observe(Box::new(Kinds(kinds.clone())));
+        let reads = m.obs.metrics.c.device_reads;
+        m.touch(out, false).unwrap();
+        assert_eq!(*kinds.borrow(), vec![FaultKind::Minor]);
+        assert_eq!(m.obs.metrics.c.device_reads, reads, "no read");
+        assert_eq!(m.loc[out as usize], Loc::Resident);
     }
 }

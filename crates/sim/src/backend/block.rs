@@ -463,7 +463,9 @@ impl BlockSwap {
     }
 
     /// The second half of a swap-cache hit on a page under writeback, or a zeromap fill: no I/O.
-    /// Returns the cost, or None when the page needs a read.
+    /// Returns the cost and whether the page was in memory (the swap-cache hit; a zeromap fill
+    /// goes through the read path, so the kernel counts it major), or None when the page needs
+    /// a read.
     pub(super) fn swap_in_without_io(
         &mut self,
         p: u32,
@@ -471,7 +473,7 @@ impl BlockSwap {
         start: u64,
         by: Actor,
         obs: &mut Observers,
-    ) -> Option<u64> {
+    ) -> Option<(u64, bool)> {
         let pi = p as usize;
         let zero = self.held[pi] == Held::Zero;
         let found_in_memory = std::mem::take(&mut self.refaulted_after_write[pi]);
@@ -492,7 +494,7 @@ impl BlockSwap {
             kind: CpuKind::Kernel,
             ns: cost,
         });
-        Some(cost)
+        Some((cost, !zero))
     }
 
     /// A clean page whose data is still in its swap-cache slot is unmapped and dropped, no I/O.
@@ -1049,10 +1051,14 @@ impl SwapBackend for BlockSwap {
     }
 
     fn swap_in(&mut self, p: u32, write: bool, start: u64, by: Actor, env: &mut Env) -> SwapIn {
-        if let Some(cost) = self.swap_in_without_io(p, write, start, by, env.obs) {
-            return SwapIn::Done {
-                cost,
-                readahead: Vec::new(),
+        if let Some((cost, in_memory)) = self.swap_in_without_io(p, write, start, by, env.obs) {
+            return if in_memory {
+                SwapIn::InMemory { cost }
+            } else {
+                SwapIn::Done {
+                    cost,
+                    readahead: Vec::new(),
+                }
             };
         }
         self.start_read(p, start, by, env.obs)

@@ -55,7 +55,7 @@ fn pool_hit(r: &mut Rig, t: u64) -> u64 {
         b.fault(0, false, t, ME, env);
         match b.swap_in(0, false, t, ME, env) {
             SwapIn::Done { cost, .. } => cost,
-            SwapIn::Wait { .. } => panic!("the page should come from the pool"),
+            other => panic!("the page should come from the pool, got {other:?}"),
         }
     })
 }

@@ -85,6 +85,10 @@ pub enum SwapIn {
     /// same swap-in brings without a wait of its own (neighbours of a zswap pool hit, which the
     /// kernel's read-ahead loads too), handled as `Wait`'s.
     Done { cost: u64, readahead: Vec<u32> },
+    /// The page was still in memory, in the swap cache (under writeback, or written and not yet
+    /// freed): mapped again for `cost`, no read. The kernel counts it a minor fault
+    /// (`do_swap_page` sets `VM_FAULT_MAJOR` only when the swap cache lookup missed).
+    InMemory { cost: u64 },
     /// Waiting for synchronous I/O request `id`; then `finish_swap_in`. `readahead`: pages the
     /// same I/O brings (the engine gives each a frame while there is one, then `readahead_in`).
     Wait {

@@ -121,6 +121,7 @@ impl Rig {
                 }
                 readahead
             }
+            SwapIn::InMemory { .. } => Vec::new(),
             SwapIn::Wait {
                 id,
                 issued,

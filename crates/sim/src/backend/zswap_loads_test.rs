@@ -67,7 +67,7 @@ impl Rig {
         self.backend.fault(P, write, t, ME, &mut env);
         match self.backend.swap_in(P, write, t, ME, &mut env) {
             SwapIn::Done { .. } => {}
-            SwapIn::Wait { .. } => panic!("the page should come from the pool"),
+            other => panic!("the page should come from the pool, got {other:?}"),
         }
     }
 }
