@@ -1033,7 +1033,9 @@ mod swap_cache_hit_tests {
         // A page reclaim has just started writing to the device is still in memory, in the
         // swap cache: `do_swap_page` finds it there and maps it again, a minor fault (it sets
         // VM_FAULT_MAJOR only when the lookup missed and it had to read).
-        let cfg = SystemConfig::load("optane", &[]).unwrap().scaled(1.0 / 64.0);
+        let cfg = SystemConfig::load("optane", &[])
+            .unwrap()
+            .scaled(1.0 / 64.0);
         let mut m = Machine::new(cfg, 5, &NoProgress).unwrap();
         let base = m.map_tab(0, 64, 0.4, 0.0);
         for p in base..base + 64 {
