@@ -203,7 +203,7 @@ pub struct Machine<'a> {
     pub(crate) mapped_access: Option<MappedAccess>,
     /// While set, a fault a touch completes at once is held in `held_fault` instead of
     /// reported: the driver's background tasks report a fault when they know whether another
-    /// task took the CPU inside it ([`Machine::take_held_fault`]).
+    /// task took the CPU inside it ([`Machine::start_touch_held`]).
     hold_faults: bool,
     held_fault: Option<HeldFault>,
 }
