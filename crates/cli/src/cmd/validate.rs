@@ -596,6 +596,18 @@ const MECHANISMS: &[Mechanism] = &[
         &["fault_latency_by_class_us", "background_major", "p99"],
     ),
     both(
+        "background major faults over 50 us",
+        &["fault_latency_by_class_us", "background_major", "over_50us"],
+    ),
+    both(
+        "background major faults over 50 us, preempted",
+        &[
+            "fault_latency_by_class_us",
+            "background_major",
+            "over_50us_preempted",
+        ],
+    ),
+    both(
         "background other fault us p99",
         &["fault_latency_by_class_us", "background_other", "p99"],
     ),
