@@ -51,11 +51,6 @@ impl LatencyRecorder {
         below as f64 / self.hist.len() as f64
     }
 
-    /// Recorded values above `ns`.
-    pub fn count_above_ns(&self, ns: u64) -> u64 {
-        self.hist.count_between(ns.saturating_add(1), u64::MAX)
-    }
-
     /// Histogram with logarithmic buckets (4 per power of two): (upper bound / unit_ns, count),
     /// empty buckets left out. For plotting latency distributions.
     pub fn log_buckets(&self, unit_ns: u64) -> Vec<(f64, u64)> {
