@@ -207,6 +207,7 @@ fn blk_requests_are_sims_requests_one_row_each_and_deterministic() {
             "merged",
             "q_ns",
             "g_ns",
+            "i_ns",
             "d_ns",
             "c_ns"
         ]
@@ -217,7 +218,8 @@ fn blk_requests_are_sims_requests_one_row_each_and_deterministic() {
         assert_eq!(r[col(&t, "seed")], "3");
         assert!(
             n(r, "q_ns") <= n(r, "g_ns")
-                && n(r, "g_ns") <= n(r, "d_ns")
+                && n(r, "g_ns") <= n(r, "i_ns")
+                && n(r, "i_ns") <= n(r, "d_ns")
                 && n(r, "d_ns") <= n(r, "c_ns"),
             "{r:?}"
         );

@@ -297,8 +297,41 @@ pub struct BlockRequest {
     /// has no G for it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub g_ns: Option<u64>,
+    /// When the request went into the I/O scheduler (blktrace's I): Q2I is the throttle, the tag
+    /// and the plug (its bios wait there until the plug is flushed), I2D the scheduler's queue.
+    /// None where the trace has no I for it (with no scheduler a request may go to the driver
+    /// without one).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub i_ns: Option<u64>,
     pub d_ns: u64,
     pub c_ns: u64,
+}
+
+/// The per-request stages `extra.blktrace` summarises on every substrate (as
+/// `<read|write>_<stage>`), in the order of [`block_stages_ns`]: Q2D (queued to dispatched to
+/// the driver), D2C (the device), Q2C, Q2G (the writeback throttle and the request tag), Q2I
+/// (those and the plug) and I2D (the I/O scheduler's queue).
+pub const BLOCK_STAGES: [&str; 6] = ["q2d_us", "d2c_us", "q2c_us", "q2g_us", "q2i_us", "i2d_us"];
+
+/// A request's [`BLOCK_STAGES`] in ns from its event times; a stage whose event the trace lacks
+/// (G or I) is None.
+pub fn block_stages_ns(q: u64, g: Option<u64>, i: Option<u64>, d: u64, c: u64) -> [Option<u64>; 6] {
+    debug_assert!(q <= d && d <= c, "Q {q} D {d} C {c}");
+    [
+        Some(d - q),
+        Some(c - d),
+        Some(c - q),
+        g.map(|g| g - q),
+        i.map(|i| i - q),
+        i.map(|i| d - i),
+    ]
+}
+
+impl BlockRequest {
+    /// This request's [`BLOCK_STAGES`], ns.
+    pub fn stages_ns(&self) -> [Option<u64>; 6] {
+        block_stages_ns(self.q_ns, self.g_ns, self.i_ns, self.d_ns, self.c_ns)
+    }
 }
 
 /// What a substrate returns for one run: the summary (results.json) and the series (CSV, plots).

@@ -14,8 +14,10 @@
 //! Two ways to the same events. `blktrace` (its BLKTRACESETUP ioctl needs debugfs at
 //! /sys/kernel/debug) is tried first; where the kernel refuses it (this machine answers EPERM),
 //! the block tracepoints blktrace itself is built on are read through tracefs:
-//! `block_bio_queue` (Q), `block_getrq` (G), `block_rq_issue` (D), `block_rq_complete` (C),
-//! filtered to the disk.
+//! `block_bio_queue` (Q), `block_getrq` (G), `block_rq_insert` (I), `block_rq_issue` (D),
+//! `block_rq_complete` (C), filtered to the disk. I is where the plug's flush (or an unplugged
+//! bio) puts the request into the I/O scheduler, so Q2I is the plug's hold and I2D the
+//! scheduler's queue.
 //!
 //! Machine state: a debugfs or tracefs we mount is unmounted when the trace ends; the tracepoints'
 //! enable and filter files, `tracing_on` and `buffer_size_kb` are put back as they were and the
@@ -31,7 +33,7 @@ use std::process::{Child, Command, Stdio};
 
 use nvmswap_core::block::{Op, SECTOR_BYTES};
 use nvmswap_core::metrics::LatencyRecorder;
-use nvmswap_core::results::BlockRequest;
+use nvmswap_core::results::{BlockRequest, BLOCK_STAGES};
 use nvmswap_core::PAGE_SIZE;
 
 const DEBUGFS: &str = "/sys/kernel/debug";
@@ -50,9 +52,10 @@ pub struct Tracer {
 }
 
 const TRACEFS: &str = "/sys/kernel/tracing";
-const EVENTS: [&str; 4] = [
+const EVENTS: [&str; 5] = [
     "block_bio_queue",
     "block_getrq",
+    "block_rq_insert",
     "block_rq_issue",
     "block_rq_complete",
 ];
@@ -157,6 +160,7 @@ fn tracefs_to_blkparse(text: &str) -> String {
         let action = match event {
             "bio_queue" => "Q",
             "getrq" => "G",
+            "rq_insert" => "I",
             "rq_issue" => "D",
             "rq_complete" => "C",
             _ => continue,
@@ -467,12 +471,13 @@ struct Parsed {
     merged_or_unmatched: [u64; 2],
 }
 
-/// What is known of a request at one sector before its C: Q, G and D times, D's bytes, bios
+/// What is known of a request at one sector before its C: Q, G, I and D times, D's bytes, bios
 /// merged.
 #[derive(Debug, Default, Clone, Copy)]
 struct Open {
     q: Option<u64>,
     g: Option<u64>,
+    i: Option<u64>,
     d: Option<u64>,
     bytes: u64,
     merged: u32,
@@ -533,6 +538,15 @@ fn parse(blkparse: &str, extents: &[Extent]) -> Parsed {
                     }
                 }
             }
+            "I" => {
+                // The first insertion into the scheduler: the plug's flush (or a bio that went
+                // to the scheduler unplugged). A requeue's second I is not the plug's.
+                if let Some(e) = open.get_mut(&(dir, sector)) {
+                    if e.q.is_some() && e.i.is_none() && e.d.is_none() {
+                        e.i = Some(t);
+                    }
+                }
+            }
             "D" => {
                 // Bios queued inside this request's sectors with no D of their own joined it.
                 let end = sector + bytes.div_ceil(SECTOR_BYTES);
@@ -554,6 +568,7 @@ fn parse(blkparse: &str, extents: &[Extent]) -> Parsed {
                 if let Some(Open {
                     q: Some(q),
                     g,
+                    i,
                     d: Some(d),
                     bytes: issued,
                     merged,
@@ -568,6 +583,7 @@ fn parse(blkparse: &str, extents: &[Extent]) -> Parsed {
                             merged,
                             q_ns: q,
                             g_ns: g.filter(|&g| q <= g && g <= d),
+                            i_ns: i.filter(|&i| q <= i && i <= d),
                             d_ns: d,
                             c_ns: t,
                         });
@@ -585,18 +601,18 @@ fn parse(blkparse: &str, extents: &[Extent]) -> Parsed {
     out
 }
 
-/// Q2D, D2C, Q2C and (of the requests with a G) Q2G in µs per direction of the parsed requests.
+/// Each of [`BLOCK_STAGES`] in µs per direction of the parsed requests (Q2G and Q2I, I2D of
+/// the requests with a G, an I).
 fn summarise(parsed: &Parsed, device: &str) -> serde_json::Value {
-    let mut stages: [[LatencyRecorder; 4]; 2] = Default::default();
+    let mut stages: [[LatencyRecorder; BLOCK_STAGES.len()]; 2] = Default::default();
     let mut requests = [0u64; 2];
     for r in &parsed.requests {
         let dir = (r.op == Op::Write) as usize;
         requests[dir] += 1;
-        stages[dir][0].record_ns(r.d_ns - r.q_ns);
-        stages[dir][1].record_ns(r.c_ns - r.d_ns);
-        stages[dir][2].record_ns(r.c_ns - r.q_ns);
-        if let Some(g) = r.g_ns {
-            stages[dir][3].record_ns(g - r.q_ns);
+        for (rec, ns) in stages[dir].iter_mut().zip(r.stages_ns()) {
+            if let Some(ns) = ns {
+                rec.record_ns(ns);
+            }
         }
     }
     let mut out = serde_json::Map::new();
@@ -637,10 +653,7 @@ fn summarise(parsed: &Parsed, device: &str) -> serde_json::Value {
             format!("{name}_merged_or_unmatched"),
             parsed.merged_or_unmatched[dir].into(),
         );
-        for (i, stage) in ["q2d_us", "d2c_us", "q2c_us", "q2g_us"]
-            .into_iter()
-            .enumerate()
-        {
+        for (i, stage) in BLOCK_STAGES.into_iter().enumerate() {
             if stages[dir][i].count() > 0 {
                 let v = serde_json::to_value(stages[dir][i].summary(1_000))
                     .expect("a summary serialises");
@@ -755,6 +768,7 @@ Q WS 34824 4096 0.500000000
 G WS 34824 4096 0.500000200
 Q WS 34832 4096 0.500001000
 Q WS 34840 4096 0.500002000
+I WS 34824 12288 0.500008000
 D WS 34824 12288 0.500010000
 D R 8 4096 0.550000000
 C WS 34824 12288 0.500060000
@@ -777,6 +791,7 @@ garbage line
                     merged: 2,
                     q_ns: 100_000_000,
                     g_ns: Some(100_000_200),
+                    i_ns: Some(100_008_000),
                     d_ns: 100_010_000,
                     c_ns: 100_060_000,
                 },
@@ -788,6 +803,7 @@ garbage line
                     merged: 0,
                     q_ns: 200_000_000,
                     g_ns: None,
+                    i_ns: None,
                     d_ns: 200_004_000,
                     c_ns: 200_104_000,
                 },
@@ -796,6 +812,10 @@ garbage line
         );
         let v = summarise(&parsed, "vda");
         assert_eq!(v["write_requests"], 1);
+        // The plug held the write 8 µs (Q2I), the scheduler 2 µs (I2D); the read had no I.
+        assert_eq!(v["write_q2i_us"]["mean"].as_f64().unwrap().round(), 8.0);
+        assert_eq!(v["write_i2d_us"]["mean"].as_f64().unwrap().round(), 2.0);
+        assert!(v.get("read_q2i_us").is_none() && v.get("read_i2d_us").is_none());
         assert_eq!(v["write_merged_or_unmatched"], 2);
         assert_eq!(v["read_requests"], 1);
         assert_eq!(
@@ -805,15 +825,16 @@ garbage line
     }
 
     #[test]
-    fn tracefs_lines_become_q_g_d_c_events() {
+    fn tracefs_lines_become_q_g_i_d_c_events() {
         let text = "# tracer: nop\n\
               dd-10920   [001] ..... 15409.562140: block_bio_queue: 254,0 WS 357051424 + 8 [dd]\n\
               dd-10920   [001] ..... 15409.562141: block_getrq: 254,0 WS 357051424 + 8 [dd]\n\
+              dd-10920   [001] ..... 15409.562141: block_rq_insert: 254,0 WS 4096 () 357051424 + 8 be,0,4 [dd]\n\
               dd-10920   [001] ..... 15409.562142: block_rq_issue: 254,0 WS 4096 () 357051424 + 8 be,0,4 [dd]\n\
    nvmswap-evict-28393   [001] ..s.. 15409.562191: block_rq_complete: 254,0 WS () 357051424 + 8 be,0,4 [0]\n";
         assert_eq!(
             tracefs_to_blkparse(text),
-            "Q WS 357051424 4096 15409.562140\nG WS 357051424 4096 15409.562141\nD WS 357051424 4096 15409.562142\nC WS 357051424 4096 15409.562191\n"
+            "Q WS 357051424 4096 15409.562140\nG WS 357051424 4096 15409.562141\nI WS 357051424 4096 15409.562141\nD WS 357051424 4096 15409.562142\nC WS 357051424 4096 15409.562191\n"
         );
         let parsed = parse(&tracefs_to_blkparse(text), &whole(357051424, 357051432));
         let v = summarise(&parsed, "vda");
@@ -829,6 +850,7 @@ garbage line
                 merged: 0,
                 q_ns: 0,
                 g_ns: Some(1_000),
+                i_ns: Some(1_000),
                 d_ns: 2_000,
                 c_ns: 51_000,
             }]

@@ -775,6 +775,7 @@ parallelism = 4
             merged: 0,
             q_ns: d_ns,
             g_ns: None,
+            i_ns: None,
             d_ns,
             c_ns,
         };

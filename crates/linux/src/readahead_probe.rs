@@ -187,6 +187,7 @@ mod tests {
             merged: pages as u32 - 1,
             q_ns,
             g_ns: None,
+            i_ns: None,
             d_ns,
             c_ns: d_ns + 50_000,
         }

@@ -7,7 +7,8 @@
 //! when the request was issued, before any wait for the writeback throttle or a request tag
 //! (blktrace's Q is the bio's arrival), so Q2D and Q2C include those waits as the summary's do;
 //! G is Q plus them (the kernel's first bio waits before the plug holds its request, sim's
-//! request at the plug's flush: the sum is the same). A request the I/O scheduler back-merged
+//! request at the plug's flush: the sum is the same); I is when io.rs queued it in the I/O
+//! scheduler (the plug's flush, or at once unplugged). A request the I/O scheduler back-merged
 //! into another keeps its own row with the D and C of the request it joined.
 
 use std::collections::BTreeMap;
@@ -79,6 +80,7 @@ impl Observer for Recorder {
                     merged: pages.saturating_sub(1) as u32,
                     q_ns: done.q - plug_and_tag_wait,
                     g_ns: Some(done.q - plug_and_tag_wait + request_wait),
+                    i_ns: Some(done.q),
                     d_ns: done.d,
                     c_ns: done.c,
                 };

@@ -906,7 +906,7 @@ impl<'a> Driver<'a> {
             }
             None => {
                 cpus.free_at[cpu] = t;
-                self.machine.tlbs.idles_from(cpu, t);
+                self.machine.cpu_idles(cpu, t);
             }
         }
     }

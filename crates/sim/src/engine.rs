@@ -302,6 +302,19 @@ impl<'a> Machine<'a> {
         }
     }
 
+    /// `cpu`'s task left it at `t` and nothing runs there: lazy from then on, unless a flush
+    /// raced the sleep (crate::tlb).
+    pub fn cpu_idles(&mut self, cpu: usize, t: u64) {
+        let ipis = self.tlbs.idles_from(cpu, t);
+        if ipis > 0 {
+            self.obs.emit(Event::TlbIpisIntoIdle {
+                t,
+                cpu: cpu as u32,
+                ipis,
+            });
+        }
+    }
+
     /// Adds an observer of every event from now on (a trace writer).
     pub fn observe(&mut self, o: Box<dyn Observer>) {
         self.obs.others.push(o);

@@ -7,7 +7,8 @@ use nvmswap_core::device::DeviceProfile;
 use nvmswap_core::lru::LruStats;
 use nvmswap_core::metrics::{FaultClasses, FaultSwitches, LatencyRecorder};
 use nvmswap_core::results::{
-    RunFigures, RunOutput, RunResult, RunSeries, SwitchSample, TimelineSample,
+    block_stages_ns, RunFigures, RunOutput, RunResult, RunSeries, SwitchSample, TimelineSample,
+    BLOCK_STAGES,
 };
 use nvmswap_core::{NS_PER_MS, NS_PER_S, PAGE_SIZE};
 
@@ -75,8 +76,8 @@ pub struct Metrics {
     faults: LatencyRecorder,
     switches: LatencyRecorder,
     series: RunSeries,
-    /// blktrace's Q2D, D2C, Q2C and Q2G for reads [0] and writes [1].
-    pub(crate) trace: [[LatencyRecorder; 4]; 2],
+    /// blktrace's stages (`BLOCK_STAGES`) for reads [0] and writes [1].
+    pub(crate) trace: [[LatencyRecorder; BLOCK_STAGES.len()]; 2],
     /// Every completed request's direction, dispatch and completion, for the device depth each
     /// met at dispatch (`extra.blktrace.*_depth_at_dispatch`).
     dispatched: Vec<(nvmswap_core::block::Op, u64, u64, u64)>,
@@ -101,6 +102,8 @@ pub struct Metrics {
     flushes_to_running_cpu: u64,
     flushes_to_idle_cpu: u64,
     cpus_joined_init_mm: u64,
+    /// Of `flushes_to_running_cpu`, those sent after the CPU's task in fact slept.
+    flushes_to_running_cpu_idle_by_then: u64,
     /// Whether the run models remote flushes (`costs.remote_flush_ns` set): the statistics are
     /// reported only then.
     pub flushes_modelled: bool,
@@ -133,6 +136,7 @@ impl Metrics {
             flushes_to_running_cpu: 0,
             flushes_to_idle_cpu: 0,
             cpus_joined_init_mm: 0,
+            flushes_to_running_cpu_idle_by_then: 0,
             flushes_modelled: false,
             front_pid: 0,
             front_fault_ns: 0,
@@ -210,6 +214,7 @@ impl Observer for Metrics {
             Event::DramAccesses { n, .. } => c.dram_accesses += n,
             Event::KswapdWake { .. } => c.kswapd_wakeups += 1,
             Event::TlbInitMm { .. } => self.cpus_joined_init_mm += 1,
+            Event::TlbIpisIntoIdle { ipis, .. } => self.flushes_to_running_cpu_idle_by_then += ipis,
             Event::DirectReclaim { .. } => c.direct_reclaim_stalls += 1,
             Event::MemcgReclaim {
                 pages_reclaimed,
@@ -262,14 +267,13 @@ impl Observer for Metrics {
                 request_wait,
             } => {
                 let dir = (done.op == Op::Write) as usize;
-                let stages = [
-                    done.q2d() + plug_and_tag_wait,
-                    done.d2c(),
-                    done.q2c() + plug_and_tag_wait,
-                    request_wait,
-                ];
-                for (i, ns) in stages.into_iter().enumerate() {
-                    self.trace[dir][i].record_ns(ns);
+                // Q is before the throttle, the tag and the plug; the request reached the I/O
+                // scheduler (I) at `done.q`.
+                let q = done.q - plug_and_tag_wait;
+                let stages =
+                    block_stages_ns(q, Some(q + request_wait), Some(done.q), done.d, done.c);
+                for (rec, ns) in self.trace[dir].iter_mut().zip(stages) {
+                    rec.record_ns(ns.expect("sim knows every request's G and I"));
                 }
                 self.dispatched
                     .push((done.op, done.d, done.c, done.bytes.div_ceil(PAGE_SIZE)));
@@ -550,10 +554,7 @@ impl Metrics {
                 }
             }
             for (dir, name) in [(0, "read"), (1, "write")] {
-                for (i, stage) in ["q2d_us", "d2c_us", "q2c_us", "q2g_us"]
-                    .into_iter()
-                    .enumerate()
-                {
+                for (i, stage) in BLOCK_STAGES.into_iter().enumerate() {
                     let rec = &self.trace[dir][i];
                     if rec.count() > 0 {
                         let v =
@@ -595,6 +596,7 @@ impl Metrics {
                     "total": self.flushes_to_running_cpu + self.flushes_to_idle_cpu,
                     "to_running_cpu": self.flushes_to_running_cpu,
                     "to_idle_cpu": self.flushes_to_idle_cpu,
+                    "to_running_cpu_idle_by_then": self.flushes_to_running_cpu_idle_by_then,
                     "idle_cpu_joined_init_mm": self.cpus_joined_init_mm,
                     "charges_with": self.memcg_ns_with_flushes.0,
                     "per_charge": nvmswap_core::metrics::exact_distribution(&self.memcg_flushes, 1.0),

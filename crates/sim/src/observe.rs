@@ -196,6 +196,13 @@ pub enum Event<'e> {
         t: u64,
         cpu: u32,
     },
+    /// `cpu`'s task turned out to have slept at `t`, before `ipis` flush IPIs that charges
+    /// computed earlier counted to it as running (crate::tlb `Tlbs::idles_from`).
+    TlbIpisIntoIdle {
+        t: u64,
+        cpu: u32,
+        ipis: u64,
+    },
     /// One page reclaimed by `actor`, its CPU cost `cpu_ns` and tag wait `wait_ns`.
     Reclaimed {
         t: u64,

@@ -49,6 +49,10 @@ struct CpuTlb {
     /// When the last flush IPIs reached it while it ran, oldest first (a span left open
     /// learns its end later, possibly inside a charge that went on sending).
     recent_ipis: std::collections::VecDeque<u64>,
+    /// Every flush IPI counted to this span's running task. A span left open is taken as
+    /// running until its end is known; the IPIs a charge sent after that end went to a CPU
+    /// sim took for running (see [`Tlbs::idles_from`]).
+    span_ipis: Vec<u64>,
 }
 
 /// Flush IPIs each CPU remembers for a span that learns its end later: a charge writes far
@@ -136,6 +140,7 @@ impl Tlbs {
         c.init_mm_counted = false;
         // A charge computed before this span may have sent IPIs into it.
         c.recent_ipis.retain(|&ipi| ipi >= from);
+        c.span_ipis.clear();
         c.busy_from = from;
         c.busy_until = until.max(from);
         if until != u64::MAX {
@@ -145,17 +150,24 @@ impl Tlbs {
     }
 
     /// `cpu` idles from `t` on: a span left open ends there, and a flush IPI sent to it within
-    /// the race window before puts it on `init_mm`.
-    pub fn idles_from(&mut self, cpu: usize, t: u64) {
+    /// the race window before puts it on `init_mm`. Returns the IPIs already counted to its task
+    /// as running that were sent after `t`: a charge runs whole once begun (engine.rs), so it
+    /// counts the other CPUs' open spans as running to its end, and this is the part of its
+    /// count the CPUs' later schedule contradicts (`extra.memcg_reclaim.remote_flushes.
+    /// to_running_cpu_idle_by_then`, a measure of that approximation, not a correction).
+    pub fn idles_from(&mut self, cpu: usize, t: u64) -> u64 {
         let Some(c) = self.cpus.get_mut(cpu) else {
-            return;
+            return 0;
         };
         if c.busy_until <= t {
-            return;
+            return 0;
         }
         let t = t.max(c.busy_from);
         c.busy_until = t;
         c.race_at(t);
+        let after = c.span_ipis.iter().filter(|&&ipi| ipi >= t).count() as u64;
+        c.span_ipis.clear();
+        after
     }
 
     /// The flushes of one page the reclaimer on `running_on` writes at `t`.
@@ -170,6 +182,7 @@ impl Tlbs {
             }
             if c.busy_from <= t && t < c.busy_until {
                 out.to_running_cpu += 1;
+                c.span_ipis.push(t);
                 if c.recent_ipis.len() == RECENT_IPIS {
                     c.recent_ipis.pop_front();
                 }
@@ -258,6 +271,33 @@ mod tests {
         tlbs.flush_written_page(3_500_000);
         tlbs.idles_from(1, 4_000_000);
         assert_eq!(tlbs.flush_written_page(5_000_000), PageFlush::default());
+    }
+
+    #[test]
+    fn ipis_counted_into_an_open_span_after_its_task_slept_are_told_when_the_sleep_is_known() {
+        let mut tlbs = Tlbs::new(2, FLUSH);
+        tlbs.runs(1, 0, u64::MAX);
+        // A charge computed at once sends four IPIs into the open span.
+        for t in [1_000_000, 2_000_000, 3_000_000, 4_000_000] {
+            assert_eq!(tlbs.flush_written_page(t).to_running_cpu, 1);
+        }
+        // The other CPU's task turns out to have slept at 2.5 ms: two IPIs went to an idle CPU.
+        assert_eq!(tlbs.idles_from(1, 2_500_000), 2);
+        // Known from then on: lazy, no IPI, nothing more to tell.
+        assert_eq!(tlbs.flush_written_page(5_000_000), PageFlush::default());
+        assert_eq!(tlbs.idles_from(1, 6_000_000), 0);
+        // A span whose end was known when the IPIs went is never contradicted.
+        tlbs.runs(1, 7_000_000, 8_000_000);
+        tlbs.flush_written_page(7_500_000);
+        assert_eq!(tlbs.idles_from(1, 7_200_000), 1, "shortened after the IPI");
+        tlbs.runs(1, 9_000_000, u64::MAX);
+        tlbs.flush_written_page(9_500_000);
+        tlbs.runs(1, 10_000_000, u64::MAX);
+        assert_eq!(
+            tlbs.idles_from(1, 9_800_000),
+            0,
+            "a new span began: the IPI hit a task"
+        );
     }
 
     #[test]

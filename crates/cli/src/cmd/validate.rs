@@ -503,6 +503,10 @@ const MECHANISMS: &[Mechanism] = &[
     both("swap in use MiB peak", &["swap_in_use_mib", "peak"]),
     both("swap in use MiB end", &["swap_in_use_mib", "end"]),
     both("read Q2D us p99", &["blktrace", "read_q2d_us", "p99"]),
+    // Q2D split where the request went into the I/O scheduler (blktrace's I): the plug before,
+    // the scheduler's queue after.
+    both("read Q2I us p99", &["blktrace", "read_q2i_us", "p99"]),
+    both("read I2D us p99", &["blktrace", "read_i2d_us", "p99"]),
     both("read D2C us p50", &["blktrace", "read_d2c_us", "p50"]),
     both("read D2C us p99", &["blktrace", "read_d2c_us", "p99"]),
     both("write Q2D us p50", &["blktrace", "write_q2d_us", "p50"]),
@@ -510,6 +514,8 @@ const MECHANISMS: &[Mechanism] = &[
     // Of Q2D, the waits for the writeback throttle and a request tag (blktrace's Q2G).
     both("write Q2G us p50", &["blktrace", "write_q2g_us", "p50"]),
     both("write Q2G us p99", &["blktrace", "write_q2g_us", "p99"]),
+    both("write Q2I us p99", &["blktrace", "write_q2i_us", "p99"]),
+    both("write I2D us p99", &["blktrace", "write_i2d_us", "p99"]),
     both("write D2C us p50", &["blktrace", "write_d2c_us", "p50"]),
     both("write D2C us p99", &["blktrace", "write_d2c_us", "p99"]),
     both(

@@ -100,6 +100,7 @@ fn blk_requests(dir: &Path, ctx: &Context, outputs: &[RunOutput]) -> anyhow::Res
         ("merged", Kind::Count),
         ("q_ns", Kind::Count),
         ("g_ns", Kind::Count),
+        ("i_ns", Kind::Count),
         ("d_ns", Kind::Count),
         ("c_ns", Kind::Count),
     ]));
@@ -115,6 +116,7 @@ fn blk_requests(dir: &Path, ctx: &Context, outputs: &[RunOutput]) -> anyhow::Res
                 r.merged,
                 r.q_ns,
                 r.g_ns,
+                r.i_ns,
                 r.d_ns,
                 r.c_ns,
             ]);
@@ -272,9 +274,10 @@ fn blktrace(ctx: &Context, outputs: &[RunOutput]) -> anyhow::Result<Table> {
             let requests = trace
                 .get(&format!("{dir}_requests"))
                 .and_then(|v| v.as_u64());
-            for stage in ["q2g", "q2d", "d2c", "q2c"] {
+            for stage_us in nvmswap_core::results::BLOCK_STAGES {
+                let stage = stage_us.trim_end_matches("_us");
                 let Some(summary) = trace
-                    .get(&format!("{dir}_{stage}_us"))
+                    .get(&format!("{dir}_{stage_us}"))
                     .and_then(|v| v.as_object())
                 else {
                     continue;
