@@ -521,12 +521,16 @@ impl<'a> Driver<'a> {
             while k < asleep.len() {
                 let i = asleep[k];
                 let id = tasks[i].sleeping.as_ref().expect("asleep").read_id();
-                if !self.machine.read_finished(id) {
+                let Some(ready) = self.machine.read_ready_at(id) else {
                     k += 1;
                     continue;
-                }
+                };
                 asleep.remove(k);
-                let now = self.machine.now;
+                // Not before it slept nor before its read let it run: a task whose fault
+                // reclaimed for long has its clock (`at`, where it sleeps) past the machine's,
+                // and the block layer, moved on by that fault's requests, may have completed
+                // its read before the machine's clock got there.
+                let now = self.machine.now.max(tasks[i].at).max(ready);
                 if let Some(c) = tasks[i].spinning_on.take() {
                     cpus.ran(i, now.saturating_sub(tasks[i].at));
                     tasks[i].woken = Some(now);
@@ -1609,7 +1613,7 @@ mod tests {
         assert!(m.mem.resident > resident, "the fault took its frames first");
         m.release_tab(0);
         let released = m.mem.resident;
-        while !m.read_finished(fault.read_id()) {
+        while m.read_ready_at(fault.read_id()).is_none() {
             let t = m.next_backend_event().expect("the read is in flight");
             m.pass_to(t);
         }

@@ -877,8 +877,9 @@ impl<'a> Machine<'a> {
     }
 
     /// Whether the synchronous read `id` has completed.
-    pub fn read_finished(&self, id: u64) -> bool {
-        self.backend.io_finished(id)
+    /// When the task asleep on read `id` can run again, once the read completed.
+    pub fn read_ready_at(&self, id: u64) -> Option<u64> {
+        self.backend.io_ready_at(id)
     }
 
     /// Whether a task waiting for the back-end's I/O spins on its CPU (polled completion).

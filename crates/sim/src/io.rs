@@ -212,6 +212,7 @@ impl Io {
         // submitter's: that skew is no wait of the request's).
         let plugged = t.saturating_sub(first_bio_at);
         let submitted = t;
+        let behind_ns = self.clock.saturating_sub(t + self.dispatch_ns);
         let entered = (t + self.dispatch_ns).max(self.clock);
         let mut t = entered;
         let issued = t.saturating_sub(plugged + self.dispatch_ns);
@@ -262,6 +263,7 @@ impl Io {
         obs.emit(Event::BlockQueued {
             t,
             issued,
+            behind_ns,
             pages: pages.max(1),
             actor: by,
             id,
@@ -336,6 +338,12 @@ impl Io {
     /// True once synchronous request `id` has completed (it stays until `take_finished`).
     pub fn is_finished(&self, id: u64) -> bool {
         self.finished_sync.contains_key(&id)
+    }
+
+    /// When the task waiting for synchronous request `id` can run again (its completion's
+    /// `ready_at`), once the request has completed.
+    pub fn ready_at(&self, id: u64) -> Option<u64> {
+        self.finished_sync.get(&id).map(|c| c.ready_at)
     }
 
     /// The completion of synchronous request `id`.

@@ -78,6 +78,9 @@ pub struct Metrics {
     series: RunSeries,
     /// blktrace's stages (`BLOCK_STAGES`) for reads [0] and writes [1].
     pub(crate) trace: [[LatencyRecorder; BLOCK_STAGES.len()]; 2],
+    /// Per direction, how far the block layer's clock was ahead of the submitter's, for the
+    /// requests that met it ahead (`Event::BlockQueued::behind_ns` > 0).
+    behind_layer: [LatencyRecorder; 2],
     /// Every completed request's direction, dispatch and completion, for the device depth each
     /// met at dispatch (`extra.blktrace.*_depth_at_dispatch`).
     dispatched: Vec<(nvmswap_core::block::Op, u64, u64, u64)>,
@@ -123,6 +126,7 @@ impl Metrics {
             switches: LatencyRecorder::new(),
             series: RunSeries::default(),
             trace: Default::default(),
+            behind_layer: Default::default(),
             dispatched: Vec::new(),
             throttles: Default::default(),
             plugged: (0, 0),
@@ -251,16 +255,26 @@ impl Observer for Metrics {
                 ReclaimKind::Kswapd => c.kswapd_pages += 1,
                 ReclaimKind::Direct => c.direct_reclaim_pages += 1,
             },
-            Event::BlockQueued { op, pages, .. } => match op {
-                Op::Read => {
-                    c.device_reads += 1;
-                    c.device_read_pages += pages;
+            Event::BlockQueued {
+                op,
+                pages,
+                behind_ns,
+                ..
+            } => {
+                match op {
+                    Op::Read => {
+                        c.device_reads += 1;
+                        c.device_read_pages += pages;
+                    }
+                    Op::Write => {
+                        c.device_writes += 1;
+                        c.device_write_pages += pages;
+                    }
                 }
-                Op::Write => {
-                    c.device_writes += 1;
-                    c.device_write_pages += pages;
+                if behind_ns > 0 {
+                    self.behind_layer[(op == Op::Write) as usize].record_ns(behind_ns);
                 }
-            },
+            }
             Event::BlockCompleted {
                 done,
                 plug_and_tag_wait,
@@ -554,6 +568,16 @@ impl Metrics {
                 }
             }
             for (dir, name) in [(0, "read"), (1, "write")] {
+                // Sim's order of events, not the kernel's: the requests that found the layer's
+                // clock ahead of their submitter's, and by how much (io.rs `submit_pages`).
+                let behind = &self.behind_layer[dir];
+                trace.insert(
+                    format!("{name}_submitted_behind_layer"),
+                    serde_json::json!({
+                        "requests": behind.count(),
+                        "us": (behind.count() > 0).then(|| behind.summary(1_000)),
+                    }),
+                );
                 for (i, stage) in BLOCK_STAGES.into_iter().enumerate() {
                     let rec = &self.trace[dir][i];
                     if rec.count() > 0 {
@@ -679,6 +703,7 @@ mod tests {
             m.on_event(&Event::BlockQueued {
                 t: 0,
                 issued: 0,
+                behind_ns: 0,
                 pages,
                 actor,
                 id,

@@ -217,6 +217,10 @@ pub enum Event<'e> {
     BlockQueued {
         t: u64,
         issued: u64,
+        /// How far the block layer's clock was ahead of the submitter's when the request came
+        /// (io.rs `submit_pages`): another task's long fault, computed whole, had moved the
+        /// layer on; the request then meets the device as it is that much later.
+        behind_ns: u64,
         /// Pages the request carries (a plugged write of adjacent slots carries several).
         pages: u64,
         actor: Actor,

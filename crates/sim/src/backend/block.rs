@@ -1148,6 +1148,10 @@ impl SwapBackend for BlockSwap {
         self.io.is_finished(id)
     }
 
+    fn io_ready_at(&self, id: u64) -> Option<u64> {
+        self.io.ready_at(id)
+    }
+
     fn next_event_time(&self) -> Option<u64> {
         self.io.next_event_time()
     }

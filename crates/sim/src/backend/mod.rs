@@ -260,6 +260,12 @@ pub trait SwapBackend {
         true
     }
 
+    /// When the task waiting for the synchronous request `id` can run again, once it completed
+    /// (None before); 0 for a back-end without I/O.
+    fn io_ready_at(&self, _id: u64) -> Option<u64> {
+        Some(0)
+    }
+
     /// When the back-end's next background event happens, if it has one pending.
     fn next_event_time(&self) -> Option<u64> {
         None

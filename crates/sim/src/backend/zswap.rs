@@ -418,6 +418,10 @@ impl SwapBackend for Zswap {
         self.dev.io_finished(id)
     }
 
+    fn io_ready_at(&self, id: u64) -> Option<u64> {
+        self.dev.io_ready_at(id)
+    }
+
     fn next_event_time(&self) -> Option<u64> {
         self.dev.next_event_time()
     }
