@@ -66,6 +66,7 @@ impl Observer for Recorder {
                 done,
                 plug_and_tag_wait,
                 request_wait,
+                ..
             } => {
                 // io.rs emits BlockQueued as it submits, before the layer can complete it.
                 let (sector, pages) = self

@@ -98,6 +98,10 @@ struct TabTask {
     woken: Option<u64>,
     /// Its own CPU work before its first touch (`costs.tab_second`), not yet run.
     setup: u64,
+    /// Work its clock had done past the moment a woken task preempted it (its run is worked
+    /// out whole, so its clock can be ahead of the wake-up): the CPU was the woken task's from
+    /// then, so that work is done once it runs again, and its clock resumes that much later.
+    ahead: u64,
     /// When it first ran on a CPU this second.
     first_ran: Option<u64>,
     /// When it was told its second (the second's start when no driver is scheduled), and from
@@ -433,6 +437,7 @@ impl<'a> Driver<'a> {
                 spinning_on: None,
                 woken: None,
                 setup: self.machine.costs.tab_second,
+                ahead: 0,
                 first_ran: None,
                 told: start,
                 told_from: None,
@@ -461,6 +466,7 @@ impl<'a> Driver<'a> {
                 spinning_on: None,
                 woken: None,
                 setup: 0,
+                ahead: 0,
                 first_ran: None,
                 told: start,
                 told_from: None,
@@ -686,12 +692,14 @@ impl<'a> Driver<'a> {
                 task.faults = self.report_held(task.faults, h.fault, waited, h.preempted_at);
             }
             self.machine.tlbs.running_on = cpu;
+            // The work a preemption took it away from comes first (counted when it first ran).
+            let resumed = began + std::mem::take(&mut task.ahead);
             // A second's first run begins with the tab's own work apart from its touches (its
             // command's arguments, its touch set, its answer: `costs.tab_second`), which like a
             // touch may pass the horizon.
-            let mut clock = began + std::mem::take(&mut task.setup);
+            let mut clock = resumed + std::mem::take(&mut task.setup);
             let mut took = None;
-            while clock == began || clock + tab_touch <= horizon {
+            while clock == resumed || clock + tab_touch <= horizon {
                 let Some(touch) = task.work.pop_front() else {
                     break;
                 };
@@ -744,8 +752,8 @@ impl<'a> Driver<'a> {
                 None => clock,
                 Some(Touch::Mapped(latency) | Touch::Done(latency)) => clock + latency,
                 Some(Touch::Waiting(fault)) => {
-                    let sleeps = fault.sleeps_at().max(began);
-                    cpus.ran(i, sleeps - began);
+                    let sleeps = fault.sleeps_at().max(resumed);
+                    cpus.ran(i, sleeps - resumed);
                     task.at = sleeps;
                     task.sleeping = Some(fault);
                     asleep.push(i);
@@ -759,7 +767,7 @@ impl<'a> Driver<'a> {
                     continue;
                 }
             };
-            cpus.ran(i, stopped - began);
+            cpus.ran(i, stopped - resumed);
             task.at = stopped;
             if task.work.is_empty() {
                 if let Some(h) = task.held.take() {
@@ -957,7 +965,14 @@ impl<'a> Driver<'a> {
                     // It is switched out inside the fault (at a `cond_resched` or its return).
                     h.preempted_at = Some(now);
                 }
-                tasks[j].at = tasks[j].at.max(now);
+                if tasks[j].driver.is_none() {
+                    // Switched out at `now`: what its clock did beyond that it does later.
+                    tasks[j].ahead += tasks[j].at.saturating_sub(now);
+                    tasks[j].at = now;
+                } else {
+                    // The driver's step is worked out whole; it goes on where it was.
+                    tasks[j].at = tasks[j].at.max(now);
+                }
                 cpus.ready.push(j);
                 self.counts.wakeup_preemptions += from_read as u64;
                 if tasks[j]

@@ -53,6 +53,9 @@ pub struct Io {
     wbt: Option<Wbt>,
     /// The swap writes holding a place in `wbt`.
     throttled: std::collections::BTreeSet<u64>,
+    /// Requests in flight that met `clock` ahead of their submitter's (`BlockQueued::behind_ns`):
+    /// id -> how far.
+    behind: BTreeMap<u64, u64>,
 }
 
 impl Io {
@@ -116,6 +119,7 @@ impl Io {
                 .map_or(0, |v| v.max(0.0).round() as u64),
             wbt,
             throttled: Default::default(),
+            behind: BTreeMap::new(),
         })
     }
 
@@ -156,10 +160,12 @@ impl Io {
                 .issued_at
                 .remove(&done.id)
                 .map_or((0, 0), |(q, waited)| (done.q - q, waited));
+            let behind_ns = self.behind.remove(&done.id).unwrap_or(0);
             obs.emit(Event::BlockCompleted {
                 done: &done,
                 plug_and_tag_wait,
                 request_wait,
+                behind_ns,
             });
             if done.sync {
                 self.finished_sync.insert(done.id, done);
@@ -260,10 +266,12 @@ impl Io {
         if op == Op::Read && !sync {
             self.reads_in_flight.insert(id);
         }
+        if behind_ns > 0 {
+            self.behind.insert(id, behind_ns);
+        }
         obs.emit(Event::BlockQueued {
             t,
             issued,
-            behind_ns,
             pages: pages.max(1),
             actor: by,
             id,
@@ -425,6 +433,37 @@ mod tests {
         let q2g = &obs.metrics.trace[1][3];
         assert_eq!(q2g.count(), 17);
         assert!(waits[16] > 0);
+    }
+
+    /// The completions' `behind_ns`, by request id.
+    struct Behind(std::rc::Rc<std::cell::RefCell<Vec<(u64, u64)>>>);
+
+    impl crate::observe::Observer for Behind {
+        fn on_event(&mut self, e: &Event<'_>) {
+            if let Event::BlockCompleted {
+                done, behind_ns, ..
+            } = *e
+            {
+                self.0.borrow_mut().push((done.id, behind_ns));
+            }
+        }
+    }
+
+    #[test]
+    fn a_request_submitted_behind_the_layers_clock_says_by_how_much() {
+        let (mut io, mut obs) = layer(&[]);
+        let seen = std::rc::Rc::new(std::cell::RefCell::new(Vec::new()));
+        obs.others.push(Box::new(Behind(seen.clone())));
+        // A write at 10 ms moves the layer's clock there; a read its submitter issues at 1 ms
+        // (another task's clock) finds it 9 ms ahead, less the layer's own work before entry.
+        let (w, _) = io.write(0, 1, 10_000_000, 10_000_000, BY, &mut obs);
+        let (r, _) = io.submit_pages(Op::Read, true, 4096, 1, 1_000_000, 1_000_000, BY, &mut obs);
+        io.advance(u64::MAX / 4, &mut obs);
+        let mut seen = seen.borrow().clone();
+        seen.sort_unstable();
+        let expected = 10_000_000 - 1_000_000 - io.dispatch_ns;
+        assert_eq!(seen, vec![(w, 0), (r, expected)]);
+        assert!(io.behind.is_empty(), "forgotten once completed");
     }
 
     #[test]

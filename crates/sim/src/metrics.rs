@@ -69,6 +69,15 @@ pub struct BackendReport {
     pub wear: Option<(u64, f64)>,
 }
 
+/// The requests of one direction that met the block layer's clock ahead of their submitter's:
+/// by how much, and their Q2C beside the other requests'.
+#[derive(Debug, Default)]
+struct BehindLayer {
+    behind: LatencyRecorder,
+    q2c: LatencyRecorder,
+    q2c_in_time: LatencyRecorder,
+}
+
 /// Everything the run learns, from events only.
 pub struct Metrics {
     cpus: u32,
@@ -78,9 +87,9 @@ pub struct Metrics {
     series: RunSeries,
     /// blktrace's stages (`BLOCK_STAGES`) for reads [0] and writes [1].
     pub(crate) trace: [[LatencyRecorder; BLOCK_STAGES.len()]; 2],
-    /// Per direction, how far the block layer's clock was ahead of the submitter's, for the
-    /// requests that met it ahead (`Event::BlockQueued::behind_ns` > 0).
-    behind_layer: [LatencyRecorder; 2],
+    /// Per direction, the requests that met the block layer's clock ahead of their submitter's
+    /// (`Event::BlockCompleted::behind_ns`) and the others.
+    behind_layer: [BehindLayer; 2],
     /// Every completed request's direction, dispatch and completion, for the device depth each
     /// met at dispatch (`extra.blktrace.*_depth_at_dispatch`).
     dispatched: Vec<(nvmswap_core::block::Op, u64, u64, u64)>,
@@ -255,30 +264,21 @@ impl Observer for Metrics {
                 ReclaimKind::Kswapd => c.kswapd_pages += 1,
                 ReclaimKind::Direct => c.direct_reclaim_pages += 1,
             },
-            Event::BlockQueued {
-                op,
-                pages,
-                behind_ns,
-                ..
-            } => {
-                match op {
-                    Op::Read => {
-                        c.device_reads += 1;
-                        c.device_read_pages += pages;
-                    }
-                    Op::Write => {
-                        c.device_writes += 1;
-                        c.device_write_pages += pages;
-                    }
+            Event::BlockQueued { op, pages, .. } => match op {
+                Op::Read => {
+                    c.device_reads += 1;
+                    c.device_read_pages += pages;
                 }
-                if behind_ns > 0 {
-                    self.behind_layer[(op == Op::Write) as usize].record_ns(behind_ns);
+                Op::Write => {
+                    c.device_writes += 1;
+                    c.device_write_pages += pages;
                 }
-            }
+            },
             Event::BlockCompleted {
                 done,
                 plug_and_tag_wait,
                 request_wait,
+                behind_ns,
             } => {
                 let dir = (done.op == Op::Write) as usize;
                 // Q is before the throttle, the tag and the plug; the request reached the I/O
@@ -288,6 +288,14 @@ impl Observer for Metrics {
                     block_stages_ns(q, Some(q + request_wait), Some(done.q), done.d, done.c);
                 for (rec, ns) in self.trace[dir].iter_mut().zip(stages) {
                     rec.record_ns(ns.expect("sim knows every request's G and I"));
+                }
+                let q2c = done.c - q;
+                let behind = &mut self.behind_layer[dir];
+                if behind_ns > 0 {
+                    behind.behind.record_ns(behind_ns);
+                    behind.q2c.record_ns(q2c);
+                } else {
+                    behind.q2c_in_time.record_ns(q2c);
                 }
                 self.dispatched
                     .push((done.op, done.d, done.c, done.bytes.div_ceil(PAGE_SIZE)));
@@ -570,12 +578,15 @@ impl Metrics {
             for (dir, name) in [(0, "read"), (1, "write")] {
                 // Sim's order of events, not the kernel's: the requests that found the layer's
                 // clock ahead of their submitter's, and by how much (io.rs `submit_pages`).
-                let behind = &self.behind_layer[dir];
+                let b = &self.behind_layer[dir];
+                let summary = |r: &LatencyRecorder| (r.count() > 0).then(|| r.summary(1_000));
                 trace.insert(
                     format!("{name}_submitted_behind_layer"),
                     serde_json::json!({
-                        "requests": behind.count(),
-                        "us": (behind.count() > 0).then(|| behind.summary(1_000)),
+                        "requests": b.behind.count(),
+                        "us": summary(&b.behind),
+                        "q2c_us": summary(&b.q2c),
+                        "q2c_us_of_the_others": summary(&b.q2c_in_time),
                     }),
                 );
                 for (i, stage) in BLOCK_STAGES.into_iter().enumerate() {
@@ -703,7 +714,6 @@ mod tests {
             m.on_event(&Event::BlockQueued {
                 t: 0,
                 issued: 0,
-                behind_ns: 0,
                 pages,
                 actor,
                 id,

@@ -217,10 +217,6 @@ pub enum Event<'e> {
     BlockQueued {
         t: u64,
         issued: u64,
-        /// How far the block layer's clock was ahead of the submitter's when the request came
-        /// (io.rs `submit_pages`): another task's long fault, computed whole, had moved the
-        /// layer on; the request then meets the device as it is that much later.
-        behind_ns: u64,
         /// Pages the request carries (a plugged write of adjacent slots carries several).
         pages: u64,
         actor: Actor,
@@ -236,6 +232,10 @@ pub enum Event<'e> {
         done: &'e Completed,
         plug_and_tag_wait: u64,
         request_wait: u64,
+        /// How far the block layer's clock was ahead of the submitter's when the request came
+        /// (io.rs `submit_pages`): another task's long fault, computed whole, had moved the
+        /// layer on, and the request met the device as it was that much later. 0 for most.
+        behind_ns: u64,
     },
     /// `actor` slept in reclaim for `ns` from `t`: `reason` "writeback", "isolated",
     /// "noprogress" (`reclaim_throttle`) or "wait_writeback" (waited for a page's write).

@@ -110,3 +110,60 @@ fn every_discard_is_cores_victim() {
         assert!(c.wrong.is_empty(), "{name}: {:?}", c.wrong);
     }
 }
+
+/// Each tab's faults as (start, end), by the tab's pid.
+struct FaultSpans(Rc<RefCell<std::collections::BTreeMap<u32, Vec<(u64, u64)>>>>);
+
+impl Observer for FaultSpans {
+    fn on_event(&mut self, e: &Event<'_>) {
+        if let Event::Fault {
+            t,
+            actor,
+            latency_ns,
+            ..
+        } = *e
+        {
+            self.0
+                .borrow_mut()
+                .entry(actor.pid)
+                .or_default()
+                .push((t, t + latency_ns));
+        }
+    }
+}
+
+#[test]
+fn a_tabs_faults_follow_one_another_in_time() {
+    // A memory cgroup's charges inside a swap-in's read-ahead window can reclaim for
+    // milliseconds; sim computes such a fault whole, and the block layer's clock runs ahead of
+    // the machine's meanwhile. And a tab's run is worked out whole, so a wake-up that preempts it
+    // can land before its clock. A tab is one task: its next fault cannot begin before the one
+    // it is in has ended (its read completed, or the task that preempted it gave its CPU back,
+    // and it ran again). Both failed before: 91 overlaps in this run.
+    let cfg = SystemConfig::load("optane", &["memcg_limit=true".to_string()]).unwrap();
+    let spans = Rc::new(RefCell::new(std::collections::BTreeMap::new()));
+    run_pressure_observed(
+        &cfg,
+        &RunOptions::new(1, 0.05),
+        &NoProgress,
+        vec![Box::new(FaultSpans(spans.clone()))],
+    )
+    .unwrap();
+    let spans = spans.borrow();
+    let mut faults = 0;
+    for (pid, tab) in spans.iter() {
+        let mut tab = tab.clone();
+        tab.sort_unstable();
+        faults += tab.len();
+        for w in tab.windows(2) {
+            assert!(
+                w[1].0 >= w[0].1,
+                "pid {pid}: a fault at {} began inside the one from {} to {}",
+                w[1].0,
+                w[0].0,
+                w[0].1
+            );
+        }
+    }
+    assert!(faults > 1_000, "{faults} faults");
+}
