@@ -112,7 +112,9 @@ fn every_discard_is_cores_victim() {
 }
 
 /// Each tab's faults as (start, end), by the tab's pid.
-struct FaultSpans(Rc<RefCell<std::collections::BTreeMap<u32, Vec<(u64, u64)>>>>);
+type SpansByPid = std::collections::BTreeMap<u32, Vec<(u64, u64)>>;
+
+struct FaultSpans(Rc<RefCell<SpansByPid>>);
 
 impl Observer for FaultSpans {
     fn on_event(&mut self, e: &Event<'_>) {
