@@ -457,6 +457,14 @@ pub fn percentile_sorted(sorted: &[u64], percent: u64) -> u64 {
     sorted[((sorted.len() - 1) as u64 * percent.min(100)).div_ceil(100) as usize]
 }
 
+/// `extra.memcg_reclaim.remote_flushes.by_other_cpus_at_begin`, the same on both substrates:
+/// the charges that began with every other CPU idle (`by[0]`) and with some running (`by[1]`),
+/// each as `{charges, ipis}` (the flush IPIs those charges sent).
+pub fn by_other_cpus_at_begin_json(by: [(u64, u64); 2]) -> serde_json::Value {
+    let kind = |(charges, ipis): (u64, u64)| serde_json::json!({"charges": charges, "ipis": ipis});
+    serde_json::json!({"idle": kind(by[0]), "running": kind(by[1])})
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

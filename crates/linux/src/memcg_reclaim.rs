@@ -592,6 +592,9 @@ pub struct Charge {
     /// neither).
     pub flushes_to_running: u64,
     pub flushes_to_idle: u64,
+    /// Whether every other CPU was idle when it began (None where the scheduler's switches are
+    /// not traced, or no other CPU had been seen switching yet).
+    pub others_idle_at_begin: Option<bool>,
     /// Time its task spent off the CPU while runnable (preempted) and asleep (waiting, e.g.
     /// for a write), ns (0 where the scheduler's switches are not traced).
     pub preempted_ns: u64,
@@ -642,6 +645,9 @@ struct Summary {
     /// Flush IPIs of the charges to a CPU that ran a task, and to an idle one.
     flushes_to_running: u64,
     flushes_to_idle: u64,
+    /// Charges and their flush IPIs by the other CPUs at the charge's begin: [every one idle,
+    /// some running] (charges whose begin found them unknown are in neither).
+    by_others_at_begin: [(u64, u64); 2],
     /// Times an idle CPU was switched to `init_mm` by a flush IPI ([`Event::InitMm`]).
     joined_init_mm: u64,
     /// The scheduler's switches and the `init_mm` flushes were recorded (else neither the
@@ -701,8 +707,15 @@ fn charges(parsed: &Parsed, pids: &BTreeSet<i32>, s: &mut Summary) -> Vec<Charge
             Event::Begin => {
                 off_cpu.remove(&e.pid);
                 isolated.remove(&e.pid);
+                let others: Vec<bool> = idle
+                    .iter()
+                    .filter(|(&cpu, _)| cpu != e.cpu)
+                    .map(|(_, &is_idle)| is_idle)
+                    .collect();
                 let fresh = Charge {
                     begin_ns: e.t_ns,
+                    others_idle_at_begin: (!others.is_empty())
+                        .then(|| others.iter().all(|&is_idle| is_idle)),
                     ..Charge::default()
                 };
                 if open.insert(e.pid, fresh).is_some() {
@@ -795,6 +808,11 @@ fn summarise(parsed: &Parsed, pids: &BTreeSet<i32>, lost_in_stats: u64) -> Summa
         s.remote_flushes.push(c.remote_flushes);
         s.flushes_to_running += c.flushes_to_running;
         s.flushes_to_idle += c.flushes_to_idle;
+        if let Some(all_idle) = c.others_idle_at_begin {
+            let e = &mut s.by_others_at_begin[usize::from(!all_idle)];
+            e.0 += 1;
+            e.1 += c.remote_flushes;
+        }
         s.preempted_ns.push(c.preempted_ns);
         s.blocked_ns.push(c.blocked_ns);
         s.left_writing.push(c.left_writing);
@@ -871,6 +889,11 @@ impl Summary {
             "to_running_cpu": traced(self.flushes_to_running),
             "to_idle_cpu": traced(self.flushes_to_idle),
             "idle_cpu_joined_init_mm": traced(self.joined_init_mm),
+            "by_other_cpus_at_begin": if self.cpu_states_traced {
+                nvmswap_core::metrics::by_other_cpus_at_begin_json(self.by_others_at_begin)
+            } else {
+                serde_json::Value::Null
+            },
         })
     }
 }
@@ -962,6 +985,7 @@ mod tests {
                     remote_flushes: 0,
                     flushes_to_running: 0,
                     flushes_to_idle: 0,
+                    others_idle_at_begin: None,
                     preempted_ns: 0,
                     blocked_ns: 0,
                     left_writing: 0,
@@ -979,6 +1003,7 @@ mod tests {
                     remote_flushes: 0,
                     flushes_to_running: 0,
                     flushes_to_idle: 0,
+                    others_idle_at_begin: None,
                     preempted_ns: 0,
                     blocked_ns: 0,
                     left_writing: 0,
@@ -1131,6 +1156,10 @@ mod tests {
         assert_eq!(c[0].remote_flushes, 4);
         // Running: the second flush. Idle: the third and the mask's CPU 1 (CPU 0 unknown).
         assert_eq!((c[0].flushes_to_running, c[0].flushes_to_idle), (1, 2));
+        assert_eq!(
+            c[0].others_idle_at_begin, None,
+            "CPU 1 not yet seen switching"
+        );
         assert_eq!(s.joined_init_mm, 1);
         let mut summary = summarise(&p, &pids(&[7]), 0);
         summary.ipis_traced = true;
@@ -1144,6 +1173,46 @@ mod tests {
         assert_eq!(v["to_running_cpu"], 1);
         assert_eq!(v["to_idle_cpu"], 2);
         assert_eq!(v["idle_cpu_joined_init_mm"], 1);
+    }
+
+    #[test]
+    fn each_charge_says_whether_the_other_cpus_were_idle_when_it_began() {
+        // CPU 1 idles, 7 charges on CPU 0 and flushes once (to the idle CPU); CPU 1 runs tab 8,
+        // 7 charges again and flushes twice.
+        let begin = "mm_vmscan_memcg_reclaim_begin: order=0 gfp_flags=GFP_HIGHUSER_MOVABLE";
+        let end = "mm_vmscan_memcg_reclaim_end: nr_reclaimed=32";
+        let flush = "ipi_send_cpu: cpu=1 callsite=on_each_cpu_cond_mask+0x20/0x60 \
+                     callback=generic_smp_call_function_single_interrupt+0x0/0x10";
+        let sw = |prev: i32, next: i32| {
+            format!(
+                "sched_switch: prev_comm=x prev_pid={prev} prev_prio=120 prev_state=S \
+                 ==> next_comm=x next_pid={next} next_prio=120"
+            )
+        };
+        let text = format!(
+            "nvmswap-8 [001] d..2. 0.500000: {}\n\
+             nvmswap-7 [000] ..... 1.000000: {begin}\n\
+             nvmswap-7 [000] ...2. 1.000010: {flush}\n\
+             nvmswap-7 [000] ..... 1.000100: {end}\n\
+             <idle>-0 [001] d..2. 1.500000: {}\n\
+             nvmswap-7 [000] ..... 2.000000: {begin}\n\
+             nvmswap-7 [000] ...2. 2.000010: {flush}\n\
+             nvmswap-7 [000] ...2. 2.000020: {flush}\n\
+             nvmswap-7 [000] ..... 2.000100: {end}\n",
+            sw(8, 0),
+            sw(0, 8),
+        );
+        let p = parse(&text);
+        let mut s = Summary::default();
+        let c = charges(&p, &pids(&[7]), &mut s);
+        let at_begin: Vec<_> = c.iter().map(|c| c.others_idle_at_begin).collect();
+        assert_eq!(at_begin, [Some(true), Some(false)]);
+        let mut summary = summarise(&p, &pids(&[7]), 0);
+        summary.ipis_traced = true;
+        summary.cpu_states_traced = true;
+        let v = summary.to_json()["remote_flushes"]["by_other_cpus_at_begin"].clone();
+        assert_eq!(v["idle"], serde_json::json!({"charges": 1, "ipis": 1}));
+        assert_eq!(v["running"], serde_json::json!({"charges": 1, "ipis": 2}));
     }
 
     #[test]

@@ -116,6 +116,9 @@ pub struct Metrics {
     cpus_joined_init_mm: u64,
     /// Of `flushes_to_running_cpu`, those sent after the CPU's task in fact slept.
     flushes_to_running_cpu_idle_by_then: u64,
+    /// Charges and their flush IPIs by the other CPUs at the charge's begin: [all idle, some
+    /// running].
+    memcg_by_others_at_begin: [(u64, u64); 2],
     /// Whether the run models remote flushes (`costs.remote_flush_ns` set): the statistics are
     /// reported only then.
     pub flushes_modelled: bool,
@@ -150,6 +153,7 @@ impl Metrics {
             flushes_to_idle_cpu: 0,
             cpus_joined_init_mm: 0,
             flushes_to_running_cpu_idle_by_then: 0,
+            memcg_by_others_at_begin: [(0, 0); 2],
             flushes_modelled: false,
             front_pid: 0,
             front_fault_ns: 0,
@@ -236,10 +240,14 @@ impl Observer for Metrics {
                 lowest_priority,
                 ns,
                 flushes,
+                others_idle_at_begin,
                 ..
             } => {
                 let sent = flushes.total();
                 self.memcg_flushes.push(sent);
+                let by = &mut self.memcg_by_others_at_begin[usize::from(!others_idle_at_begin)];
+                by.0 += 1;
+                by.1 += sent;
                 let (n, total) = if sent > 0 {
                     &mut self.memcg_ns_with_flushes
                 } else {
@@ -632,6 +640,8 @@ impl Metrics {
                     "to_running_cpu": self.flushes_to_running_cpu,
                     "to_idle_cpu": self.flushes_to_idle_cpu,
                     "to_running_cpu_idle_by_then": self.flushes_to_running_cpu_idle_by_then,
+                    "by_other_cpus_at_begin":
+                        nvmswap_core::metrics::by_other_cpus_at_begin_json(self.memcg_by_others_at_begin),
                     "idle_cpu_joined_init_mm": self.cpus_joined_init_mm,
                     "charges_with": self.memcg_ns_with_flushes.0,
                     "per_charge": nvmswap_core::metrics::exact_distribution(&self.memcg_flushes, 1.0),

@@ -189,6 +189,8 @@ pub enum Event<'e> {
         batches: &'e [ShrinkBatch],
         /// The remote TLB flush IPIs its written pages sent (crate::tlb).
         flushes: crate::tlb::ChargeFlushes,
+        /// Whether every other CPU was idle (lazy or on `init_mm`) when it began.
+        others_idle_at_begin: bool,
     },
     /// A task began on `cpu`, which had idled on `init_mm` since a flush IPI raced its last
     /// task's sleep and no IPI had found it there (crate::tlb): one entry to `init_mm`.

@@ -397,6 +397,7 @@ impl Machine<'_> {
     /// how long it took.
     fn memcg_reclaim(&mut self, start: u64) -> u64 {
         let me = self.foreground();
+        let others_idle_at_begin = self.tlbs.others_idle_at(self.now + start);
         let swappiness = self.cfg.swappiness;
         let mut stall = 0;
         let mut reclaimed = 0;
@@ -534,6 +535,7 @@ impl Machine<'_> {
             ns: stall,
             batches: &batches,
             flushes,
+            others_idle_at_begin,
         });
         self.shrink_batches = batches;
         stall

@@ -170,6 +170,16 @@ impl Tlbs {
         after
     }
 
+    /// Whether no CPU but the reclaimer's (`running_on`) runs a task at `t`, as far as the
+    /// schedule knows then (a span left open counts as running).
+    pub fn others_idle_at(&self, t: u64) -> bool {
+        self.cpus
+            .iter()
+            .enumerate()
+            .filter(|&(i, _)| i != self.running_on)
+            .all(|(_, c)| !(c.busy_from <= t && t < c.busy_until))
+    }
+
     /// The flushes of one page the reclaimer on `running_on` writes at `t`.
     pub fn flush_written_page(&mut self, t: u64) -> PageFlush {
         let mut out = PageFlush::default();
@@ -277,6 +287,7 @@ mod tests {
     fn ipis_counted_into_an_open_span_after_its_task_slept_are_told_when_the_sleep_is_known() {
         let mut tlbs = Tlbs::new(2, FLUSH);
         tlbs.runs(1, 0, u64::MAX);
+        assert!(!tlbs.others_idle_at(500_000), "an open span runs");
         // A charge computed at once sends four IPIs into the open span.
         for t in [1_000_000, 2_000_000, 3_000_000, 4_000_000] {
             assert_eq!(tlbs.flush_written_page(t).to_running_cpu, 1);
@@ -286,6 +297,7 @@ mod tests {
         // Known from then on: lazy, no IPI, nothing more to tell.
         assert_eq!(tlbs.flush_written_page(5_000_000), PageFlush::default());
         assert_eq!(tlbs.idles_from(1, 6_000_000), 0);
+        assert!(tlbs.others_idle_at(6_500_000));
         // A span whose end was known when the IPIs went is never contradicted.
         tlbs.runs(1, 7_000_000, 8_000_000);
         tlbs.flush_written_page(7_500_000);

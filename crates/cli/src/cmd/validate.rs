@@ -451,6 +451,28 @@ const MECHANISMS: &[Mechanism] = &[
         "idle CPUs switched to init_mm by a flush",
         &["memcg_reclaim", "remote_flushes", "idle_cpu_joined_init_mm"],
     ),
+    // Where the IPIs come from: charges that began with the other CPUs idle, or with one
+    // running a task (a long charge's other CPU goes on meanwhile on the kernel).
+    both(
+        "remote flushes of charges begun, other CPUs idle",
+        &[
+            "memcg_reclaim",
+            "remote_flushes",
+            "by_other_cpus_at_begin",
+            "idle",
+            "ipis",
+        ],
+    ),
+    both(
+        "remote flushes of charges begun, another CPU running",
+        &[
+            "memcg_reclaim",
+            "remote_flushes",
+            "by_other_cpus_at_begin",
+            "running",
+            "ipis",
+        ],
+    ),
     // Time a charging task spent off its CPU: sim runs each charge to its end on one clock
     // (no preemption; a v1 charge's waits for writeback are in its model).
     linux(
