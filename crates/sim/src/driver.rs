@@ -873,6 +873,12 @@ impl<'a> Driver<'a> {
         task.at = t;
         if let Some(woken) = task.woken.take() {
             let fault = task.sleeping.take().expect("a woken task has its fault");
+            debug_assert!(
+                woken >= fault.sleeps_at(),
+                "tab {} woken at {woken}, before it slept at {}",
+                task.tab,
+                fault.sleeps_at()
+            );
             let began = fault.start();
             self.counts.woken_cpu_wait.push(t - woken);
             let before = self.background_faults();
