@@ -371,7 +371,7 @@ impl<'a> Machine<'a> {
 
     /// Waits for the back-end's synchronous request `id`; kswapd and the device go on meanwhile.
     fn wait_sync(&mut self, id: u64) {
-        while !self.backend.io_finished(id) {
+        while self.backend.io_ready_at(id).is_none() {
             let next = self
                 .backend
                 .next_event_time()

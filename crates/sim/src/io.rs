@@ -343,13 +343,8 @@ impl Io {
         in_flight
     }
 
-    /// True once synchronous request `id` has completed (it stays until `take_finished`).
-    pub fn is_finished(&self, id: u64) -> bool {
-        self.finished_sync.contains_key(&id)
-    }
-
     /// When the task waiting for synchronous request `id` can run again (its completion's
-    /// `ready_at`), once the request has completed.
+    /// `ready_at`), once the request has completed (it stays until `take_finished`).
     pub fn ready_at(&self, id: u64) -> Option<u64> {
         self.finished_sync.get(&id).map(|c| c.ready_at)
     }

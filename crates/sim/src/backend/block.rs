@@ -1144,10 +1144,6 @@ impl SwapBackend for BlockSwap {
         self.collect_written();
     }
 
-    fn io_finished(&self, id: u64) -> bool {
-        self.io.is_finished(id)
-    }
-
     fn io_ready_at(&self, id: u64) -> Option<u64> {
         self.io.ready_at(id)
     }

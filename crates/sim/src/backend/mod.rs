@@ -227,7 +227,7 @@ pub trait SwapBackend {
     }
 
     /// A read-ahead page `q`, resident but not yet mapped, is touched: the request reading it
-    /// if that is still in flight (the toucher sleeps on it until `io_finished`, then
+    /// if that is still in flight (the toucher sleeps on it until `io_ready_at`, then
     /// `readahead_read_done`). Pages whose data came without an asynchronous read: None.
     fn readahead_read_awaited(&mut self, _q: u32) -> Option<u64> {
         None
@@ -255,13 +255,8 @@ pub trait SwapBackend {
     /// Background work up to `t` (the foreground's clock moved there).
     fn catch_up(&mut self, _t: u64, _obs: &mut Observers) {}
 
-    /// True once the synchronous request `id` of a `SwapIn::Wait` has completed.
-    fn io_finished(&self, _id: u64) -> bool {
-        true
-    }
-
-    /// When the task waiting for the synchronous request `id` can run again, once it completed
-    /// (None before); 0 for a back-end without I/O.
+    /// When the task waiting for the synchronous request `id` of a `SwapIn::Wait` can run again,
+    /// once the request completed (None before); 0 for a back-end without I/O.
     fn io_ready_at(&self, _id: u64) -> Option<u64> {
         Some(0)
     }

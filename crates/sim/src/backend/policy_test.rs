@@ -127,7 +127,7 @@ impl Rig {
                 issued,
                 readahead,
             } => {
-                while !b.io_finished(id) {
+                while b.io_ready_at(id).is_none() {
                     let next = b.next_event_time().expect("the request is in flight");
                     b.advance_to(next, &mut self.obs);
                     self.t = self.t.max(next);

@@ -258,7 +258,7 @@ fn fault_in_order(rig: &mut Rig, n: u32) -> Vec<(u64, u64)> {
                 issued,
                 readahead,
             } => {
-                while !rig.backend.io_finished(id) {
+                while rig.backend.io_ready_at(id).is_none() {
                     let next = rig.backend.next_event_time().expect("in flight");
                     rig.backend.advance_to(next, &mut rig.obs);
                     t = t.max(next);

@@ -414,10 +414,6 @@ impl SwapBackend for Zswap {
         self.dev.flush_plug(t, obs, false);
     }
 
-    fn io_finished(&self, id: u64) -> bool {
-        self.dev.io_finished(id)
-    }
-
     fn io_ready_at(&self, id: u64) -> Option<u64> {
         self.dev.io_ready_at(id)
     }
