@@ -21,7 +21,7 @@ use nvmswap_core::workload::life::{scroll_step, touch_digest, Life, TabLife};
 use nvmswap_core::workload::tabs::{Action, PressureParams, SiteType};
 use nvmswap_core::workload::Workload;
 
-use crate::engine::{Loc, Machine, PendingFault, Touch};
+use crate::engine::{ChargingFault, Loc, Machine, PendingFault, Touch};
 use crate::observe::Event;
 use crate::{RunOptions, SimError};
 use nvmswap_core::cpu_sched::{self as sched, FairQueue};
@@ -30,6 +30,9 @@ use nvmswap_core::cpu_sched::{self as sched, FairQueue};
 #[derive(Debug, Default)]
 struct LifeCounts {
     background_touches: u64,
+    /// Background touches whose charge found the cgroup at its limit and reclaimed a step
+    /// at a time (crate::charge).
+    charges_in_steps: u64,
     grown_pages: u64,
     tabs_at_growth_limit: u64,
     /// `life::touch_digest` summed over every switch's touches.
@@ -121,6 +124,32 @@ struct TabTask {
     /// The fault its last run stopped at, not yet reported: whether another task takes the
     /// CPU inside it is known only when it runs again.
     held: Option<HeldRunFault>,
+    /// The touch whose memory cgroup charge it is reclaiming for, a step each time it runs.
+    charging: Option<ChargingTouch>,
+}
+
+/// A touch whose frame's charge found the cgroup at its limit: the charge reclaims one step
+/// each time the task runs (crate::charge), the other CPUs' work in between in time order.
+enum ChargingTouch {
+    /// The charge comes first: the touch's fault follows it and counts it (from `began`) in
+    /// its latency.
+    BeforeFault {
+        touch: BackgroundTouch,
+        page: u32,
+        began: u64,
+        charge: crate::charge::MemcgCharge,
+    },
+    /// The charge is inside the fault's read-ahead window, which goes on after it.
+    InFault(ChargingFault),
+}
+
+impl ChargingTouch {
+    fn charge(&mut self) -> &mut crate::charge::MemcgCharge {
+        match self {
+            ChargingTouch::BeforeFault { charge, .. } => charge,
+            ChargingTouch::InFault(f) => &mut f.charge,
+        }
+    }
 }
 
 /// A fault a task's run stopped at ([`crate::engine::HeldFault`]), from `start` to `end` on
@@ -280,6 +309,7 @@ impl<'a> Driver<'a> {
         let mut out = self.machine.finish(workload.tabs_opened(), started);
         for (k, v) in [
             ("background_touches", counts.background_touches),
+            ("background_charges_in_steps", counts.charges_in_steps),
             ("grown_pages", counts.grown_pages),
             ("tabs_at_growth_limit", counts.tabs_at_growth_limit),
             ("switch_touch_digest", counts.switch_touch_digest),
@@ -447,6 +477,7 @@ impl<'a> Driver<'a> {
                 touches,
                 faults: (0, 0),
                 held: None,
+                charging: None,
             });
         }
         // The driver, when its costs are calibrated: a task after the tabs' that tells them.
@@ -483,6 +514,7 @@ impl<'a> Driver<'a> {
                 touches: 0,
                 faults: (0, 0),
                 held: None,
+                charging: None,
             });
             (tasks.len() - 1, dc)
         });
@@ -699,26 +731,91 @@ impl<'a> Driver<'a> {
             // touch may pass the horizon.
             let mut clock = resumed + std::mem::take(&mut task.setup);
             let mut took = None;
-            while clock == resumed || clock + tab_touch <= horizon {
-                let Some(touch) = task.work.pop_front() else {
-                    break;
+            // A touch whose charge is under way: one step of it, then its fault once it is over.
+            let mut charged = None;
+            if let Some(mut c) = task.charging.take() {
+                c.charge().resumes_at(clock);
+                let over = match &mut c {
+                    ChargingTouch::BeforeFault { charge, .. } => {
+                        self.machine.step_charge(task.tab, charge)
+                    }
+                    ChargingTouch::InFault(f) => self.machine.step_charging_fault(task.tab, f),
                 };
-                if !self.machine.is_alive(task.tab) {
-                    // Discarded by another tab's charge (the OOM path): it does nothing more.
-                    task.work.clear();
-                    break;
+                clock = c.charge().at();
+                if over {
+                    charged = Some(c);
+                } else {
+                    task.charging = Some(c);
                 }
-                if !touch.grown {
-                    // The tab's own work around the access (a grown page's first write is
-                    // timed as its fault).
-                    clock += tab_touch;
-                    self.counts.background_touches += 1;
-                }
-                let p = self.machine.tabs[task.tab as usize].page(touch.off);
+            }
+            while task.charging.is_none() {
                 let before = self.background_faults();
-                let (t, held) = self
-                    .machine
-                    .start_touch_held(task.tab, p, touch.write, clock)?;
+                let (t, held, lead) = match charged.take() {
+                    Some(ChargingTouch::InFault(f)) => {
+                        (self.machine.resume_charged_fault(task.tab, f)?, None, 0)
+                    }
+                    Some(ChargingTouch::BeforeFault {
+                        touch, page, began, ..
+                    }) => {
+                        if !self.machine.is_alive(task.tab) {
+                            // Discarded while it charged (another tab's charge took the OOM
+                            // path).
+                            task.work.clear();
+                            break;
+                        }
+                        let lead = clock - began;
+                        let (t, held) = self.machine.start_touch_in_steps(
+                            task.tab,
+                            page,
+                            touch.write,
+                            clock,
+                            lead,
+                        )?;
+                        (t, held, lead)
+                    }
+                    None => {
+                        if clock != resumed && clock + tab_touch > horizon {
+                            break;
+                        }
+                        let Some(touch) = task.work.pop_front() else {
+                            break;
+                        };
+                        if !self.machine.is_alive(task.tab) {
+                            // Discarded by another tab's charge (the OOM path): it does
+                            // nothing more.
+                            task.work.clear();
+                            break;
+                        }
+                        if !touch.grown {
+                            // The tab's own work around the access (a grown page's first
+                            // write is timed as its fault).
+                            clock += tab_touch;
+                            self.counts.background_touches += 1;
+                        }
+                        let p = self.machine.tabs[task.tab as usize].page(touch.off);
+                        if self.machine.touch_charges_at_limit(p) {
+                            // Its charge reclaims: a step at a time from its next run, after
+                            // what the other CPUs do before then.
+                            let charge = self.machine.begin_charge(task.tab, clock);
+                            self.counts.charges_in_steps += 1;
+                            task.charging = Some(ChargingTouch::BeforeFault {
+                                touch,
+                                page: p,
+                                began: clock,
+                                charge,
+                            });
+                            break;
+                        }
+                        let (t, held) = self.machine.start_touch_in_steps(
+                            task.tab,
+                            p,
+                            touch.write,
+                            clock,
+                            0,
+                        )?;
+                        (t, held, 0)
+                    }
+                };
                 task.faults = add_faults(task.faults, before, self.background_faults());
                 match t {
                     Touch::Mapped(ns) => {
@@ -734,11 +831,18 @@ impl<'a> Driver<'a> {
                         }
                         continue;
                     }
+                    Touch::Charging(f) => {
+                        // Its read-ahead window stopped at a charge: a step at a time from its
+                        // next run.
+                        self.counts.charges_in_steps += 1;
+                        task.charging = Some(ChargingTouch::InFault(f));
+                        break;
+                    }
                     t => {
                         if let (Touch::Done(latency), Some(fault)) = (&t, held) {
                             task.held = Some(HeldRunFault {
                                 fault,
-                                start: clock,
+                                start: clock - lead,
                                 end: clock + latency,
                                 preempted_at: None,
                             });
@@ -751,6 +855,7 @@ impl<'a> Driver<'a> {
             let stopped = match took {
                 None => clock,
                 Some(Touch::Mapped(latency) | Touch::Done(latency)) => clock + latency,
+                Some(Touch::Charging(_)) => unreachable!("a charging touch is kept apart"),
                 Some(Touch::Waiting(fault)) => {
                     let sleeps = fault.sleeps_at().max(resumed);
                     cpus.ran(i, sleeps - resumed);
@@ -769,7 +874,7 @@ impl<'a> Driver<'a> {
             };
             cpus.ran(i, stopped - resumed);
             task.at = stopped;
-            if task.work.is_empty() {
+            if task.work.is_empty() && task.charging.is_none() {
                 if let Some(h) = task.held.take() {
                     task.faults = self.report_held(task.faults, h.fault, 0, None);
                 }
@@ -803,6 +908,7 @@ impl<'a> Driver<'a> {
         for t in tasks.iter_mut() {
             // A task ends its second by running: it reported its last run's fault then.
             debug_assert!(t.held.is_none(), "tab {} kept a fault unreported", t.tab);
+            debug_assert!(t.charging.is_none(), "tab {} ended inside a charge", t.tab);
             if let Some(h) = t.held.take() {
                 t.faults = self.report_held(t.faults, h.fault, 0, None);
             }

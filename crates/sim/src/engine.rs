@@ -34,7 +34,8 @@ use nvmswap_core::PAGE_SIZE;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
-use crate::backend::{self, BuildArgs, Fault, SwapBackend, SwapIn};
+use crate::backend::{self, BuildArgs, Fault, SwapBackend, SwapIn, WindowAside};
+use crate::charge::MemcgCharge;
 use crate::costs::{Costs, TIMELINE_INTERVAL_NS};
 use crate::mapped_access::MappedAccess;
 use crate::memory::Memory;
@@ -64,6 +65,39 @@ pub enum Touch {
     Mapped(u64),
     Done(u64),
     Waiting(PendingFault),
+    /// A swap-in's read-ahead window met the memory cgroup's limit as it charged a page's
+    /// frame: the charge reclaims step by step ([`Machine::step_charge`]), then the window goes
+    /// on ([`Machine::resume_charged_fault`]). Only touches that ask for it
+    /// ([`Machine::start_touch_in_steps`]) stop there.
+    Charging(ChargingFault),
+}
+
+/// A fault stopped inside its swap-in's read-ahead window at a charge that reclaims: the
+/// window's state and the charge. Like [`PendingFault`], a split of one piece of kernel code
+/// so that the other CPUs' work runs in time order meanwhile.
+pub struct ChargingFault {
+    window: ReadaheadWindow,
+    /// The task's plug and plan, set aside while other tasks run.
+    aside: WindowAside,
+    pub charge: MemcgCharge,
+}
+
+/// A swap-in's read-ahead window under way (`swap_in_window`): its pages in the kernel's
+/// order, the next one to frame, and the time from the fault's start so far.
+struct ReadaheadWindow {
+    page: u32,
+    write: bool,
+    actor: Actor,
+    /// The fault's start (the task's clock).
+    start: u64,
+    /// The read-ahead's software before its loop (`plan_swap_in`).
+    before: u64,
+    order: Vec<u32>,
+    next: usize,
+    after: u64,
+    /// The next page's charge already reclaimed in steps: it allocates now (reclaiming whole
+    /// if another task took the frames meanwhile, as `try_charge_memcg` retries).
+    charged: bool,
 }
 
 /// A fault whose task sleeps on a read: what it does when the read completes. A task's fault is
@@ -88,6 +122,9 @@ pub struct PendingFault {
     sleeps_at: u64,
     /// The page is read ahead and resident; the task sleeps on the read that brings it.
     on_readahead_read: bool,
+    /// The fault's charge, taken step by step before it (`Machine::begin_charge`): its time
+    /// is in the fault's latency as the fault reports it, not in what `finish_fault` returns.
+    lead: u64,
 }
 
 impl PendingFault {
@@ -206,6 +243,12 @@ pub struct Machine<'a> {
     /// task took the CPU inside it ([`Machine::start_touch_held`]).
     hold_faults: bool,
     held_fault: Option<HeldFault>,
+    /// The time the touch's charge took before its fault, step by step
+    /// ([`Machine::start_touch_in_steps`]): the fault reports it as its own beginning.
+    fault_lead: u64,
+    /// While set, a read-ahead window whose charge would reclaim stops at it
+    /// ([`Touch::Charging`]).
+    charges_in_steps: bool,
 }
 
 /// A fault the touch completed but did not yet report ([`Machine::start_touch_held`]): the
@@ -287,6 +330,8 @@ impl<'a> Machine<'a> {
             next_sample: 0,
             progress,
             shrink_batches: Vec::new(),
+            fault_lead: 0,
+            charges_in_steps: false,
             cfg,
         })
     }
@@ -393,6 +438,7 @@ impl<'a> Machine<'a> {
                 self.wait_sync(fault.read_id());
                 Ok(self.finish_fault(fault, 0))
             }
+            Touch::Charging(_) => unreachable!("the foreground's charges run whole"),
         }
     }
 
@@ -442,6 +488,7 @@ impl<'a> Machine<'a> {
                         actor: me,
                         sleeps_at,
                         on_readahead_read: true,
+                        lead: self.fault_lead,
                     }));
                 }
                 (minor, FaultKind::Minor)
@@ -481,10 +528,11 @@ impl<'a> Machine<'a> {
     /// Seed 000 Fig. 5 counts every page fault, demand-zero ones included. `slept`: the task
     /// slept in it on a read.
     fn fault_taken(&mut self, p: u32, actor: Actor, kind: FaultKind, latency: u64, slept: bool) {
+        let (t, latency) = (self.now - self.fault_lead, latency + self.fault_lead);
         if self.hold_faults && !slept {
             assert!(self.held_fault.is_none(), "one touch holds one fault");
             self.held_fault = Some(HeldFault {
-                t: self.now,
+                t,
                 actor,
                 page: p,
                 kind,
@@ -493,7 +541,7 @@ impl<'a> Machine<'a> {
             return;
         }
         self.obs.emit(Event::Fault {
-            t: self.now,
+            t,
             actor,
             page: p,
             kind,
@@ -571,6 +619,7 @@ impl<'a> Machine<'a> {
             actor: me,
             sleeps_at,
             on_readahead_read: false,
+            lead: self.fault_lead,
         });
         Ok((touch, kind))
     }
@@ -598,45 +647,84 @@ impl<'a> Machine<'a> {
     /// the plug; the plug goes out when the loop ends, and the task waits for its page's read.
     fn swap_in_window(&mut self, p: u32, write: bool, me: Actor) -> Result<Touch, SimError> {
         let (order, before) = self.backend.plan_swap_in(p, self.now, me, env!(self));
-        let mut after = before;
-        for q in order {
-            if q == p {
-                after += self.frame_or_discard(after)?;
-            } else if self.loc[q as usize] != Loc::Out {
+        self.window_from(ReadaheadWindow {
+            page: p,
+            write,
+            actor: me,
+            start: self.now,
+            before,
+            order,
+            next: 0,
+            after: before,
+            charged: false,
+        })
+    }
+
+    /// The read-ahead window `w` from its next page on (the machine's clock at the fault's
+    /// start). With `charges_in_steps`, a page whose charge would reclaim stops the window
+    /// there ([`Touch::Charging`]).
+    fn window_from(&mut self, mut w: ReadaheadWindow) -> Result<Touch, SimError> {
+        debug_assert_eq!(self.now, w.start);
+        let (p, me) = (w.page, w.actor);
+        while let Some(&q) = w.order.get(w.next) {
+            if q != p && self.loc[q as usize] != Loc::Out {
+                w.next += 1;
                 continue;
+            }
+            if self.charges_in_steps
+                && !w.charged
+                && self.mem.memcg_limit
+                && self.free_frames() == 0
+            {
+                w.charged = true;
+                let charge = self.begin_charge_now(w.start + w.after);
+                let aside = self.backend.set_aside_window();
+                return Ok(Touch::Charging(ChargingFault {
+                    window: w,
+                    aside,
+                    charge,
+                }));
+            }
+            w.charged = false;
+            if q == p {
+                w.after += self.frame_or_discard(w.after)?;
             } else {
                 // A neighbour without a frame is not read (`__read_swap_cache_async` failed).
-                match self.allocate_frame_after(after) {
-                    Some(s) => after += s,
-                    None => continue,
+                match self.allocate_frame_after(w.after) {
+                    Some(s) => w.after += s,
+                    None => {
+                        w.next += 1;
+                        continue;
+                    }
                 }
                 // Its folio, charge and swap-cache entry, and its read's submission (the
                 // faulting page's are in the swap-in path's software cost).
                 let work = self.costs.readahead_page;
                 if work > 0 {
                     self.obs.emit(Event::Cpu {
-                        t: self.now + after,
+                        t: self.now + w.after,
                         actor: me,
                         kind: CpuKind::Kernel,
                         ns: work,
                     });
-                    after += work;
+                    w.after += work;
                 }
             }
-            let t = self.now + after;
-            after += self.backend.window_page_framed(q, t, me, env!(self));
+            let t = self.now + w.after;
+            w.after += self.backend.window_page_framed(q, t, me, env!(self));
+            w.next += 1;
         }
-        let t = self.now + after;
+        let t = self.now + w.after;
         let swap_in = self.backend.submit_swap_in(p, t, me, env!(self));
         let SwapIn::Wait { issued, .. } = swap_in else {
             unreachable!("a planned read-ahead waits for its read");
         };
         // The latency from the fault: the software before the loop, the loop up to the page's
         // read, then what `finish_swap_in` counts from that read on.
-        let to_read = issued - self.now - before;
+        let to_read = issued - self.now - w.before;
         Ok(Touch::Waiting(PendingFault {
             page: p,
-            write,
+            write: w.write,
             start: self.now,
             before: to_read,
             swap_in,
@@ -644,6 +732,7 @@ impl<'a> Machine<'a> {
             actor: me,
             sleeps_at: t,
             on_readahead_read: false,
+            lead: self.fault_lead,
         }))
     }
 
@@ -809,6 +898,82 @@ impl<'a> Machine<'a> {
         Ok((touch?, held))
     }
 
+    /// Whether a touch of `p` now would begin with a charge to the memory cgroup that finds it
+    /// at its limit, so that the charge reclaims: the page needs a frame first (not touched
+    /// yet, or out and its back-end cannot serve it in place) and none is free under the
+    /// limit. A swap-in under the read-ahead charges inside its window instead, where the
+    /// window stops for it ([`Touch::Charging`]).
+    pub fn touch_charges_at_limit(&self, p: u32) -> bool {
+        self.mem.memcg_limit
+            && self.free_frames() == 0
+            && match self.loc[p as usize] {
+                Loc::Absent => true,
+                Loc::Out => !self.backend.may_fault_in_place() && !self.backend.plans_read(p),
+                Loc::Resident => false,
+            }
+    }
+
+    /// Tab `tab`'s charge at the limit, begun at `at` (its clock): [`Machine::step_charge`]
+    /// carries it out one batch at a time, so that the other CPUs' work runs in between in
+    /// time order, as the kernel's does (crate::charge).
+    pub fn begin_charge(&mut self, tab: u32, at: u64) -> MemcgCharge {
+        let at = at.max(self.now);
+        self.as_tab(tab, at, |m| m.begin_charge_now(at))
+    }
+
+    /// One step of tab `tab`'s charge `c`; true when it is over (the touch's fault then begins
+    /// at `c.at()`, [`Machine::start_touch_after_charge`]).
+    pub fn step_charge(&mut self, tab: u32, c: &mut MemcgCharge) -> bool {
+        let at = c.at().max(self.now);
+        c.resumes_at(at);
+        self.as_tab(tab, at, |m| m.charge_step(c))
+    }
+
+    /// One step of the charge fault `f` stopped at, its task's plug back for it (the charge's
+    /// writes join the window's plug, as a nested `blk_start_plug` leaves them); true when
+    /// the charge is over ([`Machine::resume_charged_fault`] then).
+    pub fn step_charging_fault(&mut self, tab: u32, f: &mut ChargingFault) -> bool {
+        let at = f.charge.at().max(self.now);
+        let aside = std::mem::replace(&mut f.aside, WindowAside::nothing());
+        self.backend.take_back_window(aside, at, &mut self.obs);
+        let over = self.step_charge(tab, &mut f.charge);
+        f.aside = self.backend.set_aside_window();
+        over
+    }
+
+    /// [`Machine::start_touch_held`] for the driver's background tabs, whose charges reclaim
+    /// step by step: a read-ahead window stops at a charge that would reclaim
+    /// ([`Touch::Charging`]), and a touch whose charge was taken before it (`lead` before
+    /// `at`, [`Machine::begin_charge`]) reports its fault from the charge's beginning.
+    pub fn start_touch_in_steps(
+        &mut self,
+        tab: u32,
+        p: u32,
+        write: bool,
+        at: u64,
+        lead: u64,
+    ) -> Result<(Touch, Option<HeldFault>), SimError> {
+        self.fault_lead = lead;
+        self.charges_in_steps = true;
+        let touch = self.start_touch_held(tab, p, write, at);
+        self.charges_in_steps = false;
+        self.fault_lead = 0;
+        touch
+    }
+
+    /// Tab `tab`'s fault `f` goes on once its charge is over: its read-ahead window from the
+    /// page the charge was for (which may stop at a charge again).
+    pub fn resume_charged_fault(&mut self, tab: u32, f: ChargingFault) -> Result<Touch, SimError> {
+        let mut w = f.window;
+        w.after = f.charge.at() - w.start;
+        self.backend
+            .take_back_window(f.aside, f.charge.at(), &mut self.obs);
+        self.charges_in_steps = true;
+        let touch = self.as_tab(tab, w.start, |m| m.window_from(w));
+        self.charges_in_steps = false;
+        touch
+    }
+
     /// Reports a held fault, `waited` ns of another task's turn on its CPU added to its
     /// latency (`preempted` when it was switched out in it).
     pub fn report_held_fault(&mut self, f: HeldFault, waited: u64, preempted: bool) {
@@ -831,7 +996,10 @@ impl<'a> Machine<'a> {
         fault: PendingFault,
         runqueue_wait: u64,
     ) -> u64 {
-        self.as_tab(tab, fault.start, |m| m.finish_fault(fault, runqueue_wait))
+        self.fault_lead = fault.lead;
+        let latency = self.as_tab(tab, fault.start, |m| m.finish_fault(fault, runqueue_wait));
+        self.fault_lead = 0;
+        latency
     }
 
     /// [`Machine::start_touch_in_background`] and, when the touch sleeps on a read, the wait
@@ -850,6 +1018,7 @@ impl<'a> Machine<'a> {
                 self.wait_sync(fault.read_id());
                 Ok(self.finish_fault_in_background(tab, fault, 0))
             }
+            Touch::Charging(_) => unreachable!("only start_touch_in_steps stops at a charge"),
         }
     }
 

@@ -15,6 +15,7 @@
 
 mod backend;
 pub mod blkreq;
+mod charge;
 mod costs;
 mod driver;
 mod engine;

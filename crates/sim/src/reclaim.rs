@@ -27,15 +27,15 @@
 //!   (`shrink_inactive_list`).
 
 use nvmswap_core::reclaim::{
-    anon_scan_target, throttle_after_scan, throttle_timeout_ns, too_many_isolated, ReclaimContext,
-    ThrottleReason, WritebackThrottle, DEF_PRIORITY,
+    throttle_after_scan, throttle_timeout_ns, too_many_isolated, ReclaimContext, ThrottleReason,
+    WritebackThrottle,
 };
 use nvmswap_core::SWAP_CLUSTER_MAX;
 
 use crate::backend::Spent;
 use crate::costs::{KERNEL_HZ, RECLAIM_PAGE_NS};
 use crate::engine::{Loc, Machine};
-use crate::observe::{Actor, CpuKind, Event, ReclaimKind, ShrinkBatch, KSWAPD_PID};
+use crate::observe::{Actor, CpuKind, Event, ReclaimKind, KSWAPD_PID};
 use crate::tlb::ChargeFlushes;
 
 /// `MAX_RECLAIM_RETRIES` (include/linux/swap.h): reclaim passes of a charge or allocation before
@@ -187,7 +187,7 @@ impl Machine<'_> {
         false
     }
 
-    fn throttled(&mut self, from: u64, to: u64, actor: Actor, reason: &'static str) {
+    pub(crate) fn throttled(&mut self, from: u64, to: u64, actor: Actor, reason: &'static str) {
         if to > from {
             self.obs.emit(Event::Throttled {
                 t: from,
@@ -233,18 +233,22 @@ impl Machine<'_> {
     /// the background, so a charge that finds the limit reached reclaims itself first.
     fn charge_frame(&mut self, after: u64) -> Option<u64> {
         let stall = if self.free_frames() == 0 {
-            self.reclaim_until_free(after) - after
+            self.charge_whole(self.now + after) - self.now - after
         } else {
             0
         };
         self.take_frame(stall)
     }
 
-    /// The foreground has no free frame after `stall` of reclaim: it reclaims again (its writes
-    /// complete meanwhile, freeing their frames) up to `MAX_RECLAIM_RETRIES` passes, and when
-    /// only pages under writeback are left, waits as its context does. Returns the stall.
+    /// The foreground has no free frame after `stall` of global direct reclaim: it reclaims
+    /// again (its writes complete meanwhile, freeing their frames) up to `MAX_RECLAIM_RETRIES`
+    /// passes, then sleeps on the no-progress queue. Returns the stall. (A memory cgroup's
+    /// charge is crate::charge's.)
     fn reclaim_until_free(&mut self, mut stall: u64) -> u64 {
-        let ctx = self.foreground_context();
+        debug_assert!(
+            !self.mem.memcg_limit,
+            "a cgroup's charge reclaims in crate::charge"
+        );
         let me = self.foreground();
         for _ in 0..MAX_RECLAIM_RETRIES {
             self.backend.advance_to(self.now + stall, &mut self.obs);
@@ -253,17 +257,10 @@ impl Machine<'_> {
             }
             let held = self.backend.frames_held();
             let before = self.lru.inactive_len() + self.lru.active_len();
-            let scanned = self.lru.stats.scanned;
             stall += self.direct_reclaim(stall);
             self.backend.advance_to(self.now + stall, &mut self.obs);
-            // A charge retries while its scans change the LRU: a pass that only gave referenced
-            // pages their second trip leaves them reclaimable next time (`try_charge_memcg`
-            // retries up to `MAX_RECLAIM_RETRIES` times whatever a reclaim got).
-            let rotated_only =
-                matches!(ctx, ReclaimContext::Memcg { .. }) && self.lru.stats.scanned > scanned;
             let progress = self.backend.frames_held() > held
-                || self.lru.inactive_len() + self.lru.active_len() < before
-                || rotated_only;
+                || self.lru.inactive_len() + self.lru.active_len() < before;
             if self.free_frames() > 0 || !progress {
                 break;
             }
@@ -273,43 +270,19 @@ impl Machine<'_> {
         }
         let from = self.now + stall;
         self.backend.flush_plug_to_sleep(from, &mut self.obs);
-        let to = match ctx {
-            ReclaimContext::Direct => {
-                // No progress at the lowest priority: one jiffy on the NOPROGRESS queue.
-                let to = from + throttle_timeout_ns(ThrottleReason::NoProgress, KERNEL_HZ);
-                self.advance_backend_until(to, false);
-                self.throttled(from, to, me, "noprogress");
-                to
-            }
-            ReclaimContext::Memcg { .. } | ReclaimContext::Kswapd => {
-                // Case 3 (v1: `folio_wait_writeback`) or v2's retries: until a write ended.
-                let to = self.advance_backend_until(from, true);
-                self.throttled(from, to, me, "wait_writeback");
-                to
-            }
-        };
+        // No progress at the lowest priority: one jiffy on the NOPROGRESS queue.
+        let to = from + throttle_timeout_ns(ThrottleReason::NoProgress, KERNEL_HZ);
+        self.advance_backend_until(to);
+        self.throttled(from, to, me, "noprogress");
         stall + (to - from)
     }
 
-    /// Runs the back-end's events from its clock; with `until_free`, until a frame is free (or
-    /// nothing is pending), else up to `to`. Returns the time reached.
-    fn advance_backend_until(&mut self, to: u64, until_free: bool) -> u64 {
-        let mut t = to;
+    /// Runs the back-end's events up to `to`, those its own events bring before then too.
+    fn advance_backend_until(&mut self, to: u64) {
         loop {
-            // A write that ended frees its page to whoever waited for it (case 3's
-            // `folio_wait_writeback`, then the page is freed in the same scan).
-            if until_free && (self.free_frames() > 0 || self.backend.free_waited_write()) {
-                return t;
-            }
-            match self.backend.next_event_time() {
-                Some(n) if until_free || n <= to => {
-                    t = t.max(n);
-                    self.backend.advance_to(t, &mut self.obs);
-                }
-                _ => {
-                    self.backend.advance_to(to.max(t), &mut self.obs);
-                    return to.max(t);
-                }
+            self.backend.advance_to(to, &mut self.obs);
+            if self.backend.next_event_time().is_none_or(|n| n > to) {
+                return;
             }
         }
     }
@@ -354,9 +327,6 @@ impl Machine<'_> {
                 return stall; // stalled once already: nothing reclaimed this pass
             }
         }
-        if let ReclaimContext::Memcg { .. } = ctx {
-            return stall + self.memcg_reclaim(start + stall);
-        }
         let mut flushes = ChargeFlushes::default();
         for _ in 0..SWAP_CLUSTER_MAX {
             // The page's flush comes before its write (a page the back-end has no room for
@@ -382,168 +352,14 @@ impl Machine<'_> {
         stall
     }
 
-    /// A memory cgroup's charge reclaims (`try_to_free_mem_cgroup_pages`) from `start` after
-    /// `now`: passes from `DEF_PRIORITY` down, each scanning `get_scan_count`'s target of the
-    /// inactive list (`anon_scan_target`) in batches of `SWAP_CLUSTER_MAX` under one plug, until
-    /// a pass reclaimed `SWAP_CLUSTER_MAX` pages or the passes together did
-    /// (`shrink_lruvec`, `do_try_to_free_pages`). The active list is aged in the same rounds
-    /// when the pass began with the inactive list low, and after each pass while it is low.
-    /// A page written to a block device is not freed by the pass that wrote it: it stays under
-    /// writeback (`shrink_folio_list` keeps it) and counts toward the goal only once its write
-    /// ended and a scan meets it at the inactive tail, where `folio_end_writeback` rotated it
-    /// (`SwapBackend::free_ended_writes`). So a charge whose writes are still in flight goes to
-    /// lower priorities and writes more, and one that finds earlier writes ended frees them
-    /// without writing (the kernel's vmscan trace of linux-swapfile shows both kinds). Returns
-    /// how long it took.
-    fn memcg_reclaim(&mut self, start: u64) -> u64 {
-        let me = self.foreground();
-        let others_idle_at_begin = self.tlbs.others_idle_at(self.now + start);
-        let swappiness = self.cfg.swappiness;
-        let mut stall = 0;
-        let mut reclaimed = 0;
-        let mut scanned = 0;
-        let mut left_writing = 0;
-        let mut lowest_priority = DEF_PRIORITY;
-        let mut flushes = ChargeFlushes::default();
-        let mut victims = Vec::with_capacity(SWAP_CLUSTER_MAX as usize);
-        let mut batches = std::mem::take(&mut self.shrink_batches);
-        batches.clear();
-        for priority in (0..=DEF_PRIORITY).rev() {
-            lowest_priority = priority;
-            let may_deactivate = self.lru.inactive_is_low();
-            let mut nr_inactive = anon_scan_target(
-                self.lru.inactive_len(),
-                priority,
-                swappiness,
-                &self.scan_balance,
-            );
-            let mut nr_active = anon_scan_target(
-                self.lru.active_len(),
-                priority,
-                swappiness,
-                &self.scan_balance,
-            );
-            // Pages this pass freed: evicted with nothing left in flight (a pool store, a clean
-            // or zero page), or written earlier and met after their write ended.
-            let mut pass_freed = 0;
-            let mut backend_full = false;
-            while nr_inactive > 0 && !backend_full {
-                let batch = nr_inactive.min(SWAP_CLUSTER_MAX);
-                nr_inactive -= batch;
-                // Pages whose writes ended wait at the inactive tail: the scan meets them first
-                // and frees them without I/O, at the LRU work of a reclaimed page.
-                let ended = self.backend.free_ended_writes(batch, me.cpu);
-                let mut batch_freed = ended;
-                let ns = ended * self.costs.reclaim_scan;
-                if ns > 0 {
-                    self.obs.emit(Event::Cpu {
-                        t: self.now + start + stall,
-                        actor: me,
-                        kind: CpuKind::Kernel,
-                        ns,
-                    });
-                    stall += ns;
-                }
-                victims.clear();
-                let looked = ended + self.lru.isolate_inactive(batch - ended, &mut victims);
-                scanned += looked;
-                // The pages looked at and kept for their references (rotated or activated).
-                let kept = looked - ended - victims.len() as u64;
-                let ns = kept * self.costs.reclaim_keep;
-                if ns > 0 {
-                    self.obs.emit(Event::Cpu {
-                        t: self.now + start + stall,
-                        actor: me,
-                        kind: CpuKind::Kernel,
-                        ns,
-                    });
-                    stall += ns;
-                }
-                let mut written = 0;
-                for &p in &victims {
-                    if backend_full {
-                        self.lru.put_back(p);
-                        continue;
-                    }
-                    stall += self.flush_before_write(self.now + start + stall, me, &mut flushes);
-                    let t = self.now + start + stall;
-                    let held = self.backend.frames_held();
-                    match self.evict(p, t, me, ReclaimKind::Direct, 0) {
-                        Some(spent) => {
-                            stall += spent.total();
-                            written += 1;
-                            if self.backend.frames_held() <= held {
-                                batch_freed += 1;
-                            }
-                            self.obs.emit(Event::Cpu {
-                                t,
-                                actor: me,
-                                kind: CpuKind::Kernel,
-                                ns: spent.cpu,
-                            });
-                        }
-                        None => {
-                            self.lru.put_back(p);
-                            backend_full = true;
-                        }
-                    }
-                }
-                // Written but not freed: their writes are in flight (a pool store or a clean
-                // page frees its frame in the pass).
-                left_writing += written - (batch_freed - ended);
-                batches.push(ShrinkBatch {
-                    priority,
-                    scanned: looked,
-                    reclaimed: batch_freed,
-                    kept,
-                });
-                self.backend
-                    .advance_to(self.now + start + stall, &mut self.obs);
-                let lru_pages = self.lru.inactive_len() + self.lru.active_len();
-                self.scan_balance
-                    .note_anon(written, looked - batch_freed, lru_pages);
-                pass_freed += batch_freed;
-                if nr_active > 0 {
-                    let n = nr_active.min(SWAP_CLUSTER_MAX);
-                    nr_active -= n;
-                    if may_deactivate {
-                        self.lru.shrink_active(n);
-                    }
-                }
-                if pass_freed >= SWAP_CLUSTER_MAX {
-                    break;
-                }
-            }
-            stall += self
-                .backend
-                .finish_plug(self.now + start + stall, &mut self.obs);
-            if self.lru.inactive_is_low() {
-                self.lru.shrink_active(SWAP_CLUSTER_MAX);
-            }
-            reclaimed += pass_freed;
-            if reclaimed >= SWAP_CLUSTER_MAX || backend_full {
-                break;
-            }
-        }
-        self.obs.emit(Event::MemcgReclaim {
-            t: self.now + start,
-            actor: me,
-            pages_reclaimed: reclaimed,
-            pages_scanned: scanned,
-            pages_left_writing: left_writing,
-            lowest_priority,
-            ns: stall,
-            batches: &batches,
-            flushes,
-            others_idle_at_begin,
-        });
-        self.shrink_batches = batches;
-        stall
-    }
-
     /// The remote TLB flushes of a page the reclaimer `me` unmapped and is about to write at
     /// `t` (`try_to_unmap_flush_dirty`, crate::tlb), added to `flushes`; how long it waits.
-    fn flush_before_write(&mut self, t: u64, me: Actor, flushes: &mut ChargeFlushes) -> u64 {
+    pub(crate) fn flush_before_write(
+        &mut self,
+        t: u64,
+        me: Actor,
+        flushes: &mut ChargeFlushes,
+    ) -> u64 {
         let f = self.tlbs.flush_written_page(t);
         flushes.add(f);
         if f.ns > 0 {
@@ -584,7 +400,7 @@ impl Machine<'_> {
     /// Evicts `p`, which the LRU handed out as a victim, at time `t`, with `scan_cpu` of looking
     /// at the pages kept before it; None (the page still off the lists) when the back-end has
     /// no room.
-    fn evict(
+    pub(crate) fn evict(
         &mut self,
         p: u32,
         t: u64,

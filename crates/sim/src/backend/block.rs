@@ -40,7 +40,7 @@ use nvmswap_core::reclaim::{Plug, PluggedRequest, RotateBatches, Writeback};
 use nvmswap_core::swap_cache::{self, WriteToKeptSlot};
 use nvmswap_core::PAGE_SIZE;
 
-use super::{profile, BuildArgs, Env, Fault, Spent, SwapBackend, SwapIn};
+use super::{profile, BuildArgs, Env, Fault, Spent, SwapBackend, SwapIn, WindowAside};
 use crate::costs::{BLOCK_SUBMIT_NS, BLOCK_SWAP_IN_SOFTWARE_NS};
 use crate::io::Io;
 use crate::metrics::BackendReport;
@@ -50,6 +50,14 @@ use crate::SimError;
 const NO_OWNER: u32 = u32::MAX;
 /// `BlockSwap::read_by` of a page no asynchronous read brings.
 const NO_READ: u64 = u64::MAX;
+
+/// A task's plug and read-ahead plan set aside (`SwapBackend::set_aside_window`).
+#[derive(Debug)]
+pub(super) struct TaskPlug {
+    plug: Plug,
+    by: Option<Actor>,
+    planned: Option<PlannedRead>,
+}
 
 /// A swap-in's read-ahead from its plan to the end of its loop (`plan_read` .. `submit_read`).
 #[derive(Debug)]
@@ -1070,6 +1078,27 @@ impl SwapBackend for BlockSwap {
 
     fn plan_swap_in(&mut self, p: u32, start: u64, by: Actor, env: &mut Env) -> (Vec<u32>, u64) {
         self.plan_read(p, start, by, env.obs)
+    }
+
+    fn set_aside_window(&mut self) -> WindowAside {
+        let plug = std::mem::replace(&mut self.plug, Plug::new(self.max_request_bytes));
+        WindowAside(Some(Box::new(TaskPlug {
+            plug,
+            by: self.plug_by.take(),
+            planned: self.planned.take(),
+        })))
+    }
+
+    fn take_back_window(&mut self, w: WindowAside, t: u64, obs: &mut Observers) {
+        let Some(task) = w.0 else {
+            return;
+        };
+        // Whoever's plug is open holds writes only: a window's reads are set aside with it.
+        debug_assert!(self.planned.is_none(), "two windows planned at once");
+        self.flush_plug(t, obs, true);
+        self.plug = task.plug;
+        self.plug_by = task.by;
+        self.planned = task.planned;
     }
 
     fn window_page_framed(&mut self, q: u32, t: u64, by: Actor, env: &mut Env) -> u64 {

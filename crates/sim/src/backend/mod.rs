@@ -65,6 +65,18 @@ impl Spent {
     }
 }
 
+/// A task's block plug and read-ahead plan while its window waits on a charge
+/// ([`SwapBackend::set_aside_window`]); nothing for back-ends without a block device.
+#[derive(Debug)]
+pub struct WindowAside(Option<Box<block::TaskPlug>>);
+
+impl WindowAside {
+    /// Nothing set aside (a placeholder while the task's plug is back in use).
+    pub fn nothing() -> Self {
+        WindowAside(None)
+    }
+}
+
 /// How a back-end answers a fault on a page it holds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Fault {
@@ -157,6 +169,12 @@ pub trait SwapBackend {
     /// there is no room (the page stays resident).
     fn store(&mut self, p: u32, t: u64, by: Actor, env: &mut Env) -> Option<Spent>;
 
+    /// Whether a fault on a page this back-end holds may be served without a DRAM frame
+    /// (`Fault::InPlace`, NVM-Swap's lazy mapping); else every such fault needs one.
+    fn may_fault_in_place(&self) -> bool {
+        false
+    }
+
     /// The foreground (`by`) touches page `p`, which this back-end holds, at `now`.
     fn fault(&mut self, p: u32, write: bool, now: u64, by: Actor, env: &mut Env) -> Fault;
 
@@ -187,6 +205,18 @@ pub trait SwapBackend {
     ) -> (Vec<u32>, u64) {
         unreachable!("this back-end never plans a read-ahead window")
     }
+
+    /// The planned window's task stops in its loop at a charge that reclaims step by step (the
+    /// engine's `Touch::Charging`) while other tasks run: its plug and plan are set aside (the
+    /// kernel's are the task's own) until [`SwapBackend::take_back_window`].
+    fn set_aside_window(&mut self) -> WindowAside {
+        WindowAside(None)
+    }
+
+    /// The set-aside window's task runs again at `t` (a step of its charge, or its loop going
+    /// on): its plug and plan are back, whatever plug another task left open going out first
+    /// (sim keeps one plug at a time).
+    fn take_back_window(&mut self, _w: WindowAside, _t: u64, _obs: &mut Observers) {}
 
     /// Page `q` of the planned window has its frame at `t`: its read joins the plug (none for a
     /// page in a pool in front). Returns the wait for a request tag.

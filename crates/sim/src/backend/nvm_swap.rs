@@ -144,6 +144,10 @@ impl SwapBackend for NvmSwap {
         })
     }
 
+    fn may_fault_in_place(&self) -> bool {
+        true
+    }
+
     fn fault(&mut self, p: u32, write: bool, now: u64, by: Actor, env: &mut Env) -> Fault {
         let pi = p as usize;
         match self.state[pi] {

@@ -35,7 +35,7 @@ use nvmswap_core::reclaim::{swap_out_route, SwapOutRoute};
 use nvmswap_core::zswap::{StoreOutcome, ZswapPool};
 
 use super::block::{BlockSwap, Held};
-use super::{BuildArgs, Env, Fault, Spent, SwapBackend, SwapIn};
+use super::{BuildArgs, Env, Fault, Spent, SwapBackend, SwapIn, WindowAside};
 use crate::costs::SAME_FILLED_NS;
 use crate::metrics::BackendReport;
 use crate::observe::{Actor, CpuKind, Event, Observers, Tier, ZswapKind, KWORKER_PID};
@@ -308,6 +308,14 @@ impl SwapBackend for Zswap {
 
     fn plan_swap_in(&mut self, p: u32, start: u64, by: Actor, env: &mut Env) -> (Vec<u32>, u64) {
         self.dev.plan_swap_in(p, start, by, env)
+    }
+
+    fn set_aside_window(&mut self) -> WindowAside {
+        self.dev.set_aside_window()
+    }
+
+    fn take_back_window(&mut self, w: WindowAside, t: u64, obs: &mut Observers) {
+        self.dev.take_back_window(w, t, obs)
     }
 
     fn window_page_framed(&mut self, q: u32, t: u64, by: Actor, env: &mut Env) -> u64 {

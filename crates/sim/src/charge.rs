@@ -1,0 +1,526 @@
+//! A memory cgroup's charge at its limit (`try_charge_memcg`, mm/memcontrol.c), carried out one
+//! step at a time: each `SWAP_CLUSTER_MAX` batch of a `try_to_free_mem_cgroup_pages` pass, the
+//! pass's end, the checks between its retries, each wait for a write to end.
+//!
+//! Why steps: a charge can last milliseconds, and the kernel's other CPU goes on meanwhile (the
+//! charge itself yields at `cond_resched` in `shrink_lruvec`, and sleeps in
+//! `folio_wait_writeback`). Computed whole, a charge's writes met sim's block layer before the
+//! other CPU's earlier requests, and its flush IPIs met a CPU whose schedule was not known yet.
+//! The driver's background tabs take their charges step by step ([`Machine::begin_charge`],
+//! [`Machine::step_charge`]) and run the other CPU's work up to each step's time in between.
+//! Elsewhere (the foreground, the tests) a charge runs its steps back to back
+//! ([`Machine::charge_whole`]): the same mechanism, the same events.
+//!
+//! The mechanism, as the 6.18 kernel has it:
+//! - a call of `try_to_free_mem_cgroup_pages` goes through passes from `DEF_PRIORITY` down,
+//!   each scanning `get_scan_count`'s target of the inactive list (`anon_scan_target`) in
+//!   batches of `SWAP_CLUSTER_MAX` under one plug, until a pass reclaimed `SWAP_CLUSTER_MAX`
+//!   pages or the passes together did (`shrink_lruvec`, `do_try_to_free_pages`); the active
+//!   list is aged in the same rounds when the pass began with the inactive list low, and after
+//!   each pass while it is low;
+//! - a page written to a block device is not freed by the pass that wrote it: it stays under
+//!   writeback (`shrink_folio_list` keeps it) and counts toward the goal only once its write
+//!   ended and a scan meets it at the inactive tail, where `folio_end_writeback` rotated it
+//!   (`SwapBackend::free_ended_writes`). So a charge whose writes are still in flight goes to
+//!   lower priorities and writes more, and one that finds earlier writes ended frees them
+//!   without writing (the kernel's vmscan trace of linux-swapfile shows both kinds);
+//! - the charge retries while a call changed the LRU, up to `MAX_RECLAIM_RETRIES` calls; when
+//!   only pages under writeback are left, it waits for a write to end (v1: `shrink_folio_list`
+//!   case 3, `folio_wait_writeback`; v2's retries until a write ended, taken as the same wait).
+
+use nvmswap_core::reclaim::{anon_scan_target, DEF_PRIORITY};
+use nvmswap_core::SWAP_CLUSTER_MAX;
+
+use crate::engine::Machine;
+use crate::observe::{Actor, CpuKind, Event, ReclaimKind, ShrinkBatch};
+use crate::tlb::ChargeFlushes;
+
+/// `MAX_RECLAIM_RETRIES` (include/linux/swap.h): reclaim calls of a charge before it gives up.
+const MAX_RECLAIM_RETRIES: u32 = nvmswap_core::zswap::MAX_RECLAIM_RETRIES;
+
+/// A charge's reclaim in progress: its task, its clock, where it is.
+#[derive(Debug)]
+pub struct MemcgCharge {
+    actor: Actor,
+    /// The charge's clock: its next step begins here.
+    at: u64,
+    /// Calls of `try_to_free_mem_cgroup_pages` done.
+    calls: u32,
+    phase: Phase,
+}
+
+#[derive(Debug)]
+enum Phase {
+    /// The next call begins at the charge's clock, unless a frame is free by then.
+    BetweenCalls,
+    /// A call in progress; the LRU and the back-end as it began, to tell whether it progressed.
+    Reclaiming {
+        call: Box<ReclaimCall>,
+        frames_held: u64,
+        lru_pages: u64,
+        scanned: u64,
+    },
+    /// Only pages under writeback were left: the task sleeps from `from` until a write ends.
+    WaitingForWriteback {
+        from: u64,
+    },
+    Done,
+}
+
+/// One `try_to_free_mem_cgroup_pages` call: its pass and what it did so far.
+#[derive(Debug)]
+struct ReclaimCall {
+    began: u64,
+    at: u64,
+    others_idle_at_begin: bool,
+    reclaimed: u64,
+    scanned: u64,
+    /// Pages it wrote whose writes were still in flight when it wrote them.
+    left_writing: u64,
+    flushes: ChargeFlushes,
+    victims: Vec<u32>,
+    batches: Vec<ShrinkBatch>,
+    pass: Pass,
+}
+
+/// One priority's pass of a call.
+#[derive(Debug)]
+struct Pass {
+    priority: u32,
+    /// The inactive list was low as the pass began: the active list ages with each batch.
+    may_deactivate: bool,
+    nr_inactive: u64,
+    nr_active: u64,
+    /// Pages this pass freed: evicted with nothing left in flight (a pool store, a clean or
+    /// zero page), or written earlier and met after their write ended.
+    freed: u64,
+    backend_full: bool,
+}
+
+impl MemcgCharge {
+    /// The charge's clock: when its next step begins, or when it ended.
+    pub fn at(&self) -> u64 {
+        self.at
+    }
+
+    /// The task ran again only from `t` (another task had its CPU): the charge goes on then.
+    pub fn resumes_at(&mut self, t: u64) {
+        self.at = self.at.max(t);
+    }
+}
+
+impl Machine<'_> {
+    /// A charge by the foreground at `at` (absolute) that finds the cgroup at its limit.
+    pub(crate) fn begin_charge_now(&self, at: u64) -> MemcgCharge {
+        debug_assert!(self.mem.memcg_limit, "a charge is a memory cgroup's");
+        // kswapd does not run for a cgroup's limit, so the charge never meets its isolated
+        // batch (`too_many_isolated`, which global direct reclaim checks).
+        debug_assert!(
+            !self.kswapd.running,
+            "kswapd runs beside a memory cgroup's charge"
+        );
+        MemcgCharge {
+            actor: self.foreground(),
+            at,
+            calls: 0,
+            phase: Phase::BetweenCalls,
+        }
+    }
+
+    /// A charge from `at` to its end, every step back to back; the time it ended.
+    pub(crate) fn charge_whole(&mut self, at: u64) -> u64 {
+        let mut c = self.begin_charge_now(at);
+        while !self.charge_step(&mut c) {}
+        c.at
+    }
+
+    /// One step of charge `c`; true when the charge is over (a frame is free, or nothing more
+    /// can be done: the caller's allocation then finds none).
+    pub(crate) fn charge_step(&mut self, c: &mut MemcgCharge) -> bool {
+        match std::mem::replace(&mut c.phase, Phase::Done) {
+            Phase::Done => true,
+            Phase::BetweenCalls => {
+                if c.calls == MAX_RECLAIM_RETRIES {
+                    return self.charge_gave_up_reclaiming(c);
+                }
+                self.backend.advance_to(c.at, &mut self.obs);
+                if self.free_frames() > 0 {
+                    return true;
+                }
+                self.obs.emit(Event::DirectReclaim {
+                    t: c.at,
+                    actor: c.actor,
+                });
+                c.phase = Phase::Reclaiming {
+                    call: Box::new(self.begin_call(c.at)),
+                    frames_held: self.backend.frames_held(),
+                    lru_pages: self.lru.inactive_len() + self.lru.active_len(),
+                    scanned: self.lru.stats.scanned,
+                };
+                false
+            }
+            Phase::Reclaiming {
+                mut call,
+                frames_held,
+                lru_pages,
+                scanned,
+            } => {
+                // Its task may have run again only later than the call had got to.
+                call.at = call.at.max(c.at);
+                let over = self.call_step(&mut call, c.actor);
+                c.at = call.at;
+                if !over {
+                    c.phase = Phase::Reclaiming {
+                        call,
+                        frames_held,
+                        lru_pages,
+                        scanned,
+                    };
+                    return false;
+                }
+                self.backend.advance_to(c.at, &mut self.obs);
+                c.calls += 1;
+                // A charge retries while its scans change the LRU: a call that only gave
+                // referenced pages their second trip leaves them reclaimable next time
+                // (`try_charge_memcg` retries whatever a reclaim got).
+                let progress = self.backend.frames_held() > frames_held
+                    || self.lru.inactive_len() + self.lru.active_len() < lru_pages
+                    || self.lru.stats.scanned > scanned;
+                if self.free_frames() > 0 || !progress {
+                    return self.charge_gave_up_reclaiming(c);
+                }
+                c.phase = Phase::BetweenCalls;
+                false
+            }
+            Phase::WaitingForWriteback { from } => {
+                // A write that ended frees its page to the waiter (`folio_wait_writeback`,
+                // then the page is freed in the same scan); else the back-end's next event.
+                if self.free_frames() > 0 || self.backend.free_waited_write() {
+                    self.throttled(from, c.at, c.actor, "wait_writeback");
+                    return true;
+                }
+                match self.backend.next_event_time() {
+                    Some(n) => {
+                        c.at = c.at.max(n);
+                        self.backend.advance_to(c.at, &mut self.obs);
+                        c.phase = Phase::WaitingForWriteback { from };
+                        false
+                    }
+                    None => {
+                        self.backend.advance_to(c.at, &mut self.obs);
+                        self.throttled(from, c.at, c.actor, "wait_writeback");
+                        true
+                    }
+                }
+            }
+        }
+    }
+
+    /// The retries are over: done if a frame is free or nothing is under writeback, else the
+    /// task sleeps (its plug flushed first) until a write ends.
+    fn charge_gave_up_reclaiming(&mut self, c: &mut MemcgCharge) -> bool {
+        if self.free_frames() > 0 || self.backend.frames_held() == 0 {
+            return true;
+        }
+        self.backend.flush_plug_to_sleep(c.at, &mut self.obs);
+        c.phase = Phase::WaitingForWriteback { from: c.at };
+        false
+    }
+
+    fn begin_call(&mut self, at: u64) -> ReclaimCall {
+        // The batch list is the machine's, lent to one call at a time (a run allocates it
+        // once unless two charges overlap).
+        let mut batches = std::mem::take(&mut self.shrink_batches);
+        batches.clear();
+        ReclaimCall {
+            began: at,
+            at,
+            others_idle_at_begin: self.tlbs.others_idle_at(at),
+            reclaimed: 0,
+            scanned: 0,
+            left_writing: 0,
+            flushes: ChargeFlushes::default(),
+            victims: Vec::with_capacity(SWAP_CLUSTER_MAX as usize),
+            batches,
+            pass: self.begin_pass(DEF_PRIORITY),
+        }
+    }
+
+    fn begin_pass(&self, priority: u32) -> Pass {
+        let swappiness = self.cfg.swappiness;
+        Pass {
+            priority,
+            may_deactivate: self.lru.inactive_is_low(),
+            nr_inactive: anon_scan_target(
+                self.lru.inactive_len(),
+                priority,
+                swappiness,
+                &self.scan_balance,
+            ),
+            nr_active: anon_scan_target(
+                self.lru.active_len(),
+                priority,
+                swappiness,
+                &self.scan_balance,
+            ),
+            freed: 0,
+            backend_full: false,
+        }
+    }
+
+    /// One step of a call: one batch of its pass, or the pass's end (and the next pass's
+    /// beginning). True when the call is over (its `MemcgReclaim` event emitted).
+    fn call_step(&mut self, call: &mut ReclaimCall, me: Actor) -> bool {
+        let pass = &mut call.pass;
+        if pass.nr_inactive > 0 && !pass.backend_full && pass.freed < SWAP_CLUSTER_MAX {
+            self.shrink_batch(call, me);
+            return false;
+        }
+        call.at += self.backend.finish_plug(call.at, &mut self.obs);
+        if self.lru.inactive_is_low() {
+            self.lru.shrink_active(SWAP_CLUSTER_MAX);
+        }
+        call.reclaimed += call.pass.freed;
+        let priority = call.pass.priority;
+        if call.reclaimed < SWAP_CLUSTER_MAX && !call.pass.backend_full && priority > 0 {
+            call.pass = self.begin_pass(priority - 1);
+            return false;
+        }
+        self.obs.emit(Event::MemcgReclaim {
+            t: call.began,
+            actor: me,
+            pages_reclaimed: call.reclaimed,
+            pages_scanned: call.scanned,
+            pages_left_writing: call.left_writing,
+            lowest_priority: priority,
+            ns: call.at - call.began,
+            batches: &call.batches,
+            flushes: call.flushes,
+            others_idle_at_begin: call.others_idle_at_begin,
+        });
+        self.shrink_batches = std::mem::take(&mut call.batches);
+        true
+    }
+
+    /// One `shrink_inactive_list` batch of `SWAP_CLUSTER_MAX` pages (or what is left of the
+    /// pass's target) at the call's clock.
+    fn shrink_batch(&mut self, call: &mut ReclaimCall, me: Actor) {
+        let pass = &mut call.pass;
+        let batch = pass.nr_inactive.min(SWAP_CLUSTER_MAX);
+        pass.nr_inactive -= batch;
+        // Pages whose writes ended wait at the inactive tail: the scan meets them first and
+        // frees them without I/O, at the LRU work of a reclaimed page.
+        let ended = self.backend.free_ended_writes(batch, me.cpu);
+        let mut batch_freed = ended;
+        self.kernel_work(&mut call.at, me, ended * self.costs.reclaim_scan);
+        call.victims.clear();
+        let looked = ended + self.lru.isolate_inactive(batch - ended, &mut call.victims);
+        call.scanned += looked;
+        // The pages looked at and kept for their references (rotated or activated).
+        let kept = looked - ended - call.victims.len() as u64;
+        self.kernel_work(&mut call.at, me, kept * self.costs.reclaim_keep);
+        let mut written = 0;
+        for k in 0..call.victims.len() {
+            let p = call.victims[k];
+            if pass.backend_full {
+                self.lru.put_back(p);
+                continue;
+            }
+            call.at += self.flush_before_write(call.at, me, &mut call.flushes);
+            let t = call.at;
+            let held = self.backend.frames_held();
+            match self.evict(p, t, me, ReclaimKind::Direct, 0) {
+                Some(spent) => {
+                    call.at += spent.total();
+                    written += 1;
+                    if self.backend.frames_held() <= held {
+                        batch_freed += 1;
+                    }
+                    self.obs.emit(Event::Cpu {
+                        t,
+                        actor: me,
+                        kind: CpuKind::Kernel,
+                        ns: spent.cpu,
+                    });
+                }
+                None => {
+                    self.lru.put_back(p);
+                    pass.backend_full = true;
+                }
+            }
+        }
+        // Written but not freed: their writes are in flight (a pool store or a clean page
+        // frees its frame in the pass).
+        call.left_writing += written - (batch_freed - ended);
+        call.batches.push(ShrinkBatch {
+            priority: pass.priority,
+            scanned: looked,
+            reclaimed: batch_freed,
+            kept,
+        });
+        self.backend.advance_to(call.at, &mut self.obs);
+        let lru_pages = self.lru.inactive_len() + self.lru.active_len();
+        self.scan_balance
+            .note_anon(written, looked - batch_freed, lru_pages);
+        pass.freed += batch_freed;
+        if pass.nr_active > 0 {
+            let n = pass.nr_active.min(SWAP_CLUSTER_MAX);
+            pass.nr_active -= n;
+            if pass.may_deactivate {
+                self.lru.shrink_active(n);
+            }
+        }
+    }
+
+    /// `ns` of the reclaimer's kernel work at `*at`, which it moves on.
+    fn kernel_work(&mut self, at: &mut u64, me: Actor, ns: u64) {
+        if ns > 0 {
+            self.obs.emit(Event::Cpu {
+                t: *at,
+                actor: me,
+                kind: CpuKind::Kernel,
+                ns,
+            });
+            *at += ns;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::observe::Observer;
+    use nvmswap_core::config::SystemConfig;
+    use nvmswap_core::progress::NoProgress;
+    use std::cell::RefCell;
+    use std::rc::Rc;
+
+    /// A 64-frame v1 cgroup on `profile` at 1/1024 whose tab of 200 pages filled it, each
+    /// page written: the next frame needs a charge, whose writes go to the block device.
+    fn full_cgroup(profile: &str) -> Machine<'static> {
+        let mut cfg = SystemConfig::load("optane", &[])
+            .unwrap()
+            .scaled(1.0 / 1024.0);
+        cfg.swap_profile = profile.into();
+        cfg.memcg_limit = true;
+        cfg.memcg_v2 = false;
+        cfg.dram_bytes = cfg.os_reserved_bytes + 64 * nvmswap_core::PAGE_SIZE;
+        let mut m = Machine::new(cfg, 1, &NoProgress).unwrap();
+        m.map_tab(0, 200, 0.5, 0.0);
+        m.use_tab(0);
+        let mut p = 0;
+        while m.free_frames() > 0 {
+            let lat = m.touch(p, true).unwrap();
+            m.advance(lat, true);
+            p += 1;
+        }
+        m
+    }
+
+    /// Every event's time and kind, as a run's observers see them.
+    #[derive(Clone, Default)]
+    struct Log(Rc<RefCell<Vec<String>>>);
+    impl Observer for Log {
+        fn on_event(&mut self, e: &Event<'_>) {
+            self.0.borrow_mut().push(format!("{e:?}"));
+        }
+    }
+
+    /// The times of the block requests completed so far.
+    #[derive(Clone, Default)]
+    struct Completions(Rc<RefCell<Vec<u64>>>);
+    impl Observer for Completions {
+        fn on_event(&mut self, e: &Event<'_>) {
+            if let Event::BlockCompleted { done, .. } = e {
+                self.0.borrow_mut().push(done.c);
+            }
+        }
+    }
+
+    #[test]
+    fn a_charge_taken_in_steps_does_what_the_whole_charge_does() {
+        // On eMMC (writes of about 800 µs) the charge's first writes are still in flight when
+        // its passes end, so it goes down the priorities and writes more: many steps. Taken
+        // step by step with nothing in between, it emits the same events and ends at the same
+        // time, with the same LRU and frames, as at once.
+        let mut whole = full_cgroup("emmc");
+        let mut steps = full_cgroup("emmc");
+        let (a, b) = (Log::default(), Log::default());
+        whole.observe(Box::new(a.clone()));
+        steps.observe(Box::new(b.clone()));
+        let at = whole.now + 1_000;
+        let end = whole.charge_whole(at);
+        let mut c = steps.begin_charge_now(at);
+        let mut n = 1;
+        while !steps.charge_step(&mut c) {
+            n += 1;
+        }
+        assert!(n > 5, "{n} steps");
+        assert!(end > at, "it reclaimed");
+        assert_eq!(c.at(), end);
+        assert_eq!(*a.0.borrow(), *b.0.borrow());
+        assert!(a.0.borrow().iter().any(|e| e.starts_with("MemcgReclaim")));
+        for m in [&whole, &steps] {
+            assert!(m.free_frames() > 0);
+        }
+        assert_eq!(whole.free_frames(), steps.free_frames());
+        assert_eq!(whole.lru.inactive_len(), steps.lru.inactive_len());
+        assert_eq!(whole.backend.frames_held(), steps.backend.frames_held());
+    }
+
+    #[test]
+    fn a_charge_in_steps_moves_the_block_layer_no_further_than_its_own_clock() {
+        // Between its steps another task may run at any time from the charge's clock on: the
+        // block layer has seen nothing later (its completions included), so that task's
+        // requests meet it at their own time. The whole charge moves it to its end.
+        let mut m = full_cgroup("emmc");
+        let done = Completions::default();
+        m.observe(Box::new(done.clone()));
+        let at = m.now + 1_000;
+        let mut c = m.begin_charge_now(at);
+        let mut checked = 0;
+        while !m.charge_step(&mut c) {
+            let last = done.0.borrow().iter().copied().max().unwrap_or(0);
+            assert!(last <= c.at(), "a completion at {last} before a step at {}", c.at());
+            checked += 1;
+        }
+        assert!(checked > 5 && !done.0.borrow().is_empty());
+        let mut whole = full_cgroup("emmc");
+        let done = Completions::default();
+        whole.observe(Box::new(done.clone()));
+        let end = whole.charge_whole(at);
+        let mid = at + (end - at) / 2;
+        assert!(
+            done.0.borrow().iter().any(|&t| t > mid),
+            "the whole charge's completions reach past its middle"
+        );
+    }
+
+    #[test]
+    fn a_charge_resumed_after_another_task_ran_goes_on_from_then() {
+        // Preempted (or its CPU taken) between two steps, the charge's next step begins when
+        // its task runs again, not where it had stopped.
+        let mut m = full_cgroup("emmc");
+        let mut c = m.begin_charge_now(m.now + 1_000);
+        assert!(!m.charge_step(&mut c));
+        assert!(!m.charge_step(&mut c));
+        let stopped = c.at();
+        let resumed = stopped + 5_000_000;
+        c.resumes_at(resumed);
+        assert_eq!(c.at(), resumed);
+        c.resumes_at(stopped);
+        assert_eq!(c.at(), resumed, "never back in time");
+        let work = Log::default();
+        m.observe(Box::new(work.clone()));
+        while !m.charge_step(&mut c) {}
+        let work = work.0.borrow();
+        let cpu: Vec<&String> = work.iter().filter(|e| e.starts_with("Cpu")).collect();
+        assert!(!cpu.is_empty(), "it reclaimed after it resumed");
+        // Every piece of its work after that is timed from `resumed` on.
+        for e in cpu {
+            let t: u64 = e["Cpu { t: ".len()..].split(',').next().unwrap().parse().unwrap();
+            assert!(t >= resumed, "{e}");
+        }
+        assert!(c.at() >= resumed);
+    }
+}
