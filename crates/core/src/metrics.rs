@@ -465,9 +465,57 @@ pub fn by_other_cpus_at_begin_json(by: [(u64, u64); 2]) -> serde_json::Value {
     serde_json::json!({"idle": kind(by[0]), "running": kind(by[1])})
 }
 
+/// `extra.memcg_reclaim.beside_another`, the same on both substrates: of the charges (each
+/// `(begin, end)` in ns), how many ran at some moment while another charge ran too, and the
+/// share of the charges' summed time during which two or more ran. Two CPUs' charges in
+/// parallel write into one swap device whose slots a rotational device hands out from one
+/// cluster, so each one's plug merges less.
+pub fn charge_overlap_json(spans: &[(u64, u64)]) -> serde_json::Value {
+    let mut by_begin = spans.to_vec();
+    by_begin.sort_unstable();
+    let mut beside = 0u64;
+    let mut latest_end = 0u64;
+    for (i, &(begin, end)) in by_begin.iter().enumerate() {
+        // Sorted by begin: the next charge is the earliest to begin after this one.
+        let before = i > 0 && begin < latest_end;
+        let after = by_begin.get(i + 1).is_some_and(|&(b, _)| b < end);
+        beside += u64::from(before || after);
+        latest_end = latest_end.max(end);
+    }
+    // Time with two or more running: sweep the begins and ends in time order.
+    let mut edges: Vec<(u64, i64)> = spans.iter().flat_map(|&(b, e)| [(b, 1), (e, -1)]).collect();
+    edges.sort_unstable();
+    let (mut running, mut last, mut two_or_more) = (0i64, 0u64, 0u64);
+    for (t, step) in edges {
+        if running >= 2 {
+            two_or_more += t - last;
+        }
+        running += step;
+        last = t;
+    }
+    let total: u64 = spans.iter().map(|&(b, e)| e - b).sum();
+    serde_json::json!({
+        "charges": beside,
+        "time_share": if total == 0 { 0.0 } else { two_or_more as f64 / total as f64 },
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn charges_beside_another_and_the_time_two_ran() {
+        // 0-10 and 5-20 overlap for 5 ns; 30-40 stands alone; 50-60 holds 52-54 and 55-58:
+        // five charges of six ran beside another, two or more ran for 5 + 2 + 3 of the
+        // charges' 50 ns.
+        let spans = [(0, 10), (5, 20), (30, 40), (50, 60), (52, 54), (55, 58)];
+        let j = charge_overlap_json(&spans);
+        assert_eq!(j["charges"], 5);
+        let share = j["time_share"].as_f64().unwrap();
+        assert!((share - 10.0 / 50.0).abs() < 1e-12, "{share}");
+        assert_eq!(charge_overlap_json(&[])["charges"], 0);
+    }
 
     #[test]
     fn the_tab_second_fit_recovers_known_costs() {

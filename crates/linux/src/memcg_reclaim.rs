@@ -614,6 +614,8 @@ pub struct Charge {
 #[derive(Debug, Default)]
 struct Summary {
     charges: u64,
+    /// Each charge's `(begin, end)`, ns.
+    spans: Vec<(u64, u64)>,
     reclaimed: Vec<u64>,
     scanned: Vec<u64>,
     duration_ns: Vec<u64>,
@@ -816,6 +818,7 @@ fn summarise(parsed: &Parsed, pids: &BTreeSet<i32>, lost_in_stats: u64) -> Summa
         s.preempted_ns.push(c.preempted_ns);
         s.blocked_ns.push(c.blocked_ns);
         s.left_writing.push(c.left_writing);
+        s.spans.push((c.begin_ns, c.begin_ns + c.duration_ns));
         let group = if c.remote_flushes == 0 {
             &mut s.without_flushes
         } else {
@@ -841,6 +844,7 @@ impl Summary {
             "duration_us": dist(&self.duration_ns, 1_000.0),
             "pages_left_writing": dist(&self.left_writing, 1.0),
             "lowest_priority": self.lowest_priority,
+            "beside_another": nvmswap_core::metrics::charge_overlap_json(&self.spans),
             "ref_keep": self.ref_keep,
             "activated": self.activated,
             "deactivated": self.deactivated,
@@ -1213,6 +1217,28 @@ mod tests {
         let v = summary.to_json()["remote_flushes"]["by_other_cpus_at_begin"].clone();
         assert_eq!(v["idle"], serde_json::json!({"charges": 1, "ipis": 1}));
         assert_eq!(v["running"], serde_json::json!({"charges": 1, "ipis": 2}));
+    }
+
+    #[test]
+    fn charges_of_two_tasks_at_once_are_counted_beside_one_another() {
+        // 7 charges from 1.000 to 1.004 s on CPU 0, 8 from 1.003 to 1.005 s on CPU 1, then 7
+        // alone from 2.000 to 2.001 s: two of three charges ran beside another, for 1 ms of
+        // the charges' 7 ms.
+        let begin = "mm_vmscan_memcg_reclaim_begin: order=0 gfp_flags=GFP_HIGHUSER_MOVABLE";
+        let end = "mm_vmscan_memcg_reclaim_end: nr_reclaimed=32";
+        let text = format!(
+            "nvmswap-7 [000] ..... 1.000000: {begin}\n\
+             nvmswap-8 [001] ..... 1.003000: {begin}\n\
+             nvmswap-7 [000] ..... 1.004000: {end}\n\
+             nvmswap-8 [001] ..... 1.005000: {end}\n\
+             nvmswap-7 [000] ..... 2.000000: {begin}\n\
+             nvmswap-7 [000] ..... 2.001000: {end}\n"
+        );
+        let p = parse(&text);
+        let v = summarise(&p, &pids(&[7, 8]), 0).to_json()["beside_another"].clone();
+        assert_eq!(v["charges"], 2);
+        let share = v["time_share"].as_f64().unwrap();
+        assert!((share - 1.0 / 7.0).abs() < 1e-9, "{share}");
     }
 
     #[test]

@@ -1,15 +1,18 @@
 //! A memory cgroup's charge at its limit (`try_charge_memcg`, mm/memcontrol.c), carried out one
-//! step at a time: each `SWAP_CLUSTER_MAX` batch of a `try_to_free_mem_cgroup_pages` pass, the
-//! pass's end, the checks between its retries, each wait for a write to end.
+//! step at a time: the beginning of each `SWAP_CLUSTER_MAX` batch of a
+//! `try_to_free_mem_cgroup_pages` pass (its scan and isolation), each victim's eviction, the
+//! batch's and the pass's end, the checks between its calls, each wait for a write to end.
 //!
-//! Why steps: a charge can last milliseconds, and the kernel's other CPU goes on meanwhile (the
-//! charge itself yields at `cond_resched` in `shrink_lruvec`, and sleeps in
-//! `folio_wait_writeback`). Computed whole, a charge's writes met sim's block layer before the
-//! other CPU's earlier requests, and its flush IPIs met a CPU whose schedule was not known yet.
-//! The driver's background tabs take their charges step by step ([`Machine::begin_charge`],
-//! [`Machine::step_charge`]) and run the other CPU's work up to each step's time in between.
-//! Elsewhere (the foreground, the tests) a charge runs its steps back to back
-//! ([`Machine::charge_whole`]): the same mechanism, the same events.
+//! Why steps: a charge can last milliseconds, and the kernel's other CPU goes on meanwhile, in
+//! parallel. Computed whole, a charge's writes met sim's block layer before the other CPU's
+//! earlier requests, and its flush IPIs met a CPU whose schedule was not known yet. The driver's
+//! background tabs take their charges step by step ([`Machine::begin_charge`],
+//! [`Machine::step_charge`]) and run the other CPU's work up to each step's time in between, so
+//! that the two CPUs' events meet the LRU, the block layer and the TLBs in time order (to within
+//! one page's eviction). Elsewhere (the foreground, the tests) a charge runs its steps back to
+//! back ([`Machine::charge_whole`]): the same mechanism, the same events. A victim touched by its
+//! tab on the other CPU between its isolation and its eviction is kept, as
+//! `shrink_folio_list`'s reference check keeps a folio with a young PTE.
 //!
 //! The mechanism, as the 6.18 kernel has it:
 //! - a call of `try_to_free_mem_cgroup_pages` goes through passes from `DEF_PRIORITY` down,
@@ -31,7 +34,7 @@
 use nvmswap_core::reclaim::{anon_scan_target, DEF_PRIORITY};
 use nvmswap_core::SWAP_CLUSTER_MAX;
 
-use crate::engine::Machine;
+use crate::engine::{Loc, Machine};
 use crate::observe::{Actor, CpuKind, Event, ReclaimKind, ShrinkBatch};
 use crate::tlb::ChargeFlushes;
 
@@ -78,9 +81,24 @@ struct ReclaimCall {
     /// Pages it wrote whose writes were still in flight when it wrote them.
     left_writing: u64,
     flushes: ChargeFlushes,
+    /// The current batch's victims, isolated from the LRU.
     victims: Vec<u32>,
     batches: Vec<ShrinkBatch>,
     pass: Pass,
+    batch: Option<Batch>,
+}
+
+/// A `shrink_inactive_list` batch under way: what its scan found, and its victims evicted so
+/// far (`next` is the next one's index).
+#[derive(Debug)]
+struct Batch {
+    looked: u64,
+    kept: u64,
+    /// Pages freed because their writes had ended.
+    ended: u64,
+    freed: u64,
+    written: u64,
+    next: usize,
 }
 
 /// One priority's pass of a call.
@@ -222,7 +240,8 @@ impl Machine<'_> {
         if self.free_frames() > 0 || self.backend.frames_held() == 0 {
             return true;
         }
-        self.backend.flush_plug_to_sleep(c.at, &mut self.obs);
+        self.backend
+            .flush_plug_to_sleep(c.at, c.actor, &mut self.obs);
         c.phase = Phase::WaitingForWriteback { from: c.at };
         false
     }
@@ -243,6 +262,7 @@ impl Machine<'_> {
             victims: Vec::with_capacity(SWAP_CLUSTER_MAX as usize),
             batches,
             pass: self.begin_pass(DEF_PRIORITY),
+            batch: None,
         }
     }
 
@@ -271,12 +291,16 @@ impl Machine<'_> {
     /// One step of a call: one batch of its pass, or the pass's end (and the next pass's
     /// beginning). True when the call is over (its `MemcgReclaim` event emitted).
     fn call_step(&mut self, call: &mut ReclaimCall, me: Actor) -> bool {
-        let pass = &mut call.pass;
-        if pass.nr_inactive > 0 && !pass.backend_full && pass.freed < SWAP_CLUSTER_MAX {
-            self.shrink_batch(call, me);
+        if call.batch.is_some() {
+            self.batch_step(call, me);
             return false;
         }
-        call.at += self.backend.finish_plug(call.at, &mut self.obs);
+        let pass = &call.pass;
+        if pass.nr_inactive > 0 && !pass.backend_full && pass.freed < SWAP_CLUSTER_MAX {
+            self.begin_batch(call, me);
+            return false;
+        }
+        call.at += self.backend.finish_plug(call.at, me, &mut self.obs);
         if self.lru.inactive_is_low() {
             self.lru.shrink_active(SWAP_CLUSTER_MAX);
         }
@@ -302,16 +326,16 @@ impl Machine<'_> {
         true
     }
 
-    /// One `shrink_inactive_list` batch of `SWAP_CLUSTER_MAX` pages (or what is left of the
-    /// pass's target) at the call's clock.
-    fn shrink_batch(&mut self, call: &mut ReclaimCall, me: Actor) {
+    /// The beginning of a `shrink_inactive_list` batch of `SWAP_CLUSTER_MAX` pages (or what is
+    /// left of the pass's target) at the call's clock: the pages whose writes ended are freed,
+    /// the others looked at, and the victims isolated ([`Machine::batch_step`] evicts them).
+    fn begin_batch(&mut self, call: &mut ReclaimCall, me: Actor) {
         let pass = &mut call.pass;
         let batch = pass.nr_inactive.min(SWAP_CLUSTER_MAX);
         pass.nr_inactive -= batch;
         // Pages whose writes ended wait at the inactive tail: the scan meets them first and
         // frees them without I/O, at the LRU work of a reclaimed page.
         let ended = self.backend.free_ended_writes(batch, me.cpu);
-        let mut batch_freed = ended;
         self.kernel_work(&mut call.at, me, ended * self.costs.reclaim_scan);
         call.victims.clear();
         let looked = ended + self.lru.isolate_inactive(batch - ended, &mut call.victims);
@@ -319,12 +343,37 @@ impl Machine<'_> {
         // The pages looked at and kept for their references (rotated or activated).
         let kept = looked - ended - call.victims.len() as u64;
         self.kernel_work(&mut call.at, me, kept * self.costs.reclaim_keep);
-        let mut written = 0;
-        for k in 0..call.victims.len() {
-            let p = call.victims[k];
-            if pass.backend_full {
+        call.batch = Some(Batch {
+            looked,
+            kept,
+            ended,
+            freed: ended,
+            written: 0,
+            next: 0,
+        });
+    }
+
+    /// The batch's next victim is evicted (the other CPU's work before its time has run, in
+    /// the driver's steps), or, with none left, the batch ends.
+    fn batch_step(&mut self, call: &mut ReclaimCall, me: Actor) {
+        let b = call.batch.as_mut().expect("a batch under way");
+        if let Some(&p) = call.victims.get(b.next) {
+            b.next += 1;
+            if call.pass.backend_full {
                 self.lru.put_back(p);
-                continue;
+                return;
+            }
+            if self.loc[p as usize] != Loc::Resident {
+                // Its tab was discarded while it was isolated (another task's OOM path).
+                return;
+            }
+            if self.lru.is_accessed(p) {
+                // Touched since the scan isolated it (its tab ran on the other CPU meanwhile):
+                // `shrink_folio_list` finds the young PTE and keeps it (`folio_check_references`).
+                self.lru.put_back(p);
+                b.kept += 1;
+                self.kernel_work(&mut call.at, me, self.costs.reclaim_keep);
+                return;
             }
             call.at += self.flush_before_write(call.at, me, &mut call.flushes);
             let t = call.at;
@@ -332,9 +381,9 @@ impl Machine<'_> {
             match self.evict(p, t, me, ReclaimKind::Direct, 0) {
                 Some(spent) => {
                     call.at += spent.total();
-                    written += 1;
+                    b.written += 1;
                     if self.backend.frames_held() <= held {
-                        batch_freed += 1;
+                        b.freed += 1;
                     }
                     self.obs.emit(Event::Cpu {
                         t,
@@ -345,24 +394,27 @@ impl Machine<'_> {
                 }
                 None => {
                     self.lru.put_back(p);
-                    pass.backend_full = true;
+                    call.pass.backend_full = true;
                 }
             }
+            return;
         }
+        let b = call.batch.take().expect("a batch under way");
+        let pass = &mut call.pass;
         // Written but not freed: their writes are in flight (a pool store or a clean page
         // frees its frame in the pass).
-        call.left_writing += written - (batch_freed - ended);
+        call.left_writing += b.written - (b.freed - b.ended);
         call.batches.push(ShrinkBatch {
             priority: pass.priority,
-            scanned: looked,
-            reclaimed: batch_freed,
-            kept,
+            scanned: b.looked,
+            reclaimed: b.freed,
+            kept: b.kept,
         });
         self.backend.advance_to(call.at, &mut self.obs);
         let lru_pages = self.lru.inactive_len() + self.lru.active_len();
         self.scan_balance
-            .note_anon(written, looked - batch_freed, lru_pages);
-        pass.freed += batch_freed;
+            .note_anon(b.written, b.looked - b.freed, lru_pages);
+        pass.freed += b.freed;
         if pass.nr_active > 0 {
             let n = pass.nr_active.min(SWAP_CLUSTER_MAX);
             pass.nr_active -= n;
@@ -481,7 +533,11 @@ mod tests {
         let mut checked = 0;
         while !m.charge_step(&mut c) {
             let last = done.0.borrow().iter().copied().max().unwrap_or(0);
-            assert!(last <= c.at(), "a completion at {last} before a step at {}", c.at());
+            assert!(
+                last <= c.at(),
+                "a completion at {last} before a step at {}",
+                c.at()
+            );
             checked += 1;
         }
         assert!(checked > 5 && !done.0.borrow().is_empty());
@@ -494,6 +550,44 @@ mod tests {
             done.0.borrow().iter().any(|&t| t > mid),
             "the whole charge's completions reach past its middle"
         );
+    }
+
+    /// The victims charge `c`'s current batch isolated and has not evicted yet.
+    fn isolated(c: &MemcgCharge) -> Vec<u32> {
+        match &c.phase {
+            Phase::Reclaiming { call, .. } => match &call.batch {
+                Some(b) => call.victims[b.next..].to_vec(),
+                None => Vec::new(),
+            },
+            _ => Vec::new(),
+        }
+    }
+
+    #[test]
+    fn a_victim_its_tab_touches_before_its_eviction_is_kept() {
+        // Between the steps of a charge its tab on the other CPU may touch a page the batch's
+        // scan isolated: the eviction finds it young and keeps it (`folio_check_references`),
+        // at the work of a kept page; the batch's other victims go.
+        let mut m = full_cgroup("emmc");
+        let mut c = m.begin_charge_now(m.now + 1_000);
+        while isolated(&c).len() < 2 {
+            assert!(!m.charge_step(&mut c), "the charge isolates a batch");
+        }
+        let victims = isolated(&c);
+        let (touched, other) = (victims[0], victims[1]);
+        assert!(!m.lru.is_on_lru(touched) && !m.lru.is_accessed(touched));
+        m.lru.mark_accessed(touched);
+        while !isolated(&c).is_empty() {
+            assert!(!m.charge_step(&mut c));
+        }
+        assert_eq!(m.loc[touched as usize], Loc::Resident);
+        assert!(m.lru.is_on_lru(touched), "put back on the inactive list");
+        assert_eq!(
+            m.loc[other as usize],
+            Loc::Out,
+            "the untouched victim is evicted"
+        );
+        while !m.charge_step(&mut c) {}
     }
 
     #[test]
@@ -518,7 +612,12 @@ mod tests {
         assert!(!cpu.is_empty(), "it reclaimed after it resumed");
         // Every piece of its work after that is timed from `resumed` on.
         for e in cpu {
-            let t: u64 = e["Cpu { t: ".len()..].split(',').next().unwrap().parse().unwrap();
+            let t: u64 = e["Cpu { t: ".len()..]
+                .split(',')
+                .next()
+                .unwrap()
+                .parse()
+                .unwrap();
             assert!(t >= resumed, "{e}");
         }
         assert!(c.at() >= resumed);

@@ -739,7 +739,7 @@ impl<'a> Driver<'a> {
                     ChargingTouch::BeforeFault { charge, .. } => {
                         self.machine.step_charge(task.tab, charge)
                     }
-                    ChargingTouch::InFault(f) => self.machine.step_charging_fault(task.tab, f),
+                    ChargingTouch::InFault(f) => self.machine.step_charge(task.tab, &mut f.charge),
                 };
                 clock = c.charge().at();
                 if over {

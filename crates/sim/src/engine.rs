@@ -34,7 +34,7 @@ use nvmswap_core::PAGE_SIZE;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
-use crate::backend::{self, BuildArgs, Fault, SwapBackend, SwapIn, WindowAside};
+use crate::backend::{self, BuildArgs, Fault, SwapBackend, SwapIn};
 use crate::charge::MemcgCharge;
 use crate::costs::{Costs, TIMELINE_INTERVAL_NS};
 use crate::mapped_access::MappedAccess;
@@ -77,8 +77,6 @@ pub enum Touch {
 /// so that the other CPUs' work runs in time order meanwhile.
 pub struct ChargingFault {
     window: ReadaheadWindow,
-    /// The task's plug and plan, set aside while other tasks run.
-    aside: WindowAside,
     pub charge: MemcgCharge,
 }
 
@@ -646,7 +644,7 @@ impl<'a> Machine<'a> {
     /// Q2D; each neighbour also costs `costs.readahead_page_ns` of work there), its read joining
     /// the plug; the plug goes out when the loop ends, and the task waits for its page's read.
     fn swap_in_window(&mut self, p: u32, write: bool, me: Actor) -> Result<Touch, SimError> {
-        let (order, before) = self.backend.plan_swap_in(p, self.now, me, env!(self));
+        let (order, before) = self.backend.plan_swap_in(p, me);
         self.window_from(ReadaheadWindow {
             page: p,
             write,
@@ -678,12 +676,7 @@ impl<'a> Machine<'a> {
             {
                 w.charged = true;
                 let charge = self.begin_charge_now(w.start + w.after);
-                let aside = self.backend.set_aside_window();
-                return Ok(Touch::Charging(ChargingFault {
-                    window: w,
-                    aside,
-                    charge,
-                }));
+                return Ok(Touch::Charging(ChargingFault { window: w, charge }));
             }
             w.charged = false;
             if q == p {
@@ -929,18 +922,6 @@ impl<'a> Machine<'a> {
         self.as_tab(tab, at, |m| m.charge_step(c))
     }
 
-    /// One step of the charge fault `f` stopped at, its task's plug back for it (the charge's
-    /// writes join the window's plug, as a nested `blk_start_plug` leaves them); true when
-    /// the charge is over ([`Machine::resume_charged_fault`] then).
-    pub fn step_charging_fault(&mut self, tab: u32, f: &mut ChargingFault) -> bool {
-        let at = f.charge.at().max(self.now);
-        let aside = std::mem::replace(&mut f.aside, WindowAside::nothing());
-        self.backend.take_back_window(aside, at, &mut self.obs);
-        let over = self.step_charge(tab, &mut f.charge);
-        f.aside = self.backend.set_aside_window();
-        over
-    }
-
     /// [`Machine::start_touch_held`] for the driver's background tabs, whose charges reclaim
     /// step by step: a read-ahead window stops at a charge that would reclaim
     /// ([`Touch::Charging`]), and a touch whose charge was taken before it (`lead` before
@@ -966,8 +947,6 @@ impl<'a> Machine<'a> {
     pub fn resume_charged_fault(&mut self, tab: u32, f: ChargingFault) -> Result<Touch, SimError> {
         let mut w = f.window;
         w.after = f.charge.at() - w.start;
-        self.backend
-            .take_back_window(f.aside, f.charge.at(), &mut self.obs);
         self.charges_in_steps = true;
         let touch = self.as_tab(tab, w.start, |m| m.window_from(w));
         self.charges_in_steps = false;

@@ -105,6 +105,8 @@ pub struct Metrics {
     /// Per charge, the pages it left writing (exact: zero is common, and a histogram records
     /// no zeros).
     memcg_left_writing: Vec<u64>,
+    /// Each charge's `(begin, end)`, for `beside_another`.
+    memcg_spans: Vec<(u64, u64)>,
     memcg_lowest_priority: std::collections::BTreeMap<u32, u64>,
     /// Per charge, the remote TLB flush IPIs its written pages sent (exact), and the charges'
     /// total duration with and without any; the IPIs by target; CPUs that went to `init_mm`.
@@ -145,6 +147,7 @@ impl Metrics {
             swap_in_cost: [0; 4],
             memcg_reclaim: Default::default(),
             memcg_left_writing: Vec::new(),
+            memcg_spans: Vec::new(),
             memcg_lowest_priority: Default::default(),
             memcg_flushes: Vec::new(),
             memcg_ns_with_flushes: (0, 0),
@@ -237,6 +240,7 @@ impl Observer for Metrics {
                 pages_reclaimed,
                 pages_scanned,
                 pages_left_writing,
+                t,
                 lowest_priority,
                 ns,
                 flushes,
@@ -263,6 +267,7 @@ impl Observer for Metrics {
                 scanned.record_ns(pages_scanned);
                 duration.record_ns(ns);
                 self.memcg_left_writing.push(pages_left_writing);
+                self.memcg_spans.push((t, t + ns));
                 *self
                     .memcg_lowest_priority
                     .entry(lowest_priority)
@@ -625,6 +630,7 @@ impl Metrics {
                 "duration_us": summary(&self.memcg_reclaim[2], 1_000),
                 "pages_left_writing": nvmswap_core::metrics::exact_distribution(&self.memcg_left_writing, 1.0),
                 "lowest_priority": by_priority,
+                "beside_another": nvmswap_core::metrics::charge_overlap_json(&self.memcg_spans),
             });
             if self.flushes_modelled {
                 // The linux run's `remote_flushes` keys (its reclaim trace's IPI events).

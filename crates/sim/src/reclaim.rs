@@ -121,7 +121,10 @@ impl Machine<'_> {
             return;
         }
         self.kswapd.batch = 0;
-        let wait = self.backend.finish_plug(self.kswapd.at, &mut self.obs);
+        let kswapd = self.kswapd_actor();
+        let wait = self
+            .backend
+            .finish_plug(self.kswapd.at, kswapd, &mut self.obs);
         self.kswapd.at += wait;
     }
 
@@ -269,7 +272,7 @@ impl Machine<'_> {
             return stall;
         }
         let from = self.now + stall;
-        self.backend.flush_plug_to_sleep(from, &mut self.obs);
+        self.backend.flush_plug_to_sleep(from, me, &mut self.obs);
         // No progress at the lowest priority: one jiffy on the NOPROGRESS queue.
         let to = from + throttle_timeout_ns(ThrottleReason::NoProgress, KERNEL_HZ);
         self.advance_backend_until(to);
@@ -305,7 +308,7 @@ impl Machine<'_> {
         if too_many_isolated(ctx, isolated, self.lru.inactive_len(), true) {
             // Sleeps until kswapd puts its batch back, or HZ/50.
             let from = self.now + start;
-            self.backend.flush_plug_to_sleep(from, &mut self.obs);
+            self.backend.flush_plug_to_sleep(from, me, &mut self.obs);
             let deadline = from + throttle_timeout_ns(ThrottleReason::Isolated, KERNEL_HZ);
             while self.kswapd.running && self.kswapd.batch > 0 && self.kswapd.at < deadline {
                 let next = self.kswapd.at + 1;
@@ -348,7 +351,7 @@ impl Machine<'_> {
         }
         stall += self
             .backend
-            .finish_plug(self.now + start + stall, &mut self.obs);
+            .finish_plug(self.now + start + stall, me, &mut self.obs);
         stall
     }
 
@@ -923,7 +926,7 @@ mod tests {
         for _ in 0..64 {
             m.reclaim_one(t0, kswapd, ReclaimKind::Kswapd).unwrap();
         }
-        m.backend.finish_plug(t0, &mut m.obs);
+        m.backend.finish_plug(t0, kswapd, &mut m.obs);
         assert_eq!(m.backend.frames_held(), 64);
         m.kswapd.running = true;
         m.kswapd.at = t0;

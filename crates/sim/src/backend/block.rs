@@ -40,7 +40,7 @@ use nvmswap_core::reclaim::{Plug, PluggedRequest, RotateBatches, Writeback};
 use nvmswap_core::swap_cache::{self, WriteToKeptSlot};
 use nvmswap_core::PAGE_SIZE;
 
-use super::{profile, BuildArgs, Env, Fault, Spent, SwapBackend, SwapIn, WindowAside};
+use super::{profile, BuildArgs, Env, Fault, Spent, SwapBackend, SwapIn};
 use crate::costs::{BLOCK_SUBMIT_NS, BLOCK_SWAP_IN_SOFTWARE_NS};
 use crate::io::Io;
 use crate::metrics::BackendReport;
@@ -51,11 +51,13 @@ const NO_OWNER: u32 = u32::MAX;
 /// `BlockSwap::read_by` of a page no asynchronous read brings.
 const NO_READ: u64 = u64::MAX;
 
-/// A task's plug and read-ahead plan set aside (`SwapBackend::set_aside_window`).
+/// A task's block plug (`current->plug`, each task has its own) and, between `plan_read` and
+/// `submit_read`, its read-ahead's plan. A task that another preempts, or that another CPU's
+/// task runs beside, keeps both: only its own finish, its sleep or a full plug send the plug's
+/// requests out.
 #[derive(Debug)]
-pub(super) struct TaskPlug {
+struct TaskIo {
     plug: Plug,
-    by: Option<Actor>,
     planned: Option<PlannedRead>,
 }
 
@@ -144,12 +146,8 @@ pub struct BlockSwap {
     /// The largest request the block layer builds on the swap device
     /// (`DeviceProfile::max_request_bytes`): plugged bios merge up to it, as the scheduler's do.
     max_request_bytes: u64,
-    /// Reclaim's block plug, and whose it is (each task has its own; sim flushes it when another
-    /// task starts writing).
-    plug: Plug,
-    plug_by: Option<Actor>,
-    /// A fault's read-ahead between `plan_read` and `submit_read`.
-    planned: Option<PlannedRead>,
+    /// Each task's plug and read-ahead plan, by pid.
+    tasks: BTreeMap<u32, TaskIo>,
     /// When each planned window's loop ended, by the request its task sleeps on: the task sees
     /// its read's completion no earlier (`finish_read`). Several tasks may sleep at once.
     window_end: BTreeMap<u64, u64>,
@@ -245,9 +243,7 @@ impl BlockSwap {
                 .swap_in_software_ns
                 .map_or(BLOCK_SWAP_IN_SOFTWARE_NS, |v| v as u64),
             max_request_bytes: p.max_request_bytes(),
-            plug: Plug::new(p.max_request_bytes()),
-            plug_by: None,
-            planned: None,
+            tasks: BTreeMap::new(),
             window_end: BTreeMap::new(),
             writeback: Writeback::default(),
             write_gen: Vec::new(),
@@ -337,13 +333,12 @@ impl BlockSwap {
         for r in reqs {
             if r.op == Op::Read {
                 let page = self
-                    .planned
-                    .as_ref()
+                    .planned(by)
                     .expect("reads are plugged by a read-ahead")
                     .page;
                 let (id, sync, w) = self.submit_read_request(&r, page, t + wait, by, obs);
                 if sync {
-                    self.planned.as_mut().expect("planned").sync_id = Some(id);
+                    self.planned(by).expect("planned").sync_id = Some(id);
                 }
                 wait += w;
                 continue;
@@ -402,27 +397,40 @@ impl BlockSwap {
     /// Reclaim's `blk_finish_plug`: the plug's requests go to the I/O scheduler at `t`; the tag
     /// wait. Nothing when reclaim runs inside the task's read-ahead plug: the read-ahead's own
     /// finish (`submit_read`) flushes it.
-    pub(super) fn finish_plug(&mut self, t: u64, obs: &mut Observers) -> u64 {
-        if self.plug.is_nested() {
+    pub(super) fn finish_plug(&mut self, t: u64, by: Actor, obs: &mut Observers) -> u64 {
+        if self.tasks.get(&by.pid).is_some_and(|k| k.plug.is_nested()) {
             return 0;
         }
-        self.flush_plug(t, obs, true)
+        self.flush_plug(t, by, obs, true)
     }
 
-    /// The plug's requests go to the I/O scheduler at `t`, whatever opened it; the tag wait.
-    /// `ends`: its owner finishes it (`blk_finish_plug`); otherwise the owner sleeps with it
-    /// open (`SwapBackend::flush_plug_to_sleep`) and a read-ahead's plug stays the task's.
-    pub(super) fn flush_plug(&mut self, t: u64, obs: &mut Observers, ends: bool) -> u64 {
-        let Some(by) = self.plug_by else {
+    /// `by`'s plug's requests go to the I/O scheduler at `t`; the tag wait. `ends`: the task
+    /// finishes it (`blk_finish_plug`); otherwise it sleeps with it open
+    /// (`SwapBackend::flush_plug_to_sleep`) and a read-ahead's plug stays the task's.
+    pub(super) fn flush_plug(&mut self, t: u64, by: Actor, obs: &mut Observers, ends: bool) -> u64 {
+        let Some(task) = self.tasks.get_mut(&by.pid) else {
             return 0;
         };
         let reqs = if ends {
-            self.plug_by = None;
-            self.plug.finish()
+            task.plug.finish()
         } else {
-            self.plug.flush()
+            task.plug.flush()
         };
         self.submit_plugged(reqs, t, by, obs)
+    }
+
+    /// Task `by`'s plug and plan (an empty plug the first time).
+    fn task_io(&mut self, by: Actor) -> &mut TaskIo {
+        let max = self.max_request_bytes;
+        self.tasks.entry(by.pid).or_insert_with(|| TaskIo {
+            plug: Plug::new(max),
+            planned: None,
+        })
+    }
+
+    /// Task `by`'s read-ahead plan, between `plan_read` and `submit_read`.
+    fn planned(&mut self, by: Actor) -> Option<&mut PlannedRead> {
+        self.tasks.get_mut(&by.pid)?.planned.as_mut()
     }
 
     /// Ends the writeback of the pages whose writes completed (`folio_end_writeback`).
@@ -589,10 +597,6 @@ impl BlockSwap {
         let pi = p as usize;
         spent.cpu += self.write_ns;
         spent.whole_path |= self.write_calibrated;
-        if self.plug_by.is_some_and(|a| a != by) {
-            spent.wait += self.flush_plug(t + spent.total(), obs, true);
-        }
-        self.plug_by = Some(by);
         if self.writeback.is_under_writeback(p) {
             // Written again before the older write ended: only the newest counts.
             let old = self.holds_frame[pi];
@@ -611,9 +615,11 @@ impl BlockSwap {
             // zswap's write-back also sets PG_reclaim (`zswap_writeback_entry`).
             self.writeback.start_write(p, true);
         }
+        let slot = u64::from(self.slot_of[pi]);
         let full = self
+            .task_io(by)
             .plug
-            .add(Op::Write, p, u64::from(self.slot_of[pi]), t + spent.total());
+            .add(Op::Write, p, slot, t + spent.total());
         spent.wait += self.submit_plugged(full, t + spent.total(), by, obs);
         self.held[pi] = Held::Device;
     }
@@ -670,29 +676,27 @@ impl BlockSwap {
 
     /// [`SwapBackend::plan_swap_in`] for a page read from the device: the window is decided
     /// (as the kernel decides it before allocating) and, when it is more than the page, the
-    /// task's plug opens for it (`blk_start_plug`), at `start` + half the swap-in path, by
-    /// `me`. Returns the window's pages in allocation order and that half.
-    pub(super) fn plan_read(
-        &mut self,
-        p: u32,
-        start: u64,
-        me: Actor,
-        obs: &mut Observers,
-    ) -> (Vec<u32>, u64) {
+    /// plug of the faulting task `me` opens for it (`blk_start_plug`). Returns the window's
+    /// pages in allocation order and the swap-in path's first half, spent before them.
+    pub(super) fn plan_read(&mut self, p: u32, me: Actor) -> (Vec<u32>, u64) {
         let window = self.readahead_window(p);
         let plugged = !matches!(
             self.last_decision.map(|d| d.range),
             None | Some(ReadRange::None)
         );
         let before = self.swap_in_ns / 2;
-        // Any plug left open belongs to someone else's batch: it goes out before ours opens.
-        self.flush_plug(start + before, obs, true);
-        if plugged {
-            self.plug.open_for_read_ahead();
-            self.plug_by = Some(me);
-        }
+        debug_assert!(
+            self.tasks
+                .get(&me.pid)
+                .is_none_or(|k| k.plug.is_empty() && k.planned.is_none()),
+            "a task plans a read-ahead with its plug empty"
+        );
         let order = window.iter().map(|&(q, _)| q).collect();
-        self.planned = Some(PlannedRead {
+        let task = self.task_io(me);
+        if plugged {
+            task.plug.open_for_read_ahead();
+        }
+        task.planned = Some(PlannedRead {
             page: p,
             window,
             plugged,
@@ -707,7 +711,11 @@ impl BlockSwap {
     /// data is on the device) joins the read-ahead's plug, or goes out at once for a window of
     /// one. Returns the wait for request tags.
     pub(super) fn read_framed(&mut self, q: u32, t: u64, me: Actor, obs: &mut Observers) -> u64 {
-        let planned = self.planned.as_mut().expect("a planned read-ahead");
+        let planned = self
+            .tasks
+            .get_mut(&me.pid)
+            .and_then(|k| k.planned.as_mut())
+            .expect("a planned read-ahead");
         let slot = planned
             .window
             .iter()
@@ -731,33 +739,27 @@ impl BlockSwap {
                 queued_at: t,
             };
             let (id, _, wait) = self.submit_read_request(&lone, q, t, me, obs);
-            self.planned.as_mut().expect("planned").sync_id = Some(id);
+            self.planned(me).expect("planned").sync_id = Some(id);
             return wait;
         }
-        let mut wait = 0;
-        if self.plug_by != Some(me) {
-            // Another task's write ended our plug (sim keeps one): it goes out, ours reopens.
-            wait += self.flush_plug(t, obs, true);
-            self.plug.open_for_read_ahead();
-            self.plug_by = Some(me);
-        }
-        let full = self.plug.add(Op::Read, q, u64::from(slot), t);
-        wait + self.submit_plugged(full, t + wait, me, obs)
+        let full = self.task_io(me).plug.add(Op::Read, q, u64::from(slot), t);
+        self.submit_plugged(full, t, me, obs)
     }
 
     /// [`SwapBackend::submit_swap_in`]: the window's loop ended at `t`, and with it the
     /// read-ahead's plug (`blk_finish_plug`): what reads and reclaim's writes it still holds go
     /// out. The task waits for the request holding its page.
-    pub(super) fn submit_read(&mut self, p: u32, t: u64, obs: &mut Observers) -> SwapIn {
+    pub(super) fn submit_read(&mut self, p: u32, t: u64, by: Actor, obs: &mut Observers) -> SwapIn {
         assert_eq!(
-            self.planned.as_ref().map(|pl| pl.page),
+            self.planned(by).map(|pl| pl.page),
             Some(p),
             "the planned window is this fault's"
         );
-        if self.planned.as_ref().is_some_and(|pl| pl.plugged) && self.plug.is_nested() {
-            self.flush_plug(t, obs, true);
+        let task = self.task_io(by);
+        if task.planned.as_ref().is_some_and(|pl| pl.plugged) && task.plug.is_nested() {
+            self.flush_plug(t, by, obs, true);
         }
-        let planned = self.planned.take().expect("planned");
+        let planned = self.task_io(by).planned.take().expect("planned");
         let id = planned.sync_id.expect("the faulting page's read went out");
         self.window_end.insert(id, t);
         SwapIn::Wait {
@@ -1016,13 +1018,13 @@ impl SwapBackend for BlockSwap {
         BlockSwap::pages_written(self)
     }
 
-    fn finish_plug(&mut self, t: u64, obs: &mut Observers) -> u64 {
-        BlockSwap::finish_plug(self, t, obs)
+    fn finish_plug(&mut self, t: u64, by: Actor, obs: &mut Observers) -> u64 {
+        BlockSwap::finish_plug(self, t, by, obs)
     }
 
-    fn flush_plug_to_sleep(&mut self, t: u64, obs: &mut Observers) {
+    fn flush_plug_to_sleep(&mut self, t: u64, by: Actor, obs: &mut Observers) {
         // Tags were the sleeper's to wait for anyway: the sleep covers them.
-        self.flush_plug(t, obs, false);
+        self.flush_plug(t, by, obs, false);
     }
 
     fn swap_free_pages(&self) -> u64 {
@@ -1076,37 +1078,16 @@ impl SwapBackend for BlockSwap {
         self.needs_read(p)
     }
 
-    fn plan_swap_in(&mut self, p: u32, start: u64, by: Actor, env: &mut Env) -> (Vec<u32>, u64) {
-        self.plan_read(p, start, by, env.obs)
-    }
-
-    fn set_aside_window(&mut self) -> WindowAside {
-        let plug = std::mem::replace(&mut self.plug, Plug::new(self.max_request_bytes));
-        WindowAside(Some(Box::new(TaskPlug {
-            plug,
-            by: self.plug_by.take(),
-            planned: self.planned.take(),
-        })))
-    }
-
-    fn take_back_window(&mut self, w: WindowAside, t: u64, obs: &mut Observers) {
-        let Some(task) = w.0 else {
-            return;
-        };
-        // Whoever's plug is open holds writes only: a window's reads are set aside with it.
-        debug_assert!(self.planned.is_none(), "two windows planned at once");
-        self.flush_plug(t, obs, true);
-        self.plug = task.plug;
-        self.plug_by = task.by;
-        self.planned = task.planned;
+    fn plan_swap_in(&mut self, p: u32, by: Actor) -> (Vec<u32>, u64) {
+        self.plan_read(p, by)
     }
 
     fn window_page_framed(&mut self, q: u32, t: u64, by: Actor, env: &mut Env) -> u64 {
         self.read_framed(q, t, by, env.obs)
     }
 
-    fn submit_swap_in(&mut self, p: u32, t: u64, _by: Actor, env: &mut Env) -> SwapIn {
-        self.submit_read(p, t, env.obs)
+    fn submit_swap_in(&mut self, p: u32, t: u64, by: Actor, env: &mut Env) -> SwapIn {
+        self.submit_read(p, t, by, env.obs)
     }
 
     fn finish_swap_in(&mut self, p: u32, write: bool, id: u64, issued: u64, env: &mut Env) -> u64 {

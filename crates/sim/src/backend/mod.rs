@@ -65,18 +65,6 @@ impl Spent {
     }
 }
 
-/// A task's block plug and read-ahead plan while its window waits on a charge
-/// ([`SwapBackend::set_aside_window`]); nothing for back-ends without a block device.
-#[derive(Debug)]
-pub struct WindowAside(Option<Box<block::TaskPlug>>);
-
-impl WindowAside {
-    /// Nothing set aside (a placeholder while the task's plug is back in use).
-    pub fn nothing() -> Self {
-        WindowAside(None)
-    }
-}
-
 /// How a back-end answers a fault on a page it holds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Fault {
@@ -153,14 +141,14 @@ pub trait SwapBackend {
 
     /// The end of a reclaim batch (`blk_finish_plug`): the plugged writes go to the I/O
     /// scheduler at `t`. Returns how long the submitter waited for request tags.
-    fn finish_plug(&mut self, _t: u64, _obs: &mut Observers) -> u64 {
+    fn finish_plug(&mut self, _t: u64, _by: Actor, _obs: &mut Observers) -> u64 {
         0
     }
 
     /// The reclaiming task goes to sleep at `t` (a throttle, a wait for writeback): the
     /// scheduler flushes its plug first (`sched_submit_work` -> `blk_flush_plug`,
     /// kernel/sched/core.c), which stays open, a read-ahead's included.
-    fn flush_plug_to_sleep(&mut self, _t: u64, _obs: &mut Observers) {}
+    fn flush_plug_to_sleep(&mut self, _t: u64, _by: Actor, _obs: &mut Observers) {}
 
     /// Free swap space, in pages (Chrome's rule counts it).
     fn swap_free_pages(&self) -> u64;
@@ -190,33 +178,15 @@ pub trait SwapBackend {
         false
     }
 
-    /// The read-ahead's plan for a fault on `p` at `start`, by `by`: the window is decided and
+    /// The read-ahead's plan for a fault on `p` by `by`: the window is decided and
     /// the task's plug opened (`blk_start_plug`, for a window of more than one page). Returns
     /// the window's pages (`p` among them) in the order the kernel allocates and charges their
     /// folios (`__read_swap_cache_async`), and the swap-in software spent before the first.
     /// The charges, and the reclaim a charge at a memory cgroup's limit runs, happen inside the
     /// plug: reclaim's writes queue in it between the window's reads (`nvmswap_core::reclaim`).
-    fn plan_swap_in(
-        &mut self,
-        _p: u32,
-        _start: u64,
-        _by: Actor,
-        _env: &mut Env,
-    ) -> (Vec<u32>, u64) {
+    fn plan_swap_in(&mut self, _p: u32, _by: Actor) -> (Vec<u32>, u64) {
         unreachable!("this back-end never plans a read-ahead window")
     }
-
-    /// The planned window's task stops in its loop at a charge that reclaims step by step (the
-    /// engine's `Touch::Charging`) while other tasks run: its plug and plan are set aside (the
-    /// kernel's are the task's own) until [`SwapBackend::take_back_window`].
-    fn set_aside_window(&mut self) -> WindowAside {
-        WindowAside(None)
-    }
-
-    /// The set-aside window's task runs again at `t` (a step of its charge, or its loop going
-    /// on): its plug and plan are back, whatever plug another task left open going out first
-    /// (sim keeps one plug at a time).
-    fn take_back_window(&mut self, _w: WindowAside, _t: u64, _obs: &mut Observers) {}
 
     /// Page `q` of the planned window has its frame at `t`: its read joins the plug (none for a
     /// page in a pool in front). Returns the wait for a request tag.

@@ -91,7 +91,7 @@ impl Rig {
         self.t += 10_000;
         let t = self.t;
         b.store(p, t, ME, &mut self.env()).expect("swap has room");
-        b.finish_plug(t, &mut self.obs);
+        b.finish_plug(t, ME, &mut self.obs);
         self.settle(b);
     }
 

@@ -77,7 +77,7 @@ impl Rig {
         for p in 0..n {
             self.store(p, 1_000, ME);
         }
-        self.backend.finish_plug(50_000, &mut self.obs);
+        self.backend.finish_plug(50_000, ME, &mut self.obs);
         self.drain();
     }
 
@@ -100,33 +100,38 @@ fn a_plugged_batch_merges_adjacent_writes_into_one_request() {
         0,
         "held in the plug until the batch ends"
     );
-    rig.backend.finish_plug(50_000, &mut rig.obs);
+    rig.backend.finish_plug(50_000, ME, &mut rig.obs);
     // The cluster allocator gave consecutive slots: one request of 32 pages.
     assert_eq!(rig.writes_queued(), 1);
     assert_eq!(rig.backend.frames_held(), 32);
 }
 
 #[test]
-fn another_task_writing_flushes_the_plug_first() {
+fn each_task_writes_into_its_own_plug() {
+    // `current->plug` is the task's: kswapd writing beside a task's open batch leaves that
+    // batch in its plug, and each finish sends its own (ME's pages took slots 0 and 2, two
+    // requests).
     let mut rig = Rig::new("optane", 4, 2000, &[]);
     rig.store(0, 0, ME);
-    rig.store(1, 0, ME);
     let kswapd = Actor { cpu: 1, pid: 1 };
     rig.store(2, 10, kswapd);
+    rig.store(1, 20, ME);
+    assert_eq!(rig.writes_queued(), 0, "both plugs hold their writes");
+    rig.backend.finish_plug(30, kswapd, &mut rig.obs);
     assert_eq!(
         rig.writes_queued(),
         1,
-        "ME's plug went out when kswapd wrote"
+        "kswapd's plug went out, ME's did not"
     );
-    rig.backend.finish_plug(20, &mut rig.obs);
-    assert_eq!(rig.writes_queued(), 2);
+    rig.backend.finish_plug(40, ME, &mut rig.obs);
+    assert_eq!(rig.writes_queued(), 3, "then ME's two");
 }
 
 #[test]
 fn a_page_under_writeback_is_not_freed_before_its_write_completes() {
     let mut rig = Rig::new("optane", 1, 2000, &[]);
     rig.store(0, 0, ME);
-    rig.backend.finish_plug(0, &mut rig.obs);
+    rig.backend.finish_plug(0, ME, &mut rig.obs);
     assert_eq!(rig.backend.frames_held(), 1);
     let done = rig
         .backend
@@ -167,7 +172,7 @@ fn in_a_cgroup_ended_writes_reach_a_scan_on_another_cpu_only_in_full_batches() {
 fn a_fault_during_writeback_takes_the_page_from_the_swap_cache() {
     let mut rig = Rig::new("optane", 1, 2000, &[]);
     rig.store(0, 0, ME);
-    rig.backend.finish_plug(0, &mut rig.obs);
+    rig.backend.finish_plug(0, ME, &mut rig.obs);
     assert_eq!(
         rig.call(|b, env| b.fault(0, false, 10, ME, env)),
         Fault::NeedsFrame
@@ -190,7 +195,7 @@ fn a_fault_during_writeback_takes_the_page_from_the_swap_cache() {
 fn zero_pages_go_to_the_zeromap_without_io() {
     let mut rig = Rig::new("optane", 1, 0, &[]);
     rig.store(0, 0, ME);
-    rig.backend.finish_plug(0, &mut rig.obs);
+    rig.backend.finish_plug(0, ME, &mut rig.obs);
     assert_eq!(rig.writes_queued(), 0);
     assert_eq!(rig.backend.frames_held(), 0);
     rig.call(|b, env| b.fault(0, false, 10, ME, env));
@@ -324,13 +329,13 @@ fn a_page_read_back_then_written_keeps_its_slot_where_the_read_mapped_it_writabl
         );
         let writes = rig.writes_queued();
         rig.store(3, 2_000_000_000, ME);
-        rig.backend.finish_plug(2_000_100_000, &mut rig.obs);
+        rig.backend.finish_plug(2_000_100_000, ME, &mut rig.obs);
         assert_eq!(rig.writes_queued(), writes + 1, "stale: written back");
         // Its old slot again, or a new one: swap holds the same pages.
         assert_eq!(rig.backend.swap_free_pages(), kept, "{writable}");
         // A clean page read back leaves without I/O, keeping its slot.
         rig.store(4, 2_000_200_000, ME);
-        rig.backend.finish_plug(2_000_300_000, &mut rig.obs);
+        rig.backend.finish_plug(2_000_300_000, ME, &mut rig.obs);
         assert_eq!(rig.writes_queued(), writes + 1);
         // A resident page freed (its tab gone) gives its slot back, stale or not.
         rig.backend.written(5);
@@ -347,7 +352,7 @@ fn a_plugged_request_is_queued_at_its_first_bio() {
     let mut rig = Rig::new("optane", 2, 2000, &[]);
     rig.store(0, 0, ME);
     rig.store(1, 30_000, ME);
-    rig.backend.finish_plug(100_000, &mut rig.obs);
+    rig.backend.finish_plug(100_000, ME, &mut rig.obs);
     assert_eq!(rig.writes_queued(), 1);
     rig.drain();
     let q2d_us = rig.obs.metrics.trace[1][0].summary(1_000).p50;
@@ -393,7 +398,7 @@ fn a_read_ahead_window_waits_in_the_plug_while_its_pages_get_frames() {
     let t = 10_000_000_000;
     rig.backend.advance_to(t, &mut rig.obs);
     rig.call(|b, env| b.fault(43, false, t, ME, env));
-    let (order, before) = plan_window(&mut rig, 43, t);
+    let (order, before) = plan_window(&mut rig, 43);
     assert!(order.len() >= 4, "a grown window: {order:?}");
     assert!(order.iter().all(|&q| (40..48).contains(&q)), "{order:?}");
     assert!(
@@ -452,7 +457,7 @@ fn reclaim_while_the_read_ahead_gets_frames_waits_in_its_plug_until_the_reads_go
     let writes = rig.writes_queued();
     let reads = rig.obs.metrics.c.device_reads;
     rig.call(|b, env| b.fault(43, false, t, ME, env));
-    let (order, _) = plan_window(&mut rig, 43, t);
+    let (order, _) = plan_window(&mut rig, 43);
     rig.call(|b, env| b.window_page_framed(order[0], t + 5_000, ME, env));
     // The second page's charge reclaims two resident pages (written 10 us in): the pass ends,
     // but its blk_finish_plug flushes nothing.
@@ -460,7 +465,7 @@ fn reclaim_while_the_read_ahead_gets_frames_waits_in_its_plug_until_the_reads_go
         rig.backend.written(p); // dirty: no clean swap-cache copy to drop instead
         rig.store(p, t + 10_000, ME);
     }
-    assert_eq!(rig.backend.finish_plug(t + 20_000, &mut rig.obs), 0);
+    assert_eq!(rig.backend.finish_plug(t + 20_000, ME, &mut rig.obs), 0);
     assert_eq!(rig.writes_queued(), writes, "held in the read-ahead's plug");
     for (k, &q) in (1..).zip(&order[1..]) {
         rig.call(|b, env| b.window_page_framed(q, t + 50_000 * k, ME, env));
@@ -488,7 +493,7 @@ fn reclaim_while_the_read_ahead_gets_frames_waits_in_its_plug_until_the_reads_go
     // Out of a read-ahead, reclaim's own finish flushes again.
     rig.backend.written(11);
     rig.store(11, end + 1_000, ME);
-    rig.backend.finish_plug(end + 2_000, &mut rig.obs);
+    rig.backend.finish_plug(end + 2_000, ME, &mut rig.obs);
     assert_eq!(rig.writes_queued(), writes + 2);
 }
 
@@ -502,11 +507,12 @@ fn a_read_ahead_plug_that_goes_out_early_takes_the_reads_queued_by_then() {
     rig.backend.advance_to(t, &mut rig.obs);
     let reads = rig.obs.metrics.c.device_reads;
     rig.call(|b, env| b.fault(43, false, t, ME, env));
-    let (order, _) = plan_window(&mut rig, 43, t);
+    let (order, _) = plan_window(&mut rig, 43);
     for (k, &q) in (1..).zip(&order[..2]) {
         rig.call(|b, env| b.window_page_framed(q, t + 10_000 * k, ME, env));
     }
-    rig.backend.flush_plug_to_sleep(t + 100_000, &mut rig.obs);
+    rig.backend
+        .flush_plug_to_sleep(t + 100_000, ME, &mut rig.obs);
     assert_eq!(
         rig.obs.metrics.c.device_reads - reads,
         1,
@@ -538,11 +544,12 @@ fn a_window_of_one_page_is_read_without_a_plug_and_its_charge_reclaims_in_its_ow
     rig.backend.advance_to(t, &mut rig.obs);
     let (writes, reads) = (rig.writes_queued(), rig.obs.metrics.c.device_reads);
     rig.call(|b, env| b.fault(43, false, t, ME, env));
-    let (order, before) = plan_window(&mut rig, 43, t);
+    let (order, before) = plan_window(&mut rig, 43);
     assert_eq!(order, vec![43]);
     rig.backend.written(3);
     rig.store(3, t + before, ME);
-    rig.backend.finish_plug(t + before + 5_000, &mut rig.obs);
+    rig.backend
+        .finish_plug(t + before + 5_000, ME, &mut rig.obs);
     assert_eq!(rig.writes_queued(), writes + 1, "reclaim's own plug");
     rig.call(|b, env| b.window_page_framed(43, t + before + 10_000, ME, env));
     assert_eq!(rig.obs.metrics.c.device_reads - reads, 1, "out at once");
@@ -573,11 +580,11 @@ fn vda_rig_after_32_faults_with(page_cluster: u32) -> Rig {
     rig
 }
 
-/// A device read's swap-in of `p` at `t` plans its window: its pages in allocation order and
-/// the software before the first.
-fn plan_window(rig: &mut Rig, p: u32, t: u64) -> (Vec<u32>, u64) {
+/// A device read's swap-in of `p` plans its window: its pages in allocation order and the
+/// software before the first.
+fn plan_window(rig: &mut Rig, p: u32) -> (Vec<u32>, u64) {
     assert!(rig.backend.plans_read(p), "a device read");
-    rig.call(|b, env| b.plan_swap_in(p, t, ME, env))
+    rig.backend.plan_swap_in(p, ME)
 }
 
 #[test]
@@ -588,6 +595,6 @@ fn a_plug_flushed_behind_the_block_layers_clock_waits_for_nothing() {
     let mut rig = Rig::new("optane", 4, 2000, &[]);
     rig.backend.advance_to(5_000_000, &mut rig.obs);
     rig.store(0, 1_000, ME);
-    assert_eq!(rig.backend.finish_plug(2_000, &mut rig.obs), 0);
+    assert_eq!(rig.backend.finish_plug(2_000, ME, &mut rig.obs), 0);
     assert_eq!(rig.writes_queued(), 1);
 }

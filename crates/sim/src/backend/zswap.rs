@@ -35,7 +35,7 @@ use nvmswap_core::reclaim::{swap_out_route, SwapOutRoute};
 use nvmswap_core::zswap::{StoreOutcome, ZswapPool};
 
 use super::block::{BlockSwap, Held};
-use super::{BuildArgs, Env, Fault, Spent, SwapBackend, SwapIn, WindowAside};
+use super::{BuildArgs, Env, Fault, Spent, SwapBackend, SwapIn};
 use crate::costs::SAME_FILLED_NS;
 use crate::metrics::BackendReport;
 use crate::observe::{Actor, CpuKind, Event, Observers, Tier, ZswapKind, KWORKER_PID};
@@ -145,7 +145,7 @@ impl Zswap {
             });
             self.worker.at += spent.total().max(1);
             if self.worker.queue.is_empty() {
-                let wait = self.dev.finish_plug(self.worker.at, obs);
+                let wait = self.dev.finish_plug(self.worker.at, by, obs);
                 self.worker.at += wait;
             }
         }
@@ -306,16 +306,8 @@ impl SwapBackend for Zswap {
         self.read_from_device(p, self.worker.pending.contains(&p)) && self.dev.needs_read(p)
     }
 
-    fn plan_swap_in(&mut self, p: u32, start: u64, by: Actor, env: &mut Env) -> (Vec<u32>, u64) {
-        self.dev.plan_swap_in(p, start, by, env)
-    }
-
-    fn set_aside_window(&mut self) -> WindowAside {
-        self.dev.set_aside_window()
-    }
-
-    fn take_back_window(&mut self, w: WindowAside, t: u64, obs: &mut Observers) {
-        self.dev.take_back_window(w, t, obs)
+    fn plan_swap_in(&mut self, p: u32, by: Actor) -> (Vec<u32>, u64) {
+        self.dev.plan_swap_in(p, by)
     }
 
     fn window_page_framed(&mut self, q: u32, t: u64, by: Actor, env: &mut Env) -> u64 {
@@ -414,12 +406,12 @@ impl SwapBackend for Zswap {
         self.dev.pages_written()
     }
 
-    fn finish_plug(&mut self, t: u64, obs: &mut Observers) -> u64 {
-        self.dev.finish_plug(t, obs)
+    fn finish_plug(&mut self, t: u64, by: Actor, obs: &mut Observers) -> u64 {
+        self.dev.finish_plug(t, by, obs)
     }
 
-    fn flush_plug_to_sleep(&mut self, t: u64, obs: &mut Observers) {
-        self.dev.flush_plug(t, obs, false);
+    fn flush_plug_to_sleep(&mut self, t: u64, by: Actor, obs: &mut Observers) {
+        self.dev.flush_plug(t, by, obs, false);
     }
 
     fn io_ready_at(&self, id: u64) -> Option<u64> {
