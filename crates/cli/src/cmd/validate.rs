@@ -427,6 +427,16 @@ const MECHANISMS: &[Mechanism] = &[
     both("charge us mean", &["memcg_reclaim", "duration_us", "mean"]),
     both("charge us p50", &["memcg_reclaim", "duration_us", "p50"]),
     both("charge us p99", &["memcg_reclaim", "duration_us", "p99"]),
+    // Charges of two tasks at once (two CPUs, or a preempted charger): their writes take
+    // slots in turn from a rotational device's one cluster, and their plugs merge less.
+    both(
+        "charges beside another",
+        &["memcg_reclaim", "beside_another", "charges"],
+    ),
+    both(
+        "charge time share beside another",
+        &["memcg_reclaim", "beside_another", "time_share"],
+    ),
     // Reclaim's remote TLB flushes (docs/commands/linux.md): sim models them where its costs
     // set `remote_flush_ns` (crates/sim/src/tlb.rs), with the same keys.
     Mechanism {
@@ -473,8 +483,9 @@ const MECHANISMS: &[Mechanism] = &[
             "ipis",
         ],
     ),
-    // Time a charging task spent off its CPU: sim runs each charge to its end on one clock
-    // (no preemption; a v1 charge's waits for writeback are in its model).
+    // Time a charging task spent off its CPU: the kernel's alone (sim's background charges
+    // run in steps, which a wake-up or a used slice may preempt, but it does not count that
+    // time apart; a v1 charge's waits for writeback are in its model).
     linux(
         "charge us mean preempted",
         &["memcg_reclaim", "off_cpu_us", "preempted", "mean"],
