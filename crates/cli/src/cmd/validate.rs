@@ -382,6 +382,10 @@ fn remote_flushes_to_idle_percent(r: &RunResult) -> Option<f64> {
     (idle + running > 0.0).then(|| 100.0 * idle / (idle + running))
 }
 
+fn charge_time_beside_another_percent(r: &RunResult) -> Option<f64> {
+    extra_at(r, &["memcg_reclaim", "beside_another", "time_share"]).map(|s| 100.0 * s)
+}
+
 /// A statistic of the linux runs alone.
 const fn linux(label: &'static str, path: &'static [&'static str]) -> Mechanism {
     Mechanism {
@@ -433,10 +437,13 @@ const MECHANISMS: &[Mechanism] = &[
         "charges beside another",
         &["memcg_reclaim", "beside_another", "charges"],
     ),
-    both(
-        "charge time share beside another",
-        &["memcg_reclaim", "beside_another", "time_share"],
-    ),
+    Mechanism {
+        label: "charge time beside another %",
+        read: Read::Each(
+            charge_time_beside_another_percent,
+            charge_time_beside_another_percent,
+        ),
+    },
     // Reclaim's remote TLB flushes (docs/commands/linux.md): sim models them where its costs
     // set `remote_flush_ns` (crates/sim/src/tlb.rs), with the same keys.
     Mechanism {
