@@ -735,12 +735,7 @@ impl<'a> Driver<'a> {
             let mut charged = None;
             if let Some(mut c) = task.charging.take() {
                 c.charge().resumes_at(clock);
-                let over = match &mut c {
-                    ChargingTouch::BeforeFault { charge, .. } => {
-                        self.machine.step_charge(task.tab, charge)
-                    }
-                    ChargingTouch::InFault(f) => self.machine.step_charge(task.tab, &mut f.charge),
-                };
+                let over = self.machine.step_charge(task.tab, c.charge());
                 clock = c.charge().at();
                 if over {
                     charged = Some(c);

@@ -907,15 +907,16 @@ impl<'a> Machine<'a> {
     }
 
     /// Tab `tab`'s charge at the limit, begun at `at` (its clock): [`Machine::step_charge`]
-    /// carries it out one batch at a time, so that the other CPUs' work runs in between in
-    /// time order, as the kernel's does (crate::charge).
+    /// carries it out a step at a time (a batch's scan, a victim's eviction, ...), so that the
+    /// other CPUs' work runs in between in time order, as the kernel's does (crate::charge).
     pub fn begin_charge(&mut self, tab: u32, at: u64) -> MemcgCharge {
         let at = at.max(self.now);
         self.as_tab(tab, at, |m| m.begin_charge_now(at))
     }
 
-    /// One step of tab `tab`'s charge `c`; true when it is over (the touch's fault then begins
-    /// at `c.at()`, [`Machine::start_touch_after_charge`]).
+    /// One step of tab `tab`'s charge `c`, from its clock or the machine's if later; true when
+    /// it is over (the touch's fault then begins at `c.at()`, [`Machine::start_touch_in_steps`]
+    /// or [`Machine::resume_charged_fault`]).
     pub fn step_charge(&mut self, tab: u32, c: &mut MemcgCharge) -> bool {
         let at = c.at().max(self.now);
         c.resumes_at(at);

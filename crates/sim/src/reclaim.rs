@@ -1,7 +1,8 @@
 //! Reclaim over core's two-list LRU (`nvmswap_core::lru`, with refault detection): kswapd on
 //! its own clock from the low to the high watermark, direct reclaim by the allocating task
-//! below min, and a memory cgroup's charge that reclaims when the limit is reached. Each
-//! reclaimed page goes to the swap back-end (backend/).
+//! below min, and the frame a memory cgroup's charge takes once it reclaimed (the charge's
+//! reclaim itself is crate::charge's). Each reclaimed page goes to the swap back-end
+//! (backend/).
 //!
 //! The write side as the 6.18 kernel runs it (`nvmswap_core::reclaim`, mm/vmscan.c):
 //! - a page the scan looks at and keeps for its references (rotated or activated) costs the
