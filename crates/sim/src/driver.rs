@@ -965,6 +965,9 @@ impl<'a> Driver<'a> {
         cpu: usize,
         t: u64,
     ) {
+        // A woken task runs no earlier than it was woken: its read may have completed in a block
+        // layer that a step of another task's charge had moved past the CPU's clock.
+        let t = tasks[i].woken.map_or(t, |woken| t.max(woken));
         cpus.fair.picked(i);
         cpus.on[cpu] = Some(i);
         self.machine.tlbs.running_on = cpu;
