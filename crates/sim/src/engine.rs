@@ -238,7 +238,7 @@ pub struct Machine<'a> {
     pub(crate) mapped_access: Option<MappedAccess>,
     /// While set, a fault a touch completes at once is held in `held_fault` instead of
     /// reported: the driver's background tasks report a fault when they know whether another
-    /// task took the CPU inside it ([`Machine::start_touch_held`]).
+    /// task took the CPU inside it ([`Machine::start_touch_in_steps`]).
     hold_faults: bool,
     held_fault: Option<HeldFault>,
     /// The time the touch's charge took before its fault, step by step
@@ -249,7 +249,7 @@ pub struct Machine<'a> {
     charges_in_steps: bool,
 }
 
-/// A fault the touch completed but did not yet report ([`Machine::start_touch_held`]): the
+/// A fault the touch completed but did not yet report ([`Machine::start_touch_in_steps`]): the
 /// kernel switches a task it has to preempt at the fault's return to user space (or at a
 /// `cond_resched` inside it), so a preemption that lands in the fault is in its latency.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -874,23 +874,6 @@ impl<'a> Machine<'a> {
         self.as_tab(tab, at, |m| m.start_touch(p, write))
     }
 
-    /// [`Machine::start_touch_in_background`], a fault the touch completes at once held back
-    /// rather than reported: the touch and that fault, if it took one. The caller reports it
-    /// with [`Machine::report_held_fault`] once it knows the wait a preemption put in it.
-    pub fn start_touch_held(
-        &mut self,
-        tab: u32,
-        p: u32,
-        write: bool,
-        at: u64,
-    ) -> Result<(Touch, Option<HeldFault>), SimError> {
-        self.hold_faults = true;
-        let touch = self.start_touch_in_background(tab, p, write, at);
-        self.hold_faults = false;
-        let held = self.held_fault.take();
-        Ok((touch?, held))
-    }
-
     /// Whether a touch of `p` now would begin with a charge to the memory cgroup that finds it
     /// at its limit, so that the charge reclaims: the page needs a frame first (not touched
     /// yet, or out and its back-end cannot serve it in place) and none is free under the
@@ -923,10 +906,12 @@ impl<'a> Machine<'a> {
         self.as_tab(tab, at, |m| m.charge_step(c))
     }
 
-    /// [`Machine::start_touch_held`] for the driver's background tabs, whose charges reclaim
-    /// step by step: a read-ahead window stops at a charge that would reclaim
-    /// ([`Touch::Charging`]), and a touch whose charge was taken before it (`lead` before
-    /// `at`, [`Machine::begin_charge`]) reports its fault from the charge's beginning.
+    /// Tab `tab`'s touch of `p` at `at` as the driver's background tabs take theirs: a fault
+    /// the touch completes at once is held back rather than reported (the caller reports it
+    /// with [`Machine::report_held_fault`] once it knows the wait a preemption put in it); a
+    /// read-ahead window stops at a charge that would reclaim ([`Touch::Charging`]); and a
+    /// touch whose charge was taken before it (`lead` before `at`, [`Machine::begin_charge`])
+    /// reports its fault from the charge's beginning. Returns the touch and the held fault.
     pub fn start_touch_in_steps(
         &mut self,
         tab: u32,
@@ -936,11 +921,12 @@ impl<'a> Machine<'a> {
         lead: u64,
     ) -> Result<(Touch, Option<HeldFault>), SimError> {
         self.fault_lead = lead;
-        self.charges_in_steps = true;
-        let touch = self.start_touch_held(tab, p, write, at);
-        self.charges_in_steps = false;
+        self.hold_faults = true;
+        let touch = self.in_steps(|m| m.start_touch_in_background(tab, p, write, at));
+        self.hold_faults = false;
         self.fault_lead = 0;
-        touch
+        let held = self.held_fault.take();
+        Ok((touch?, held))
     }
 
     /// Tab `tab`'s fault `f` goes on once its charge is over: its read-ahead window from the
@@ -948,10 +934,15 @@ impl<'a> Machine<'a> {
     pub fn resume_charged_fault(&mut self, tab: u32, f: ChargingFault) -> Result<Touch, SimError> {
         let mut w = f.window;
         w.after = f.charge.at() - w.start;
+        self.in_steps(|m| m.as_tab(tab, w.start, |m| m.window_from(w)))
+    }
+
+    /// Runs `f` with a read-ahead window's charges stopping it ([`Touch::Charging`]).
+    fn in_steps<R>(&mut self, f: impl FnOnce(&mut Self) -> R) -> R {
         self.charges_in_steps = true;
-        let touch = self.as_tab(tab, w.start, |m| m.window_from(w));
+        let r = f(self);
         self.charges_in_steps = false;
-        touch
+        r
     }
 
     /// Reports a held fault, `waited` ns of another task's turn on its CPU added to its
