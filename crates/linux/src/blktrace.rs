@@ -154,6 +154,11 @@ fn tracefs_to_blkparse(text: &str) -> String {
         let Some(time) = head.split_whitespace().last() else {
             continue;
         };
+        // `comm-pid [cpu] flags time`: the pid follows the command's last '-'.
+        let pid = head
+            .split_once('[')
+            .and_then(|(task, _)| task.trim().rsplit_once('-'))
+            .map_or("0", |(_, pid)| pid);
         let Some((event, rest)) = tail.split_once(": ") else {
             continue;
         };
@@ -175,7 +180,7 @@ fn tracefs_to_blkparse(text: &str) -> String {
         let (rwbs, sector) = (f[1], f[plus - 1]);
         let sectors: u64 = f[plus + 1].parse().unwrap_or(0);
         out.push_str(&format!(
-            "{action} {rwbs} {sector} {} {time}\n",
+            "{action} {rwbs} {sector} {} {time} {pid}\n",
             sectors * 512
         ));
     }
@@ -331,7 +336,7 @@ impl Tracer {
             let out = Command::new("blkparse")
                 .args(["-i", "swap", "-D"])
                 .arg(&self.dir)
-                .args(["-q", "-f", "%a %d %S %N %T.%9t\n"])
+                .args(["-q", "-f", "%a %d %S %N %T.%9t %p\n"])
                 .output()
                 .map_err(|e| format!("blkparse: {e}"))?;
             if !out.status.success() {
@@ -459,8 +464,8 @@ fn parse_filefrag(text: &str) -> Vec<Extent> {
         .collect()
 }
 
-/// The swap file's requests from blkparse-format text (`action RWBS sector bytes seconds`, one
-/// event per line), and the bios queued inside the file that were never issued on their own.
+/// The swap file's requests from blkparse-format text (`action RWBS sector bytes seconds pid`,
+/// one event per line), and the bios queued inside the file that were never issued on their own.
 #[derive(Debug, Default)]
 struct Parsed {
     /// Requests with a Q, a D and a C in that order, in completion order; times are ns since the
@@ -469,6 +474,8 @@ struct Parsed {
     /// Per direction (read, write): bios merged into another request or whose request the trace
     /// missed (a Q with no D at its sector).
     merged_or_unmatched: [u64; 2],
+    /// The one-page write bios (swap-outs) queued inside the file, by submitting task.
+    write_bios: nvmswap_core::block::write_order::WriteBioOrder,
 }
 
 /// What is known of a request at one sector before its C: Q, G, I and D times, D's bytes, bios
@@ -498,7 +505,7 @@ fn parse(blkparse: &str, extents: &[Extent]) -> Parsed {
     let mut origin = None;
     for line in blkparse.lines() {
         let f: Vec<&str> = line.split_whitespace().collect();
-        if f.len() != 5 {
+        if f.len() != 6 {
             continue;
         }
         let (Ok(sector), Ok(bytes), Some(t)) = (
@@ -521,6 +528,11 @@ fn parse(blkparse: &str, extents: &[Extent]) -> Parsed {
         };
         match f[0] {
             "Q" => {
+                if dir == 1 && bytes == PAGE_SIZE {
+                    if let Ok(pid) = f[5].parse::<u32>() {
+                        out.write_bios.record(pid, slot, t);
+                    }
+                }
                 let e = open.entry((dir, sector)).or_default();
                 if e.q.is_some() && e.d.is_none() {
                     out.merged_or_unmatched[dir] += 1; // an earlier Q here never issued
@@ -647,6 +659,10 @@ fn summarise(parsed: &Parsed, device: &str) -> serde_json::Value {
             }
         }
     }
+    if let Some(s) = parsed.write_bios.summary() {
+        let v = serde_json::to_value(s).expect("a summary serialises");
+        out.insert("write_bios".into(), v);
+    }
     for (dir, name) in [(0, "read"), (1, "write")] {
         out.insert(format!("{name}_requests"), requests[dir].into());
         out.insert(
@@ -719,18 +735,18 @@ mod tests {
     #[test]
     fn stages_come_from_matching_q_d_c_inside_the_file() {
         let text = "\
-Q WS 100 4096 1.000000000
-G WS 100 4096 1.000004000
-D WS 100 4096 1.000010000
-C WS 100 4096 1.000060000
-Q R 200 4096 2.000000000
-G R 200 4096 2.000000500
-Q R 208 4096 2.000001000
-D R 200 8192 2.000005000
-C R 200 8192 2.000105000
-Q R 999999 4096 3.0
-D R 999999 4096 3.1
-C R 999999 4096 3.2
+Q WS 100 4096 1.000000000 42
+G WS 100 4096 1.000004000 42
+D WS 100 4096 1.000010000 42
+C WS 100 4096 1.000060000 42
+Q R 200 4096 2.000000000 42
+G R 200 4096 2.000000500 42
+Q R 208 4096 2.000001000 42
+D R 200 8192 2.000005000 42
+C R 200 8192 2.000105000 42
+Q R 999999 4096 3.0 42
+D R 999999 4096 3.1 42
+C R 999999 4096 3.2 42
 ";
         let v = summarise(&parse(text, &whole(0, 1000)), "vda");
         assert_eq!(v["write_requests"], 1);
@@ -763,20 +779,20 @@ C R 999999 4096 3.2
             },
         ];
         let text = "\
-Q R 8 4096 0.400000000
-Q WS 34824 4096 0.500000000
-G WS 34824 4096 0.500000200
-Q WS 34832 4096 0.500001000
-Q WS 34840 4096 0.500002000
-I WS 34824 12288 0.500008000
-D WS 34824 12288 0.500010000
-D R 8 4096 0.550000000
-C WS 34824 12288 0.500060000
-C R 8 4096 0.560000000
-Q R 40968 4096 0.600000000
-D R 40968 4096 0.600004000
-C R 40968 4096 0.600104000
-Q R 41000 4096 0.700000000
+Q R 8 4096 0.400000000 42
+Q WS 34824 4096 0.500000000 42
+G WS 34824 4096 0.500000200 42
+Q WS 34832 4096 0.500001000 42
+Q WS 34840 4096 0.500002000 42
+I WS 34824 12288 0.500008000 42
+D WS 34824 12288 0.500010000 42
+D R 8 4096 0.550000000 42
+C WS 34824 12288 0.500060000 42
+C R 8 4096 0.560000000 42
+Q R 40968 4096 0.600000000 42
+D R 40968 4096 0.600004000 42
+C R 40968 4096 0.600104000 42
+Q R 41000 4096 0.700000000 42
 garbage line
 ";
         let parsed = parse(text, &extents);
@@ -817,6 +833,10 @@ garbage line
         assert_eq!(v["write_i2d_us"]["mean"].as_f64().unwrap().round(), 2.0);
         assert!(v.get("read_q2i_us").is_none() && v.get("read_i2d_us").is_none());
         assert_eq!(v["write_merged_or_unmatched"], 2);
+        // Its three one-page bios: the first starts the task's run, the others follow it.
+        assert_eq!(v["write_bios"]["count"], 3);
+        let after_own = v["write_bios"]["after_own_share"].as_f64().unwrap();
+        assert!((after_own - 2.0 / 3.0).abs() < 1e-9, "{after_own}");
         assert_eq!(v["read_requests"], 1);
         assert_eq!(
             v["read_merged_or_unmatched"], 1,
@@ -834,7 +854,7 @@ garbage line
    nvmswap-evict-28393   [001] ..s.. 15409.562191: block_rq_complete: 254,0 WS () 357051424 + 8 be,0,4 [0]\n";
         assert_eq!(
             tracefs_to_blkparse(text),
-            "Q WS 357051424 4096 15409.562140\nG WS 357051424 4096 15409.562141\nI WS 357051424 4096 15409.562141\nD WS 357051424 4096 15409.562142\nC WS 357051424 4096 15409.562191\n"
+            "Q WS 357051424 4096 15409.562140 10920\nG WS 357051424 4096 15409.562141 10920\nI WS 357051424 4096 15409.562141 10920\nD WS 357051424 4096 15409.562142 10920\nC WS 357051424 4096 15409.562191 28393\n"
         );
         let parsed = parse(&tracefs_to_blkparse(text), &whole(357051424, 357051432));
         let v = summarise(&parsed, "vda");

@@ -36,6 +36,12 @@
 //!   task again. Counted as `remote_flushes.to_running_cpu`, `to_idle_cpu` and
 //!   `idle_cpu_joined_init_mm`. The same switches give each charge's time off its CPU,
 //!   preempted (switched out runnable) or asleep (`off_cpu_us`).
+//! - `call_function_single_exit` / `call_function_exit` (include/trace/events/irq_vectors.h,
+//!   x86), where the kernel has them: the target CPU finished the IPI's functions (the TLB
+//!   flush among them; one interrupt runs every function queued for it). From a charge's flush
+//!   IPI to its target's next exit is the flush's round trip, which the charging task spends
+//!   waiting; by what the target was doing (`remote_flushes.round_trip_us`). In a virtual
+//!   machine an idle target is a halted virtual CPU that the host must wake first.
 //!
 //! Events are per task: a begin and the next end of the same pid are one charge, and the shrink
 //! and IPI events of that pid between them are its scans and flushes. Only the workload's
@@ -71,6 +77,10 @@ pub const ISOLATE_EVENT: &str = "mm_vmscan_lru_isolate";
 
 /// The IPI events (system `ipi`), recorded where the kernel has them.
 pub const IPI_EVENTS: [&str; 2] = ["ipi_send_cpu", "ipi_send_cpumask"];
+
+/// The ends of the IPI handlers on the target (system `irq_vectors`, x86), recorded where the
+/// kernel has them: a single-CPU IPI's and a mask IPI's.
+pub const IPI_DONE_EVENTS: [&str; 2] = ["call_function_single_exit", "call_function_exit"];
 
 /// `tlb_flush` kept to the one case the summary reads: reason 0 (`TLB_FLUSH_ON_TASK_SWITCH`, a
 /// switch of page tables) in hard interrupt context (`TRACE_FLAG_HARDIRQ`, 0x08), i.e. a flush
@@ -109,6 +119,8 @@ pub struct Tracer {
     ipis: bool,
     /// The scheduler's switches and the `init_mm` flushes are recorded (the kernel has them).
     cpu_states: bool,
+    /// The IPI handlers' ends are recorded (the kernel has them).
+    ipi_ends: bool,
 }
 
 impl Tracer {
@@ -147,6 +159,7 @@ impl Tracer {
             created: false,
             ipis: false,
             cpu_states: false,
+            ipi_ends: false,
         };
         if !has_events(&root) {
             return Err(format!(
@@ -185,6 +198,12 @@ impl Tracer {
             && ["sched/sched_switch", "tlb/tlb_flush"]
                 .iter()
                 .all(|ev| tracer.set(&format!("events/{ev}/enable"), "1").is_ok());
+        tracer.ipi_ends = tracer.cpu_states
+            && IPI_DONE_EVENTS.iter().all(|ev| {
+                tracer
+                    .set(&format!("events/irq_vectors/{ev}/enable"), "1")
+                    .is_ok()
+            });
         tracer.set("tracing_on", "1")?;
         Ok(tracer)
     }
@@ -220,6 +239,7 @@ impl Tracer {
         let mut summary = summarise(&parse(&text), pids, lost);
         summary.ipis_traced = self.ipis;
         summary.cpu_states_traced = self.cpu_states;
+        summary.ipi_ends_traced = self.ipi_ends;
         let charges = summary.charges;
         let lost = summary.events_lost;
         if lost > 0 {
@@ -400,6 +420,8 @@ enum Event {
     },
     /// A flush IPI switched the event's CPU to `init_mm` ([`INIT_MM_FILTER`]).
     InitMm,
+    /// The event's CPU finished the functions IPIs had queued for it ([`IPI_DONE_EVENTS`]).
+    IpiDone,
 }
 
 /// An event with its task and time (ns).
@@ -452,6 +474,8 @@ fn parse_line(line: &str) -> Option<Traced> {
             (": ipi_send_cpu:", "ipi_send"),
             (": sched_switch:", "sched_switch"),
             (": tlb_flush:", "tlb_flush"),
+            (": call_function_single_exit:", "ipi_done"),
+            (": call_function_exit:", "ipi_done"),
         ]
         .iter()
         .find_map(|(marker, name)| {
@@ -544,6 +568,7 @@ fn parse_line(line: &str) -> Option<Traced> {
             }
             Event::InitMm
         }
+        "ipi_done" => Event::IpiDone,
         _ => return None,
     };
     Some(Traced {
@@ -655,6 +680,11 @@ struct Summary {
     /// The scheduler's switches and the `init_mm` flushes were recorded (else neither the
     /// flushes' targets, the `init_mm` entries nor the time off the CPU are reported).
     cpu_states_traced: bool,
+    /// Each charge's flush IPI's round trip (to its target's handler end), ns: [to a CPU that
+    /// ran a task, to an idle one].
+    round_trip_ns: [Vec<u64>; 2],
+    /// The IPI handlers' ends were recorded (else no round trips are reported).
+    ipi_ends_traced: bool,
 }
 
 /// Pairs begin/end per pid over the events of `pids`, attributing that pid's shrink events in
@@ -669,6 +699,8 @@ fn charges(parsed: &Parsed, pids: &BTreeSet<i32>, s: &mut Summary) -> Vec<Charge
     let mut off_cpu: BTreeMap<i32, (u64, bool)> = BTreeMap::new();
     // A charging task's last inactive-list isolation, not yet followed by its shrink event.
     let mut isolated: BTreeMap<i32, u64> = BTreeMap::new();
+    // Per target CPU, the charges' flush IPIs it has not yet handled: (sent, target idle).
+    let mut unhandled: BTreeMap<u32, Vec<(u64, bool)>> = BTreeMap::new();
     for e in &parsed.events {
         // What CPUs do is every task's doing, not only the workload's.
         match e.event {
@@ -694,6 +726,13 @@ fn charges(parsed: &Parsed, pids: &BTreeSet<i32>, s: &mut Summary) -> Vec<Charge
             }
             Event::InitMm => {
                 s.joined_init_mm += (idle.get(&e.cpu) == Some(&true)) as u64;
+                continue;
+            }
+            Event::IpiDone => {
+                // One interrupt runs every function queued for the CPU by then.
+                for (sent, was_idle) in unhandled.remove(&e.cpu).unwrap_or_default() {
+                    s.round_trip_ns[usize::from(was_idle)].push(e.t_ns.saturating_sub(sent));
+                }
                 continue;
             }
             _ => {}
@@ -779,11 +818,14 @@ fn charges(parsed: &Parsed, pids: &BTreeSet<i32>, s: &mut Summary) -> Vec<Charge
                             } else {
                                 c.flushes_to_running += 1;
                             }
+                            unhandled.entry(cpu).or_default().push((e.t_ns, is_idle));
                         }
                     }
                 }
             }
-            Event::Switch { .. } | Event::InitMm => unreachable!("handled above"),
+            Event::Switch { .. } | Event::InitMm | Event::IpiDone => {
+                unreachable!("handled above")
+            }
         }
     }
     s.unfinished += open.len() as u64;
@@ -895,6 +937,14 @@ impl Summary {
             "idle_cpu_joined_init_mm": traced(self.joined_init_mm),
             "by_other_cpus_at_begin": if self.cpu_states_traced {
                 nvmswap_core::metrics::by_other_cpus_at_begin_json(self.by_others_at_begin)
+            } else {
+                serde_json::Value::Null
+            },
+            "round_trip_us": if self.ipi_ends_traced {
+                serde_json::json!({
+                    "to_running_cpu": dist(&self.round_trip_ns[0], 1_000.0),
+                    "to_idle_cpu": dist(&self.round_trip_ns[1], 1_000.0),
+                })
             } else {
                 serde_json::Value::Null
             },
@@ -1177,6 +1227,48 @@ mod tests {
         assert_eq!(v["to_running_cpu"], 1);
         assert_eq!(v["to_idle_cpu"], 2);
         assert_eq!(v["idle_cpu_joined_init_mm"], 1);
+    }
+
+    #[test]
+    fn a_flush_ipis_round_trip_ends_at_its_targets_next_handler_end() {
+        // Charge 7 on CPU 0 flushes CPU 1 while tab 8 runs there (handled 12 µs later), then
+        // twice while CPU 1 idles: one interrupt handles both (40 and 30 µs). A handler end
+        // with nothing of a charge's pending, and one on another CPU, count nothing.
+        let flush = "ipi_send_cpu: cpu=1 callsite=on_each_cpu_cond_mask+0x20/0x60 \
+                     callback=generic_smp_call_function_single_interrupt+0x0/0x10";
+        let to_tab = "sched_switch: prev_comm=swapper/1 prev_pid=0 prev_prio=120 prev_state=R \
+                      ==> next_comm=nvmswap next_pid=8 next_prio=120";
+        let to_idle = "sched_switch: prev_comm=nvmswap prev_pid=8 prev_prio=120 prev_state=S \
+                       ==> next_comm=swapper/1 next_pid=0 next_prio=120";
+        let done = "call_function_single_exit: vector=251";
+        let text = format!(
+            "nvmswap-7 [000] ..... 1.000000: mm_vmscan_memcg_reclaim_begin: order=0 gfp_flags=GFP_HIGHUSER_MOVABLE\n\
+             <idle>-0 [001] d..2. 1.000001: {to_tab}\n\
+             nvmswap-7 [000] ...2. 1.000010: {flush}\n\
+             nvmswap-8 [001] d.h1. 1.000022: {done}\n\
+             nvmswap-8 [001] d.h1. 1.000025: {done}\n\
+             nvmswap-8 [001] d..2. 1.000030: {to_idle}\n\
+             nvmswap-7 [000] ...2. 1.000040: {flush}\n\
+             nvmswap-7 [000] ...2. 1.000050: {flush}\n\
+             <idle>-0 [000] d.h1. 1.000060: {done}\n\
+             <idle>-0 [001] d.h1. 1.000080: {done}\n\
+             nvmswap-7 [000] ..... 1.000100: mm_vmscan_memcg_reclaim_end: nr_reclaimed=32\n"
+        );
+        let p = parse(&text);
+        assert_eq!(p.events[3].event, Event::IpiDone);
+        let mut summary = summarise(&p, &pids(&[7]), 0);
+        assert_eq!(summary.round_trip_ns, [vec![12_000], vec![40_000, 30_000]]);
+        summary.ipis_traced = true;
+        summary.cpu_states_traced = true;
+        assert_eq!(
+            summary.to_json()["remote_flushes"]["round_trip_us"],
+            serde_json::Value::Null,
+            "not reported without the handlers' ends"
+        );
+        summary.ipi_ends_traced = true;
+        let v = summary.to_json()["remote_flushes"]["round_trip_us"].clone();
+        assert_eq!(v["to_running_cpu"]["mean"], 12.0);
+        assert_eq!(v["to_idle_cpu"]["mean"], 35.0);
     }
 
     #[test]

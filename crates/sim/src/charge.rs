@@ -81,6 +81,8 @@ struct ReclaimCall {
     /// Pages it wrote whose writes were still in flight when it wrote them.
     left_writing: u64,
     flushes: ChargeFlushes,
+    /// Time its task waited for its CPU between two of its steps.
+    off_cpu: u64,
     /// The current batch's victims, isolated from the LRU.
     victims: Vec<u32>,
     batches: Vec<ShrinkBatch>,
@@ -183,7 +185,9 @@ impl Machine<'_> {
                 lru_pages,
                 scanned,
             } => {
-                // Its task may have run again only later than the call had got to.
+                // Its task may have run again only later than the call had got to: another
+                // task had its CPU meanwhile (the kernel's charger switched out runnable).
+                call.off_cpu += c.at.saturating_sub(call.at);
                 call.at = call.at.max(c.at);
                 let over = self.call_step(&mut call, c.actor);
                 c.at = call.at;
@@ -259,6 +263,7 @@ impl Machine<'_> {
             scanned: 0,
             left_writing: 0,
             flushes: ChargeFlushes::default(),
+            off_cpu: 0,
             victims: Vec::with_capacity(SWAP_CLUSTER_MAX as usize),
             batches,
             pass: self.begin_pass(DEF_PRIORITY),
@@ -318,6 +323,7 @@ impl Machine<'_> {
             pages_left_writing: call.left_writing,
             lowest_priority: priority,
             ns: call.at - call.began,
+            off_cpu_ns: call.off_cpu,
             batches: &call.batches,
             flushes: call.flushes,
             others_idle_at_begin: call.others_idle_at_begin,

@@ -97,6 +97,11 @@ pub struct Metrics {
     throttles: std::collections::BTreeMap<&'static str, (u64, u64)>,
     /// Write requests a block plug submitted, and the pages in them.
     plugged: (u64, u64),
+    /// Where each write bio's slot lay relative to its task's and the others' latest
+    /// (`extra.blktrace.write_bios`).
+    write_bios: nvmswap_core::block::write_order::WriteBioOrder,
+    /// Per memcg reclaim call, the time its task waited for its CPU inside it.
+    memcg_off_cpu: Vec<u64>,
     /// Swap-in faults read from the device: count, and total software, block-layer, device ns.
     swap_in_cost: [u64; 4],
     /// A memory cgroup's charges that reclaimed: pages reclaimed, pages scanned, duration, and
@@ -144,6 +149,8 @@ impl Metrics {
             dispatched: Vec::new(),
             throttles: Default::default(),
             plugged: (0, 0),
+            write_bios: Default::default(),
+            memcg_off_cpu: Vec::new(),
             swap_in_cost: [0; 4],
             memcg_reclaim: Default::default(),
             memcg_left_writing: Vec::new(),
@@ -243,10 +250,12 @@ impl Observer for Metrics {
                 t,
                 lowest_priority,
                 ns,
+                off_cpu_ns,
                 flushes,
                 others_idle_at_begin,
                 ..
             } => {
+                self.memcg_off_cpu.push(off_cpu_ns);
                 let sent = flushes.total();
                 self.memcg_flushes.push(sent);
                 let by = &mut self.memcg_by_others_at_begin[usize::from(!others_idle_at_begin)];
@@ -318,6 +327,7 @@ impl Observer for Metrics {
                 e.0 += 1;
                 e.1 += ns;
             }
+            Event::WriteBio { t, pid, slot } => self.write_bios.record(pid, slot, t),
             Event::PluggedWrite { pages, .. } => {
                 self.plugged.0 += 1;
                 self.plugged.1 += pages;
@@ -611,6 +621,10 @@ impl Metrics {
                     }
                 }
             }
+            if let Some(s) = self.write_bios.summary() {
+                let v = serde_json::to_value(s).expect("summary serialises");
+                trace.insert("write_bios".into(), v);
+            }
             extra.insert("blktrace".into(), trace.into());
         }
         if self.memcg_reclaim[0].count() > 0 {
@@ -631,6 +645,11 @@ impl Metrics {
                 "pages_left_writing": nvmswap_core::metrics::exact_distribution(&self.memcg_left_writing, 1.0),
                 "lowest_priority": by_priority,
                 "beside_another": nvmswap_core::metrics::charge_overlap_json(&self.memcg_spans),
+                // The linux run's keys; a charge in sim sleeps only between its calls, so
+                // it has no `blocked` time.
+                "off_cpu_us": {
+                    "preempted": nvmswap_core::metrics::exact_distribution(&self.memcg_off_cpu, 1_000.0),
+                },
             });
             if self.flushes_modelled {
                 // The linux run's `remote_flushes` keys (its reclaim trace's IPI events).

@@ -186,6 +186,8 @@ pub enum Event<'e> {
         pages_left_writing: u64,
         lowest_priority: u32,
         ns: u64,
+        /// Of `ns`, the time its task waited for its CPU between steps (another task ran).
+        off_cpu_ns: u64,
         batches: &'e [ShrinkBatch],
         /// The remote TLB flush IPIs its written pages sent (crate::tlb).
         flushes: crate::tlb::ChargeFlushes,
@@ -246,6 +248,12 @@ pub enum Event<'e> {
         actor: Actor,
         reason: &'static str,
         ns: u64,
+    },
+    /// Task `pid` queued a one-page swap write bio at swap slot `slot` at `t` (into its plug).
+    WriteBio {
+        t: u64,
+        pid: u32,
+        slot: u64,
     },
     /// A block plug submitted one write request of `pages` merged pages.
     PluggedWrite {

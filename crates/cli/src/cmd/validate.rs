@@ -437,6 +437,16 @@ const MECHANISMS: &[Mechanism] = &[
         "charges beside another",
         &["memcg_reclaim", "beside_another", "charges"],
     ),
+    // A charge's task switched out runnable (the kernel's sched_switch; sim's steps that
+    // waited for their CPU): time beside another charge in which only one of them runs.
+    both(
+        "charge us mean preempted",
+        &["memcg_reclaim", "off_cpu_us", "preempted", "mean"],
+    ),
+    both(
+        "charge us p99 preempted",
+        &["memcg_reclaim", "off_cpu_us", "preempted", "p99"],
+    ),
     Mechanism {
         label: "charge time beside another %",
         read: Read::Each(
@@ -444,6 +454,27 @@ const MECHANISMS: &[Mechanism] = &[
             charge_time_beside_another_percent,
         ),
     },
+    // Where each one-page write bio's slot lay (nvmswap_core::block::write_order): after its
+    // task's previous one it joins the plug's request; after another task's, the two took
+    // slots in turn and each request stays small.
+    both_times(
+        "write bios after own %",
+        &["blktrace", "write_bios", "after_own_share"],
+        100.0,
+    ),
+    both_times(
+        "write bios after another task's %",
+        &["blktrace", "write_bios", "after_another_task_share"],
+        100.0,
+    ),
+    both(
+        "write bio gap us p50",
+        &["blktrace", "write_bios", "gap_us", "p50"],
+    ),
+    both(
+        "write bio gap us p90",
+        &["blktrace", "write_bios", "gap_us", "p90"],
+    ),
     // Reclaim's remote TLB flushes (docs/commands/linux.md): sim models them where its costs
     // set `remote_flush_ns` (crates/sim/src/tlb.rs), with the same keys.
     Mechanism {
@@ -464,6 +495,28 @@ const MECHANISMS: &[Mechanism] = &[
             remote_flushes_to_idle_percent,
         ),
     },
+    // What a flush costs its sender on the kernel (from the IPI to its target's handler
+    // end); sim charges every one `costs.remote_flush_ns`, the calibration probe's.
+    linux(
+        "flush round trip to a running CPU us mean",
+        &[
+            "memcg_reclaim",
+            "remote_flushes",
+            "round_trip_us",
+            "to_running_cpu",
+            "mean",
+        ],
+    ),
+    linux(
+        "flush round trip to an idle CPU us mean",
+        &[
+            "memcg_reclaim",
+            "remote_flushes",
+            "round_trip_us",
+            "to_idle_cpu",
+            "mean",
+        ],
+    ),
     both(
         "idle CPUs switched to init_mm by a flush",
         &["memcg_reclaim", "remote_flushes", "idle_cpu_joined_init_mm"],
@@ -490,13 +543,9 @@ const MECHANISMS: &[Mechanism] = &[
             "ipis",
         ],
     ),
-    // Time a charging task spent off its CPU: the kernel's alone (sim's background charges
-    // run in steps, which a wake-up or a used slice may preempt, but it does not count that
-    // time apart; a v1 charge's waits for writeback are in its model).
-    linux(
-        "charge us mean preempted",
-        &["memcg_reclaim", "off_cpu_us", "preempted", "mean"],
-    ),
+    // Time a charging task spent asleep inside a charge: the kernel's alone (a charge in sim
+    // sleeps only between its reclaim calls; a v1 charge's waits for writeback are in its
+    // model). The time it was preempted is among the rows above.
     linux(
         "charge us mean asleep",
         &["memcg_reclaim", "off_cpu_us", "blocked", "mean"],

@@ -11,6 +11,7 @@ pub mod layer;
 pub mod mq_deadline;
 pub mod none;
 pub mod wbt;
+pub mod write_order;
 
 use crate::Nanos;
 use thiserror::Error;

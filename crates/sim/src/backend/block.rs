@@ -616,6 +616,11 @@ impl BlockSwap {
             self.writeback.start_write(p, true);
         }
         let slot = u64::from(self.slot_of[pi]);
+        obs.emit(Event::WriteBio {
+            t: t + spent.total(),
+            pid: by.pid,
+            slot,
+        });
         let full = self
             .task_io(by)
             .plug

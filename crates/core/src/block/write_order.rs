@@ -1,0 +1,152 @@
+//! The order in which swap-out write bios reach a device, task by task: the statistic that says
+//! why a plug's requests are as big as they are.
+//!
+//! Reclaim writes one page per bio (`swap_writepage`, order-0 folios) into its task's plug, and
+//! the plug merges a bio into its last request only when the bio's slot follows that request's
+//! (`blk_attempt_plug_merge`). So the request size follows from where each task's next slot
+//! lies. On a rotational device all tasks allocate from one cluster (`si->global_cluster`, see
+//! `crate::alloc::linux_618`): a task whose writes alternate slot by slot with another task's
+//! builds one-page requests; one whose next slot is its own previous one's plus one grows its
+//! request. Each bio is therefore counted as one of:
+//! - **after its own**: its slot follows the task's previous write bio's;
+//! - **after another task's**: its slot follows another task's latest write bio's (the two
+//!   took slots in turn);
+//! - **elsewhere**: neither (a new cluster, a slot kept from an earlier swap-in, a gap).
+//!
+//! And the time from each task's write bio to its next one (`gap_us`): the pace of a task's
+//! page writes, whose spread decides how often two tasks writing at once take turns.
+//!
+//! The linux substrate feeds it the trace's Q events of writes (`block_bio_queue`, with the
+//! submitting pid); sim feeds it every page its back-end writes through a plug, at the bio's
+//! queue time.
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+
+use crate::metrics::LatencyRecorder;
+use crate::results::LatencySummary;
+use crate::Nanos;
+
+/// Write bios of one run, in submission order.
+#[derive(Debug, Default)]
+pub struct WriteBioOrder {
+    /// Per task: the slot after its latest write bio, and that bio's time.
+    latest: BTreeMap<u32, (u64, Nanos)>,
+    /// The slot after each task's latest write bio -> that task (the inverse of `latest`; two
+    /// tasks can share one only briefly, when one rewrote a slot; the later one is kept).
+    next_of: BTreeMap<u64, u32>,
+    bios: u64,
+    after_own: u64,
+    after_another: u64,
+    gaps: LatencyRecorder,
+}
+
+/// The summary in `extra.blktrace.write_bios` (docs/results-schema.md).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct WriteBioSummary {
+    pub count: u64,
+    pub after_own_share: f64,
+    pub after_another_task_share: f64,
+    pub elsewhere_share: f64,
+    /// From a task's write bio to its next one, µs.
+    pub gap_us: Option<LatencySummary>,
+}
+
+impl WriteBioOrder {
+    /// Task `pid` queued a one-page write bio at swap slot `slot` at `t` (times non-decreasing
+    /// per task).
+    pub fn record(&mut self, pid: u32, slot: u64, t: Nanos) {
+        self.bios += 1;
+        if let Some(&(next, at)) = self.latest.get(&pid) {
+            debug_assert!(t >= at, "a task's bios in time order");
+            self.gaps.record_ns(t.saturating_sub(at));
+            if self.next_of.get(&next) == Some(&pid) {
+                self.next_of.remove(&next);
+            }
+            if next == slot {
+                self.after_own += 1;
+            } else if self.next_of.get(&slot).is_some_and(|&other| other != pid) {
+                self.after_another += 1;
+            }
+        } else if self.next_of.contains_key(&slot) {
+            self.after_another += 1;
+        }
+        self.latest.insert(pid, (slot + 1, t));
+        self.next_of.insert(slot + 1, pid);
+    }
+
+    /// None when no write bio was recorded.
+    pub fn summary(&self) -> Option<WriteBioSummary> {
+        if self.bios == 0 {
+            return None;
+        }
+        let share = |n: u64| n as f64 / self.bios as f64;
+        Some(WriteBioSummary {
+            count: self.bios,
+            after_own_share: share(self.after_own),
+            after_another_task_share: share(self.after_another),
+            elsewhere_share: share(self.bios - self.after_own - self.after_another),
+            gap_us: (self.gaps.count() > 0).then(|| self.gaps.summary(1_000)),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn one_task_writing_in_slot_order_follows_itself() {
+        let mut o = WriteBioOrder::default();
+        for (i, slot) in (100..110).enumerate() {
+            o.record(7, slot, 1_000 * i as u64);
+        }
+        let s = o.summary().expect("bios recorded");
+        assert_eq!(s.count, 10);
+        assert!((s.after_own_share - 0.9).abs() < 1e-9, "{s:?}");
+        assert_eq!(s.after_another_task_share, 0.0);
+        assert!((s.elsewhere_share - 0.1).abs() < 1e-9);
+        let gap = s.gap_us.expect("gaps");
+        assert!((gap.p50 - 1.0).abs() < 0.01, "{gap:?}");
+    }
+
+    #[test]
+    fn two_tasks_taking_slots_in_turn_follow_each_other() {
+        let mut o = WriteBioOrder::default();
+        // Tasks 1 and 2 take slots 10, 11, 12, ... in turn from one cluster.
+        for slot in 10..20u64 {
+            let pid = 1 + (slot % 2) as u32;
+            o.record(pid, slot, slot * 100);
+        }
+        let s = o.summary().expect("bios recorded");
+        // The first bio starts nowhere; each later one follows the other task's.
+        assert!((s.after_another_task_share - 0.9).abs() < 1e-9, "{s:?}");
+        assert_eq!(s.after_own_share, 0.0);
+    }
+
+    #[test]
+    fn runs_of_each_task_count_mostly_after_their_own() {
+        let mut o = WriteBioOrder::default();
+        // Task 1 writes 0..4, task 2 writes 4..8, task 1 goes on at 8..12.
+        let order = [(1, 0..4u64), (2, 4..8), (1, 8..12)];
+        let mut t = 0;
+        for (pid, slots) in order {
+            for slot in slots {
+                o.record(pid, slot, t);
+                t += 10;
+            }
+        }
+        let s = o.summary().expect("bios recorded");
+        // After own: 3 + 3 + 3; after another's: slot 4 (after task 1's 3) and slot 8 (after
+        // task 2's 7); elsewhere: slot 0.
+        assert!((s.after_own_share - 9.0 / 12.0).abs() < 1e-9, "{s:?}");
+        assert!((s.after_another_task_share - 2.0 / 12.0).abs() < 1e-9);
+        assert!((s.elsewhere_share - 1.0 / 12.0).abs() < 1e-9);
+    }
+
+    #[test]
+    fn nothing_recorded_has_no_summary() {
+        assert_eq!(WriteBioOrder::default().summary(), None);
+    }
+}
