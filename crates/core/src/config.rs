@@ -241,8 +241,8 @@ pub struct CostOverrides {
     /// `should_flush_tlb`). Measured by `nvmswap linux calibrate` (the remote shootdown probe:
     /// pages of an owner process paged out from the other CPU while the owner spins, against
     /// while it sleeps, per flush). Sim charges it to the reclaimer once per written page for
-    /// each other CPU that runs a task at that moment or idles on `init_mm` (crates/sim/src/
-    /// tlb.rs); without it, no flushes.
+    /// each other CPU that runs a task at that moment, and for one that idles on `init_mm` the
+    /// larger of it and `cpu_wake_ns` (crates/sim/src/tlb.rs); without it, no flushes.
     #[serde(default)]
     pub remote_flush_ns: Option<f64>,
     /// A tab's own CPU per background touch of a resident page (the linux substrate's tab model
@@ -289,7 +289,8 @@ pub struct CostOverrides {
     /// How long a task woken on an idle CPU waits for that CPU to run it (in a VM, the halted
     /// vCPU's wake-up by the host). Measured by the same probe: a remotely woken tab's wait from
     /// its command written to its first instruction. Sim's told tabs that take an idle CPU
-    /// begin this much later; without it, at once.
+    /// begin this much later; without it, at once. A reclaimer's remote TLB flush to an idle
+    /// CPU left on `init_mm` waits at least this long too (crates/sim/src/tlb.rs).
     #[serde(default)]
     pub cpu_wake_ns: Option<f64>,
     /// Touches of mapped pages slower than a cache hit, as classes of the machine's memory:

@@ -111,7 +111,8 @@ pub struct Costs {
     /// scheduled (every tab is told at the second's start).
     pub driver: Option<DriverCosts>,
     /// A task woken onto an idle CPU waits this long for it (`costs.cpu_wake_ns`, calibrated),
-    /// else 0. Used for the tabs the driver tells.
+    /// else 0. Used for the tabs the driver tells, and as the least a remote TLB flush to an
+    /// idle CPU on `init_mm` costs its reclaimer (crate::tlb).
     pub cpu_wake: u64,
     /// Calibrated whole swap-out paths into zswap's pool and into zram (None: not calibrated).
     zswap_store: Option<f64>,

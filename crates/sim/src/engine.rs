@@ -311,7 +311,7 @@ impl<'a> Machine<'a> {
             tabs: Vec::new(),
             recency: TabRecency::default(),
             discards: 0,
-            tlbs: Tlbs::new(cfg.tab_cpus(), costs.remote_flush),
+            tlbs: Tlbs::new(cfg.tab_cpus(), costs.remote_flush, costs.cpu_wake),
             reuse: ReuseDistance::new(REUSE_WINDOW),
             touch_reuse: TouchReuse::default(),
             mapped_access: MappedAccess::new(
@@ -363,9 +363,13 @@ impl<'a> Machine<'a> {
         self.obs.others.push(o);
     }
 
+    /// The task the machine runs: the foreground on CPU 0 (sim's placement of it), or a tab in
+    /// its second ([`Machine::as_tab`]) on the CPU the driver runs it on (`tlbs.running_on`).
+    /// Its CPU decides whose per-CPU state it uses: the LRU rotations its scans drain, its
+    /// block requests' software queue, a non-rotational device's swap cluster.
     pub fn foreground(&self) -> Actor {
         Actor {
-            cpu: 0,
+            cpu: self.tlbs.running_on as u32,
             pid: self.foreground_pid,
         }
     }

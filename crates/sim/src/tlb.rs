@@ -18,8 +18,8 @@
 //! (`Tlbs::runs`); outside it the foreground runs on CPU 0 and the others idle. Assumptions,
 //! stated: every tab's `mm_cpumask` holds every CPU the tabs run on (the tabs run wherever the
 //! scheduler puts them and the batched flush does not trim the mask), so a written page's flush
-//! considers every other CPU; an IPI to a CPU idling on `init_mm` costs the reclaimer what one to
-//! a running CPU does (the probe measures only the latter); a CPU stays busy while a task is
+//! considers every other CPU; an IPI to a CPU idling on `init_mm` costs the reclaimer at least
+//! the wake-up of that idle CPU (see [`Tlbs::new`]); a CPU stays busy while a task is
 //! ready to run there, and a CPU's occupancy is what the schedule knew when the reclaiming touch
 //! started (a charge runs whole once begun: a CPU that idles during it is seen busy until the
 //! schedule learns of it, and a race to `init_mm` is then checked against the IPIs it kept).
@@ -113,14 +113,26 @@ pub struct Tlbs {
     pub running_on: usize,
     /// `costs.remote_flush_ns`; 0: no flushes are modelled.
     flush_ns: u64,
+    /// What a flush IPI to a CPU idling on `init_mm` costs the reclaimer.
+    flush_idle_ns: u64,
 }
 
 impl Tlbs {
-    pub fn new(cpus: u32, flush_ns: u64) -> Tlbs {
+    /// `flush_ns`: a flush IPI to a CPU that runs a task (`costs.remote_flush_ns`, the
+    /// shootdown probe's, whose target spins in user mode; 0: no flushes). `wake_ns`: how long
+    /// an idle CPU takes to run what woke it (`costs.cpu_wake_ns`, the tab-second probe's
+    /// remotely woken tab; 0 when not calibrated). An idle CPU on `init_mm` is, in a virtual
+    /// machine, a halted virtual CPU: it handles the flush only once the host has woken it, so
+    /// the reclaimer waits at least that long, and at least what a running target costs. The
+    /// kernel's own round trips (`extra.memcg_reclaim.remote_flushes.round_trip_us` of a linux
+    /// run, docs/experiments/validation.md "Whose flush costs what") show the two apart:
+    /// p50 31-37 µs to an idle target against 19-21 µs to a running one.
+    pub fn new(cpus: u32, flush_ns: u64, wake_ns: u64) -> Tlbs {
         Tlbs {
             cpus: vec![CpuTlb::default(); cpus.max(1) as usize],
             running_on: 0,
             flush_ns,
+            flush_idle_ns: flush_ns.max(wake_ns),
         }
     }
 
@@ -208,7 +220,7 @@ impl Tlbs {
                 }
             }
         }
-        out.ns = (out.to_running_cpu + out.to_idle_cpu) * self.flush_ns;
+        out.ns = out.to_running_cpu * self.flush_ns + out.to_idle_cpu * self.flush_idle_ns;
         out
     }
 }
@@ -218,10 +230,28 @@ mod tests {
     use super::*;
 
     const FLUSH: u64 = 3_000;
+    const WAKE: u64 = 7_000;
+
+    #[test]
+    fn a_flush_to_an_idle_cpu_on_init_mm_waits_for_its_wake_up() {
+        let mut tlbs = Tlbs::new(2, FLUSH, WAKE);
+        tlbs.runs(1, 0, 1_000_000);
+        // A running target: the flush's own cost.
+        let f = tlbs.flush_written_page(1_000_000 - 5_000);
+        assert_eq!((f.to_running_cpu, f.ns), (1, FLUSH));
+        // That IPI raced the sleep: the idle CPU on init_mm must be woken for each flush.
+        let f = tlbs.flush_written_page(2_000_000);
+        assert_eq!((f.to_idle_cpu, f.ns), (1, WAKE));
+        // A wake-up quicker than a running target's flush: never below the latter.
+        let mut quick = Tlbs::new(2, FLUSH, 1_000);
+        quick.runs(1, 0, 1_000_000);
+        quick.flush_written_page(1_000_000 - 5_000);
+        assert_eq!(quick.flush_written_page(2_000_000).ns, FLUSH);
+    }
 
     #[test]
     fn a_written_page_flushes_a_cpu_running_a_task_and_skips_a_lazy_idle_one() {
-        let mut tlbs = Tlbs::new(2, FLUSH);
+        let mut tlbs = Tlbs::new(2, FLUSH, 0);
         tlbs.runs(1, 1_000_000, 2_000_000);
         // Before the other CPU's task, and after it slept: lazy, no IPI.
         assert_eq!(tlbs.flush_written_page(500_000), PageFlush::default());
@@ -236,7 +266,7 @@ mod tests {
 
     #[test]
     fn a_flush_that_races_the_tasks_sleep_leaves_the_cpu_on_init_mm_until_it_runs_again() {
-        let mut tlbs = Tlbs::new(2, FLUSH);
+        let mut tlbs = Tlbs::new(2, FLUSH, 0);
         tlbs.runs(1, 0, 1_000_000);
         // Sent 5 µs before the other CPU's task sleeps: it arrives on an idle, lazy CPU.
         let f = tlbs.flush_written_page(1_000_000 - 5_000);
@@ -257,7 +287,7 @@ mod tests {
 
     #[test]
     fn a_flush_sent_earlier_than_the_race_window_or_followed_by_a_task_leaves_the_cpu_lazy() {
-        let mut tlbs = Tlbs::new(2, FLUSH);
+        let mut tlbs = Tlbs::new(2, FLUSH, 0);
         tlbs.runs(1, 0, 1_000_000);
         tlbs.flush_written_page(1_000_000 - INIT_MM_RACE_NS - 1);
         assert_eq!(tlbs.flush_written_page(2_000_000), PageFlush::default());
@@ -270,7 +300,7 @@ mod tests {
 
     #[test]
     fn a_span_left_open_that_ends_just_after_a_flush_leaves_the_cpu_on_init_mm() {
-        let mut tlbs = Tlbs::new(2, FLUSH);
+        let mut tlbs = Tlbs::new(2, FLUSH, 0);
         tlbs.runs(1, 0, u64::MAX);
         assert_eq!(tlbs.flush_written_page(1_000_000).to_running_cpu, 1);
         tlbs.idles_from(1, 1_000_000 + 4_000);
@@ -285,7 +315,7 @@ mod tests {
 
     #[test]
     fn ipis_counted_into_an_open_span_after_its_task_slept_are_told_when_the_sleep_is_known() {
-        let mut tlbs = Tlbs::new(2, FLUSH);
+        let mut tlbs = Tlbs::new(2, FLUSH, 0);
         tlbs.runs(1, 0, u64::MAX);
         assert!(!tlbs.others_idle_at(500_000), "an open span runs");
         // A charge computed at once sends four IPIs into the open span.
@@ -314,10 +344,10 @@ mod tests {
 
     #[test]
     fn without_a_calibrated_flush_or_another_cpu_nothing_is_flushed() {
-        let mut off = Tlbs::new(2, 0);
+        let mut off = Tlbs::new(2, 0, WAKE);
         off.runs(1, 0, 1_000_000);
         assert_eq!(off.flush_written_page(500_000), PageFlush::default());
-        let mut one = Tlbs::new(1, FLUSH);
+        let mut one = Tlbs::new(1, FLUSH, WAKE);
         one.runs(0, 0, 1_000_000);
         assert_eq!(one.flush_written_page(500_000), PageFlush::default());
     }

@@ -496,7 +496,8 @@ const MECHANISMS: &[Mechanism] = &[
         ),
     },
     // What a flush costs its sender on the kernel (from the IPI to its target's handler
-    // end); sim charges every one `costs.remote_flush_ns`, the calibration probe's.
+    // end); sim charges one to a running CPU `costs.remote_flush_ns`, the calibration probe's,
+    // and one to an idle CPU on init_mm the larger of that and `costs.cpu_wake_ns`.
     linux(
         "flush round trip to a running CPU us mean",
         &[

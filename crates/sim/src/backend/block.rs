@@ -17,8 +17,10 @@
 //! list) until its write completes; `folio_end_writeback` then rotates it to the inactive tail
 //! (`folio_rotate_reclaimable`, mm/swap.c) where the next scan frees it without I/O. That move
 //! goes through the completing CPU's batch (`nvmswap_core::reclaim::RotateBatches`): the
-//! device's interrupt is handled on the last CPU and sim's tabs run on CPU 0, so written pages
-//! reach the tail 31 at a time. In a memory cgroup sim does the same: the frame waits at the tail until a
+//! device's interrupt is handled on the last CPU, so written pages reach the tail 31 at a time
+//! unless a task on that CPU drains its batch (a charge's scan, the end of a read-ahead window:
+//! `lru_add_drain`; the foreground runs on CPU 0, a tab in its second on the CPU the driver
+//! gives it). In a memory cgroup sim does the same: the frame waits at the tail until a
 //! charge's scan frees it (`free_ended_writes`), so a charge that finds earlier writes ended frees
 //! them without writing, and one whose writes are in flight scans on. Elsewhere (kswapd's
 //! machines) sim frees the frame at the completion itself, the rotated page being the next one
@@ -168,10 +170,11 @@ pub struct BlockSwap {
     /// Pages whose write ended that still hold their frame until a scan frees them, in the
     /// order their rotation reached the inactive tail (stale entries skipped).
     ended: std::collections::VecDeque<u32>,
-    /// Ended writes on their way to the tail: the completing CPU's `lru_move_tail` batch. Sim
-    /// drains it where a charge's scan does (`free_ended_writes`); the swap-in read-ahead's own
-    /// `lru_add_drain` is left out because sim's tabs all run on CPU 0, whose batch fills only
-    /// when it is also the interrupt's (one CPU), and then every scan drains it first.
+    /// Ended writes on their way to the tail: the completing CPU's `lru_move_tail` batch,
+    /// drained where the kernel runs `lru_add_drain` on that CPU: a charge's scan there
+    /// (`free_ended_writes`) and the end of a swap-in's read-ahead window there
+    /// (`submit_read`). A tab in its second runs on the CPU the driver gave it, so a tab on
+    /// the interrupt's CPU drains what the completions left.
     rotations: RotateBatches,
     /// The CPU that handles the device's completion interrupts, where `folio_end_writeback`
     /// runs: the last one (this machine's vda: /proc/interrupts counts virtio1-req.0 on CPU 1
@@ -571,9 +574,10 @@ impl BlockSwap {
         }
     }
 
-    /// Reserves a slot for `p`; None when swap is full.
-    pub(super) fn allocate(&mut self, p: u32) -> Option<u32> {
-        let slot = self.slots.allocate(0)?.slot;
+    /// Reserves a slot for `p`, written by a task on `cpu` (a per-CPU allocator's); None when
+    /// swap is full.
+    pub(super) fn allocate(&mut self, p: u32, cpu: u32) -> Option<u32> {
+        let slot = self.slots.allocate(cpu as usize)?.slot;
         self.ra_unused[p as usize] = false;
         self.used_slots += 1;
         self.peak_used_slots = self.peak_used_slots.max(self.used_slots);
@@ -765,6 +769,11 @@ impl BlockSwap {
             self.flush_plug(t, by, obs, true);
         }
         let planned = self.task_io(by).planned.take().expect("planned");
+        if planned.plugged {
+            // `swap_vma_readahead` / `swap_cluster_readahead` end a window of more than one
+            // page with `lru_add_drain`: the faulting CPU's rotations reach the inactive tail.
+            self.rotations.drain(by.cpu, &mut self.ended);
+        }
         let id = planned.sync_id.expect("the faulting page's read went out");
         self.window_end.insert(id, t);
         SwapIn::Wait {
@@ -1041,7 +1050,7 @@ impl SwapBackend for BlockSwap {
             return Some(Spent::default());
         }
         if !self.reuse_kept_slot(p) {
-            self.allocate(p)?;
+            self.allocate(p, by.cpu)?;
         }
         let mut spent = Spent::default();
         if env.size(p) == 0 {

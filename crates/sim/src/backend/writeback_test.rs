@@ -109,11 +109,14 @@ fn a_plugged_batch_merges_adjacent_writes_into_one_request() {
 #[test]
 fn each_task_writes_into_its_own_plug() {
     // `current->plug` is the task's: kswapd writing beside a task's open batch leaves that
-    // batch in its plug, and each finish sends its own (ME's pages took slots 0 and 2, two
-    // requests).
+    // batch in its plug, and each finish sends its own (ME's pages took slots 0 and 2 of the
+    // CPU's cluster both allocate from, two requests).
     let mut rig = Rig::new("optane", 4, 2000, &[]);
     rig.store(0, 0, ME);
-    let kswapd = Actor { cpu: 1, pid: 1 };
+    let kswapd = Actor {
+        cpu: ME.cpu,
+        pid: 1,
+    };
     rig.store(2, 10, kswapd);
     rig.store(1, 20, ME);
     assert_eq!(rig.writes_queued(), 0, "both plugs hold their writes");
@@ -125,6 +128,22 @@ fn each_task_writes_into_its_own_plug() {
     );
     rig.backend.finish_plug(40, ME, &mut rig.obs);
     assert_eq!(rig.writes_queued(), 3, "then ME's two");
+}
+
+#[test]
+fn tasks_on_two_cpus_take_slots_from_their_own_clusters_on_a_non_rotational_device() {
+    // `percpu_swap_cluster`: ME's pages stay adjacent although another CPU's task writes in
+    // between, so ME's plug holds one request.
+    let mut rig = Rig::new("optane", 4, 2000, &[]);
+    let other = Actor {
+        cpu: ME.cpu + 1,
+        pid: 1,
+    };
+    rig.store(0, 0, ME);
+    rig.store(2, 10, other);
+    rig.store(1, 20, ME);
+    rig.backend.finish_plug(30, ME, &mut rig.obs);
+    assert_eq!(rig.writes_queued(), 1, "ME's two pages in one request");
 }
 
 #[test]
@@ -597,4 +616,28 @@ fn a_plug_flushed_behind_the_block_layers_clock_waits_for_nothing() {
     rig.store(0, 1_000, ME);
     assert_eq!(rig.backend.finish_plug(2_000, ME, &mut rig.obs), 0);
     assert_eq!(rig.writes_queued(), 1);
+}
+
+#[test]
+fn a_read_ahead_window_on_the_interrupts_cpu_drains_the_ended_writes_there() {
+    // As above, 9 ended writes wait in CPU 1's batch. A task on CPU 1 then faults with a
+    // read-ahead window of more than one page: `swap_vma_readahead` ends with `lru_add_drain`
+    // there, and a scan on CPU 0 finds the 9 at the tail.
+    let mut rig = Rig::new("optane", 40, 2000, &["memcg_limit=true".into()]);
+    rig.swap_out_in_one_batch(40);
+    assert_eq!(rig.backend.free_ended_writes(32, 0), 31);
+    let on_irq_cpu = Actor { cpu: 1, pid: 101 };
+    for p in [7, 8, 9] {
+        // Faults at neighbouring pages grow the window past one page.
+        let (window, _) = rig.backend.plan_swap_in(p, on_irq_cpu);
+        for &q in &window {
+            rig.call(|b, env| b.window_page_framed(q, 100_000, on_irq_cpu, env));
+        }
+        rig.call(|b, env| b.submit_swap_in(p, 100_000, on_irq_cpu, env));
+        if window.len() > 1 {
+            assert_eq!(rig.backend.free_ended_writes(32, 0), 9);
+            return;
+        }
+    }
+    panic!("no fault read ahead");
 }

@@ -193,7 +193,7 @@ impl SwapBackend for Zswap {
             return Some(Spent::default());
         }
         if !self.dev.reuse_kept_slot(p) {
-            self.dev.allocate(p)?;
+            self.dev.allocate(p, by.cpu)?;
         }
         let mut spent = Spent::default();
         let size = env.size(p);
