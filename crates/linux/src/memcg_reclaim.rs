@@ -97,9 +97,10 @@ pub const INSTANCE_PREFIX: &str = "nvmswap-reclaim-";
 
 /// Per-CPU buffer for a run at `scale`: a charge is ~9 events of ~70 bytes (589 charges at scale
 /// 0.1, ~0.4 MB), and the IPI events of every task add about as much (11,266 in a linux-swapfile
-/// run at scale 0.1, 10-18 per charge); both grow with the scale. The scheduler's switches add
-/// ~22,000 events at scale 0.1 (a hand trace, 2026-11-27), ~1.5 MB; they grow with the run's
-/// length. 32 MiB per CPU at scale 1 leaves ~3x room, more in proportion above it (at most 256
+/// run at scale 0.1, 10-18 per charge), and their handlers' ends on the targets as many again
+/// (none lost in the 54 runs of a matrix, 2026-12-01); all grow with the scale. The scheduler's
+/// switches add ~22,000 events at scale 0.1 (a hand trace, 2026-11-27), ~1.5 MB; they grow with
+/// the run's length. 32 MiB per CPU at scale 1 leaves ~3x room, more in proportion above it (at most 256
 /// MiB).
 pub fn buffer_kb(scale: f64) -> u64 {
     ((32_768.0 * scale.max(1.0)) as u64).min(262_144)
