@@ -252,6 +252,23 @@ pub struct CostOverrides {
     /// occupy the CPUs as the kernel's do; without it, a resident touch takes no time.
     #[serde(default)]
     pub tab_touch_ns: Option<f64>,
+    /// A tab's own CPU per page it adds (at load and when it grows), apart from the page's
+    /// first-write fault: the linux substrate's tab times that fault (two clock reads, a
+    /// `getrusage` before and after) and then writes the page's contents (core's
+    /// `workload::content::fill_page`: its first 32-byte chunk fresh, each other chunk fresh
+    /// with the page's fresh share, else a copy of an earlier chunk), as a renderer writes what
+    /// it allocates. Three contents: a same-filled page, a page of copies (fresh share 0) and
+    /// one of fresh bytes only (fresh share 1); a page in between costs
+    /// `copy + share x (fresh - copy)`. Measured by `nvmswap linux calibrate` (the fill probe
+    /// fills fresh pages as a tab does, less the timed faults). Sim's tabs hold their CPU this
+    /// long after each added page's fault (crates/sim/src/engine.rs `Machine::fill_ns`);
+    /// without them, a page's contents cost nothing. All three or none (`check`).
+    #[serde(default)]
+    pub tab_fill_same_page_ns: Option<f64>,
+    #[serde(default)]
+    pub tab_fill_copy_page_ns: Option<f64>,
+    #[serde(default)]
+    pub tab_fill_fresh_page_ns: Option<f64>,
     /// What a touch of a mapped, resident page costs more when reclaim's scan cleared its
     /// accessed bit since the page was last touched: the page walk sets the bit again (x86's
     /// `ptep_clear_flush_young` clears it without flushing the TLB, so the walk of the next
@@ -340,6 +357,21 @@ impl CostOverrides {
             ),
             ("costs.remote_flush_ns", self.remote_flush_ns, true),
             ("costs.tab_touch_ns", self.tab_touch_ns, true),
+            (
+                "costs.tab_fill_same_page_ns",
+                self.tab_fill_same_page_ns,
+                true,
+            ),
+            (
+                "costs.tab_fill_copy_page_ns",
+                self.tab_fill_copy_page_ns,
+                true,
+            ),
+            (
+                "costs.tab_fill_fresh_page_ns",
+                self.tab_fill_fresh_page_ns,
+                true,
+            ),
             ("costs.accessed_bit_ns", self.accessed_bit_ns, true),
             ("costs.tab_second_ns", self.tab_second_ns, true),
             ("costs.driver_touch_set_ns", self.driver_touch_set_ns, true),
@@ -386,6 +418,22 @@ impl CostOverrides {
                     "give all four of driver_touch_set_ns, driver_tell_local_ns, \
                      driver_tell_remote_ns and driver_answer_ns (`nvmswap linux calibrate` \
                      writes them together), or none; {given} given"
+                ),
+            ));
+        }
+        let fill = [
+            self.tab_fill_same_page_ns,
+            self.tab_fill_copy_page_ns,
+            self.tab_fill_fresh_page_ns,
+        ];
+        let given = fill.iter().filter(|v| v.is_some()).count();
+        if given != 0 && given != fill.len() {
+            return Err((
+                "costs.tab_fill_*",
+                format!(
+                    "give all three of tab_fill_same_page_ns, tab_fill_copy_page_ns and \
+                     tab_fill_fresh_page_ns (`nvmswap linux calibrate` writes them together), \
+                     or none; {given} given"
                 ),
             ));
         }
@@ -763,6 +811,32 @@ mod tests {
         let (field, why) = partial.check().unwrap_err();
         assert_eq!(field, "costs.driver_*");
         assert!(why.contains("3 given"), "{why}");
+    }
+
+    #[test]
+    fn the_tab_fill_costs_come_all_three_or_none() {
+        let all = CostOverrides {
+            tab_fill_same_page_ns: Some(430.0),
+            tab_fill_copy_page_ns: Some(1_080.0),
+            tab_fill_fresh_page_ns: Some(1_790.0),
+            ..Default::default()
+        };
+        assert!(all.check().is_ok());
+        let partial = CostOverrides {
+            tab_fill_fresh_page_ns: None,
+            ..all.clone()
+        };
+        let (field, why) = partial.check().unwrap_err();
+        assert_eq!(field, "costs.tab_fill_*");
+        assert!(why.contains("2 given"), "{why}");
+        let negative = CostOverrides {
+            tab_fill_copy_page_ns: Some(-1.0),
+            ..all
+        };
+        assert_eq!(
+            negative.check().unwrap_err().0,
+            "costs.tab_fill_copy_page_ns"
+        );
     }
 
     #[test]

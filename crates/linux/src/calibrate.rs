@@ -107,6 +107,9 @@ pub struct Calibration {
     /// A tab's own CPU per touch of a resident page, ns, per round of the tab-touch probe
     /// ([`crate::tab::probe_touch_ns`]); their median is `costs.tab_touch_ns`.
     pub tab_touch_ns_rounds: Vec<f64>,
+    /// A tab's own CPU per page it adds, apart from the page's fault, by content ([`crate::tab::
+    /// probe_fill_ns`]); each content's median is its `costs.tab_fill_*_page_ns`.
+    pub tab_fill: crate::tab::FillProbe,
     /// A touch's cost warm, cold and cold with its accessed bit cleared ([`crate::tab::
     /// probe_accessed_bit`]); `costs.accessed_bit_ns` is the last two's difference. `None`
     /// where the probe could not clear the bits (`/proc/self/clear_refs` refused).
@@ -2048,6 +2051,7 @@ pub fn run(swap_dir: &Path, seed: u64) -> Result<Calibration, LinuxError> {
         };
     let (minor_fault_us, minor_fault_burst_p50_us) = probe_minor_fault(8192)?;
     let tab_touch_ns_rounds = crate::tab::probe_touch_ns()?;
+    let tab_fill = crate::tab::probe_fill_ns(seed)?;
     let accessed_bit = crate::tab::probe_accessed_bit()
         .map_err(|e| tracing::warn!("accessed-bit probe did not run: {e}"))
         .ok();
@@ -2066,6 +2070,7 @@ pub fn run(swap_dir: &Path, seed: u64) -> Result<Calibration, LinuxError> {
     };
     Ok(Calibration {
         tab_touch_ns_rounds,
+        tab_fill,
         accessed_bit,
         access_by_footprint,
         idle_stalls,
@@ -2448,6 +2453,7 @@ pub fn costs_toml(cal: &Calibration) -> String {
             each.round()
         ));
     }
+    out.push_str(&crate::tab::fill_comment(&cal.tab_fill));
     if let Some(a) = &cal.accessed_bit {
         out.push_str(&format!(
             "# A tab's timed touch of {} resident pages in address order after a {} MiB walk of\n\
@@ -2877,6 +2883,12 @@ struct CostsFile {
     #[serde(default)]
     tab_touch_ns: Option<f64>,
     #[serde(default)]
+    tab_fill_same_page_ns: Option<f64>,
+    #[serde(default)]
+    tab_fill_copy_page_ns: Option<f64>,
+    #[serde(default)]
+    tab_fill_fresh_page_ns: Option<f64>,
+    #[serde(default)]
     accessed_bit_ns: Option<f64>,
     #[serde(default)]
     tab_second_ns: Option<f64>,
@@ -2938,6 +2950,9 @@ pub fn load_costs(
         reclaim_keep_page_ns: file.reclaim_keep_page_ns,
         remote_flush_ns: file.remote_flush_ns,
         tab_touch_ns: file.tab_touch_ns,
+        tab_fill_same_page_ns: file.tab_fill_same_page_ns,
+        tab_fill_copy_page_ns: file.tab_fill_copy_page_ns,
+        tab_fill_fresh_page_ns: file.tab_fill_fresh_page_ns,
         accessed_bit_ns: file.accessed_bit_ns,
         tab_second_ns: file.tab_second_ns,
         driver_touch_set_ns: file.driver_touch_set_ns,
@@ -3187,6 +3202,11 @@ mod tests {
             minor_fault_us: s(2.0, 2.2),
             minor_fault_burst_p50_us: vec![2.6, 1.7, 1.9],
             tab_touch_ns_rounds: vec![610.0, 590.0, 600.0],
+            tab_fill: crate::tab::FillProbe {
+                same_filled_ns_rounds: vec![420.0, 440.0, 430.0],
+                copy_ns_rounds: vec![1_090.0, 1_070.0, 1_080.0],
+                fresh_ns_rounds: vec![1_800.0, 1_790.0, 1_780.0],
+            },
             accessed_bit: Some(crate::tab::AccessedBitProbe {
                 warm_ns: 300.0,
                 cold_ns: 700.0,
@@ -3267,6 +3287,14 @@ mod tests {
         };
         let text = costs_toml(&cal);
         assert!(text.contains("\nminor_fault_ns = 1900\n"), "{text}");
+        // Each content's median, with its rounds, loaded back for sim.
+        assert!(text.contains("\ntab_fill_same_page_ns = 430\n"), "{text}");
+        assert!(text.contains("\ntab_fill_copy_page_ns = 1080\n"), "{text}");
+        assert!(text.contains("\ntab_fill_fresh_page_ns = 1790\n"), "{text}");
+        assert!(
+            text.contains("#   a same-filled page: 420, 440, 430\n"),
+            "{text}"
+        );
         assert!(
             text.contains("median of 3 bursts' p50s (2600, 1700, 1900)"),
             "{text}"
@@ -3337,6 +3365,9 @@ mod tests {
         assert_eq!(lzo.tab_second_ns, Some(19_400.0));
         assert_eq!(lzo.driver_touch_set_ns, Some(2_100.0));
         assert_eq!(lzo.accessed_bit_ns, Some(550.0));
+        assert_eq!(lzo.tab_fill_same_page_ns, Some(430.0));
+        assert_eq!(lzo.tab_fill_copy_page_ns, Some(1_080.0));
+        assert_eq!(lzo.tab_fill_fresh_page_ns, Some(1_790.0));
         assert_eq!(lzo.driver_tell_local_ns, Some(2_400.0));
         assert_eq!(lzo.driver_tell_remote_ns, Some(9_800.0));
         assert_eq!(lzo.cpu_wake_ns, Some(41_000.0));
@@ -3504,6 +3535,11 @@ mod tests {
             minor_fault_us: s(2.0),
             minor_fault_burst_p50_us: vec![],
             tab_touch_ns_rounds: vec![],
+            tab_fill: crate::tab::FillProbe {
+                same_filled_ns_rounds: vec![],
+                copy_ns_rounds: vec![],
+                fresh_ns_rounds: vec![],
+            },
             accessed_bit: None,
             access_by_footprint: Vec::new(),
             idle_stalls: Vec::new(),

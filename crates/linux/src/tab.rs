@@ -201,8 +201,9 @@ fn tab_main(
     let t0 = worker::monotonic_ns();
     let cpu0 = worker::thread_cpu_ns();
     let mut load = Touches::default();
+    let content = (shape.compress_ratio, shape.same_filled_share);
     for p in 0..shape.life.pages {
-        fill(memory, &mut load, faults, shape, seed, tab, p);
+        fill(memory, &mut load, faults, content, (seed, tab, p));
     }
     spin(shape.load_cpu_ns);
     let t1 = worker::monotonic_ns();
@@ -261,7 +262,7 @@ fn tab_main(
                 let (from, to) = (from as u32, to as u32);
                 // Growth: new pages written with their contents, never past the mapping.
                 for p in from.max(pages)..to.min(shape.life.max_pages) {
-                    fill(memory, &mut done, faults, shape, seed, tab, p);
+                    fill(memory, &mut done, faults, content, (seed, tab, p));
                     pages = p + 1;
                 }
                 if second != NONE {
@@ -423,17 +424,15 @@ fn touch(
     });
 }
 
-/// The first touch of page `p` (a demand-zero fault, counted as seed 000 Fig. 5 and `sim`
-/// count them; it may stall in direct reclaim when the cgroup is at its limit), then its
-/// contents.
+/// The first touch of page `p` of `tab` (a demand-zero fault, counted as seed 000 Fig. 5 and
+/// `sim` count them; it may stall in direct reclaim when the cgroup is at its limit), then its
+/// contents: `content` is the tab's (compress ratio, same-filled share).
 fn fill(
     memory: *mut u8,
     done: &mut Touches,
     faults: &[std::sync::atomic::AtomicU64],
-    shape: TabShape,
-    seed: u64,
-    tab: u32,
-    p: u32,
+    content: (f64, f64),
+    (seed, tab, p): (u64, u32, u32),
 ) {
     let at = p as usize * PAGE_SIZE as usize;
     // SAFETY: first byte of page `p` < max_pages, inside the mapping.
@@ -446,8 +445,8 @@ fn fill(
         page,
         seed,
         ((tab as u64) << 32) | p as u64,
-        shape.compress_ratio,
-        shape.same_filled_share,
+        content.0,
+        content.1,
     );
 }
 
@@ -1105,6 +1104,91 @@ pub fn probe_touch_ns() -> Result<Vec<f64>, LinuxError> {
     Ok(rounds)
 }
 
+/// The page contents the fill probe writes: a same-filled page, a page of copies of its first
+/// chunk (fresh share 0) and a page of fresh bytes only (fresh share 1); see [`FillProbe`].
+const FILL_PROBE_SHAPES: [(f64, f64); 3] = [(1.0, 1.0), (0.0, 0.0), (2.0, 0.0)];
+
+/// A tab's own CPU per page it adds, apart from the page's first-write fault: the fill a tab
+/// makes for every page it loads or grows ([`fill`]: the timed first write with `getrusage`
+/// before and after, then `fill_page`'s contents), ns per page of each of [`TOUCH_PROBE_ROUNDS`]
+/// rounds over [`TOUCH_PROBE_PAGES`] fresh pages, by content. `fill_page` writes its first chunk
+/// fresh and each other chunk fresh with the page's fresh share, else a copy of an earlier one,
+/// so a non-same-filled page's cost is `copy + fresh_share x (fresh - copy)` (sim's
+/// `Costs::tab_fill`).
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct FillProbe {
+    pub same_filled_ns_rounds: Vec<f64>,
+    pub copy_ns_rounds: Vec<f64>,
+    pub fresh_ns_rounds: Vec<f64>,
+}
+
+/// Measures [`FillProbe`]: each round a fresh mapping outside any memory limit, every page
+/// filled as a tab fills it, the rounds' time less the timed faults in them.
+pub fn probe_fill_ns(seed: u64) -> Result<FillProbe, LinuxError> {
+    let faults = Mapping::new(TOUCH_PROBE_PAGES * 8, true)?;
+    let mut by_shape = [Vec::new(), Vec::new(), Vec::new()];
+    for round in 0..TOUCH_PROBE_ROUNDS {
+        for (shape_at, &(ratio, same)) in FILL_PROBE_SHAPES.iter().enumerate() {
+            let memory = Mapping::new(TOUCH_PROBE_PAGES * PAGE_SIZE as usize, false)?;
+            let mut done = Touches::default();
+            let start = worker::monotonic_ns();
+            for p in 0..TOUCH_PROBE_PAGES as u32 {
+                let page = (seed, round as u32, p);
+                fill(
+                    memory.as_ptr(),
+                    &mut done,
+                    faults.words(),
+                    (ratio, same),
+                    page,
+                );
+            }
+            let took = worker::monotonic_ns() - start;
+            let beside_faults = took.saturating_sub(done.ns);
+            by_shape[shape_at].push(beside_faults as f64 / TOUCH_PROBE_PAGES as f64);
+        }
+    }
+    let [same_filled_ns_rounds, copy_ns_rounds, fresh_ns_rounds] = by_shape;
+    Ok(FillProbe {
+        same_filled_ns_rounds,
+        copy_ns_rounds,
+        fresh_ns_rounds,
+    })
+}
+
+/// The costs file's lines of [`FillProbe`]: each content's median, with its rounds; nothing when
+/// a content has no rounds.
+pub fn fill_comment(p: &FillProbe) -> String {
+    let contents = [
+        ("same", "a same-filled page", &p.same_filled_ns_rounds),
+        (
+            "copy",
+            "a page of copied chunks (fresh share 0)",
+            &p.copy_ns_rounds,
+        ),
+        (
+            "fresh",
+            "a page of fresh bytes (fresh share 1)",
+            &p.fresh_ns_rounds,
+        ),
+    ];
+    let mut out = format!(
+        "# A tab's own CPU per page it adds, apart from the page's fault (the timed first write's\n\
+         # getrusage and clock reads, then its contents by workload::content::fill_page), over {}\n\
+         # fresh pages per round; the median of {} rounds for each content:\n",
+        TOUCH_PROBE_PAGES, TOUCH_PROBE_ROUNDS
+    );
+    let mut lines = String::new();
+    for (key, what, rounds) in contents {
+        let Some(each) = crate::calibrate::median(rounds.to_vec()) else {
+            return String::new();
+        };
+        let list: Vec<String> = rounds.iter().map(|ns| format!("{ns:.0}")).collect();
+        out.push_str(&format!("#   {what}: {}\n", list.join(", ")));
+        lines.push_str(&format!("tab_fill_{key}_page_ns = {}\n", each.round()));
+    }
+    out + &lines
+}
+
 /// Memory the accessed-bit probe walks between its timed passes (256 MiB, one byte per page):
 /// more than this machine's last-level cache and TLB hold, so the timed pages' lines and
 /// translations are gone, as a background tab's are after the other tabs' seconds.
@@ -1248,6 +1332,25 @@ pub fn probe_accessed_bit() -> Result<AccessedBitProbe, LinuxError> {
 
 #[cfg(test)]
 mod touch_probe_tests {
+    #[test]
+    fn the_fill_probe_times_every_round_and_fresh_bytes_cost_more_than_copies() {
+        let p = super::probe_fill_ns(1).unwrap();
+        eprintln!("{p:?}");
+        for rounds in [
+            &p.same_filled_ns_rounds,
+            &p.copy_ns_rounds,
+            &p.fresh_ns_rounds,
+        ] {
+            assert_eq!(rounds.len(), super::TOUCH_PROBE_ROUNDS);
+            assert!(rounds.iter().all(|&ns| ns > 0.0), "{p:?}");
+        }
+        let median = |v: &[f64]| crate::calibrate::median(v.to_vec()).unwrap();
+        assert!(
+            median(&p.fresh_ns_rounds) > median(&p.copy_ns_rounds),
+            "{p:?}"
+        );
+    }
+
     #[test]
     fn the_touch_probe_times_every_round_and_each_touch_costs_something() {
         let rounds = super::probe_touch_ns().unwrap();

@@ -99,6 +99,9 @@ pub struct Costs {
     /// A tab's own CPU per background touch: `costs.tab_touch_ns` (calibrated), else 0 (a
     /// resident touch takes no time).
     pub tab_touch: u64,
+    /// A tab's own CPU per page it adds, after the page's fault (its contents):
+    /// `costs.tab_fill_*_page_ns` (calibrated), else none (contents cost nothing).
+    pub tab_fill: Option<FillCosts>,
     /// A touch of a mapped page whose accessed bit reclaim's scan cleared since its last touch:
     /// `costs.accessed_bit_ns` (calibrated), else 0.
     pub accessed_bit: u64,
@@ -117,6 +120,30 @@ pub struct Costs {
     /// Calibrated whole swap-out paths into zswap's pool and into zram (None: not calibrated).
     zswap_store: Option<f64>,
     zram_store: Option<f64>,
+}
+
+/// A tab's CPU to write an added page's contents, ns, by content ([`Costs::tab_fill`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FillCosts {
+    pub same_filled: u64,
+    /// A page whose chunks after its first are all copies (fresh share 0)...
+    pub copy: u64,
+    /// ...and one whose chunks are all fresh bytes (fresh share 1).
+    pub fresh: u64,
+}
+
+impl FillCosts {
+    /// A page of `compressed_bytes` (0: same-filled) of a tab whose pages compress to `ratio`:
+    /// the linux tab writes its chunks fresh with core's `fresh_share_for_ratio(ratio)`, and a
+    /// fresh chunk costs what the probe's fresh page costs more than its copied one, per chunk.
+    pub fn page_ns(&self, compressed_bytes: u16, ratio: f64) -> u64 {
+        if compressed_bytes == 0 {
+            return self.same_filled;
+        }
+        let share = nvmswap_core::workload::content::fresh_share_for_ratio(ratio);
+        let extra = self.fresh.saturating_sub(self.copy) as f64 * share;
+        self.copy + extra.round() as u64
+    }
 }
 
 /// The driver's CPU per tab it tells a second, ns ([`Costs::driver`]).
@@ -158,6 +185,18 @@ impl Costs {
             readahead_page: o.readahead_page_ns.map_or(0, |v| v.max(0.0).round() as u64),
             remote_flush: o.remote_flush_ns.map_or(0, |v| v.max(0.0).round() as u64),
             tab_touch: o.tab_touch_ns.map_or(0, |v| v.max(0.0).round() as u64),
+            tab_fill: match (
+                o.tab_fill_same_page_ns,
+                o.tab_fill_copy_page_ns,
+                o.tab_fill_fresh_page_ns,
+            ) {
+                (Some(same), Some(copy), Some(fresh)) => Some(FillCosts {
+                    same_filled: same.max(0.0).round() as u64,
+                    copy: copy.max(0.0).round() as u64,
+                    fresh: fresh.max(0.0).round() as u64,
+                }),
+                _ => None,
+            },
             accessed_bit: o.accessed_bit_ns.map_or(0, |v| v.max(0.0).round() as u64),
             tab_second: o.tab_second_ns.map_or(0, |v| v.max(0.0).round() as u64),
             driver: match (
@@ -235,5 +274,31 @@ impl Costs {
         } else {
             self.decompress.sample(rng)
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::FillCosts;
+
+    #[test]
+    fn a_pages_fill_is_its_copies_plus_its_fresh_share_of_the_fresh_chunks_cost() {
+        let fill = FillCosts {
+            same_filled: 400,
+            copy: 1_000,
+            fresh: 2_000,
+        };
+        // A same-filled page, whatever the tab's ratio.
+        assert_eq!(fill.page_ns(0, 0.5), 400);
+        // core's table: ratio 0.4 of an LZ77 compressor is about 0.31 of the chunks fresh,
+        // 0.575 is 0.5 of them, and 1.1 all.
+        assert_eq!(fill.page_ns(1_000, 0.575), 1_500);
+        assert_eq!(fill.page_ns(1_000, 1.1), 2_000);
+        assert_eq!(fill.page_ns(1_000, 0.0), 1_000);
+        let share = nvmswap_core::workload::content::fresh_share_for_ratio(0.4);
+        assert_eq!(
+            fill.page_ns(1_000, 0.4),
+            1_000 + (1_000.0 * share).round() as u64
+        );
     }
 }

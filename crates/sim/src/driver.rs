@@ -745,9 +745,10 @@ impl<'a> Driver<'a> {
             }
             while task.charging.is_none() {
                 let before = self.background_faults();
-                let (t, held, lead) = match charged.take() {
+                // `fill`: the grown page's contents, written after its fault.
+                let (t, held, lead, fill) = match charged.take() {
                     Some(ChargingTouch::InFault(f)) => {
-                        (self.machine.resume_charged_fault(task.tab, f)?, None, 0)
+                        (self.machine.resume_charged_fault(task.tab, f)?, None, 0, 0)
                     }
                     Some(ChargingTouch::BeforeFault {
                         touch, page, began, ..
@@ -766,7 +767,11 @@ impl<'a> Driver<'a> {
                             clock,
                             lead,
                         )?;
-                        (t, held, lead)
+                        let fill = match touch.grown {
+                            true => self.machine.fill_ns(task.tab, page),
+                            false => 0,
+                        };
+                        (t, held, lead, fill)
                     }
                     None => {
                         if clock != resumed && clock + tab_touch > horizon {
@@ -808,7 +813,11 @@ impl<'a> Driver<'a> {
                             clock,
                             0,
                         )?;
-                        (t, held, 0)
+                        let fill = match touch.grown {
+                            true => self.machine.fill_ns(task.tab, p),
+                            false => 0,
+                        };
+                        (t, held, 0, fill)
                     }
                 };
                 task.faults = add_faults(task.faults, before, self.background_faults());
@@ -817,19 +826,21 @@ impl<'a> Driver<'a> {
                         // The page was mapped: its accessed bit's cost and its memory's time
                         // beyond a hit, if any, are the tab's own work like the touch's (a
                         // vCPU stalled by its host takes nothing else meanwhile either).
-                        clock += ns;
+                        clock += ns + fill;
                         continue;
                     }
                     Touch::Done(0) => {
                         if let Some(f) = held {
                             task.faults = self.report_held(task.faults, f, 0, None);
                         }
+                        clock += fill;
                         continue;
                     }
                     Touch::Charging(f) => {
                         // Its read-ahead window stopped at a charge: a step at a time from its
                         // next run.
                         self.counts.charges_in_steps += 1;
+                        task.ahead += fill;
                         task.charging = Some(ChargingTouch::InFault(f));
                         break;
                     }
@@ -842,16 +853,21 @@ impl<'a> Driver<'a> {
                                 preempted_at: None,
                             });
                         }
-                        took = Some(t);
+                        took = Some((t, fill));
                         break;
                     }
                 }
             }
             let stopped = match took {
                 None => clock,
-                Some(Touch::Mapped(latency) | Touch::Done(latency)) => clock + latency,
-                Some(Touch::Charging(_)) => unreachable!("a charging touch is kept apart"),
-                Some(Touch::Waiting(fault)) => {
+                // The grown page's contents follow its fault in the same run.
+                Some((Touch::Mapped(latency) | Touch::Done(latency), fill)) => {
+                    clock + latency + fill
+                }
+                Some((Touch::Charging(_), _)) => unreachable!("a charging touch is kept apart"),
+                Some((Touch::Waiting(fault), fill)) => {
+                    // Its contents once it runs again.
+                    task.ahead += fill;
                     let sleeps = fault.sleeps_at().max(resumed);
                     cpus.ran(i, sleeps - resumed);
                     task.at = sleeps;
@@ -1108,9 +1124,14 @@ impl<'a> Driver<'a> {
         let base = m.map_tab(tab, pages, ratio, same);
         m.use_tab(tab);
         m.charge_user(load_cpu);
+        let mut filled = 0;
         for i in 0..pages {
             let t = m.touch(base + i, true)?;
             m.advance(t, true);
+            // Its contents, written after the page's fault.
+            let fill = m.fill_ns(tab, base + i);
+            m.advance(fill, true);
+            filled += fill;
             if m.mem.allocs_since_check >= 256 {
                 m.mem.allocs_since_check = 0;
                 m.chrome_discards();
@@ -1120,6 +1141,7 @@ impl<'a> Driver<'a> {
             }
         }
         m.advance(load_cpu, true);
+        m.charge_user(filled);
         m.obs.emit(Event::TabOpened {
             t: started,
             end: m.now,
@@ -1400,6 +1422,47 @@ mod tests {
         assert!(n > 0);
         assert!(with >= without + n * 10_000 / 2, "{with} {without} {n}");
         assert!(with <= without + n * 10_000, "{with} {without} {n}");
+    }
+
+    #[test]
+    fn a_tab_holds_its_cpu_to_fill_each_page_it_loads_and_grows() {
+        // The same tabs loading and then growing 200 pages in a second, their contents free
+        // and at 10 µs a page: the fill passes on the machine after each added page's fault,
+        // at load in full, in the second shared by its two CPUs at best.
+        let fill = crate::costs::FillCosts {
+            same_filled: 10_000,
+            copy: 10_000,
+            fresh: 10_000,
+        };
+        let run = |fill: Option<crate::costs::FillCosts>| {
+            let mut s = sites(0.02, 0.0, 0.0);
+            for site in &mut s {
+                site.growth_bytes_per_s = 200.0 * nvmswap_core::PAGE_SIZE as f64;
+            }
+            let mut d = driver(s);
+            d.machine.costs.tab_fill = fill;
+            let m0 = d.machine.now;
+            d.open(0, 0).unwrap();
+            d.open(1, 1).unwrap();
+            let (loaded, pages) = (d.machine.now - m0, d.machine.tabs[0].pages as u64);
+            let (m1, g0) = (d.machine.now, d.counts.grown_pages);
+            d.live_second().unwrap();
+            (loaded, pages, d.machine.now - m1, d.counts.grown_pages - g0)
+        };
+        let (load_without, pages, second_without, grown) = run(None);
+        let (load_with, pages_with, second_with, grown_with) = run(Some(fill));
+        assert_eq!((pages, grown), (pages_with, grown_with), "the same pages");
+        assert!(grown > 0, "no tab grew");
+        // Two tabs of `pages` each at load (no reclaim at this size).
+        assert_eq!(load_with, load_without + 2 * pages * 10_000);
+        assert!(
+            second_with >= second_without + grown * 10_000 / 2,
+            "{second_with} {second_without} {grown}"
+        );
+        assert!(
+            second_with <= second_without + grown * 10_000,
+            "{second_with} {second_without} {grown}"
+        );
     }
 
     #[test]

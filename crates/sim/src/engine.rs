@@ -1044,6 +1044,15 @@ impl<'a> Machine<'a> {
         self.obs.emit(Event::TabUsed { t: self.now, tab });
     }
 
+    /// What tab `tab` spends writing page `p`'s contents after the fault that adds the page
+    /// (`Costs::tab_fill` of the page's drawn content and the tab's ratio; 0 without it).
+    pub fn fill_ns(&self, tab: u32, p: u32) -> u64 {
+        match (self.costs.tab_fill, self.tabs.get(tab as usize)) {
+            (Some(fill), Some(t)) => fill.page_ns(self.comp[p as usize], t.ratio),
+            _ => 0,
+        }
+    }
+
     pub fn is_alive(&self, tab: u32) -> bool {
         self.tabs.get(tab as usize).is_some_and(|t| t.alive)
     }
