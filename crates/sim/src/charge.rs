@@ -258,7 +258,7 @@ impl Machine<'_> {
         ReclaimCall {
             began: at,
             at,
-            others_idle_at_begin: self.tlbs.others_idle_at(at),
+            others_idle_at_begin: self.tlbs.others_idle_at(at, self.running_on),
             reclaimed: 0,
             scanned: 0,
             left_writing: 0,

@@ -622,7 +622,7 @@ impl<'a> Driver<'a> {
             self.machine.pass_to(at);
             if let Some((d, dc)) = driver.filter(|&(d, _)| d == i) {
                 let began = at.max(self.machine.now);
-                self.machine.tlbs.running_on = cpu;
+                self.machine.running_on = cpu;
                 tasks[d].first_ran.get_or_insert(began);
                 let prog = tasks[d].driver.as_mut().expect("the driver's task");
                 if let Some(j) = prog.telling.take() {
@@ -723,7 +723,7 @@ impl<'a> Driver<'a> {
                 let waited = h.preempted_at.map_or(0, |at| began.saturating_sub(at));
                 task.faults = self.report_held(task.faults, h.fault, waited, h.preempted_at);
             }
-            self.machine.tlbs.running_on = cpu;
+            self.machine.running_on = cpu;
             // The work a preemption took it away from comes first (counted when it first ran).
             let resumed = began + std::mem::take(&mut task.ahead);
             // A second's first run begins with the tab's own work apart from its touches (its
@@ -963,7 +963,7 @@ impl<'a> Driver<'a> {
         self.machine.pass_to(end.max(self.machine.now));
         // The foreground goes on on CPU 0 (sim's placement of it, an assumption); the other
         // CPUs idle, lazy or on init_mm as the second left them.
-        self.machine.tlbs.running_on = 0;
+        self.machine.running_on = 0;
         let now = self.machine.now;
         self.machine.task_runs(0, now, now);
         self.lived += self.machine.now - start;
@@ -986,7 +986,7 @@ impl<'a> Driver<'a> {
         let t = tasks[i].woken.map_or(t, |woken| t.max(woken));
         cpus.fair.picked(i);
         cpus.on[cpu] = Some(i);
-        self.machine.tlbs.running_on = cpu;
+        self.machine.running_on = cpu;
         // The CPU runs tasks from `t` until it idles (`cpu_frees`).
         self.machine.task_runs(cpu, t, u64::MAX);
         let task = &mut tasks[i];

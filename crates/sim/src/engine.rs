@@ -228,6 +228,9 @@ pub struct Machine<'a> {
     /// The CPUs as reclaim's remote TLB flushes see them (who runs where, who idles on
     /// `init_mm`), kept by the driver's schedule.
     pub tlbs: Tlbs,
+    /// The CPU of the task the machine runs: the foreground's (CPU 0) or, in a second, the
+    /// tab's the driver runs ([`Machine::foreground`]).
+    pub running_on: usize,
     /// Every touch's page in access order, for the reuse distance of the touches that find
     /// their page mapped (`touch_reuse`, `extra.touch_reuse`): where on calibrate's footprint
     /// curve the run's accesses lie. A statistic: it costs nothing in the model.
@@ -312,6 +315,7 @@ impl<'a> Machine<'a> {
             recency: TabRecency::default(),
             discards: 0,
             tlbs: Tlbs::new(cfg.tab_cpus(), costs.remote_flush, costs.cpu_wake),
+            running_on: 0,
             reuse: ReuseDistance::new(REUSE_WINDOW),
             touch_reuse: TouchReuse::default(),
             mapped_access: MappedAccess::new(
@@ -364,12 +368,12 @@ impl<'a> Machine<'a> {
     }
 
     /// The task the machine runs: the foreground on CPU 0 (sim's placement of it), or a tab in
-    /// its second ([`Machine::as_tab`]) on the CPU the driver runs it on (`tlbs.running_on`).
+    /// its second ([`Machine::as_tab`]) on the CPU the driver runs it on (`running_on`).
     /// Its CPU decides whose per-CPU state it uses: the LRU rotations its scans drain, its
     /// block requests' software queue, a non-rotational device's swap cluster.
     pub fn foreground(&self) -> Actor {
         Actor {
-            cpu: self.tlbs.running_on as u32,
+            cpu: self.running_on as u32,
             pid: self.foreground_pid,
         }
     }

@@ -364,7 +364,7 @@ impl Machine<'_> {
         me: Actor,
         flushes: &mut ChargeFlushes,
     ) -> u64 {
-        let f = self.tlbs.flush_written_page(t);
+        let f = self.tlbs.flush_written_page(t, self.running_on);
         flushes.add(f);
         if f.ns > 0 {
             self.obs.emit(Event::Cpu {

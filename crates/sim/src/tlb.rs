@@ -15,7 +15,8 @@
 //!   there until it runs a task.
 //!
 //! The CPUs' occupancy comes from the driver's schedule of the tabs' second
-//! (`Tlbs::runs`); outside it the foreground runs on CPU 0 and the others idle. Assumptions,
+//! (`Tlbs::runs`); outside it the foreground runs on CPU 0 and the others idle. The reclaimer's
+//! own CPU (the machine's `running_on`) is flushed locally, not by IPI. Assumptions,
 //! stated: every tab's `mm_cpumask` holds every CPU the tabs run on (the tabs run wherever the
 //! scheduler puts them and the batched flush does not trim the mask), so a written page's flush
 //! considers every other CPU; an IPI to a CPU idling on `init_mm` costs the reclaimer at least
@@ -109,8 +110,6 @@ impl ChargeFlushes {
 #[derive(Debug)]
 pub struct Tlbs {
     cpus: Vec<CpuTlb>,
-    /// The CPU of the task the machine is running (the foreground's, or a tab's in its second).
-    pub running_on: usize,
     /// `costs.remote_flush_ns`; 0: no flushes are modelled.
     flush_ns: u64,
     /// What a flush IPI to a CPU idling on `init_mm` costs the reclaimer.
@@ -130,7 +129,6 @@ impl Tlbs {
     pub fn new(cpus: u32, flush_ns: u64, wake_ns: u64) -> Tlbs {
         Tlbs {
             cpus: vec![CpuTlb::default(); cpus.max(1) as usize],
-            running_on: 0,
             flush_ns,
             flush_idle_ns: flush_ns.max(wake_ns),
         }
@@ -182,24 +180,24 @@ impl Tlbs {
         after
     }
 
-    /// Whether no CPU but the reclaimer's (`running_on`) runs a task at `t`, as far as the
+    /// Whether no CPU but the reclaimer's (`reclaimer_cpu`) runs a task at `t`, as far as the
     /// schedule knows then (a span left open counts as running).
-    pub fn others_idle_at(&self, t: u64) -> bool {
+    pub fn others_idle_at(&self, t: u64, reclaimer_cpu: usize) -> bool {
         self.cpus
             .iter()
             .enumerate()
-            .filter(|&(i, _)| i != self.running_on)
+            .filter(|&(i, _)| i != reclaimer_cpu)
             .all(|(_, c)| !(c.busy_from <= t && t < c.busy_until))
     }
 
-    /// The flushes of one page the reclaimer on `running_on` writes at `t`.
-    pub fn flush_written_page(&mut self, t: u64) -> PageFlush {
+    /// The flushes of one page the reclaimer on `reclaimer_cpu` writes at `t`.
+    pub fn flush_written_page(&mut self, t: u64, reclaimer_cpu: usize) -> PageFlush {
         let mut out = PageFlush::default();
         if self.flush_ns == 0 {
             return out;
         }
         for (i, c) in self.cpus.iter_mut().enumerate() {
-            if i == self.running_on {
+            if i == reclaimer_cpu {
                 continue;
             }
             if c.busy_from <= t && t < c.busy_until {
@@ -237,16 +235,16 @@ mod tests {
         let mut tlbs = Tlbs::new(2, FLUSH, WAKE);
         tlbs.runs(1, 0, 1_000_000);
         // A running target: the flush's own cost.
-        let f = tlbs.flush_written_page(1_000_000 - 5_000);
+        let f = tlbs.flush_written_page(1_000_000 - 5_000, 0);
         assert_eq!((f.to_running_cpu, f.ns), (1, FLUSH));
         // That IPI raced the sleep: the idle CPU on init_mm must be woken for each flush.
-        let f = tlbs.flush_written_page(2_000_000);
+        let f = tlbs.flush_written_page(2_000_000, 0);
         assert_eq!((f.to_idle_cpu, f.ns), (1, WAKE));
         // A wake-up quicker than a running target's flush: never below the latter.
         let mut quick = Tlbs::new(2, FLUSH, 1_000);
         quick.runs(1, 0, 1_000_000);
-        quick.flush_written_page(1_000_000 - 5_000);
-        assert_eq!(quick.flush_written_page(2_000_000).ns, FLUSH);
+        quick.flush_written_page(1_000_000 - 5_000, 0);
+        assert_eq!(quick.flush_written_page(2_000_000, 0).ns, FLUSH);
     }
 
     #[test]
@@ -254,14 +252,13 @@ mod tests {
         let mut tlbs = Tlbs::new(2, FLUSH, 0);
         tlbs.runs(1, 1_000_000, 2_000_000);
         // Before the other CPU's task, and after it slept: lazy, no IPI.
-        assert_eq!(tlbs.flush_written_page(500_000), PageFlush::default());
-        assert_eq!(tlbs.flush_written_page(2_500_000), PageFlush::default());
+        assert_eq!(tlbs.flush_written_page(500_000, 0), PageFlush::default());
+        assert_eq!(tlbs.flush_written_page(2_500_000, 0), PageFlush::default());
         // While it runs: one IPI, waited for.
-        let f = tlbs.flush_written_page(1_500_000);
+        let f = tlbs.flush_written_page(1_500_000, 0);
         assert_eq!((f.to_running_cpu, f.to_idle_cpu, f.ns), (1, 0, FLUSH));
         // The reclaimer's own CPU is flushed locally.
-        tlbs.running_on = 1;
-        assert_eq!(tlbs.flush_written_page(1_500_000), PageFlush::default());
+        assert_eq!(tlbs.flush_written_page(1_500_000, 1), PageFlush::default());
     }
 
     #[test]
@@ -269,19 +266,19 @@ mod tests {
         let mut tlbs = Tlbs::new(2, FLUSH, 0);
         tlbs.runs(1, 0, 1_000_000);
         // Sent 5 µs before the other CPU's task sleeps: it arrives on an idle, lazy CPU.
-        let f = tlbs.flush_written_page(1_000_000 - 5_000);
+        let f = tlbs.flush_written_page(1_000_000 - 5_000, 0);
         assert_eq!(f.to_running_cpu, 1);
         // From then on every written page interrupts the idle CPU; the first counts the entry.
         for (t, joined) in [(1_000_001, 1), (5_000_000, 0), (9_000_000, 0)] {
-            let f = tlbs.flush_written_page(t);
+            let f = tlbs.flush_written_page(t, 0);
             assert_eq!((f.to_running_cpu, f.to_idle_cpu, f.ns), (0, 1, FLUSH));
             assert_eq!(f.joined_init_mm, joined);
         }
         // A task runs there again (the entry already counted): lazy once it sleeps, no IPIs.
         assert!(!tlbs.runs(1, 10_000_000, 11_000_000));
-        assert_eq!(tlbs.flush_written_page(12_000_000), PageFlush::default());
+        assert_eq!(tlbs.flush_written_page(12_000_000, 0), PageFlush::default());
         // A race no IPI found afterwards is counted when a task runs on the CPU again.
-        tlbs.flush_written_page(11_000_000 - 1_000);
+        tlbs.flush_written_page(11_000_000 - 1_000, 0);
         assert!(tlbs.runs(1, 20_000_000, 21_000_000));
     }
 
@@ -289,51 +286,51 @@ mod tests {
     fn a_flush_sent_earlier_than_the_race_window_or_followed_by_a_task_leaves_the_cpu_lazy() {
         let mut tlbs = Tlbs::new(2, FLUSH, 0);
         tlbs.runs(1, 0, 1_000_000);
-        tlbs.flush_written_page(1_000_000 - INIT_MM_RACE_NS - 1);
-        assert_eq!(tlbs.flush_written_page(2_000_000), PageFlush::default());
+        tlbs.flush_written_page(1_000_000 - INIT_MM_RACE_NS - 1, 0);
+        assert_eq!(tlbs.flush_written_page(2_000_000, 0), PageFlush::default());
         // Within the window, but the next task starts as the first ends: the CPU never idled.
         assert!(!tlbs.runs(1, 2_000_000, 3_000_000));
-        tlbs.flush_written_page(3_000_000 - 1_000);
+        tlbs.flush_written_page(3_000_000 - 1_000, 0);
         assert!(!tlbs.runs(1, 3_000_000, 4_000_000));
-        assert_eq!(tlbs.flush_written_page(5_000_000), PageFlush::default());
+        assert_eq!(tlbs.flush_written_page(5_000_000, 0), PageFlush::default());
     }
 
     #[test]
     fn a_span_left_open_that_ends_just_after_a_flush_leaves_the_cpu_on_init_mm() {
         let mut tlbs = Tlbs::new(2, FLUSH, 0);
         tlbs.runs(1, 0, u64::MAX);
-        assert_eq!(tlbs.flush_written_page(1_000_000).to_running_cpu, 1);
+        assert_eq!(tlbs.flush_written_page(1_000_000, 0).to_running_cpu, 1);
         tlbs.idles_from(1, 1_000_000 + 4_000);
-        let f = tlbs.flush_written_page(2_000_000);
+        let f = tlbs.flush_written_page(2_000_000, 0);
         assert_eq!((f.to_idle_cpu, f.joined_init_mm), (1, 1));
         // Ended long after its last IPI: lazy.
         tlbs.runs(1, 3_000_000, u64::MAX);
-        tlbs.flush_written_page(3_500_000);
+        tlbs.flush_written_page(3_500_000, 0);
         tlbs.idles_from(1, 4_000_000);
-        assert_eq!(tlbs.flush_written_page(5_000_000), PageFlush::default());
+        assert_eq!(tlbs.flush_written_page(5_000_000, 0), PageFlush::default());
     }
 
     #[test]
     fn ipis_counted_into_an_open_span_after_its_task_slept_are_told_when_the_sleep_is_known() {
         let mut tlbs = Tlbs::new(2, FLUSH, 0);
         tlbs.runs(1, 0, u64::MAX);
-        assert!(!tlbs.others_idle_at(500_000), "an open span runs");
+        assert!(!tlbs.others_idle_at(500_000, 0), "an open span runs");
         // A charge computed at once sends four IPIs into the open span.
         for t in [1_000_000, 2_000_000, 3_000_000, 4_000_000] {
-            assert_eq!(tlbs.flush_written_page(t).to_running_cpu, 1);
+            assert_eq!(tlbs.flush_written_page(t, 0).to_running_cpu, 1);
         }
         // The other CPU's task turns out to have slept at 2.5 ms: two IPIs went to an idle CPU.
         assert_eq!(tlbs.idles_from(1, 2_500_000), 2);
         // Known from then on: lazy, no IPI, nothing more to tell.
-        assert_eq!(tlbs.flush_written_page(5_000_000), PageFlush::default());
+        assert_eq!(tlbs.flush_written_page(5_000_000, 0), PageFlush::default());
         assert_eq!(tlbs.idles_from(1, 6_000_000), 0);
-        assert!(tlbs.others_idle_at(6_500_000));
+        assert!(tlbs.others_idle_at(6_500_000, 0));
         // A span whose end was known when the IPIs went is never contradicted.
         tlbs.runs(1, 7_000_000, 8_000_000);
-        tlbs.flush_written_page(7_500_000);
+        tlbs.flush_written_page(7_500_000, 0);
         assert_eq!(tlbs.idles_from(1, 7_200_000), 1, "shortened after the IPI");
         tlbs.runs(1, 9_000_000, u64::MAX);
-        tlbs.flush_written_page(9_500_000);
+        tlbs.flush_written_page(9_500_000, 0);
         tlbs.runs(1, 10_000_000, u64::MAX);
         assert_eq!(
             tlbs.idles_from(1, 9_800_000),
@@ -346,9 +343,9 @@ mod tests {
     fn without_a_calibrated_flush_or_another_cpu_nothing_is_flushed() {
         let mut off = Tlbs::new(2, 0, WAKE);
         off.runs(1, 0, 1_000_000);
-        assert_eq!(off.flush_written_page(500_000), PageFlush::default());
+        assert_eq!(off.flush_written_page(500_000, 0), PageFlush::default());
         let mut one = Tlbs::new(1, FLUSH, WAKE);
         one.runs(0, 0, 1_000_000);
-        assert_eq!(one.flush_written_page(500_000), PageFlush::default());
+        assert_eq!(one.flush_written_page(500_000, 0), PageFlush::default());
     }
 }
