@@ -402,43 +402,50 @@ impl CostOverrides {
             crate::mapped_access::MappedAccessClass::check(classes)
                 .map_err(|e| ("costs.mapped_access_classes", e))?;
         }
-        // The driver is scheduled with all four of its costs or not at all: a file with some of
-        // them is a mistake, not a driver whose other work is free.
-        let driver = [
-            self.driver_touch_set_ns,
-            self.driver_tell_local_ns,
-            self.driver_tell_remote_ns,
-            self.driver_answer_ns,
-        ];
-        let given = driver.iter().filter(|v| v.is_some()).count();
-        if given != 0 && given != driver.len() {
-            return Err((
-                "costs.driver_*",
-                format!(
-                    "give all four of driver_touch_set_ns, driver_tell_local_ns, \
-                     driver_tell_remote_ns and driver_answer_ns (`nvmswap linux calibrate` \
-                     writes them together), or none; {given} given"
-                ),
-            ));
-        }
-        let fill = [
-            self.tab_fill_same_page_ns,
-            self.tab_fill_copy_page_ns,
-            self.tab_fill_fresh_page_ns,
-        ];
-        let given = fill.iter().filter(|v| v.is_some()).count();
-        if given != 0 && given != fill.len() {
-            return Err((
-                "costs.tab_fill_*",
-                format!(
-                    "give all three of tab_fill_same_page_ns, tab_fill_copy_page_ns and \
-                     tab_fill_fresh_page_ns (`nvmswap linux calibrate` writes them together), \
-                     or none; {given} given"
-                ),
-            ));
-        }
+        // The driver is scheduled with all four of its costs or not at all, and a tab's fill
+        // costs come as three: a file with some of a group is a mistake, not work that is free.
+        all_or_none(
+            "costs.driver_*",
+            &[
+                ("driver_touch_set_ns", self.driver_touch_set_ns),
+                ("driver_tell_local_ns", self.driver_tell_local_ns),
+                ("driver_tell_remote_ns", self.driver_tell_remote_ns),
+                ("driver_answer_ns", self.driver_answer_ns),
+            ],
+        )?;
+        all_or_none(
+            "costs.tab_fill_*",
+            &[
+                ("tab_fill_same_page_ns", self.tab_fill_same_page_ns),
+                ("tab_fill_copy_page_ns", self.tab_fill_copy_page_ns),
+                ("tab_fill_fresh_page_ns", self.tab_fill_fresh_page_ns),
+            ],
+        )?;
         Ok(())
     }
+}
+
+/// A group of costs `nvmswap linux calibrate` writes together (`group` names it): all given or
+/// none, else an error that lists them and says how many were given.
+fn all_or_none(
+    group: &'static str,
+    fields: &[(&str, Option<f64>)],
+) -> Result<(), (&'static str, String)> {
+    let given = fields.iter().filter(|(_, v)| v.is_some()).count();
+    if given == 0 || given == fields.len() {
+        return Ok(());
+    }
+    let names: Vec<&str> = fields.iter().map(|(name, _)| *name).collect();
+    let (last, rest) = names.split_last().expect("a group has fields");
+    Err((
+        group,
+        format!(
+            "give all {} of {} and {last} (`nvmswap linux calibrate` writes them together), \
+             or none; {given} given",
+            fields.len(),
+            rest.join(", ")
+        ),
+    ))
 }
 
 fn default_accept_threshold() -> u32 {
