@@ -310,6 +310,19 @@ pub struct CostOverrides {
     /// CPU left on `init_mm` waits at least this long too (crates/sim/src/tlb.rs).
     #[serde(default)]
     pub cpu_wake_ns: Option<f64>,
+    /// How often the machine's other processes run a task on a CPU (runs per second, all
+    /// their tasks together) and for how long each (ns): a browser's own helper processes, a
+    /// system's daemons, on this project's test machine a sandbox agent that wakes every 50 ms.
+    /// Measured by `nvmswap linux calibrate` (the other-process probe: every other process's
+    /// tasks' `/proc/<pid>/task/<tid>/schedstat` over two seconds). Sim runs one such task
+    /// every `1 / runs_per_s` seconds for `run_ns` on a CPU that idles then; it takes no tab's
+    /// CPU but leaves its own address space loaded, which decides where reclaim's TLB flushes go
+    /// (crates/sim/src/tlb.rs). Without them (or at 0 runs), no other process runs. Both or
+    /// none (`check`).
+    #[serde(default)]
+    pub other_process_runs_per_s: Option<f64>,
+    #[serde(default)]
+    pub other_process_run_ns: Option<f64>,
     /// Touches of mapped pages slower than a cache hit, as classes of the machine's memory:
     /// each a share of those touches and its time beyond a hit's
     /// (`[{ share = 0.34, extra_ns = 490.0 }, ...]`; crate::mapped_access). Sim adds the drawn
@@ -387,10 +400,22 @@ impl CostOverrides {
             ),
             ("costs.cpu_wake_ns", self.cpu_wake_ns, true),
             ("costs.driver_answer_ns", self.driver_answer_ns, true),
+            (
+                "costs.other_process_runs_per_s",
+                self.other_process_runs_per_s,
+                true,
+            ),
+            (
+                "costs.other_process_run_ns",
+                self.other_process_run_ns,
+                true,
+            ),
         ] {
             let Some(v) = value else { continue };
             if !v.is_finite() || v < 0.0 || (v == 0.0 && !zero_ok) {
-                let want = if zero_ok {
+                let want = if field.ends_with("_per_s") {
+                    "a rate per second of 0 or more"
+                } else if zero_ok {
                     "a time in ns of 0 or more"
                 } else {
                     "a positive time in ns"
@@ -419,6 +444,13 @@ impl CostOverrides {
                 ("tab_fill_same_page_ns", self.tab_fill_same_page_ns),
                 ("tab_fill_copy_page_ns", self.tab_fill_copy_page_ns),
                 ("tab_fill_fresh_page_ns", self.tab_fill_fresh_page_ns),
+            ],
+        )?;
+        all_or_none(
+            "costs.other_process_*",
+            &[
+                ("other_process_runs_per_s", self.other_process_runs_per_s),
+                ("other_process_run_ns", self.other_process_run_ns),
             ],
         )?;
         Ok(())
@@ -818,6 +850,31 @@ mod tests {
         let (field, why) = partial.check().unwrap_err();
         assert_eq!(field, "costs.driver_*");
         assert!(why.contains("3 given"), "{why}");
+    }
+
+    #[test]
+    fn the_other_processes_come_as_a_rate_and_a_run_or_not_at_all() {
+        let both = CostOverrides {
+            other_process_runs_per_s: Some(20.5),
+            other_process_run_ns: Some(35_000.0),
+            ..Default::default()
+        };
+        assert!(both.check().is_ok());
+        let (field, _) = CostOverrides {
+            other_process_run_ns: None,
+            ..both.clone()
+        }
+        .check()
+        .unwrap_err();
+        assert_eq!(field, "costs.other_process_*");
+        let (field, why) = CostOverrides {
+            other_process_runs_per_s: Some(-1.0),
+            ..both
+        }
+        .check()
+        .unwrap_err();
+        assert_eq!(field, "costs.other_process_runs_per_s");
+        assert!(why.contains("rate"), "{why}");
     }
 
     #[test]

@@ -127,6 +127,10 @@ pub struct Calibration {
     /// (`tab_second_unavailable` says why).
     pub tab_second: Option<crate::tab::TabSecondProbe>,
     pub tab_second_unavailable: Option<String>,
+    /// How often the machine's other processes run a task on a CPU, and how long
+    /// ([`crate::other_processes::probe`]): `costs.other_process_runs_per_s` and
+    /// `costs.other_process_run_ns`. `None` where /proc could not be read.
+    pub other_processes: Option<crate::other_processes::OtherProcesses>,
     pub pages_per_probe: u64,
     /// The disk's queue depth: the tags of its hardware queues (`/sys/block/<disk>/mq/*/nr_tags`,
     /// summed), or the scheduler's nr_requests when the disk has no mq directory.
@@ -2068,7 +2072,12 @@ pub fn run(swap_dir: &Path, seed: u64) -> Result<Calibration, LinuxError> {
         Ok(p) => (Some(p), None),
         Err(e) => (None, Some(e.to_string())),
     };
+    // Last and alone: the other processes are watched while this one sleeps.
+    let other_processes = crate::other_processes::probe(crate::other_processes::WINDOW)
+        .map_err(|e| tracing::warn!("other-process probe did not run: {e}"))
+        .ok();
     Ok(Calibration {
+        other_processes,
         tab_touch_ns_rounds,
         tab_fill,
         accessed_bit,
@@ -2487,6 +2496,9 @@ pub fn costs_toml(cal: &Calibration) -> String {
             t.driver.wake_remote_ns.round()
         ));
     }
+    if let Some(o) = &cal.other_processes {
+        out.push_str(&crate::other_processes::costs_lines(o));
+    }
     if let Some(sp) = &cal.swap_path {
         out.push_str(
             "# Swap write path per page (MADV_PAGEOUT of 32-page batches through a swap file:\n\
@@ -2902,6 +2914,10 @@ struct CostsFile {
     driver_answer_ns: Option<f64>,
     #[serde(default)]
     cpu_wake_ns: Option<f64>,
+    #[serde(default)]
+    other_process_runs_per_s: Option<f64>,
+    #[serde(default)]
+    other_process_run_ns: Option<f64>,
     /// The compressor the pool paths were measured with.
     #[serde(default)]
     pool_probe_compressor: Option<String>,
@@ -2960,6 +2976,8 @@ pub fn load_costs(
         driver_tell_remote_ns: file.driver_tell_remote_ns,
         driver_answer_ns: file.driver_answer_ns,
         cpu_wake_ns: file.cpu_wake_ns,
+        other_process_runs_per_s: file.other_process_runs_per_s,
+        other_process_run_ns: file.other_process_run_ns,
         // No probe measures it: the warm probe's misses are inside `tab_touch_ns`
         // (`nvmswap validate --kernel-memory` gives sim a kernel run's classes).
         mapped_access_classes: None,
@@ -3232,6 +3250,12 @@ mod tests {
                 },
             }),
             tab_second_unavailable: None,
+            other_processes: Some(crate::other_processes::OtherProcesses {
+                window_s: 2.0,
+                runs: 41,
+                run_ns: 1_435_000,
+                busiest: vec![("agent".into(), 40), ("cron".into(), 1)],
+            }),
             pages_per_probe: 4096,
             queue_depth: 128,
             queue_depth_source: "read: test".into(),
@@ -3288,6 +3312,11 @@ mod tests {
         let text = costs_toml(&cal);
         assert!(text.contains("\nminor_fault_ns = 1900\n"), "{text}");
         // Each content's median, with its rounds, loaded back for sim.
+        assert!(
+            text.contains("\nother_process_runs_per_s = 20.5\n"),
+            "{text}"
+        );
+        assert!(text.contains("\nother_process_run_ns = 35000\n"), "{text}");
         assert!(text.contains("\ntab_fill_same_page_ns = 430\n"), "{text}");
         assert!(text.contains("\ntab_fill_copy_page_ns = 1080\n"), "{text}");
         assert!(text.contains("\ntab_fill_fresh_page_ns = 1790\n"), "{text}");
@@ -3371,6 +3400,8 @@ mod tests {
         assert_eq!(lzo.driver_tell_local_ns, Some(2_400.0));
         assert_eq!(lzo.driver_tell_remote_ns, Some(9_800.0));
         assert_eq!(lzo.cpu_wake_ns, Some(41_000.0));
+        assert_eq!(lzo.other_process_runs_per_s, Some(20.5));
+        assert_eq!(lzo.other_process_run_ns, Some(35_000.0));
         assert_eq!(lzo.driver_answer_ns, Some(3_300.0));
         // lzo-rle compresses 300 ns slower on average: the measured paths move by that.
         let rle = rle.unwrap();
@@ -3545,6 +3576,7 @@ mod tests {
             idle_stalls: Vec::new(),
             tab_second: None,
             tab_second_unavailable: Some("test".into()),
+            other_processes: None,
             pages_per_probe: 1,
             queue_depth: 128,
             queue_depth_source: "read: test".into(),

@@ -19,6 +19,7 @@ pub mod error;
 pub mod host_speed;
 pub mod memcg_reclaim;
 pub mod microbench;
+pub mod other_processes;
 pub mod pressure;
 pub mod readahead_probe;
 pub mod setup;

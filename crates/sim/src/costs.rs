@@ -3,6 +3,7 @@
 
 use nvmswap_core::config::SystemConfig;
 use nvmswap_core::kinds::Compressor;
+use nvmswap_core::NS_PER_S;
 
 use crate::backend::Spent;
 use crate::SimError;
@@ -117,6 +118,10 @@ pub struct Costs {
     /// else 0. Used for the tabs the driver tells, and as the least a remote TLB flush to an
     /// idle CPU on `init_mm` costs its reclaimer (crate::tlb).
     pub cpu_wake: u64,
+    /// The machine's other processes' tasks (`costs.other_process_runs_per_s`,
+    /// `costs.other_process_run_ns`, calibrated): one every `period` ns on an idle CPU. None
+    /// without them or at 0 runs a second (crate::tlb).
+    pub other_processes: Option<crate::tlb::OtherProcesses>,
     /// Calibrated whole swap-out paths into zswap's pool and into zram (None: not calibrated).
     zswap_store: Option<f64>,
     zram_store: Option<f64>,
@@ -214,6 +219,13 @@ impl Costs {
                 _ => None,
             },
             cpu_wake: o.cpu_wake_ns.map_or(0, |v| v.max(0.0).round() as u64),
+            other_processes: match (o.other_process_runs_per_s, o.other_process_run_ns) {
+                (Some(rate), Some(run)) if rate > 0.0 => Some(crate::tlb::OtherProcesses {
+                    period: (NS_PER_S as f64 / rate).round().max(1.0) as u64,
+                    run: run.max(0.0).round() as u64,
+                }),
+                _ => None,
+            },
             zswap_store: o.zswap_store_page_ns,
             zram_store: o.zram_store_page_ns,
             compress: LatencyDist {

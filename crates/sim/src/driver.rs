@@ -23,6 +23,7 @@ use nvmswap_core::workload::Workload;
 
 use crate::engine::{ChargingFault, Loc, Machine, PendingFault, Touch};
 use crate::observe::Event;
+use crate::tlb::Mm;
 use crate::{RunOptions, SimError};
 use nvmswap_core::cpu_sched::{self as sched, FairQueue};
 
@@ -961,11 +962,11 @@ impl<'a> Driver<'a> {
             "a CPU still runs a task"
         );
         self.machine.pass_to(end.max(self.machine.now));
-        // The foreground goes on on CPU 0 (sim's placement of it, an assumption); the other
-        // CPUs idle, lazy or on init_mm as the second left them.
+        // The foreground goes on on CPU 0 (sim's placement of it, an assumption), the driver
+        // first; the other CPUs idle, lazy or on init_mm as the second left them.
         self.machine.running_on = 0;
         let now = self.machine.now;
-        self.machine.task_runs(0, now, now);
+        self.machine.task_runs(0, now, now, Mm::Driver);
         self.lived += self.machine.now - start;
         self.machine.chrome_discards();
         Ok(())
@@ -988,7 +989,11 @@ impl<'a> Driver<'a> {
         cpus.on[cpu] = Some(i);
         self.machine.running_on = cpu;
         // The CPU runs tasks from `t` until it idles (`cpu_frees`).
-        self.machine.task_runs(cpu, t, u64::MAX);
+        let mm = match tasks[i].driver {
+            Some(_) => Mm::Driver,
+            None => Mm::Tab(tasks[i].tab),
+        };
+        self.machine.task_runs(cpu, t, u64::MAX, mm);
         let task = &mut tasks[i];
         task.at = t;
         if let Some(woken) = task.woken.take() {
@@ -1121,6 +1126,12 @@ impl<'a> Driver<'a> {
         let (ratio, same, load_cpu) = (s.compress_ratio, s.same_filled_share, s.load_cpu_ns);
         let m = &mut self.machine;
         let started = m.now;
+        // The driver forks the tab; the fork's flush may leave an idle CPU on init_mm, where the
+        // load's written pages interrupt it (crate::tlb `Tlbs::fork_flush`).
+        let fork = m.fork_flushes();
+        if fork > 0 {
+            m.advance(fork, true);
+        }
         let base = m.map_tab(tab, pages, ratio, same);
         m.use_tab(tab);
         m.charge_user(load_cpu);

@@ -44,7 +44,7 @@ use crate::observe::{
     Actor, CpuKind, Event, FaultKind, Observer, Observers, ShrinkBatch, TAB_PID_BASE,
 };
 use crate::reclaim::Kswapd;
-use crate::tlb::Tlbs;
+use crate::tlb::{Mm, Tlbs};
 use crate::SimError;
 
 /// Where a page is, as far as the machine knows; the back-end knows the rest.
@@ -314,7 +314,8 @@ impl<'a> Machine<'a> {
             tabs: Vec::new(),
             recency: TabRecency::default(),
             discards: 0,
-            tlbs: Tlbs::new(cfg.tab_cpus(), costs.remote_flush, costs.cpu_wake),
+            tlbs: Tlbs::new(cfg.tab_cpus(), costs.remote_flush, costs.cpu_wake)
+                .with_other_processes(costs.other_processes),
             running_on: 0,
             reuse: ReuseDistance::new(REUSE_WINDOW),
             touch_reuse: TouchReuse::default(),
@@ -338,10 +339,11 @@ impl<'a> Machine<'a> {
         })
     }
 
-    /// A task runs on `cpu` from `from` until `until` (the driver's schedule of the tabs'
-    /// second, and the foreground on CPU 0 after it): what reclaim's flushes find there.
-    pub fn task_runs(&mut self, cpu: usize, from: u64, until: u64) {
-        if self.tlbs.runs(cpu, from, until) {
+    /// A task in `mm` runs on `cpu` from `from` until `until` (the driver's schedule of the
+    /// tabs' second, and the foreground on CPU 0 after it): what reclaim's flushes find there.
+    pub fn task_runs(&mut self, cpu: usize, from: u64, until: u64, mm: Mm) {
+        self.other_processes_until(from);
+        if self.tlbs.runs(cpu, from, until, mm) {
             self.obs.emit(Event::TlbInitMm {
                 t: from,
                 cpu: cpu as u32,
@@ -349,9 +351,30 @@ impl<'a> Machine<'a> {
         }
     }
 
+    /// The machine's other processes run what is due up to `t` on idle CPUs (crate::tlb
+    /// `Tlbs::other_processes_until`); the entries to `init_mm` that confirms are counted.
+    fn other_processes_until(&mut self, t: u64) {
+        for cpu in self.tlbs.other_processes_until(t, self.running_on) {
+            self.obs.emit(Event::TlbInitMm { t, cpu: cpu as u32 });
+        }
+    }
+
+    /// The driver forks a tab on the foreground's CPU now (crate::tlb `Tlbs::fork_flush`): the
+    /// idle CPUs it puts on `init_mm` are counted; returns how long the fork waited for its
+    /// flush IPIs.
+    pub fn fork_flushes(&mut self) -> u64 {
+        let t = self.now;
+        let (ns, joined) = self.tlbs.fork_flush(t, self.running_on);
+        for cpu in joined {
+            self.obs.emit(Event::TlbInitMm { t, cpu: cpu as u32 });
+        }
+        ns
+    }
+
     /// `cpu`'s task left it at `t` and nothing runs there: lazy from then on, unless a flush
     /// raced the sleep (crate::tlb).
     pub fn cpu_idles(&mut self, cpu: usize, t: u64) {
+        self.other_processes_until(t);
         let ipis = self.tlbs.idles_from(cpu, t);
         if ipis > 0 {
             self.obs.emit(Event::TlbIpisIntoIdle {

@@ -120,7 +120,7 @@ pub struct Metrics {
     memcg_ns_without_flushes: (u64, u64),
     flushes_to_running_cpu: u64,
     flushes_to_idle_cpu: u64,
-    cpus_joined_init_mm: u64,
+    pub(crate) cpus_joined_init_mm: u64,
     /// Of `flushes_to_running_cpu`, those sent after the CPU's task in fact slept.
     flushes_to_running_cpu_idle_by_then: u64,
     /// Charges and their flush IPIs by the other CPUs at the charge's begin: [all idle, some

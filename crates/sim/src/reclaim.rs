@@ -713,7 +713,7 @@ mod tests {
             });
             if other_runs {
                 let now = m.now;
-                m.task_runs(1, now, u64::MAX);
+                m.task_runs(1, now, u64::MAX, crate::tlb::Mm::Tab(1));
             }
             let sent = std::rc::Rc::new(std::cell::Cell::new(0));
             m.observe(Box::new(FlushesSeen(sent.clone())));
@@ -736,6 +736,48 @@ mod tests {
         assert!(
             running >= base + flushes * 5_000,
             "{running} {base} {flushes}"
+        );
+    }
+
+    #[test]
+    fn after_a_fork_that_found_the_drivers_mm_on_the_idle_cpu_each_written_page_wakes_it() {
+        // The full cgroup, a calibrated flush of 5,000 ns and wake-up of 20,000 ns. CPU 1 last
+        // ran the driver, or a tab, and idles; the driver forks a tab on CPU 0, then a charge.
+        let fork_then_charge = |last: crate::tlb::Mm| {
+            let mut m = full_cgroup(|c| {
+                c.costs.swap_write_page_ns = Some(4_084.0);
+                c.costs.remote_flush_ns = Some(5_000.0);
+                c.costs.cpu_wake_ns = Some(20_000.0);
+            });
+            let now = m.now;
+            m.task_runs(1, now, now + 1_000, last);
+            m.advance(2_000, true);
+            let sent = std::rc::Rc::new(std::cell::Cell::new(0));
+            m.observe(Box::new(FlushesSeen(sent.clone())));
+            let fork = m.fork_flushes();
+            let joined = m.obs.metrics.cpus_joined_init_mm;
+            let before = m.obs.metrics.c.direct_reclaim_pages;
+            let stall = m.allocate_frame().unwrap();
+            let evicted = m.obs.metrics.c.direct_reclaim_pages - before;
+            (fork, joined, stall, sent.get(), evicted)
+        };
+        let (fork, joined, stall, flushes, evicted) = fork_then_charge(crate::tlb::Mm::Driver);
+        // The fork waited for the idle CPU's wake-up and left it on init_mm.
+        assert_eq!((fork, joined), (20_000, 1));
+        assert!(evicted > 0);
+        assert_eq!(
+            flushes, evicted,
+            "one IPI per page written, to the idle CPU"
+        );
+        let (fork, joined, lazy_stall, lazy_flushes, _) = fork_then_charge(crate::tlb::Mm::Tab(0));
+        assert_eq!(
+            (fork, joined, lazy_flushes),
+            (20_000, 0, 0),
+            "another mm: lazy"
+        );
+        assert!(
+            stall >= lazy_stall + flushes * 20_000,
+            "{stall} {lazy_stall} {flushes}"
         );
     }
 

@@ -14,6 +14,11 @@
 //!   lazy and switches it to `init_mm`, which `enter_lazy_tlb` never makes lazy again. It stays
 //!   there until it runs a task.
 //!
+//! A CPU idling lazily also gets there when the driver forks a tab: copying an address space
+//! ends with a flush of the parent's whole mm that counts as freeing page tables, and such a
+//! flush goes to lazy CPUs too ([`Tlbs::fork_flush`]). An idle CPU that still holds the driver's
+//! mm then goes on `init_mm`, and every write of the new tab's load interrupts it.
+//!
 //! The CPUs' occupancy comes from the driver's schedule of the tabs' second
 //! (`Tlbs::runs`); outside it the foreground runs on CPU 0 and the others idle. The reclaimer's
 //! own CPU (the machine's `running_on`) is flushed locally, not by IPI. Assumptions,
@@ -36,9 +41,39 @@
 /// validation.md, "Remote TLB flushes in sim").
 pub const INIT_MM_RACE_NS: u64 = 10_000;
 
+/// The machine's other processes as the flushes see them (`costs.other_process_runs_per_s` and
+/// `costs.other_process_run_ns`, calibrated): a task of theirs every `period` ns, `run` ns
+/// long, on the first CPU by number that idles then and is not the one asking. Such a task
+/// switches the CPU to its own address space, which takes it off `init_mm`; when it sleeps it
+/// leaves that mm loaded lazily, so a later fork's flush finds another mm there; and a flush
+/// IPI that reaches it while it runs and arrives after it slept puts the CPU back on `init_mm`
+/// (the race of [`INIT_MM_RACE_NS`]). It takes no tab's CPU: it runs only where none does (on
+/// this machine 20 runs of ~35 µs a second, 0.07 % of a CPU; a tab woken onto that CPU while it
+/// runs would wait for it, which is left out).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct OtherProcesses {
+    pub period: u64,
+    pub run: u64,
+}
+
+/// Whose address space a task runs in. An idle CPU in lazy TLB mode keeps the mm of the last
+/// user task it ran loaded (arch/x86/mm/tlb.c `enter_lazy_tlb`); kernel threads borrow it and
+/// leave it so.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Mm {
+    /// The driver, which forks every tab (the linux substrate's tabs are its children, as a
+    /// browser's renderers are its zygote's).
+    Driver,
+    Tab(u32),
+    /// Another process on the machine ([`OtherProcesses`]).
+    Other,
+}
+
 /// One CPU as the flushes see it.
 #[derive(Clone, Debug, Default)]
 struct CpuTlb {
+    /// The mm of the last task that ran on it (None: none yet).
+    last_mm: Option<Mm>,
     /// The task on it runs from `busy_from` to `busy_until` (an empty span: idle).
     busy_from: u64,
     busy_until: u64,
@@ -114,6 +149,9 @@ pub struct Tlbs {
     flush_ns: u64,
     /// What a flush IPI to a CPU idling on `init_mm` costs the reclaimer.
     flush_idle_ns: u64,
+    other: Option<OtherProcesses>,
+    /// When the other processes' next task is due.
+    other_next: u64,
 }
 
 impl Tlbs {
@@ -131,18 +169,56 @@ impl Tlbs {
             cpus: vec![CpuTlb::default(); cpus.max(1) as usize],
             flush_ns,
             flush_idle_ns: flush_ns.max(wake_ns),
+            other: None,
+            other_next: 0,
         }
     }
 
-    /// A task runs on `cpu` from `from` until `until` (u64::MAX: until further notice, a polled
-    /// read's spin, or a task ready to follow it there). A CPU on `init_mm` leaves it; if the
-    /// task follows the one that raced the flush without the CPU idling between, the race did
-    /// not happen. True when this confirms an entry to `init_mm` no IPI has counted yet.
-    pub fn runs(&mut self, cpu: usize, from: u64, until: u64) -> bool {
+    /// The machine's other processes run their tasks on idle CPUs (None: no other process).
+    /// The first is due one period after the run's start.
+    pub fn with_other_processes(mut self, other: Option<OtherProcesses>) -> Tlbs {
+        self.other = other;
+        self.other_next = other.map_or(0, |o| o.period);
+        self
+    }
+
+    /// Runs the other processes' tasks due up to `t`, each on the first CPU idle since before
+    /// it is due, `asking_cpu` (a task runs there now) left out; a task due while every CPU is
+    /// busy changes nothing. Returns the CPUs whose entry to `init_mm` such a run confirmed
+    /// (as [`Tlbs::runs`] does for a task). Nothing without flushes modelled.
+    pub fn other_processes_until(&mut self, t: u64, asking_cpu: usize) -> Vec<usize> {
+        let mut confirmed = Vec::new();
+        let Some(o) = self.other else {
+            return confirmed;
+        };
+        if self.flush_ns == 0 {
+            return confirmed;
+        }
+        while self.other_next <= t {
+            let at = self.other_next;
+            self.other_next += o.period;
+            let idle =
+                (0..self.cpus.len()).find(|&i| i != asking_cpu && self.cpus[i].busy_until <= at);
+            if let Some(i) = idle {
+                if self.runs(i, at, at + o.run, Mm::Other) {
+                    confirmed.push(i);
+                }
+            }
+        }
+        confirmed
+    }
+
+    /// A task in address space `mm` runs on `cpu` from `from` until `until` (u64::MAX: until
+    /// further notice, a polled read's spin, or a task ready to follow it there). A CPU on
+    /// `init_mm` leaves it; if the task follows the one that raced the flush without the CPU
+    /// idling between, the race did not happen. True when this confirms an entry to `init_mm`
+    /// no IPI has counted yet.
+    pub fn runs(&mut self, cpu: usize, from: u64, until: u64, mm: Mm) -> bool {
         if cpu >= self.cpus.len() {
             self.cpus.resize(cpu + 1, CpuTlb::default());
         }
         let c = &mut self.cpus[cpu];
+        c.last_mm = Some(mm);
         let entered = c
             .init_mm_from
             .take()
@@ -190,12 +266,48 @@ impl Tlbs {
             .all(|(_, c)| !(c.busy_from <= t && t < c.busy_until))
     }
 
+    /// The driver on `forker_cpu` forks a tab at `t`. `dup_mmap` ends with `flush_tlb_mm` of
+    /// the parent (kernel 6.18 mm/mmap.c), a flush with `freed_tables` set, which
+    /// `native_flush_tlb_multi` sends to every CPU of the parent's `mm_cpumask`, lazy ones
+    /// included (arch/x86/mm/tlb.c), and waits for. On an idle CPU, `flush_tlb_func` leaves
+    /// the driver's mask if it holds another mm (`TLB_REMOTE_WRONG_CPU`) and, if it still holds
+    /// the driver's lazily, switches it to `init_mm`. Returns the forker's wait (one round trip
+    /// per other CPU, running or idle as [`Tlbs::flush_written_page`] prices them) and the
+    /// CPUs put on `init_mm`, counted as entered. Assumed as elsewhere here: the driver's mask
+    /// holds every CPU. Measured (docs/experiments/validation.md, "The fork's flush, and the
+    /// machine's other processes"): in a traced kernel run every fork sent the idle CPU such
+    /// an IPI, and 7 of 24 put it on `init_mm`, each one whose last user task was the driver.
+    pub fn fork_flush(&mut self, t: u64, forker_cpu: usize) -> (u64, Vec<usize>) {
+        if self.flush_ns == 0 {
+            return (0, Vec::new());
+        }
+        let mut joined = self.other_processes_until(t, forker_cpu);
+        let mut ns = 0;
+        for (i, c) in self.cpus.iter_mut().enumerate() {
+            if i == forker_cpu {
+                continue;
+            }
+            if c.busy_from <= t && t < c.busy_until {
+                ns += self.flush_ns;
+                continue;
+            }
+            ns += self.flush_idle_ns;
+            if c.init_mm_from.is_none() && c.last_mm == Some(Mm::Driver) {
+                c.init_mm_from = Some(t);
+                c.init_mm_counted = true;
+                joined.push(i);
+            }
+        }
+        (ns, joined)
+    }
+
     /// The flushes of one page the reclaimer on `reclaimer_cpu` writes at `t`.
     pub fn flush_written_page(&mut self, t: u64, reclaimer_cpu: usize) -> PageFlush {
         let mut out = PageFlush::default();
         if self.flush_ns == 0 {
             return out;
         }
+        out.joined_init_mm = self.other_processes_until(t, reclaimer_cpu).len() as u64;
         for (i, c) in self.cpus.iter_mut().enumerate() {
             if i == reclaimer_cpu {
                 continue;
@@ -229,11 +341,13 @@ mod tests {
 
     const FLUSH: u64 = 3_000;
     const WAKE: u64 = 7_000;
+    /// The other CPU's task in most tests: a tab's.
+    const TAB: Mm = Mm::Tab(1);
 
     #[test]
     fn a_flush_to_an_idle_cpu_on_init_mm_waits_for_its_wake_up() {
         let mut tlbs = Tlbs::new(2, FLUSH, WAKE);
-        tlbs.runs(1, 0, 1_000_000);
+        tlbs.runs(1, 0, 1_000_000, TAB);
         // A running target: the flush's own cost.
         let f = tlbs.flush_written_page(1_000_000 - 5_000, 0);
         assert_eq!((f.to_running_cpu, f.ns), (1, FLUSH));
@@ -242,7 +356,7 @@ mod tests {
         assert_eq!((f.to_idle_cpu, f.ns), (1, WAKE));
         // A wake-up quicker than a running target's flush: never below the latter.
         let mut quick = Tlbs::new(2, FLUSH, 1_000);
-        quick.runs(1, 0, 1_000_000);
+        quick.runs(1, 0, 1_000_000, TAB);
         quick.flush_written_page(1_000_000 - 5_000, 0);
         assert_eq!(quick.flush_written_page(2_000_000, 0).ns, FLUSH);
     }
@@ -250,7 +364,7 @@ mod tests {
     #[test]
     fn a_written_page_flushes_a_cpu_running_a_task_and_skips_a_lazy_idle_one() {
         let mut tlbs = Tlbs::new(2, FLUSH, 0);
-        tlbs.runs(1, 1_000_000, 2_000_000);
+        tlbs.runs(1, 1_000_000, 2_000_000, TAB);
         // Before the other CPU's task, and after it slept: lazy, no IPI.
         assert_eq!(tlbs.flush_written_page(500_000, 0), PageFlush::default());
         assert_eq!(tlbs.flush_written_page(2_500_000, 0), PageFlush::default());
@@ -264,7 +378,7 @@ mod tests {
     #[test]
     fn a_flush_that_races_the_tasks_sleep_leaves_the_cpu_on_init_mm_until_it_runs_again() {
         let mut tlbs = Tlbs::new(2, FLUSH, 0);
-        tlbs.runs(1, 0, 1_000_000);
+        tlbs.runs(1, 0, 1_000_000, TAB);
         // Sent 5 µs before the other CPU's task sleeps: it arrives on an idle, lazy CPU.
         let f = tlbs.flush_written_page(1_000_000 - 5_000, 0);
         assert_eq!(f.to_running_cpu, 1);
@@ -275,36 +389,36 @@ mod tests {
             assert_eq!(f.joined_init_mm, joined);
         }
         // A task runs there again (the entry already counted): lazy once it sleeps, no IPIs.
-        assert!(!tlbs.runs(1, 10_000_000, 11_000_000));
+        assert!(!tlbs.runs(1, 10_000_000, 11_000_000, TAB));
         assert_eq!(tlbs.flush_written_page(12_000_000, 0), PageFlush::default());
         // A race no IPI found afterwards is counted when a task runs on the CPU again.
         tlbs.flush_written_page(11_000_000 - 1_000, 0);
-        assert!(tlbs.runs(1, 20_000_000, 21_000_000));
+        assert!(tlbs.runs(1, 20_000_000, 21_000_000, TAB));
     }
 
     #[test]
     fn a_flush_sent_earlier_than_the_race_window_or_followed_by_a_task_leaves_the_cpu_lazy() {
         let mut tlbs = Tlbs::new(2, FLUSH, 0);
-        tlbs.runs(1, 0, 1_000_000);
+        tlbs.runs(1, 0, 1_000_000, TAB);
         tlbs.flush_written_page(1_000_000 - INIT_MM_RACE_NS - 1, 0);
         assert_eq!(tlbs.flush_written_page(2_000_000, 0), PageFlush::default());
         // Within the window, but the next task starts as the first ends: the CPU never idled.
-        assert!(!tlbs.runs(1, 2_000_000, 3_000_000));
+        assert!(!tlbs.runs(1, 2_000_000, 3_000_000, TAB));
         tlbs.flush_written_page(3_000_000 - 1_000, 0);
-        assert!(!tlbs.runs(1, 3_000_000, 4_000_000));
+        assert!(!tlbs.runs(1, 3_000_000, 4_000_000, TAB));
         assert_eq!(tlbs.flush_written_page(5_000_000, 0), PageFlush::default());
     }
 
     #[test]
     fn a_span_left_open_that_ends_just_after_a_flush_leaves_the_cpu_on_init_mm() {
         let mut tlbs = Tlbs::new(2, FLUSH, 0);
-        tlbs.runs(1, 0, u64::MAX);
+        tlbs.runs(1, 0, u64::MAX, TAB);
         assert_eq!(tlbs.flush_written_page(1_000_000, 0).to_running_cpu, 1);
         tlbs.idles_from(1, 1_000_000 + 4_000);
         let f = tlbs.flush_written_page(2_000_000, 0);
         assert_eq!((f.to_idle_cpu, f.joined_init_mm), (1, 1));
         // Ended long after its last IPI: lazy.
-        tlbs.runs(1, 3_000_000, u64::MAX);
+        tlbs.runs(1, 3_000_000, u64::MAX, TAB);
         tlbs.flush_written_page(3_500_000, 0);
         tlbs.idles_from(1, 4_000_000);
         assert_eq!(tlbs.flush_written_page(5_000_000, 0), PageFlush::default());
@@ -313,7 +427,7 @@ mod tests {
     #[test]
     fn ipis_counted_into_an_open_span_after_its_task_slept_are_told_when_the_sleep_is_known() {
         let mut tlbs = Tlbs::new(2, FLUSH, 0);
-        tlbs.runs(1, 0, u64::MAX);
+        tlbs.runs(1, 0, u64::MAX, TAB);
         assert!(!tlbs.others_idle_at(500_000, 0), "an open span runs");
         // A charge computed at once sends four IPIs into the open span.
         for t in [1_000_000, 2_000_000, 3_000_000, 4_000_000] {
@@ -326,12 +440,12 @@ mod tests {
         assert_eq!(tlbs.idles_from(1, 6_000_000), 0);
         assert!(tlbs.others_idle_at(6_500_000, 0));
         // A span whose end was known when the IPIs went is never contradicted.
-        tlbs.runs(1, 7_000_000, 8_000_000);
+        tlbs.runs(1, 7_000_000, 8_000_000, TAB);
         tlbs.flush_written_page(7_500_000, 0);
         assert_eq!(tlbs.idles_from(1, 7_200_000), 1, "shortened after the IPI");
-        tlbs.runs(1, 9_000_000, u64::MAX);
+        tlbs.runs(1, 9_000_000, u64::MAX, TAB);
         tlbs.flush_written_page(9_500_000, 0);
-        tlbs.runs(1, 10_000_000, u64::MAX);
+        tlbs.runs(1, 10_000_000, u64::MAX, TAB);
         assert_eq!(
             tlbs.idles_from(1, 9_800_000),
             0,
@@ -340,12 +454,86 @@ mod tests {
     }
 
     #[test]
+    fn a_fork_puts_an_idle_cpu_holding_the_drivers_mm_on_init_mm_and_no_other() {
+        // CPU 1 last ran the driver, CPU 2 a tab, CPU 3 runs a tab now; the driver forks on 0.
+        let mut tlbs = Tlbs::new(4, FLUSH, WAKE);
+        tlbs.runs(1, 0, 1_000_000, Mm::Driver);
+        tlbs.runs(2, 0, 1_000_000, TAB);
+        tlbs.runs(3, 0, u64::MAX, TAB);
+        let (ns, joined) = tlbs.fork_flush(2_000_000, 0);
+        // The forker waits for all three: two idle CPUs woken, one running.
+        assert_eq!(ns, 2 * WAKE + FLUSH);
+        assert_eq!(joined, vec![1]);
+        // The new tab's load writes pages: the CPU on init_mm takes each page's IPI (its entry
+        // counted at the fork already), the lazy one none, the running one each.
+        for _ in 0..3 {
+            let f = tlbs.flush_written_page(3_000_000, 0);
+            assert_eq!(
+                (f.to_idle_cpu, f.to_running_cpu, f.joined_init_mm),
+                (1, 1, 0)
+            );
+        }
+        // A second fork finds it there already: nothing joins again.
+        assert_eq!(tlbs.fork_flush(4_000_000, 0).1, Vec::<usize>::new());
+        // A task that runs on CPU 1 takes it off init_mm without counting the entry again.
+        assert!(!tlbs.runs(1, 5_000_000, 6_000_000, TAB));
+        assert_eq!(tlbs.flush_written_page(7_000_000, 0).to_idle_cpu, 0);
+        // No flushes modelled: a fork neither waits nor moves a CPU.
+        let mut off = Tlbs::new(2, 0, WAKE);
+        off.runs(1, 0, 1_000_000, Mm::Driver);
+        assert_eq!(off.fork_flush(2_000_000, 0), (0, vec![]));
+    }
+
+    #[test]
+    fn another_process_takes_an_idle_cpu_off_init_mm_and_back_on_only_by_a_race() {
+        let other = OtherProcesses {
+            period: 10_000_000,
+            run: 40_000,
+        };
+        let mut tlbs = Tlbs::new(2, FLUSH, WAKE).with_other_processes(Some(other));
+        tlbs.runs(1, 0, 1_000_000, Mm::Driver);
+        assert_eq!(tlbs.fork_flush(2_000_000, 0).1, vec![1]);
+        assert_eq!(tlbs.flush_written_page(3_000_000, 0).to_idle_cpu, 1);
+        // At 10 ms the other process runs on CPU 1 for 40 µs: a page written 5 µs before it
+        // sleeps interrupts it running, and the IPI arrives on the idle CPU: init_mm again.
+        let f = tlbs.flush_written_page(10_035_000, 0);
+        assert_eq!((f.to_running_cpu, f.to_idle_cpu, f.ns), (1, 0, FLUSH));
+        let f = tlbs.flush_written_page(11_000_000, 0);
+        assert_eq!((f.to_idle_cpu, f.joined_init_mm), (1, 1));
+        // At 20 ms it runs again and no page is written during its run: lazy with its own mm,
+        // so no IPI, and a fork's flush finds another mm there (only woken, not moved).
+        assert_eq!(tlbs.flush_written_page(25_000_000, 0), PageFlush::default());
+        assert_eq!(tlbs.fork_flush(26_000_000, 0), (WAKE, vec![]));
+    }
+
+    #[test]
+    fn another_process_runs_only_where_no_task_does_and_never_on_the_asking_cpu() {
+        let other = OtherProcesses {
+            period: 5_000,
+            run: 100,
+        };
+        let mut tlbs = Tlbs::new(3, FLUSH, WAKE).with_other_processes(Some(other));
+        tlbs.runs(1, 0, u64::MAX, TAB);
+        tlbs.runs(2, 0, 1_000, Mm::Driver);
+        // The driver forks on CPU 0 at 2 µs: CPU 2 holds its mm and goes on init_mm.
+        assert_eq!(tlbs.fork_flush(2_000, 0), (FLUSH + WAKE, vec![2]));
+        // At 5 µs the other process's task: not on CPU 0 (asking) nor 1 (a tab runs): on CPU 2,
+        // which leaves init_mm. A page written at 6 µs interrupts CPU 1 only.
+        let f = tlbs.flush_written_page(6_000, 0);
+        assert_eq!((f.to_running_cpu, f.to_idle_cpu), (1, 0));
+        // Without a calibrated flush the other processes change nothing either.
+        let mut off = Tlbs::new(2, 0, WAKE).with_other_processes(Some(other));
+        off.runs(1, 0, 1_000, TAB);
+        assert!(off.other_processes_until(1_000_000, 0).is_empty());
+    }
+
+    #[test]
     fn without_a_calibrated_flush_or_another_cpu_nothing_is_flushed() {
         let mut off = Tlbs::new(2, 0, WAKE);
-        off.runs(1, 0, 1_000_000);
+        off.runs(1, 0, 1_000_000, TAB);
         assert_eq!(off.flush_written_page(500_000, 0), PageFlush::default());
         let mut one = Tlbs::new(1, FLUSH, WAKE);
-        one.runs(0, 0, 1_000_000);
+        one.runs(0, 0, 1_000_000, TAB);
         assert_eq!(one.flush_written_page(500_000, 0), PageFlush::default());
     }
 }
