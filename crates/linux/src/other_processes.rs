@@ -4,8 +4,9 @@
 //! flushes keep interrupting (it sits on `init_mm`) leaves that state when any user task runs
 //! there, and a task of another process that runs and sleeps leaves its own address space
 //! loaded lazily, so a later fork of the driver no longer puts that CPU on `init_mm`. On this
-//! machine a sandbox agent wakes every 50 ms and runs ~35 µs, mostly on an otherwise idle CPU
-//! (docs/experiments/validation.md, "The fork's flush, and the machine's other processes").
+//! machine a sandbox agent wakes every 50 ms, mostly on an otherwise idle CPU, and runs ~100 µs
+//! at the mean while a calibration sleeps (~30 µs at the p50 in a traced pressure run;
+//! docs/experiments/validation.md, "The fork's flush, and the machine's other processes").
 //!
 //! The probe reads every task's `/proc/<pid>/task/<tid>/schedstat` (time on a CPU in ns, time
 //! waiting to run, and the number of times it was put on a CPU) twice, a window apart, while
@@ -37,6 +38,19 @@ impl OtherProcesses {
     /// Runs per second (`costs.other_process_runs_per_s`).
     pub fn runs_per_s(&self) -> f64 {
         self.runs as f64 / self.window_s
+    }
+
+    /// The busiest processes as "command runs, ..." ("none" without runs).
+    pub fn busiest_text(&self) -> String {
+        if self.busiest.is_empty() {
+            return "none".to_string();
+        }
+        let each: Vec<String> = self
+            .busiest
+            .iter()
+            .map(|(comm, n)| format!("{comm} {n}"))
+            .collect();
+        each.join(", ")
     }
 
     /// Mean time on a CPU per run, ns (`costs.other_process_run_ns`); 0 without runs.
@@ -151,11 +165,6 @@ fn parse_schedstat(text: &str) -> Option<(u64, u64)> {
 
 /// The costs file's lines: the two costs and how they were measured.
 pub fn costs_lines(p: &OtherProcesses) -> String {
-    let busiest: Vec<String> = p
-        .busiest
-        .iter()
-        .map(|(comm, n)| format!("{comm} {n}"))
-        .collect();
     format!(
         "# Other processes' tasks on the CPUs (every task of another process with an executable,\n\
          # /proc/<pid>/task/<tid>/schedstat over {:.1} s while the calibration slept): {} runs,\n\
@@ -164,11 +173,7 @@ pub fn costs_lines(p: &OtherProcesses) -> String {
         p.window_s,
         p.runs,
         p.run_ns_mean() / 1e3,
-        if busiest.is_empty() {
-            "none".to_string()
-        } else {
-            busiest.join(", ")
-        },
+        p.busiest_text(),
         p.runs_per_s(),
         p.run_ns_mean()
     )

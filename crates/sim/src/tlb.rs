@@ -12,7 +12,8 @@
 //! - idle on `init_mm`: not lazy either, the IPI goes. A CPU gets there when a flush IPI sent
 //!   while its task still ran arrives after the task went to sleep: `flush_tlb_func` finds it
 //!   lazy and switches it to `init_mm`, which `enter_lazy_tlb` never makes lazy again. It stays
-//!   there until it runs a task.
+//!   there until it runs a task: a tab's, the driver's, or one of the machine's other processes'
+//!   ([`OtherProcesses`]).
 //!
 //! A CPU idling lazily also gets there when the driver forks a tab: copying an address space
 //! ends with a flush of the parent's whole mm that counts as freeing page tables, and such a
@@ -38,7 +39,10 @@
 /// receiver's next hard-interrupt flush) at p50 3 µs, p90 6 µs, and
 /// every flush IPI a charge sent to a running CPU within 10 µs before that CPU's task slept (8
 /// of 8) put it on `init_mm`, against 2 of 8 sent 11-20 µs before (docs/experiments/
-/// validation.md, "Remote TLB flushes in sim").
+/// validation.md, "Remote TLB flushes in sim"). On 2026-12-02 the IPIs flew longer (p50 19 µs)
+/// and raced sleeps up to ~25 µs after them; a window of one calibrated round trip was tried
+/// then and sent idle CPUs up to three times the kernel's flushes ("The fork's flush, and the
+/// machine's other processes"), so the window stays this.
 pub const INIT_MM_RACE_NS: u64 = 10_000;
 
 /// The machine's other processes as the flushes see them (`costs.other_process_runs_per_s` and
@@ -48,8 +52,8 @@ pub const INIT_MM_RACE_NS: u64 = 10_000;
 /// leaves that mm loaded lazily, so a later fork's flush finds another mm there; and a flush
 /// IPI that reaches it while it runs and arrives after it slept puts the CPU back on `init_mm`
 /// (the race of [`INIT_MM_RACE_NS`]). It takes no tab's CPU: it runs only where none does (on
-/// this machine 20 runs of ~35 µs a second, 0.07 % of a CPU; a tab woken onto that CPU while it
-/// runs would wait for it, which is left out).
+/// this machine 20 runs a second of 30-130 µs, at most 0.3 % of a CPU; a tab woken onto that
+/// CPU while it runs would wait for it, which is left out).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct OtherProcesses {
     pub period: u64,

@@ -570,21 +570,14 @@ fn print_calibration(cal: &nvmswap_linux::calibrate::Calibration) {
         None => println!("accessed-bit probe did not run (see the warning above)"),
     }
     match &cal.other_processes {
-        Some(o) => {
-            let busiest: Vec<String> = o
-                .busiest
-                .iter()
-                .map(|(comm, n)| format!("{comm} {n}"))
-                .collect();
-            println!(
-                "other processes: {} runs of their tasks in {:.1} s ({:.1} a second), {:.0} us each at the mean; by process: {}",
-                o.runs,
-                o.window_s,
-                o.runs_per_s(),
-                o.run_ns_mean() / 1e3,
-                if busiest.is_empty() { "none".to_string() } else { busiest.join(", ") }
-            );
-        }
+        Some(o) => println!(
+            "other processes: {} runs of their tasks in {:.1} s ({:.1} a second), {:.0} us each at the mean; by process: {}",
+            o.runs,
+            o.window_s,
+            o.runs_per_s(),
+            o.run_ns_mean() / 1e3,
+            o.busiest_text()
+        ),
         None => println!("other-process probe did not run (see the warning above)"),
     }
     if !cal.access_by_footprint.is_empty() {
