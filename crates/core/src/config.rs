@@ -242,7 +242,7 @@ pub struct CostOverrides {
     /// pages of an owner process paged out from the other CPU while the owner spins, against
     /// while it sleeps, per flush). Sim charges it to the reclaimer once per written page for
     /// each other CPU that runs a task at that moment, and for one that idles on `init_mm` the
-    /// larger of it and `cpu_wake_ns` (crates/sim/src/tlb.rs); without it, no flushes.
+    /// larger of it and `cpu_wake_ns` (crates/core/src/tlb.rs); without it, no flushes.
     #[serde(default)]
     pub remote_flush_ns: Option<f64>,
     /// A tab's own CPU per background touch of a resident page (the linux substrate's tab model
@@ -307,7 +307,7 @@ pub struct CostOverrides {
     /// vCPU's wake-up by the host). Measured by the same probe: a remotely woken tab's wait from
     /// its command written to its first instruction. Sim's told tabs that take an idle CPU
     /// begin this much later; without it, at once. A reclaimer's remote TLB flush to an idle
-    /// CPU left on `init_mm` waits at least this long too (crates/sim/src/tlb.rs).
+    /// CPU left on `init_mm` waits at least this long too (crates/core/src/tlb.rs).
     #[serde(default)]
     pub cpu_wake_ns: Option<f64>,
     /// How often the machine's other processes run a task on a CPU (runs per second, all
@@ -317,7 +317,7 @@ pub struct CostOverrides {
     /// tasks' `/proc/<pid>/task/<tid>/schedstat` over two seconds). Sim runs one such task
     /// every `1 / runs_per_s` seconds for `run_ns` on a CPU that idles then; it takes no tab's
     /// CPU but leaves its own address space loaded, which decides where reclaim's TLB flushes go
-    /// (crates/sim/src/tlb.rs). Without them (or at 0 runs), no other process runs. Both or
+    /// (crates/core/src/tlb.rs). Without them (or at 0 runs), no other process runs. Both or
     /// none (`check`).
     #[serde(default)]
     pub other_process_runs_per_s: Option<f64>,
@@ -427,42 +427,73 @@ impl CostOverrides {
             crate::mapped_access::MappedAccessClass::check(classes)
                 .map_err(|e| ("costs.mapped_access_classes", e))?;
         }
-        // The driver is scheduled with all four of its costs or not at all, and a tab's fill
-        // costs come as three: a file with some of a group is a mistake, not work that is free.
-        all_or_none(
-            "costs.driver_*",
-            &[
-                ("driver_touch_set_ns", self.driver_touch_set_ns),
-                ("driver_tell_local_ns", self.driver_tell_local_ns),
-                ("driver_tell_remote_ns", self.driver_tell_remote_ns),
-                ("driver_answer_ns", self.driver_answer_ns),
-            ],
-        )?;
-        all_or_none(
-            "costs.tab_fill_*",
-            &[
-                ("tab_fill_same_page_ns", self.tab_fill_same_page_ns),
-                ("tab_fill_copy_page_ns", self.tab_fill_copy_page_ns),
-                ("tab_fill_fresh_page_ns", self.tab_fill_fresh_page_ns),
-            ],
-        )?;
-        all_or_none(
-            "costs.other_process_*",
-            &[
-                ("other_process_runs_per_s", self.other_process_runs_per_s),
-                ("other_process_run_ns", self.other_process_run_ns),
-            ],
-        )?;
+        // The driver is scheduled with all four of its costs or not at all, a tab's fill costs
+        // come as three and the other processes as a rate and a run: a file with some of a
+        // group is a mistake, not work that is free.
+        let groups: [(&'static str, &[CostField]); 3] = [
+            (
+                "costs.driver_*",
+                &[
+                    ("driver_touch_set_ns", self.driver_touch_set_ns),
+                    ("driver_tell_local_ns", self.driver_tell_local_ns),
+                    ("driver_tell_remote_ns", self.driver_tell_remote_ns),
+                    ("driver_answer_ns", self.driver_answer_ns),
+                ],
+            ),
+            (
+                "costs.tab_fill_*",
+                &[
+                    ("tab_fill_same_page_ns", self.tab_fill_same_page_ns),
+                    ("tab_fill_copy_page_ns", self.tab_fill_copy_page_ns),
+                    ("tab_fill_fresh_page_ns", self.tab_fill_fresh_page_ns),
+                ],
+            ),
+            (
+                "costs.other_process_*",
+                &[
+                    ("other_process_runs_per_s", self.other_process_runs_per_s),
+                    ("other_process_run_ns", self.other_process_run_ns),
+                ],
+            ),
+        ];
+        for (group, fields) in groups {
+            all_or_none(group, fields)?;
+        }
+        // Sim runs one such task every 1 / rate seconds: runs that would overlap (a CPU busier
+        // than all of its time) or come faster than every 10 µs (no task switch is that quick)
+        // are not a machine's other processes but a mistake in the file.
+        if let (Some(rate), Some(run)) = (self.other_process_runs_per_s, self.other_process_run_ns)
+        {
+            if rate > MAX_OTHER_PROCESS_RUNS_PER_S {
+                return Err((
+                    "costs.other_process_runs_per_s",
+                    format!("must be at most {MAX_OTHER_PROCESS_RUNS_PER_S} a second, got {rate}"),
+                ));
+            }
+            if rate * run >= crate::NS_PER_S as f64 {
+                return Err((
+                    "costs.other_process_run_ns",
+                    format!(
+                        "{run} ns at {rate} runs a second is a CPU busy {:.0} % of its time: \
+                         the runs would overlap",
+                        rate * run / crate::NS_PER_S as f64 * 100.0
+                    ),
+                ));
+            }
+        }
         Ok(())
     }
 }
 
+/// A cost's name in its file and its value, as a group's check sees it.
+type CostField<'a> = (&'a str, Option<f64>);
+
+/// The most runs a second `costs.other_process_runs_per_s` may give (one every 10 µs).
+pub const MAX_OTHER_PROCESS_RUNS_PER_S: f64 = 100_000.0;
+
 /// A group of costs `nvmswap linux calibrate` writes together (`group` names it): all given or
 /// none, else an error that lists them and says how many were given.
-fn all_or_none(
-    group: &'static str,
-    fields: &[(&str, Option<f64>)],
-) -> Result<(), (&'static str, String)> {
+fn all_or_none(group: &'static str, fields: &[CostField]) -> Result<(), (&'static str, String)> {
     let given = fields.iter().filter(|(_, v)| v.is_some()).count();
     if given == 0 || given == fields.len() {
         return Ok(());
@@ -875,6 +906,24 @@ mod tests {
         .unwrap_err();
         assert_eq!(field, "costs.other_process_runs_per_s");
         assert!(why.contains("rate"), "{why}");
+        // Runs that would overlap, or come faster than a task switch: refused, not simulated.
+        let (field, why) = CostOverrides {
+            other_process_runs_per_s: Some(1_000.0),
+            other_process_run_ns: Some(1_000_000.0),
+            ..Default::default()
+        }
+        .check()
+        .unwrap_err();
+        assert_eq!(field, "costs.other_process_run_ns");
+        assert!(why.contains("overlap"), "{why}");
+        let (field, _) = CostOverrides {
+            other_process_runs_per_s: Some(1e9),
+            other_process_run_ns: Some(0.0),
+            ..Default::default()
+        }
+        .check()
+        .unwrap_err();
+        assert_eq!(field, "costs.other_process_runs_per_s");
     }
 
     #[test]

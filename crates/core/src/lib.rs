@@ -26,6 +26,7 @@ pub mod results;
 pub mod reuse;
 pub mod size;
 pub mod swap_cache;
+pub mod tlb;
 pub mod wear;
 pub mod workload;
 pub mod zswap;

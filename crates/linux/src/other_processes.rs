@@ -1,6 +1,6 @@
 //! The machine's other processes: how often one of their tasks runs on a CPU, and how long.
 //!
-//! They matter to reclaim's TLB flushes (crates/sim/src/tlb.rs). An idle CPU that reclaim's
+//! They matter to reclaim's TLB flushes (crates/core/src/tlb.rs). An idle CPU that reclaim's
 //! flushes keep interrupting (it sits on `init_mm`) leaves that state when any user task runs
 //! there, and a task of another process that runs and sleeps leaves its own address space
 //! loaded lazily, so a later fork of the driver no longer puts that CPU on `init_mm`. On this
@@ -116,15 +116,7 @@ fn snapshot(own: u32) -> Result<(TaskCounters, BTreeMap<u32, String>), LinuxErro
     let entries = std::fs::read_dir(proc_dir).map_err(|e| LinuxError::io("read", proc_dir, e))?;
     let mut tasks = TaskCounters::new();
     let mut comms = BTreeMap::new();
-    for entry in entries.flatten() {
-        let Some(pid) = entry
-            .file_name()
-            .to_str()
-            .and_then(|s| s.parse::<u32>().ok())
-        else {
-            continue;
-        };
-        let dir = entry.path();
+    for (pid, dir) in numbered(entries) {
         // A process that exits while it is read is skipped: every read below may fail.
         if pid == own || std::fs::read_link(dir.join("exe")).is_err() {
             continue;
@@ -132,15 +124,8 @@ fn snapshot(own: u32) -> Result<(TaskCounters, BTreeMap<u32, String>), LinuxErro
         let Ok(threads) = std::fs::read_dir(dir.join("task")) else {
             continue;
         };
-        for thread in threads.flatten() {
-            let Some(tid) = thread
-                .file_name()
-                .to_str()
-                .and_then(|s| s.parse::<u32>().ok())
-            else {
-                continue;
-            };
-            if let Some(c) = std::fs::read_to_string(thread.path().join("schedstat"))
+        for (tid, thread) in numbered(threads) {
+            if let Some(c) = std::fs::read_to_string(thread.join("schedstat"))
                 .ok()
                 .and_then(|t| parse_schedstat(&t))
             {
@@ -152,6 +137,14 @@ fn snapshot(own: u32) -> Result<(TaskCounters, BTreeMap<u32, String>), LinuxErro
         }
     }
     Ok((tasks, comms))
+}
+
+/// The entries of a /proc directory named by a number (a pid or a tid), with their paths.
+fn numbered(entries: std::fs::ReadDir) -> impl Iterator<Item = (u32, std::path::PathBuf)> {
+    entries.flatten().filter_map(|e| {
+        let n = e.file_name().to_str()?.parse::<u32>().ok()?;
+        Some((n, e.path()))
+    })
 }
 
 /// `schedstat`'s "run_ns wait_ns timeslices" as (run_ns, timeslices).

@@ -30,7 +30,8 @@ mod reclaim;
 mod reclaim_policy_test;
 pub mod relaunch;
 pub mod sweep;
-pub mod tlb;
+/// Reclaim's remote TLB flushes: core's model, composed by the engine.
+pub use nvmswap_core::tlb;
 
 use nvmswap_core::config::{ConfigError, SystemConfig};
 use nvmswap_core::discard::check_scale;

@@ -476,7 +476,7 @@ const MECHANISMS: &[Mechanism] = &[
         &["blktrace", "write_bios", "gap_us", "p90"],
     ),
     // Reclaim's remote TLB flushes (docs/commands/linux.md): sim models them where its costs
-    // set `remote_flush_ns` (crates/sim/src/tlb.rs), with the same keys.
+    // set `remote_flush_ns` (crates/core/src/tlb.rs), with the same keys.
     Mechanism {
         label: "charges with remote flushes %",
         read: Read::Each(

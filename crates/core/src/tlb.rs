@@ -20,7 +20,7 @@
 //! flush goes to lazy CPUs too ([`Tlbs::fork_flush`]). An idle CPU that still holds the driver's
 //! mm then goes on `init_mm`, and every write of the new tab's load interrupts it.
 //!
-//! The CPUs' occupancy comes from the driver's schedule of the tabs' second
+//! In sim the CPUs' occupancy comes from the driver's schedule of the tabs' second
 //! (`Tlbs::runs`); outside it the foreground runs on CPU 0 and the others idle. The reclaimer's
 //! own CPU (the machine's `running_on`) is flushed locally, not by IPI. Assumptions,
 //! stated: every tab's `mm_cpumask` holds every CPU the tabs run on (the tabs run wherever the
@@ -241,7 +241,7 @@ impl Tlbs {
 
     /// `cpu` idles from `t` on: a span left open ends there, and a flush IPI sent to it within
     /// the race window before puts it on `init_mm`. Returns the IPIs already counted to its task
-    /// as running that were sent after `t`: a charge runs whole once begun (engine.rs), so it
+    /// as running that were sent after `t`: a charge runs whole once begun (sim's engine.rs), so it
     /// counts the other CPUs' open spans as running to its end, and this is the part of its
     /// count the CPUs' later schedule contradicts (`extra.memcg_reclaim.remote_flushes.
     /// to_running_cpu_idle_by_then`, a measure of that approximation, not a correction).
