@@ -97,8 +97,16 @@ pub struct Calibration {
     /// Algorithm → (write = compress, read = decompress) per page through zram.
     pub compression: Vec<CompressionProbe>,
     pub disk: String,
+    /// The first disk probe's 4 KiB requests, one at a time, timed around their system calls
+    /// (they hold the system call and the file system's direct-I/O path as well as the disk).
     pub disk_read_4k_us: LatencySummary,
     pub disk_write_4k_us: LatencySummary,
+    /// The same kind of requests under a block trace: the disk's own time of each (D2C), the
+    /// profile's `read_4k` / `write_4k` ([`crate::service_probe`]); None where the trace could
+    /// not be taken (`_unavailable` says why; the profile then takes the times above and its
+    /// sources say so).
+    pub service_probe: Option<crate::service_probe::ServiceProbe>,
+    pub service_probe_unavailable: Option<String>,
     /// Every demand-zero fault of the minor-fault probe's bursts together.
     pub minor_fault_us: LatencySummary,
     /// Each burst's p50, in the order taken ([`probe_minor_fault`]); their median is the cost
@@ -196,6 +204,15 @@ pub struct Calibration {
 }
 
 impl Calibration {
+    /// The profile's `read_4k` and `write_4k`: the disk's own time of a request (the service
+    /// probe's D2C), or without its trace the times around the system calls.
+    pub fn device_4k(&self) -> (&LatencySummary, &LatencySummary) {
+        match &self.service_probe {
+            Some(p) => (&p.read_d2c_us, &p.write_d2c_us),
+            None => (&self.disk_read_4k_us, &self.disk_write_4k_us),
+        }
+    }
+
     /// The demand-zero fault's cost, ns: the median of the minor-fault probe's burst p50s (the
     /// p50 of all its faults when it has no bursts).
     pub fn minor_fault_ns(&self) -> f64 {
@@ -1110,24 +1127,7 @@ fn probe_disk(dir: &Path, ops: u64, seed: u64) -> Result<DiskProbe, LinuxError> 
         }
         file.sync_all()
             .map_err(|e| LinuxError::io("fsync", &path, e))?;
-        let mut rng = ChaCha8Rng::seed_from_u64(seed);
-        let (mut reads, mut writes) = (LatencyRecorder::new(), LatencyRecorder::new());
-        for _ in 0..ops {
-            let off = rng.random_range(0..size_pages) * PAGE_SIZE;
-            file.seek(SeekFrom::Start(off))
-                .map_err(|e| LinuxError::io("seek", &path, e))?;
-            let t = worker::monotonic_ns();
-            file.write_all(buf.bytes())
-                .map_err(|e| LinuxError::io("write", &path, e))?;
-            writes.record_ns(worker::monotonic_ns() - t);
-            let off = rng.random_range(0..size_pages) * PAGE_SIZE;
-            file.seek(SeekFrom::Start(off))
-                .map_err(|e| LinuxError::io("seek", &path, e))?;
-            let t = worker::monotonic_ns();
-            file.read_exact(buf.bytes())
-                .map_err(|e| LinuxError::io("read", &path, e))?;
-            reads.record_ns(worker::monotonic_ns() - t);
-        }
+        let (reads, writes) = crate::service_probe::one_at_a_time(&file, size_pages, ops, seed)?;
         let queue = probe_queue(&file, size_pages, seed);
         let sizes = probe_sizes(&file, size_pages, seed);
         let wake = crate::wake_probe::probe(&file, size_pages, seed);
@@ -1988,7 +1988,17 @@ pub fn run(swap_dir: &Path, seed: u64) -> Result<Calibration, LinuxError> {
             compression.push(probe_zram(alg, pages, seed, &state_path)?);
         }
     }
-    let (read, write, queue, sizes, wake) = probe_disk(swap_dir, 2000, seed)?;
+    let (read, write, queue, sizes, wake) =
+        probe_disk(swap_dir, crate::service_probe::SERVICE_PROBE_OPS, seed)?;
+    let (service_probe, service_probe_unavailable) = match crate::service_probe::probe(
+        swap_dir,
+        crate::service_probe::SERVICE_PROBE_OPS,
+        seed,
+        &state_path,
+    ) {
+        Ok(p) => (Some(p), None),
+        Err(e) => (None, Some(e.to_string())),
+    };
     let (wake_probe, wake_probe_unavailable) = match wake {
         Ok(w) => (Some(w), None),
         Err(e) => (None, Some(e.to_string())),
@@ -2118,10 +2128,51 @@ pub fn run(swap_dir: &Path, seed: u64) -> Result<Calibration, LinuxError> {
         disk,
         disk_read_4k_us: read,
         disk_write_4k_us: write,
+        service_probe,
+        service_probe_unavailable,
         minor_fault_us,
         minor_fault_burst_p50_us,
         pages_per_probe: pages,
     })
+}
+
+/// The `[sources]` entry of `read_4k` or `write_4k` (`what`: "reads" or "writes").
+fn device_4k_source(cal: &Calibration, what: &str) -> String {
+    let ops = crate::service_probe::SERVICE_PROBE_OPS;
+    match (&cal.service_probe, &cal.service_probe_unavailable) {
+        (Some(_), _) => format!(
+            "measured: nvmswap linux calibrate, {ops} random 4 KiB O_DIRECT {what} of a 16 MiB \
+             file one at a time, each request's time on the device (D2C: dispatch to completion, \
+             from the block trace; the system call and the file system around it are not the \
+             device's: the comment above gives both) (p99 capped at 14x mean, the log-normal limit)"
+        ),
+        (None, why) => format!(
+            "measured: nvmswap linux calibrate, {ops} random 4 KiB O_DIRECT {what} of a 16 MiB \
+             file one at a time, timed around their system calls, so with the system call and the \
+             file system's work as well as the device's: the block trace that gives the device's \
+             own time was not available ({}) (p99 capped at 14x mean, the log-normal limit)",
+            why.as_deref().unwrap_or("not run")
+        ),
+    }
+}
+
+/// The profile's comment on the service probe: each direction's D2C against the same requests'
+/// times around their system calls.
+fn service_probe_comment(p: &crate::service_probe::ServiceProbe) -> String {
+    let row = |what: &str, d2c: &LatencySummary, call: &LatencySummary| {
+        format!(
+            "#   {what:6} | {:6.1} {:6.1} {:6.1} | {:6.1} {:6.1} {:6.1}\n",
+            d2c.mean, d2c.p50, d2c.p99, call.mean, call.p50, call.p99
+        )
+    };
+    format!(
+        "# {} random 4 KiB O_DIRECT requests of each direction, one at a time, under a block\n\
+         # trace: the device's time (D2C) against the time around the system call (us):\n\
+         #          | D2C mean    p50    p99 | call mean    p50    p99\n{}{}",
+        p.ops,
+        row("read", &p.read_d2c_us, &p.read_syscall_us),
+        row("write", &p.write_d2c_us, &p.write_syscall_us),
+    )
 }
 
 /// The device profile of the swap disk (profiles/devices format) from a calibration.
@@ -2140,8 +2191,12 @@ pub fn device_profile_toml(cal: &Calibration) -> String {
         cal.disk
     ));
     out.push_str("kind = \"block\"\n");
-    out.push_str(&format!("read_4k = {}\n", dist(&cal.disk_read_4k_us)));
-    out.push_str(&format!("write_4k = {}\n", dist(&cal.disk_write_4k_us)));
+    let (read_4k, write_4k) = cal.device_4k();
+    if let Some(p) = &cal.service_probe {
+        out.push_str(&service_probe_comment(p));
+    }
+    out.push_str(&format!("read_4k = {}\n", dist(read_4k)));
+    out.push_str(&format!("write_4k = {}\n", dist(write_4k)));
     out.push_str(&format!("queue_depth = {}\n", cal.queue_depth));
     let par = cal.queue_probe.as_ref().and_then(|q| q.parallelism());
     out.push_str(&format!(
@@ -2242,7 +2297,10 @@ pub fn device_profile_toml(cal: &Calibration) -> String {
             cal.disk
         ));
     }
-    out.push_str("read_4k = \"measured: nvmswap linux calibrate, 2000 random 4 KiB O_DIRECT reads of a 16 MiB file (p99 capped at 14x mean, the log-normal limit)\"\n");
+    out.push_str(&format!(
+        "read_4k = \"{}\"\n",
+        device_4k_source(cal, "reads")
+    ));
     out.push_str(&format!("queue_depth = \"{}\"\n", cal.queue_depth_source));
     match par {
         Some(p) => out.push_str(&format!(
@@ -2260,7 +2318,10 @@ pub fn device_profile_toml(cal: &Calibration) -> String {
             cal.queue_probe_unavailable.as_deref().unwrap_or("no result")
         )),
     }
-    out.push_str("write_4k = \"measured: nvmswap linux calibrate, 2000 random 4 KiB O_DIRECT writes (p99 capped at 14x mean)\"\n");
+    out.push_str(&format!(
+        "write_4k = \"{}\"\n",
+        device_4k_source(cal, "writes")
+    ));
     if let Some((q, read, write)) = fits {
         for (field, op, fit) in [
             ("read_page_ns", "reads", page_cost(read)),
@@ -3215,6 +3276,8 @@ mod tests {
             disk: "vda".into(),
             disk_read_4k_us: s(50.0, 50.0),
             disk_write_4k_us: s(55.0, 55.0),
+            service_probe: None,
+            service_probe_unavailable: None,
             // The faults of all bursts together have a p50 of 2.2 us; the bursts' median is
             // 1.9, the cost.
             minor_fault_us: s(2.0, 2.2),
@@ -3563,6 +3626,17 @@ mod tests {
             disk: "vda".into(),
             disk_read_4k_us: s(50.0),
             disk_write_4k_us: s(55.0),
+            // The disk's own time is a fifth shorter than the time around the system call.
+            service_probe: Some(crate::service_probe::ServiceProbe {
+                ops: 2000,
+                traced_reads: 2000,
+                traced_writes: 2000,
+                read_d2c_us: s(40.0),
+                write_d2c_us: s(44.0),
+                read_syscall_us: s(50.0),
+                write_syscall_us: s(55.0),
+            }),
+            service_probe_unavailable: None,
             minor_fault_us: s(2.0),
             minor_fault_burst_p50_us: vec![],
             tab_touch_ns_rounds: vec![],
@@ -3650,16 +3724,38 @@ mod tests {
             text.contains("#      32 |        215.0   215.0 |         670.0   670.0"),
             "{text}"
         );
+        // The device's 4 KiB times are the traced D2C, not the times around the system calls.
+        assert_eq!(
+            (p.read_4k.mean_ns, p.write_4k.mean_ns),
+            (40_000.0, 44_000.0)
+        );
+        assert!(p.sources["read_4k"].contains("D2C"), "{text}");
+        assert!(
+            text.contains("#   read   |   40.0   40.0   80.0 |   50.0   50.0  100.0"),
+            "{text}"
+        );
         // Without a size probe the profile has no per-page costs (sim falls back to its
-        // assumption) and still validates.
+        // assumption) and still validates; without the trace it takes the system calls' times
+        // and says why.
         let cal = Calibration {
             size_probe: None,
             size_probe_unavailable: Some("test".into()),
+            service_probe: None,
+            service_probe_unavailable: Some("no tracefs".into()),
             ..cal
         };
-        let p = nvmswap_core::device::DeviceProfile::from_toml_str(&device_profile_toml(&cal), "t")
-            .unwrap();
+        let text = device_profile_toml(&cal);
+        let p = nvmswap_core::device::DeviceProfile::from_toml_str(&text, "t").unwrap();
         assert_eq!((p.read_page_ns, p.write_page_ns), (None, None));
+        assert_eq!(
+            (p.read_4k.mean_ns, p.write_4k.mean_ns),
+            (50_000.0, 55_000.0)
+        );
+        assert!(
+            p.sources["write_4k"].contains("around their system calls")
+                && p.sources["write_4k"].contains("(no tracefs)"),
+            "{text}"
+        );
     }
 
     #[test]

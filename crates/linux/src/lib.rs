@@ -22,6 +22,7 @@ pub mod microbench;
 pub mod other_processes;
 pub mod pressure;
 pub mod readahead_probe;
+pub mod service_probe;
 pub mod setup;
 pub mod shootdown;
 pub mod signals;

@@ -634,3 +634,36 @@ fn the_batch_probe_traces_every_request_it_submits_and_restores_exactly() {
     let (batches, share) = probe.share().expect("batches found");
     assert!(batches > 0 && (0.0..=1.0).contains(&share));
 }
+
+#[test]
+fn the_service_probe_times_each_request_on_the_device_inside_its_system_call_and_restores_exactly()
+{
+    let _m = MACHINE.lock().unwrap_or_else(|e| e.into_inner());
+    if !root_or_skip("service_probe") {
+        return;
+    }
+    let ops = 400;
+    let Some(probe) = probe_restores_exactly(
+        "service_probe",
+        |path| nvmswap_linux::service_probe::probe(std::path::Path::new("/var/tmp"), ops, 7, path),
+        // A kernel that offers neither blktrace nor the block tracepoints cannot be traced.
+        |e| matches!(e, LinuxError::Worker(why) if why.starts_with("block trace")),
+    ) else {
+        return;
+    };
+    eprintln!("service probe: {probe:?}");
+    // The trace finds the probe's one-page requests in its file, each once.
+    for traced in [probe.traced_reads, probe.traced_writes] {
+        assert!(traced <= ops && traced >= ops * 9 / 10, "{probe:?}");
+    }
+    // Known answer: a request's dispatch and completion both lie inside its system call, so the
+    // device's time is shorter than the call's, request by request and so in the mean.
+    assert!(
+        probe.read_d2c_us.mean > 0.0 && probe.read_d2c_us.mean < probe.read_syscall_us.mean,
+        "{probe:?}"
+    );
+    assert!(
+        probe.write_d2c_us.mean > 0.0 && probe.write_d2c_us.mean < probe.write_syscall_us.mean,
+        "{probe:?}"
+    );
+}

@@ -449,6 +449,17 @@ fn print_calibration(cal: &nvmswap_linux::calibrate::Calibration) {
         cal.disk_write_4k_us.mean,
         cal.disk_write_4k_us.p99
     );
+    match (&cal.service_probe, &cal.service_probe_unavailable) {
+        (Some(p), _) => println!(
+            "disk {}'s own time (D2C, the profile's read_4k/write_4k): read 4k mean {:.1} us p99 {:.1} us, write 4k mean {:.1} us p99 {:.1} us",
+            cal.disk, p.read_d2c_us.mean, p.read_d2c_us.p99, p.write_d2c_us.mean, p.write_d2c_us.p99
+        ),
+        (None, why) => println!(
+            "disk {}'s own time: not traced ({}); the profile takes the times above",
+            cal.disk,
+            why.as_deref().unwrap_or("not run")
+        ),
+    }
     let bursts: Vec<String> = cal
         .minor_fault_burst_p50_us
         .iter()
