@@ -629,36 +629,12 @@ fn summarise(parsed: &Parsed, device: &str) -> serde_json::Value {
     }
     let mut out = serde_json::Map::new();
     out.insert("device".into(), device.into());
-    let spans: Vec<(Op, u64, u64)> = parsed
+    let dispatched: Vec<(Op, u64, u64, u64)> = parsed
         .requests
         .iter()
-        .map(|r| (r.op, r.d_ns, r.c_ns))
+        .map(|r| (r.op, r.d_ns, r.c_ns, r.bytes.div_ceil(PAGE_SIZE)))
         .collect();
-    if let Some(share) = nvmswap_core::block::writes_dispatched_with_reads(&spans) {
-        out.insert("write_share_dispatched_with_reads".into(), share.into());
-    }
-    if let Some((batches, share)) = nvmswap_core::block::batches_completed_together(&spans) {
-        out.insert("batches".into(), batches.into());
-        out.insert("batch_share_completed_together".into(), share.into());
-    }
-    let depths = nvmswap_core::block::depth_at_dispatch(&spans);
-    for (dir, depths) in depths.into_iter().enumerate() {
-        let name = ["read", "write"][dir];
-        let pages: Vec<u64> = parsed
-            .requests
-            .iter()
-            .filter(|r| (r.op == Op::Write) as usize == dir)
-            .map(|r| r.bytes.div_ceil(PAGE_SIZE))
-            .collect();
-        for (key, counts) in [("depth_at_dispatch", depths), ("pages_per_request", pages)] {
-            if let Some(s) = nvmswap_core::block::DepthSummary::of(counts) {
-                out.insert(
-                    format!("{name}_{key}"),
-                    serde_json::to_value(s).expect("a summary serialises"),
-                );
-            }
-        }
-    }
+    out.extend(nvmswap_core::block::dispatch_statistics(&dispatched));
     if let Some(s) = parsed.write_bios.summary() {
         let v = serde_json::to_value(s).expect("a summary serialises");
         out.insert("write_bios".into(), v);

@@ -573,31 +573,7 @@ impl Metrics {
             let mut trace = serde_json::Map::new();
             trace.insert("scheduler".into(), cfg.io_scheduler.name().into());
             trace.insert("completion".into(), cfg.completion.name().into());
-            let spans: Vec<_> = self.dispatched.iter().map(|r| (r.0, r.1, r.2)).collect();
-            if let Some(share) = nvmswap_core::block::writes_dispatched_with_reads(&spans) {
-                trace.insert("write_share_dispatched_with_reads".into(), share.into());
-            }
-            if let Some((batches, share)) = nvmswap_core::block::batches_completed_together(&spans)
-            {
-                trace.insert("batches".into(), batches.into());
-                trace.insert("batch_share_completed_together".into(), share.into());
-            }
-            let depths = nvmswap_core::block::depth_at_dispatch(&spans);
-            for (dir, depths) in depths.into_iter().enumerate() {
-                let name = ["read", "write"][dir];
-                let pages: Vec<u64> = self
-                    .dispatched
-                    .iter()
-                    .filter(|r| (r.0 == Op::Write) as usize == dir)
-                    .map(|r| r.3)
-                    .collect();
-                for (key, counts) in [("depth_at_dispatch", depths), ("pages_per_request", pages)] {
-                    if let Some(s) = nvmswap_core::block::DepthSummary::of(counts) {
-                        let v = serde_json::to_value(s).expect("summary serialises");
-                        trace.insert(format!("{name}_{key}"), v);
-                    }
-                }
-            }
+            trace.extend(nvmswap_core::block::dispatch_statistics(&self.dispatched));
             for (dir, name) in [(0, "read"), (1, "write")] {
                 // Sim's order of events, not the kernel's: the requests that found the layer's
                 // clock ahead of their submitter's, and by how much (io.rs `submit_pages`).

@@ -53,8 +53,11 @@ enum Action {
         json: bool,
     },
     /// Measure this machine: compression/decompression per page through zram (each algorithm the
-    /// kernel offers of lzo, lzo-rle, lz4), 4 KiB O_DIRECT disk latency, minor-fault time; write
-    /// the swap disk's device profile.
+    /// kernel offers of lzo, lzo-rle, lz4); the swap disk (a 4 KiB O_DIRECT request's own time on
+    /// the device from a block trace, closed loops, request sizes, wake-up after idle, batches);
+    /// the kernel's software paths (minor fault, swap-out and swap-in, zswap and zram, limit
+    /// reclaim, TLB shootdowns) and the tab model's own costs. Writes the swap disk's device
+    /// profile and the costs sim takes (docs/commands/linux.md).
     Calibrate {
         /// Directory on the disk that holds the swap file (probed with a 16 MiB scratch file).
         #[arg(long, default_value = "/var/tmp")]

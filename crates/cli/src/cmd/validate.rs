@@ -599,6 +599,16 @@ const MECHANISMS: &[Mechanism] = &[
     both("read I2D us p99", &["blktrace", "read_i2d_us", "p99"]),
     both("read D2C us p50", &["blktrace", "read_d2c_us", "p50"]),
     both("read D2C us p99", &["blktrace", "read_d2c_us", "p99"]),
+    // The device alone: reads dispatched into an empty device (the disk's own service against
+    // the device model's, whatever the arrivals).
+    both(
+        "read D2C us p50, device empty",
+        &["blktrace", "read_d2c_alone_us", "p50"],
+    ),
+    both(
+        "read D2C us p99, device empty",
+        &["blktrace", "read_d2c_alone_us", "p99"],
+    ),
     both("write Q2D us p50", &["blktrace", "write_q2d_us", "p50"]),
     both("write Q2D us p99", &["blktrace", "write_q2d_us", "p99"]),
     // Of Q2D, the waits for the writeback throttle and a request tag (blktrace's Q2G).
@@ -608,6 +618,10 @@ const MECHANISMS: &[Mechanism] = &[
     both("write I2D us p99", &["blktrace", "write_i2d_us", "p99"]),
     both("write D2C us p50", &["blktrace", "write_d2c_us", "p50"]),
     both("write D2C us p99", &["blktrace", "write_d2c_us", "p99"]),
+    both(
+        "write D2C us p50, device empty",
+        &["blktrace", "write_d2c_alone_us", "p50"],
+    ),
     both(
         "read: device depth at dispatch p99",
         &["blktrace", "read_depth_at_dispatch", "p99"],
@@ -1758,47 +1772,56 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     for scenario in &scenarios {
         let name = &scenario.config;
         let c = validate_scenario(&common, scenario)?;
-        if !args.json {
-            println!(
-                "\n{name} (scale {}, seed {}, {} linux run(s), sim's calibration: {})",
-                args.scale,
-                args.seed,
-                c.linux_runs.len(),
-                common.calibration_text()
+        // The table: on stdout, or with --json on stderr (stdout has the one JSON object), as
+        // the matrix's.
+        use std::fmt::Write as _;
+        let mut text = String::new();
+        writeln!(
+            text,
+            "\n{name} (scale {}, seed {}, {} linux run(s), sim's calibration: {})",
+            args.scale,
+            args.seed,
+            c.linux_runs.len(),
+            common.calibration_text()
+        )?;
+        let spread = common.sim_spread > 0;
+        let (sim_range, mean_err) = if spread {
+            ("sim min..max", "mean err")
+        } else {
+            ("", "")
+        };
+        let header = format!(
+            "{:22} {:>10} {:>21} {:>10} {:>11} {sim_range:>21} {mean_err:>11}",
+            "figure", "linux", "linux min..max", "sim", "rel.err"
+        );
+        writeln!(text, "{}", header.trim_end())?;
+        for r in &c.rows {
+            let (mean, range) = r.linux_text();
+            let (sim_range, mean_err) = r.spread_text();
+            let line = format!(
+                "{:22} {mean:>10} {range:>21} {:>10.2} {:>11} {sim_range:>21} {mean_err:>11}",
+                r.figure,
+                r.sim,
+                r.rel_text()
             );
-            let spread = common.sim_spread > 0;
-            let (sim_range, mean_err) = if spread {
-                ("sim min..max", "mean err")
-            } else {
-                ("", "")
-            };
-            let header = format!(
-                "{:22} {:>10} {:>21} {:>10} {:>11} {sim_range:>21} {mean_err:>11}",
-                "figure", "linux", "linux min..max", "sim", "rel.err"
-            );
-            println!("{}", header.trim_end());
-            for r in &c.rows {
-                let (mean, range) = r.linux_text();
-                let (sim_range, mean_err) = r.spread_text();
-                let line = format!(
-                    "{:22} {mean:>10} {range:>21} {:>10.2} {:>11} {sim_range:>21} {mean_err:>11}",
-                    r.figure,
-                    r.sim,
-                    r.rel_text()
-                );
-                println!("{}", line.trim_end());
-            }
-            if spread {
-                print!("{}", spread_summary(&c.rows, common.sim_spread));
-            }
-            let mechanisms = mechanism_rows(&c.linux_runs, &c.sim);
-            if !mechanisms.is_empty() {
-                println!(
-                    "\n{:24} {:>12} {:>12}",
-                    "mechanism (extra)", "linux mean", "sim"
-                );
-                print!("{}", mechanism_table(None, &mechanisms));
-            }
+            writeln!(text, "{}", line.trim_end())?;
+        }
+        if spread {
+            text.push_str(&spread_summary(&c.rows, common.sim_spread));
+        }
+        let mechanisms = mechanism_rows(&c.linux_runs, &c.sim);
+        if !mechanisms.is_empty() {
+            writeln!(
+                text,
+                "\n{:24} {:>12} {:>12}",
+                "mechanism (extra)", "linux mean", "sim"
+            )?;
+            text.push_str(&mechanism_table(None, &mechanisms));
+        }
+        if args.json {
+            eprint!("{text}");
+        } else {
+            print!("{text}");
         }
         done.push(c);
     }

@@ -281,6 +281,15 @@ impl SchedulerTunables {
 /// of each request in the swap area), so an arrival pattern that differs shows here before it
 /// shows in D2C.
 pub fn depth_at_dispatch(requests: &[(Op, Nanos, Nanos)]) -> [Vec<u64>; 2] {
+    let mut out: [Vec<u64>; 2] = Default::default();
+    for (&(op, _, _), depth) in requests.iter().zip(depths_by_request(requests)) {
+        out[(op == Op::Write) as usize].push(depth);
+    }
+    out
+}
+
+/// [`depth_at_dispatch`] per request, in the order given.
+fn depths_by_request(requests: &[(Op, Nanos, Nanos)]) -> Vec<u64> {
     // Completions before dispatches at the same instant: a request that ended as another was
     // dispatched is no longer in the device.
     let mut events: Vec<(Nanos, u8, usize)> = Vec::with_capacity(2 * requests.len());
@@ -289,17 +298,66 @@ pub fn depth_at_dispatch(requests: &[(Op, Nanos, Nanos)]) -> [Vec<u64>; 2] {
         events.push((c.max(d), 0, i));
     }
     events.sort_unstable();
-    let mut out: [Vec<u64>; 2] = Default::default();
+    let mut depths = vec![0; requests.len()];
     let mut in_device: u64 = 0;
     for (_, kind, i) in events {
         if kind == 0 {
             in_device -= 1;
         } else {
-            out[(requests[i].0 == Op::Write) as usize].push(in_device);
+            depths[i] = in_device;
             in_device += 1;
         }
     }
     debug_assert_eq!(in_device, 0, "every dispatched request completed");
+    depths
+}
+
+/// The statistics of the requests' dispatch that both substrates report in `extra.blktrace`,
+/// from each request as (op, dispatch, completion, pages): the share of writes dispatched with
+/// reads, the batches and the share of them completed together, per direction the device's
+/// depth at dispatch and the pages per request, and the D2C (µs) of the requests dispatched into
+/// an empty device (`{read,write}_d2c_alone_us`): the device's own service with nothing else in
+/// it, which compares the device model with the disk directly, whatever the arrivals.
+pub fn dispatch_statistics(
+    requests: &[(Op, Nanos, Nanos, u64)],
+) -> serde_json::Map<String, serde_json::Value> {
+    let spans: Vec<(Op, Nanos, Nanos)> = requests.iter().map(|r| (r.0, r.1, r.2)).collect();
+    let mut out = serde_json::Map::new();
+    if let Some(share) = writes_dispatched_with_reads(&spans) {
+        out.insert("write_share_dispatched_with_reads".into(), share.into());
+    }
+    if let Some((batches, share)) = batches_completed_together(&spans) {
+        out.insert("batches".into(), batches.into());
+        out.insert("batch_share_completed_together".into(), share.into());
+    }
+    let depths = depths_by_request(&spans);
+    for (dir, name) in ["read", "write"].into_iter().enumerate() {
+        let of_dir = || {
+            requests
+                .iter()
+                .zip(&depths)
+                .filter(move |(r, _)| (r.0 == Op::Write) as usize == dir)
+        };
+        let counts = [
+            ("depth_at_dispatch", of_dir().map(|(_, &d)| d).collect()),
+            ("pages_per_request", of_dir().map(|(r, _)| r.3).collect()),
+        ];
+        for (key, counts) in counts {
+            if let Some(s) = DepthSummary::of(counts) {
+                let v = serde_json::to_value(s).expect("a summary serialises");
+                out.insert(format!("{name}_{key}"), v);
+            }
+        }
+        let mut alone = crate::metrics::LatencyRecorder::new();
+        for (r, _) in of_dir().filter(|&(_, &d)| d == 0) {
+            alone.record_ns(r.2.saturating_sub(r.1));
+        }
+        if alone.count() > 0 {
+            let v = serde_json::to_value(alone.summary(crate::NS_PER_US))
+                .expect("a summary serialises");
+            out.insert(format!("{name}_d2c_alone_us"), v);
+        }
+    }
     out
 }
 
@@ -460,6 +518,33 @@ mod tests {
         let w = super::DepthSummary::of(writes).unwrap();
         assert_eq!((w.mean, w.p50, w.max), (1.0, 1, 2));
         assert_eq!(super::DepthSummary::of(vec![]), None);
+    }
+
+    #[test]
+    fn the_dispatch_statistics_time_only_the_requests_that_found_the_device_empty() {
+        use super::{dispatch_statistics, Op};
+        // A read alone (100 us), a write dispatched while it runs (depth 1), a read after both
+        // (60 us, alone), and a read dispatched while the write still runs (depth 1).
+        let us = 1_000;
+        let reqs = [
+            (Op::Read, 0, 100 * us, 1),
+            (Op::Write, 50 * us, 300 * us, 8),
+            (Op::Read, 200 * us, 280 * us, 2),
+            (Op::Read, 400 * us, 460 * us, 3),
+        ];
+        let s = dispatch_statistics(&reqs);
+        let alone = &s["read_d2c_alone_us"];
+        // (The recorder keeps three significant digits.)
+        let near = |v: &serde_json::Value, want: f64| (v.as_f64().unwrap() - want).abs() < 0.1;
+        assert!(
+            near(&alone["mean"], 80.0) && near(&alone["max"], 100.0),
+            "{s:?}"
+        );
+        // The write never found the device empty: no figure rather than a zero.
+        assert!(!s.contains_key("write_d2c_alone_us"), "{s:?}");
+        assert_eq!(s["read_depth_at_dispatch"]["max"].as_u64(), Some(1));
+        assert_eq!(s["write_pages_per_request"]["mean"].as_f64(), Some(8.0));
+        assert_eq!(s["read_pages_per_request"]["mean"].as_f64(), Some(2.0));
     }
 
     #[test]
