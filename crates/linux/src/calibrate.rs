@@ -204,6 +204,25 @@ pub struct Calibration {
 }
 
 impl Calibration {
+    /// The profile's `parallelism` by Little's law: the reads' IOPS where throughput stops
+    /// growing (the queue probe) times a lone read's time in service, the device's own (the
+    /// service probe's D2C mean) where it was traced, else the closed loop's depth-1 mean around
+    /// the system call, which also counts the system call's share of the time (about a fifth on
+    /// vda, docs/commands/linux.md "The disk's own time"). The channels, the time taken (µs) and
+    /// whether it is the device's own; None without the queue probe's result.
+    pub fn device_parallelism(&self) -> Option<(u32, f64, bool)> {
+        let p = self.queue_probe.as_ref()?.parallelism()?;
+        Some(match &self.service_probe {
+            Some(s) if s.read_d2c_us.mean > 0.0 => {
+                let n = (p.saturation_iops * s.read_d2c_us.mean / 1e6)
+                    .round()
+                    .max(1.0);
+                (n as u32, s.read_d2c_us.mean, true)
+            }
+            _ => (p.parallelism, p.depth1_mean_us, false),
+        })
+    }
+
     /// The profile's `read_4k` and `write_4k`: the disk's own time of a request (the service
     /// probe's D2C), or without its trace the times around the system calls.
     pub fn device_4k(&self) -> (&LatencySummary, &LatencySummary) {
@@ -2199,9 +2218,10 @@ pub fn device_profile_toml(cal: &Calibration) -> String {
     out.push_str(&format!("write_4k = {}\n", dist(write_4k)));
     out.push_str(&format!("queue_depth = {}\n", cal.queue_depth));
     let par = cal.queue_probe.as_ref().and_then(|q| q.parallelism());
+    let channels = cal.device_parallelism();
     out.push_str(&format!(
         "parallelism = {}\n",
-        par.map_or(cal.hw_queues, |p| p.parallelism)
+        channels.map_or(cal.hw_queues, |c| c.0)
     ));
     if let Some(q) = &cal.queue_probe {
         out.push_str(&queue_probe_comment(q));
@@ -2302,15 +2322,23 @@ pub fn device_profile_toml(cal: &Calibration) -> String {
         device_4k_source(cal, "reads")
     ));
     out.push_str(&format!("queue_depth = \"{}\"\n", cal.queue_depth_source));
-    match par {
-        Some(p) => out.push_str(&format!(
-            "parallelism = \"measured: nvmswap linux calibrate, Little's law on closed loops of random 4 KiB O_DIRECT reads at depths {}: {:.0} IOPS at depth {} (the first depth no deeper one beats by {:.0} % IOPS) x {:.1} us mean latency at depth 1 = {:.2}, rounded (per-depth table in the comment above)\"\n",
+    match par.zip(channels) {
+        Some((p, (_, service_us, own))) => out.push_str(&format!(
+            "parallelism = \"measured: nvmswap linux calibrate, Little's law on closed loops of random 4 KiB O_DIRECT reads at depths {}: {:.0} IOPS at depth {} (the first depth no deeper one beats by {:.0} % IOPS) x {:.1} us {} = {:.2}, rounded (per-depth table in the comment above)\"\n",
             list(&PROBE_DEPTHS),
             p.saturation_iops,
             p.saturation_depth,
             SATURATION_GROWTH * 100.0,
-            p.depth1_mean_us,
-            p.saturation_iops * p.depth1_mean_us / 1e6
+            service_us,
+            if own {
+                format!(
+                    "a lone 4 KiB read's own time on the device (D2C mean, the service probe; the closed loop's depth-1 mean around the system call was {:.1} us)",
+                    p.depth1_mean_us
+                )
+            } else {
+                "mean latency at depth 1 around the system call (no block trace for the device's own time)".to_string()
+            },
+            p.saturation_iops * service_us / 1e6
         )),
         None => out.push_str(&format!(
             "parallelism = \"read: count of /sys/block/{}/mq/* hardware queues on this machine (the queue probe did not run: {})\"\n",
@@ -3685,7 +3713,14 @@ mod tests {
         let text = device_profile_toml(&cal);
         let p = nvmswap_core::device::DeviceProfile::from_toml_str(&text, "test").unwrap();
         assert_eq!(p.queue_depth, Some(128));
-        assert_eq!(p.parallelism, Some(4));
+        // Little's law with the device's own time of a lone read: 72,000 IOPS x 40 us (the
+        // service probe's D2C) = 2.88 -> 3 channels (with the closed loop's 50 us around the
+        // system call, 3.6 -> 4, below).
+        assert_eq!(p.parallelism, Some(3));
+        assert!(
+            p.sources["parallelism"].contains("x 40.0 us a lone 4 KiB read's own time"),
+            "{text}"
+        );
         assert_eq!(p.ring_descriptors, Some(256));
         assert_eq!(p.max_request_pages, Some(254));
         assert!(p.sources["max_request_pages"].contains("max_segments"));
@@ -3751,6 +3786,7 @@ mod tests {
             (p.read_4k.mean_ns, p.write_4k.mean_ns),
             (50_000.0, 55_000.0)
         );
+        assert_eq!(p.parallelism, Some(4));
         assert!(
             p.sources["write_4k"].contains("around their system calls")
                 && p.sources["write_4k"].contains("(no tracefs)"),

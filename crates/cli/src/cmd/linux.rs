@@ -484,8 +484,13 @@ fn print_calibration(cal: &nvmswap_linux::calibrate::Calibration) {
         (Some(q), _) => {
             print!("{}", nvmswap_linux::calibrate::queue_probe_comment(q));
             print!("{}", nvmswap_linux::calibrate::serial_probe_comment(q));
-            if let Some(p) = q.parallelism() {
-                println!("parallelism {} (profile)", p.parallelism);
+            if let Some((channels, service_us, own)) = cal.device_parallelism() {
+                let time = if own {
+                    "a lone read's D2C"
+                } else {
+                    "the depth-1 time around the system call"
+                };
+                println!("parallelism {channels} (profile; Little's law with {time}, {service_us:.1} us)");
             }
         }
         (None, Some(why)) => println!("queue probe did not run: {why}"),
