@@ -97,8 +97,9 @@ pub struct Calibration {
     /// Algorithm → (write = compress, read = decompress) per page through zram.
     pub compression: Vec<CompressionProbe>,
     pub disk: String,
-    /// The first disk probe's 4 KiB requests, one at a time, timed around their system calls
-    /// (they hold the system call and the file system's direct-I/O path as well as the disk).
+    /// 4 KiB requests one at a time, timed around their system calls (they hold the system call
+    /// and the file system's direct-I/O path as well as the disk): the service probe's own
+    /// requests, or, where its trace could not be taken, as many issued untraced.
     pub disk_read_4k_us: LatencySummary,
     pub disk_write_4k_us: LatencySummary,
     /// The same kind of requests under a block trace: the disk's own time of each (D2C), the
@@ -1127,7 +1128,15 @@ type DiskProbe = (
     Result<crate::wake_probe::WakeProbe, LinuxError>,
 );
 
-fn probe_disk(dir: &Path, ops: u64, seed: u64) -> Result<DiskProbe, LinuxError> {
+/// The disk probes on one scratch file. `timed`: the one-at-a-time requests' times around their
+/// system calls when the service probe already took them (under its trace, the same requests);
+/// None issues them here, untraced: once per calibration either way.
+fn probe_disk(
+    dir: &Path,
+    ops: u64,
+    seed: u64,
+    timed: Option<(LatencySummary, LatencySummary)>,
+) -> Result<DiskProbe, LinuxError> {
     let path = dir.join(format!("nvmswap-calibrate-{}.dat", std::process::id()));
     let size_pages = 16 * MIB / PAGE_SIZE;
     let result = (|| {
@@ -1146,17 +1155,18 @@ fn probe_disk(dir: &Path, ops: u64, seed: u64) -> Result<DiskProbe, LinuxError> 
         }
         file.sync_all()
             .map_err(|e| LinuxError::io("fsync", &path, e))?;
-        let (reads, writes) = crate::service_probe::one_at_a_time(&file, size_pages, ops, seed)?;
+        let (read, write) = match timed {
+            Some(times) => times,
+            None => {
+                let (reads, writes) =
+                    crate::service_probe::one_at_a_time(&file, size_pages, ops, seed)?;
+                (reads.summary(NS_PER_US), writes.summary(NS_PER_US))
+            }
+        };
         let queue = probe_queue(&file, size_pages, seed);
         let sizes = probe_sizes(&file, size_pages, seed);
         let wake = crate::wake_probe::probe(&file, size_pages, seed);
-        Ok((
-            reads.summary(NS_PER_US),
-            writes.summary(NS_PER_US),
-            queue,
-            sizes,
-            wake,
-        ))
+        Ok((read, write, queue, sizes, wake))
     })();
     let _ = std::fs::remove_file(&path);
     result
@@ -2007,8 +2017,8 @@ pub fn run(swap_dir: &Path, seed: u64) -> Result<Calibration, LinuxError> {
             compression.push(probe_zram(alg, pages, seed, &state_path)?);
         }
     }
-    let (read, write, queue, sizes, wake) =
-        probe_disk(swap_dir, crate::service_probe::SERVICE_PROBE_OPS, seed)?;
+    // The service probe first: its requests' times around their calls are the first disk
+    // probe's, which then issues none of its own (untraced ones only when the trace failed).
     let (service_probe, service_probe_unavailable) = match crate::service_probe::probe(
         swap_dir,
         crate::service_probe::SERVICE_PROBE_OPS,
@@ -2018,6 +2028,15 @@ pub fn run(swap_dir: &Path, seed: u64) -> Result<Calibration, LinuxError> {
         Ok(p) => (Some(p), None),
         Err(e) => (None, Some(e.to_string())),
     };
+    let timed = service_probe
+        .as_ref()
+        .map(|p| (p.read_syscall_us, p.write_syscall_us));
+    let (read, write, queue, sizes, wake) = probe_disk(
+        swap_dir,
+        crate::service_probe::SERVICE_PROBE_OPS,
+        seed,
+        timed,
+    )?;
     let (wake_probe, wake_probe_unavailable) = match wake {
         Ok(w) => (Some(w), None),
         Err(e) => (None, Some(e.to_string())),

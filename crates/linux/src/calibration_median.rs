@@ -6,7 +6,10 @@
 //! software costs) and merge them here: every number the median of the runs' (an integer stays
 //! an integer: the lower median, a value one run measured), every other value (names, kinds,
 //! the sources' text) the first run's that has it, and a header that lists each number's
-//! values per run, so the spread stays visible, and any key a run lacked.
+//! values per run, so the spread stays visible, and any key a run lacked. Each run's comments
+//! (the tables a probe writes beside its keys, such as the disk's D2C against its system-call
+//! time or the closed loops behind `parallelism`) follow the header, run by run: a TOML parse
+//! drops them, and they are the record of what each run measured.
 
 use std::fmt::Write as _;
 
@@ -16,7 +19,7 @@ use std::fmt::Write as _;
 /// text in another, arrays of different lengths).
 pub fn merge(runs: &[String], what: &str) -> Result<String, String> {
     let (_, merged, spread) = merge_runs(runs, what)?;
-    render(what, runs.len(), &spread, &merged)
+    render(what, runs, &spread, &merged)
 }
 
 /// The software costs of several runs as one: [`merge`], except for the pool store paths
@@ -65,7 +68,7 @@ pub fn merge_costs(runs: &[String]) -> Result<String, String> {
             )],
         ));
     }
-    render(what, runs.len(), &spread, &merged)
+    render(what, runs, &spread, &merged)
 }
 
 /// The pool store paths a costs file holds, each measured with `pool_probe_compressor`.
@@ -104,18 +107,20 @@ fn merge_runs(
     Ok((tables, merged, spread))
 }
 
-/// The merged file: its header (each number's values per run) and the merged table.
+/// The merged file: its header (each number's values per run), each run's own comments and
+/// the merged table.
 fn render(
     what: &str,
-    runs: usize,
+    runs: &[String],
     spread: &Spread,
     merged: &toml::Table,
 ) -> Result<String, String> {
     let mut out = String::new();
     let _ = writeln!(
         out,
-        "# {what}: the median of {runs} runs of `nvmswap linux calibrate` on this machine; each \
-         number's value per run:"
+        "# {what}: the median of {} runs of `nvmswap linux calibrate` on this machine; each \
+         number's value per run:",
+        runs.len()
     );
     let _ = writeln!(
         out,
@@ -123,6 +128,19 @@ fn render(
     );
     for (key, values) in spread {
         let _ = writeln!(out, "#   {key}: {}", values.join(", "));
+    }
+    for (i, text) in runs.iter().enumerate() {
+        let comments: Vec<&str> = text
+            .lines()
+            .filter(|l| l.trim_start().starts_with('#'))
+            .collect();
+        if comments.is_empty() {
+            continue;
+        }
+        let _ = writeln!(out, "# Run {}'s own comments:", i + 1);
+        for line in comments {
+            let _ = writeln!(out, "{}", line.trim_start());
+        }
     }
     let body = toml::to_string(merged).map_err(|e| format!("{what}: {e}"))?;
     out.push_str(&body);
@@ -283,6 +301,33 @@ mod tests {
             text.starts_with("# disk profile: the median of 3 runs"),
             "{text}"
         );
+        assert!(!text.contains("own comments"), "no run had any: {text}");
+    }
+
+    #[test]
+    fn each_runs_comments_are_kept_in_the_header_run_by_run() {
+        let commented = |run: &str, d2c: &str| {
+            run.replace(
+                "read_4k =",
+                &format!("# read | D2C mean {d2c} | call mean 80.7\nread_4k ="),
+            )
+        };
+        let runs = [
+            commented(RUN1, "67.8"),
+            RUN2.to_string(),
+            commented(RUN3, "54.5"),
+        ];
+        let text = merge(&runs, "disk profile").unwrap();
+        let run1 = text.find("# Run 1's own comments:").expect("run 1's");
+        let run3 = text.find("# Run 3's own comments:").expect("run 3's");
+        assert!(!text.contains("# Run 2's"), "run 2 had none: {text}");
+        let first = text.find("D2C mean 67.8").unwrap();
+        let third = text.find("D2C mean 54.5").unwrap();
+        assert!(run1 < first && first < run3 && run3 < third, "{text}");
+        let body = text.find("name =").unwrap();
+        assert!(third < body, "comments precede the table: {text}");
+        let t: toml::Table = text.parse().unwrap();
+        assert_eq!(t["read_4k"]["mean_ns"].as_integer(), Some(41_000));
     }
 
     #[test]

@@ -445,7 +445,7 @@ fn print_calibration(cal: &nvmswap_linux::calibrate::Calibration) {
         );
     }
     println!(
-        "disk {}: read 4k mean {:.1} us p99 {:.1} us, write 4k mean {:.1} us p99 {:.1} us",
+        "disk {}: read 4k mean {:.1} us p99 {:.1} us, write 4k mean {:.1} us p99 {:.1} us (around the system call)",
         cal.disk,
         cal.disk_read_4k_us.mean,
         cal.disk_read_4k_us.p99,
