@@ -24,8 +24,9 @@
 //! third 47-54, the sixth 41-48, the eleventh 40-44, the 41st and later 35-39; after 0.5 ms idle
 //! 61, 44, 40 and 37-39). Before 2026-12-02 the baseline was requests issued back to back in
 //! the shuffled order among the gaps', so most of them were the first follower of a waking
-//! request: the baseline came out 43.7 µs where the same run's back-to-back loops took 26, and
-//! every gap's wait was short by the difference. The followers' medians by position are kept
+//! request: the baseline came out 43.7 µs where the same calibration's closed loop at depth 1
+//! took 25.8 (10:01, both around the system call), and every gap's wait was short by the
+//! difference. The followers' medians by position are kept
 //! (`WakeGap::followers_p50_us`) and printed in the profile's comment; sim does not model them
 //! (only the waking request waits).
 
