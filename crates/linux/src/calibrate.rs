@@ -3771,7 +3771,7 @@ mod tests {
         );
         assert_eq!(p.write_wake.as_deref(), Some(read_wake));
         assert!(
-            p.sources["read_wake"].contains("back-to-back median (40.0 us)"),
+            p.sources["read_wake"].contains("warm median (40.0 us, the followers"),
             "{text}"
         );
         assert!(text.contains("#     5000 |       5003   240"), "{text}");
