@@ -55,8 +55,8 @@ pub const WAKE_PROBE_REQUESTS: usize = 80;
 pub const WAKE_PROBE_FOLLOWERS: usize = 24;
 
 /// The followers from this position on (1 = the first after the waking request) are the warm
-/// baseline: by the 16th the hand runs' medians were within 2-5 µs of the 41st and later ones'
-/// (module docs).
+/// baseline: in the hand runs the 11th and 21st followers' medians were within 1-7 µs of the
+/// 41st and later ones' (module docs; the 16th was not timed apart).
 pub const WAKE_PROBE_WARM_FROM: usize = 16;
 
 /// One gap of the probe, one direction.
