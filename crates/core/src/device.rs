@@ -196,6 +196,16 @@ pub struct DeviceProfile {
     /// needs a `[sources]` entry.
     #[serde(default)]
     pub batch_completion_share: Option<f64>,
+    /// Block devices measured on this machine: the median time of a lone 4 KiB O_DIRECT read and
+    /// write around its system call, issued one at a time as `nvmswap linux calibrate` issues
+    /// them, in nanoseconds. Not used by the model: the reference that a linux run's disk canary
+    /// (the same requests just before and after the run, `extra.disk_canary`) is compared with,
+    /// to tell how far the disk's speed moved between the calibration and the run. None: not
+    /// measured. A value needs a `[sources]` entry.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub call_read_4k_p50_ns: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub call_write_4k_p50_ns: Option<f64>,
     /// Field name -> where its value comes from (seed file and table/section, or datasheet).
     #[serde(default)]
     pub sources: BTreeMap<String, String>,
@@ -302,6 +312,27 @@ const BUNDLED: &[(&str, &str)] = &[
 ];
 
 impl DeviceProfile {
+    /// This profile as the same disk at another moment: each direction's lone 4 KiB request
+    /// time (`read_4k`, `write_4k`: mean and p99) times its factor, everything else (per-page
+    /// and serial costs, wake-up, parallelism) unchanged. `nvmswap validate --disk-drift` gives
+    /// sim the disk its kernel runs' canaries measured this way.
+    pub fn with_4k_scaled(&self, read: f64, write: f64) -> Result<DeviceProfile, String> {
+        for (what, f) in [("read", read), ("write", write)] {
+            if !(f.is_finite() && f > 0.0) {
+                return Err(format!(
+                    "the {what} factor must be a positive number (got {f})"
+                ));
+            }
+        }
+        let mut p = self.clone();
+        for (dist, f) in [(&mut p.read_4k, read), (&mut p.write_4k, write)] {
+            dist.mean_ns *= f;
+            dist.p99_ns *= f;
+        }
+        p.validate()?;
+        Ok(p)
+    }
+
     /// Names of the bundled profiles, in a stable order.
     pub fn bundled_names() -> Vec<&'static str> {
         BUNDLED.iter().map(|(n, _)| *n).collect()
@@ -433,6 +464,23 @@ impl DeviceProfile {
                 if self.batch_completion_share.is_some() {
                     return Err("batch_completion_share applies to block devices only".into());
                 }
+            }
+        }
+        for (field, value) in [
+            ("call_read_4k_p50_ns", self.call_read_4k_p50_ns),
+            ("call_write_4k_p50_ns", self.call_write_4k_p50_ns),
+        ] {
+            let Some(v) = value else { continue };
+            if self.kind != DeviceKind::Block {
+                return Err(format!("{field} applies to block devices only"));
+            }
+            if !(v.is_finite() && v > 0.0) {
+                return Err(format!("{field} must be a positive number (got {v})"));
+            }
+            if !self.sources.contains_key(field) {
+                return Err(format!(
+                    "{field} is set but [sources] has no {field} entry saying where it comes from"
+                ));
             }
         }
         if let Some(share) = self.batch_completion_share {
@@ -574,6 +622,8 @@ const SOURCED_FIELDS: &[&str] = &[
     "read_wake",
     "write_wake",
     "batch_completion_share",
+    "call_read_4k_p50_ns",
+    "call_write_4k_p50_ns",
 ];
 
 #[cfg(test)]
@@ -596,6 +646,33 @@ mod tests {
                 p.name
             );
         }
+    }
+
+    #[test]
+    fn a_profile_scaled_for_drift_moves_only_its_4k_times_and_round_trips_through_toml() {
+        let text = include_str!("../../../profiles/linux/calibrated-vda.toml").replace(
+            "\n[sources]\n",
+            "call_read_4k_p50_ns = 30000\n\n[sources]\ncall_read_4k_p50_ns = \"test\"\n",
+        );
+        let p = DeviceProfile::from_toml_str(&text, "test").unwrap();
+        let q = p.with_4k_scaled(1.5, 0.5).unwrap();
+        assert_eq!(q.read_4k.mean_ns, p.read_4k.mean_ns * 1.5);
+        assert_eq!(q.read_4k.p99_ns, p.read_4k.p99_ns * 1.5);
+        assert_eq!(q.write_4k.mean_ns, p.write_4k.mean_ns * 0.5);
+        assert_eq!(
+            (q.read_page_ns, q.read_wake.clone(), q.parallelism),
+            (p.read_page_ns, p.read_wake.clone(), p.parallelism)
+        );
+        let back = DeviceProfile::from_toml_str(&toml::to_string(&q).unwrap(), "back").unwrap();
+        assert_eq!(back, q);
+        assert!(p
+            .with_4k_scaled(0.0, 1.0)
+            .unwrap_err()
+            .contains("read factor"));
+        // The reference needs its source, and only a block device has one.
+        let unsourced = text.replace("call_read_4k_p50_ns = \"test\"", "");
+        let e = DeviceProfile::from_toml_str(&unsourced, "test").unwrap_err();
+        assert!(e.to_string().contains("call_read_4k_p50_ns"), "{e}");
     }
 
     #[test]

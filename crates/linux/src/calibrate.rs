@@ -108,6 +108,11 @@ pub struct Calibration {
     /// sources say so).
     pub service_probe: Option<crate::service_probe::ServiceProbe>,
     pub service_probe_unavailable: Option<String>,
+    /// The disk canary every linux run takes before and after itself ([`crate::disk_canary`]),
+    /// taken here first among the disk probes: the reference the runs' canaries are compared
+    /// with (the profile's `call_read_4k_p50_ns` / `call_write_4k_p50_ns`). None where it could
+    /// not be taken (a warning says why).
+    pub disk_canary: Option<crate::disk_canary::DiskCanary>,
     /// Every demand-zero fault of the minor-fault probe's bursts together.
     pub minor_fault_us: LatencySummary,
     /// Each burst's p50, in the order taken ([`probe_minor_fault`]); their median is the cost
@@ -2017,6 +2022,11 @@ pub fn run(swap_dir: &Path, seed: u64) -> Result<Calibration, LinuxError> {
             compression.push(probe_zram(alg, pages, seed, &state_path)?);
         }
     }
+    // The canary before every other disk probe, untraced as the runs' own are.
+    let disk_canary =
+        crate::disk_canary::measure(swap_dir, crate::disk_canary::CANARY_ROUNDS, seed)
+            .inspect_err(|e| tracing::warn!("disk canary did not run: {e}"))
+            .ok();
     // The service probe first: its requests' times around their calls are the first disk
     // probe's, which then issues none of its own (untraced ones only when the trace failed).
     let (service_probe, service_probe_unavailable) = match crate::service_probe::probe(
@@ -2168,6 +2178,7 @@ pub fn run(swap_dir: &Path, seed: u64) -> Result<Calibration, LinuxError> {
         disk_write_4k_us: write,
         service_probe,
         service_probe_unavailable,
+        disk_canary,
         minor_fault_us,
         minor_fault_burst_p50_us,
         pages_per_probe: pages,
@@ -2306,7 +2317,25 @@ pub fn device_profile_toml(cal: &Calibration) -> String {
         out.push_str(&crate::batch_probe::comment(b));
         out.push_str(&crate::batch_probe::profile_field(b));
     }
+    if let Some(c) = &cal.disk_canary {
+        out.push_str(&format!(
+            "call_read_4k_p50_ns = {:.0}\ncall_write_4k_p50_ns = {:.0}\n",
+            c.read_call_us.p50 * us,
+            c.write_call_us.p50 * us
+        ));
+    }
     out.push_str("\n[sources]\n");
+    if let Some(c) = &cal.disk_canary {
+        for what in ["read", "write"] {
+            out.push_str(&format!(
+                "call_{what}_4k_p50_ns = \"measured: nvmswap linux calibrate's disk canary, {} \
+                 rounds of a random 4 KiB O_DIRECT write and read of a 16 MiB file one at a time, \
+                 untraced, the {what}s' median time around the system call: the reference of the \
+                 linux runs' canaries (extra.disk_canary), not used by the model\"\n",
+                c.rounds
+            ));
+        }
+    }
     if let Some(w) = &cal.wake_probe {
         out.push_str(&crate::wake_probe::sources(w));
     }
@@ -3325,6 +3354,7 @@ mod tests {
             disk_write_4k_us: s(55.0, 55.0),
             service_probe: None,
             service_probe_unavailable: None,
+            disk_canary: None,
             // The faults of all bursts together have a p50 of 2.2 us; the bursts' median is
             // 1.9, the cost.
             minor_fault_us: s(2.0, 2.2),
@@ -3685,6 +3715,11 @@ mod tests {
                 write_syscall_us: s(55.0),
             }),
             service_probe_unavailable: None,
+            disk_canary: Some(crate::disk_canary::DiskCanary {
+                rounds: 300,
+                read_call_us: s(31.5),
+                write_call_us: s(27.25),
+            }),
             minor_fault_us: s(2.0),
             minor_fault_burst_p50_us: vec![],
             tab_touch_ns_rounds: vec![],
@@ -3787,6 +3822,15 @@ mod tests {
         assert!(p.sources["read_4k"].contains("D2C"), "{text}");
         assert!(
             text.contains("#   read   |   40.0   40.0   80.0 |   50.0   50.0  100.0"),
+            "{text}"
+        );
+        // The disk canary's medians are the reference of the runs' canaries.
+        assert_eq!(
+            (p.call_read_4k_p50_ns, p.call_write_4k_p50_ns),
+            (Some(31_500.0), Some(27_250.0))
+        );
+        assert!(
+            p.sources["call_read_4k_p50_ns"].contains("300 rounds"),
             "{text}"
         );
         // Without a size probe the profile has no per-page costs (sim falls back to its

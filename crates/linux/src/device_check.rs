@@ -208,7 +208,7 @@ fn check_config() -> LinuxConfig {
 
 /// The scratch file of `size` bytes (a multiple of 256 pages), written through once (so reads
 /// find data, not holes), opened O_DIRECT.
-fn scratch_file(path: &Path, size: u64, seed: u64) -> Result<std::fs::File, LinuxError> {
+pub(crate) fn scratch_file(path: &Path, size: u64, seed: u64) -> Result<std::fs::File, LinuxError> {
     let file = std::fs::OpenOptions::new()
         .read(true)
         .write(true)

@@ -15,6 +15,7 @@ pub mod cgroup;
 pub mod chromium;
 pub mod config;
 pub mod device_check;
+pub mod disk_canary;
 pub mod error;
 pub mod host_speed;
 pub mod memcg_reclaim;

@@ -109,6 +109,15 @@ pub fn run_pressure(
     // This machine's speed just before and just after the run (`extra.host_speed`): the host
     // under this VM slows and recovers on its own (crate::host_speed).
     let speed_before = crate::host_speed::lz4_ns_per_page();
+    // And the swap disk's, by lone requests as the calibration timed them (`extra.disk_canary`):
+    // the disk's speed drifts on its own too (crate::disk_canary). A canary that fails is
+    // reported, not the run's failure: it watches the run, it is not part of it.
+    let canary_dir = crate::disk_canary::dir_of(&scaled_config.swap);
+    let canary = || {
+        crate::disk_canary::measure(&canary_dir, crate::disk_canary::CANARY_ROUNDS, opts.seed)
+            .inspect_err(|e| tracing::warn!("disk canary in {}: {e}", canary_dir.display()))
+    };
+    let canary_before = canary();
     // The same run's canaries: at rest now, then at two moments of every tabs' second.
     let mut in_run = crate::host_speed::InRunSpeed::default();
     in_run.sample_at_rest();
@@ -124,6 +133,10 @@ pub fn run_pressure(
         return Err(LinuxError::Restore(diffs.join("; ")));
     }
     let mut out = result?;
+    out.result.extra.insert(
+        "disk_canary".into(),
+        crate::disk_canary::to_json(&canary_before, &canary()),
+    );
     out.result.extra.insert(
         "host_speed".into(),
         crate::host_speed::to_json(speed_before, crate::host_speed::lz4_ns_per_page(), &in_run),

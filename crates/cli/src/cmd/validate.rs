@@ -101,6 +101,16 @@ pub struct Args {
     /// the figures then depend on one of the kernel runs' own measurements.
     #[arg(long)]
     kernel_memory: bool,
+    /// Diagnostic, not a validation: give each scenario's sim run the disk of its kernel runs'
+    /// minutes. Every linux run times lone 4 KiB requests just before and after itself (the
+    /// disk canary, `extra.disk_canary`) as calibrate did (the profile's `call_read_4k_p50_ns`,
+    /// `call_write_4k_p50_ns`); the runs' mean difference from the calibration is taken as the
+    /// device's (the system call around it does not drift with the disk) and each direction's
+    /// `read_4k` / `write_4k` is scaled by it, the rest of the profile unchanged. The drifted
+    /// profiles are written beside the sim configurations (`--sim-configs`). Tests how much of
+    /// a gap the disk's drift since the calibration explains.
+    #[arg(long, requires = "sim_configs")]
+    disk_drift: bool,
     /// Also run sim N more times per scenario, each with another draw of the machine's timing
     /// (device service times, software costs' jitter, the memory's classes) on the same
     /// workload and contents, as the kernel's repeats are: the tables add sim's min..max and
@@ -833,6 +843,23 @@ const MECHANISMS: &[Mechanism] = &[
         "host: lz4 ns per page after the run",
         &["host_speed", "lz4_ns_per_page_after"],
     ),
+    // The swap disk's speed by the same lone 4 KiB requests just before and after each kernel
+    // run, against the calibration sim's disk came from (nvmswap_linux::disk_canary): the disk
+    // drifts by tens of % from minute to minute on this host.
+    Mechanism {
+        label: "disk canary: lone read call p50 us",
+        read: Read::Each(
+            |r| extra_at(r, &["disk_canary", "read_call_p50_us"]),
+            |r| extra_at(r, &["calibration", "call_read_4k_p50_us"]),
+        ),
+    },
+    Mechanism {
+        label: "disk canary: lone write call p50 us",
+        read: Read::Each(
+            |r| extra_at(r, &["disk_canary", "write_call_p50_us"]),
+            |r| extra_at(r, &["calibration", "call_write_4k_p50_us"]),
+        ),
+    },
     // The same run's canaries (nvmswap_linux::host_speed::InRunSpeed): a register-only loop and
     // one page's lz4, taken at rest before the run and while the tabs work; their ratio says
     // whether the CPU itself ran slower while the tabs worked, or only memory-bound work did.
@@ -1235,6 +1262,10 @@ struct Common {
     linux_from: Option<LinuxFrom>,
     sim_configs: Option<PathBuf>,
     kernel_memory: bool,
+    /// `--disk-drift`: sim's disk scaled to each scenario's kernel runs' canaries.
+    disk_drift: bool,
+    /// The profile `disk` names, loaded (the canaries' reference; `--disk-drift` scales it).
+    disk_profile: nvmswap_core::device::DeviceProfile,
     /// Sim runs beyond the first per scenario, each another draw of the timing (`--sim-spread`).
     sim_spread: u32,
 }
@@ -1242,8 +1273,14 @@ struct Common {
 impl Common {
     fn new(args: &Args) -> anyhow::Result<Self> {
         let disk = args.disk_profile.display().to_string();
-        nvmswap_core::device::DeviceProfile::resolve(&disk)
+        let disk_profile = nvmswap_core::device::DeviceProfile::resolve(&disk)
             .with_context(|| format!("disk profile {disk}: run `nvmswap linux calibrate` first"))?;
+        if args.disk_drift && disk_profile.call_read_4k_p50_ns.is_none() {
+            anyhow::bail!(
+                "--disk-drift: disk profile {disk} has no call_read_4k_p50_ns (the calibration's \
+                 disk canary; profiles written before 2026-12-02 lack it): calibrate again"
+            );
+        }
         let costs_path = (args.costs != "none").then(|| PathBuf::from(&args.costs));
         if let Some(p) = &costs_path {
             if !p.exists() {
@@ -1269,6 +1306,8 @@ impl Common {
             linux_from,
             sim_configs: args.sim_configs.clone(),
             kernel_memory: args.kernel_memory,
+            disk_drift: args.disk_drift,
+            disk_profile,
             sim_spread: args.sim_spread,
         })
     }
@@ -1286,7 +1325,12 @@ impl Common {
         } else {
             ""
         };
-        format!("disk profile {}, costs {costs}{memory}", self.disk)
+        let drift = if self.disk_drift {
+            "; DIAGNOSTIC: the disk scaled to the kernel runs' canaries (--disk-drift)"
+        } else {
+            ""
+        };
+        format!("disk profile {}, costs {costs}{memory}{drift}", self.disk)
     }
 
     /// With `--linux-from`: checks that the file has linux runs of every scenario of the plan,
@@ -1477,15 +1521,157 @@ fn validate_scenario(common: &Common, scenario: &Scenario) -> anyhow::Result<Com
             .with_context(|| format!("--kernel-memory, {}", scenario.label()))?;
         sim_cfg.costs.mapped_access_classes = Some(classes);
     }
+    let mut drift = None;
+    if common.disk_drift && sim_cfg.swap_profile == common.disk {
+        let dir = common
+            .sim_configs
+            .as_deref()
+            .context("--disk-drift needs --sim-configs DIR for the drifted profiles")?;
+        let d = DiskDrift::of(&common.disk_profile, &linux_runs)
+            .with_context(|| format!("--disk-drift, {}", scenario.label()))?;
+        sim_cfg.swap_profile = d
+            .write(dir, scenario, &common.disk_profile, &common.disk)?
+            .display()
+            .to_string();
+        drift = Some(d);
+    }
     if let Some(dir) = &common.sim_configs {
         write_sim_config(dir, scenario, &sim_cfg)?;
     }
-    compare_with_sim(common, scenario, &linux_runs, &sim_cfg).map(|(sim, rows)| Compared {
+    let (mut sim, rows) = compare_with_sim(common, scenario, &linux_runs, &sim_cfg)?;
+    if let Some(d) = drift {
+        sim.extra.insert("disk_drift".into(), d.to_json());
+    }
+    Ok(Compared {
         scenario: scenario.clone(),
         linux_runs,
         sim,
         rows,
     })
+}
+
+/// `--disk-drift`: how far the kernel runs' disk canaries moved from the calibration's, and the
+/// factors that move sim's lone 4 KiB request times the same way.
+#[derive(Debug)]
+struct DiskDrift {
+    /// The runs' canary (mean over the runs of each run's before/after mean of medians) and the
+    /// calibration's, per direction (µs).
+    read_canary_us: f64,
+    read_reference_us: f64,
+    write_canary_us: f64,
+    write_reference_us: f64,
+    read_factor: f64,
+    write_factor: f64,
+}
+
+impl DiskDrift {
+    /// The drift of `linux_runs` from `profile`'s reference. The difference of a canary from the
+    /// reference is taken as the device's alone (the system call and the file system's path
+    /// around it do not move with the disk): `read_4k`'s mean becomes its mean plus the
+    /// difference, and its p99 moves by the same factor.
+    fn of(
+        profile: &nvmswap_core::device::DeviceProfile,
+        linux_runs: &[RunResult],
+    ) -> anyhow::Result<Self> {
+        let canary = |key: &str| -> anyhow::Result<f64> {
+            let values = linux_runs
+                .iter()
+                .enumerate()
+                .map(|(i, r)| {
+                    extra_at(r, &["disk_canary", key]).with_context(|| {
+                        format!(
+                            "linux run {} of {} has no extra.disk_canary.{key} (made before \
+                             2026-12-02, or its canary failed: see extra.disk_canary)",
+                            i + 1,
+                            linux_runs.len()
+                        )
+                    })
+                })
+                .collect::<anyhow::Result<Vec<f64>>>()?;
+            Ok(values.iter().sum::<f64>() / values.len().max(1) as f64)
+        };
+        let reference = |v: Option<f64>, key: &str| {
+            v.map(|ns| ns / 1000.0)
+                .with_context(|| format!("the disk profile has no {key}: calibrate again"))
+        };
+        let (read_canary_us, write_canary_us) =
+            (canary("read_call_p50_us")?, canary("write_call_p50_us")?);
+        let read_reference_us = reference(profile.call_read_4k_p50_ns, "call_read_4k_p50_ns")?;
+        let write_reference_us = reference(profile.call_write_4k_p50_ns, "call_write_4k_p50_ns")?;
+        let factor = |mean_ns: f64, canary: f64, reference: f64| {
+            let mean_us = mean_ns / 1000.0;
+            (mean_us + canary - reference) / mean_us
+        };
+        let read_factor = factor(profile.read_4k.mean_ns, read_canary_us, read_reference_us);
+        let write_factor = factor(
+            profile.write_4k.mean_ns,
+            write_canary_us,
+            write_reference_us,
+        );
+        // A canary faster than the calibration by more than the device's whole time is no
+        // drift of the device: the system call itself moved, and the assumption fails.
+        if !(read_factor > 0.1 && write_factor > 0.1) {
+            anyhow::bail!(
+                "the runs' canaries (read {read_canary_us:.1} us, write {write_canary_us:.1} us) \
+                 are faster than the calibration's ({read_reference_us:.1}, \
+                 {write_reference_us:.1} us) by about the device's whole time: not a drift of the \
+                 device"
+            );
+        }
+        Ok(DiskDrift {
+            read_canary_us,
+            read_reference_us,
+            write_canary_us,
+            write_reference_us,
+            read_factor,
+            write_factor,
+        })
+    }
+
+    /// Writes the drifted profile into `dir` as `<scenario>-disk.toml`; its path.
+    fn write(
+        &self,
+        dir: &std::path::Path,
+        scenario: &Scenario,
+        profile: &nvmswap_core::device::DeviceProfile,
+        origin: &str,
+    ) -> anyhow::Result<PathBuf> {
+        let drifted = profile
+            .with_4k_scaled(self.read_factor, self.write_factor)
+            .map_err(|e| anyhow::anyhow!("{origin} scaled for --disk-drift: {e}"))?;
+        let name = scenario
+            .label()
+            .replace(" seed ", "-seed")
+            .replace(' ', "-");
+        let path = dir.join(format!("{name}-disk.toml"));
+        let text = format!(
+            "# DIAGNOSTIC (nvmswap validate --disk-drift): {origin} with read_4k x {:.3} and \
+             write_4k x {:.3},\n# the lone 4 KiB requests of {}'s kernel runs' minutes: their \
+             disk canaries' read p50\n# {:.1} us and write p50 {:.1} us against the \
+             calibration's {:.1} and {:.1} us.\n{}",
+            self.read_factor,
+            self.write_factor,
+            scenario.label(),
+            self.read_canary_us,
+            self.write_canary_us,
+            self.read_reference_us,
+            self.write_reference_us,
+            toml::to_string(&drifted).context("the drifted profile as TOML")?
+        );
+        std::fs::write(&path, text).with_context(|| format!("--disk-drift: {}", path.display()))?;
+        std::fs::canonicalize(&path).with_context(|| path.display().to_string())
+    }
+
+    fn to_json(&self) -> serde_json::Value {
+        serde_json::json!({
+            "read_canary_us": self.read_canary_us,
+            "read_reference_us": self.read_reference_us,
+            "write_canary_us": self.write_canary_us,
+            "write_reference_us": self.write_reference_us,
+            "read_factor": self.read_factor,
+            "write_factor": self.write_factor,
+        })
+    }
 }
 
 /// The kernel runs' touches of mapped pages as classes of sim's memory (`--kernel-memory`):
@@ -1697,6 +1883,10 @@ fn compare_with_sim(
             "disk_profile": common.disk,
             "costs": common.costs_path.as_ref().map(|p| p.display().to_string()),
             "kernel_memory": common.kernel_memory,
+            "disk_drift": common.disk_drift,
+            // The calibration's disk canary, the reference of the linux runs' own (µs).
+            "call_read_4k_p50_us": common.disk_profile.call_read_4k_p50_ns.map(|ns| ns / 1000.0),
+            "call_write_4k_p50_us": common.disk_profile.call_write_4k_p50_ns.map(|ns| ns / 1000.0),
         }),
     );
     Ok((sim, rows))
@@ -2556,18 +2746,69 @@ mod tests {
 
     fn common_from(text: &str) -> Common {
         let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+        let disk = root.join("profiles/linux/calibrated-vda.toml");
         Common {
-            disk: root
-                .join("profiles/linux/calibrated-vda.toml")
-                .display()
-                .to_string(),
+            disk: disk.display().to_string(),
             costs_path: None,
             repeat: 1,
             linux_from: Some(LinuxFrom::parse(std::path::Path::new("earlier.json"), text).unwrap()),
             sim_configs: None,
             kernel_memory: false,
+            disk_drift: false,
+            disk_profile: nvmswap_core::device::DeviceProfile::from_file(&disk).unwrap(),
             sim_spread: 0,
         }
+    }
+
+    #[test]
+    fn disk_drift_moves_the_device_time_by_the_canaries_difference_and_writes_the_profile() {
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+        let mut profile = nvmswap_core::device::DeviceProfile::from_file(
+            &root.join("profiles/linux/calibrated-vda.toml"),
+        )
+        .unwrap();
+        let read_mean = profile.read_4k.mean_ns;
+        profile.call_read_4k_p50_ns = Some(30_000.0);
+        profile.call_write_4k_p50_ns = Some(25_000.0);
+        for key in ["call_read_4k_p50_ns", "call_write_4k_p50_ns"] {
+            profile.sources.insert(key.into(), "test".into());
+        }
+        let run = |read: f64, write: f64| {
+            let mut r = linux_run("linux-swapfile", 0.05, 10);
+            r.extra.insert(
+                "disk_canary".into(),
+                serde_json::json!({"read_call_p50_us": read, "write_call_p50_us": write}),
+            );
+            r
+        };
+        // The runs' reads 6 us slower than the calibration's on average, the writes 2 us faster.
+        let d = DiskDrift::of(&profile, &[run(34.0, 22.0), run(38.0, 24.0)]).unwrap();
+        assert_eq!((d.read_canary_us, d.write_canary_us), (36.0, 23.0));
+        let read_mean_us = read_mean / 1000.0;
+        assert!((d.read_factor - (read_mean_us + 6.0) / read_mean_us).abs() < 1e-12);
+        assert!(d.write_factor < 1.0);
+        let dir = std::env::temp_dir().join(format!("nvmswap-drift-test-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let scenario = Scenario {
+            config: "linux-swapfile".into(),
+            scale: 0.05,
+            seed: 2,
+        };
+        let path = d.write(&dir, &scenario, &profile, "vda.toml").unwrap();
+        let text = std::fs::read_to_string(&path).unwrap();
+        let drifted = nvmswap_core::device::DeviceProfile::from_file(&path).unwrap();
+        std::fs::remove_dir_all(&dir).unwrap();
+        assert!(text.starts_with("# DIAGNOSTIC"), "{text}");
+        assert!((drifted.read_4k.mean_ns - (read_mean + 6_000.0)).abs() < 1e-6);
+        assert_eq!(drifted.read_page_ns, profile.read_page_ns);
+        // A run without a canary, and a canary faster than the device's whole time, are errors.
+        let e = DiskDrift::of(&profile, &[linux_run("linux-swapfile", 0.05, 10)]).unwrap_err();
+        assert!(format!("{e:#}").contains("no extra.disk_canary"), "{e:#}");
+        // (A calibration whose calls took 80 us against a device time of 48 us: runs 45 us
+        // faster leave the device ~3 us.)
+        profile.call_read_4k_p50_ns = Some(80_000.0);
+        let e = DiskDrift::of(&profile, &[run(35.0, 22.0)]).unwrap_err();
+        assert!(format!("{e:#}").contains("not a drift"), "{e:#}");
     }
 
     #[test]

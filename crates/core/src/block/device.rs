@@ -320,6 +320,8 @@ pub(crate) fn test_profile(mean_ns: f64, p99_ns: f64, channels: u32, qd: u32) ->
         read_wake: None,
         write_wake: None,
         batch_completion_share: None,
+        call_read_4k_p50_ns: None,
+        call_write_4k_p50_ns: None,
         sources: Default::default(),
     }
 }
