@@ -1,23 +1,28 @@
 //! The swap disk's speed at the moment of a run: a few hundred lone 4 KiB requests just before
 //! and just after it, compared with the same requests in the calibration sim was given.
 //!
-//! On the 2-vCPU VM the linux substrate runs on, the disk's speed moves on its own by ±40 %
-//! from one minute to the next (a lone 4 KiB read's D2C 19-21 µs at one calibration, 34.9 µs
-//! 50 minutes later and 26.2 µs two minutes after that; 2026-12-02, docs/experiments/
-//! validation.md, "A new machine's matrix, the disk's minute-by-minute speed ..."), and a
-//! kernel run's own lone reads go at the speed of its minutes. A calibration taken at a
-//! matrix's start describes its own minutes only. The canary tells, for every run, how far the
-//! disk had moved from the calibration, so that an error of sim's disk figures can be told
-//! from the drift of the disk it was calibrated on.
+//! On one 2-vCPU VM the linux substrate ran on, the disk's speed moved on its own by ±40 % from
+//! one minute to the next (a lone 4 KiB read's D2C 19-21 µs at one calibration, 34.9 µs 50
+//! minutes later and 26.2 µs two minutes after that; docs/experiments/validation.md, "A new
+//! machine's matrix, the disk's minute-by-minute speed ..."), and a calibration taken at a
+//! matrix's start describes its own minutes only. The canary says, for every run, how the
+//! disk's lone requests went right before and after it against the calibration's, so that a
+//! scenario's disk figures can be read against the disk's drift. What it does not give is the
+//! disk the run itself met: on the next machine the canaries' read medians moved by ±15 % from
+//! run to run while the runs' own read D2C p50 held within 70-83 µs, uncorrelated with them
+//! (docs/experiments/validation.md, "A disk canary in every kernel run ..."); `nvmswap validate
+//! --disk-drift`, which scales sim's disk by them, is a diagnostic for that reason.
 //!
 //! The requests are the calibration's own one-at-a-time loop
 //! ([`crate::service_probe::one_at_a_time`]: a 4 KiB write then a 4 KiB read at random pages of
-//! a 16 MiB O_DIRECT scratch file, each its own system call, timed around it), fewer of them
-//! and without a block trace: `calibrate` takes the same canary first thing, untraced too, and
-//! writes its medians into the device profile (`call_read_4k_p50_ns`, `call_write_4k_p50_ns`)
-//! as the reference. The time around the system call holds more than the device (the system
-//! call and the file system's direct-I/O path, 11-16 µs of a read on this machine), which does
-//! not drift with the disk; the canary's difference from the reference is the disk's.
+//! a 16 MiB O_DIRECT scratch file, each its own system call, timed around it), fewer of them,
+//! after as many untimed ones that wake the disk ([`CANARY_WARMUP_ROUNDS`]), and without a
+//! block trace: `calibrate` takes the same canary first among its disk probes, and writes its
+//! medians into the device profile (`call_read_4k_p50_ns`, `call_write_4k_p50_ns`) as the
+//! reference. The time around the system call holds more than the device (the system call and
+//! the file system's direct-I/O path: the call p50 less the D2C p50 was 13.6-16.5 µs in the
+//! three calibrations of 2026-12-02 14:15, whose D2C p50 moved 52-75 µs), which does not drift
+//! with the disk.
 
 use crate::error::LinuxError;
 use nvmswap_core::results::LatencySummary;
@@ -25,10 +30,19 @@ use nvmswap_core::{NS_PER_US, PAGE_SIZE};
 use serde::Serialize;
 use std::path::Path;
 
-/// Rounds (a write and a read each) of one canary: ~40 ms on this machine's disk, and a median
-/// whose own spread is well below the drift it is to see (the p50 of 300 draws of a
-/// distribution whose p25-p75 spans a few µs moves by a fraction of a µs).
+/// Rounds (a write and a read each) of one canary: ~50 ms on this machine's disk. Canaries
+/// taken back to back gave read medians mostly within 63-75 µs, single ones as far out as 51
+/// and 93 (hand runs 2026-12-02 14:50): one canary is a sample of a moving disk, not its
+/// speed to a few %.
 pub const CANARY_ROUNDS: u64 = 300;
+
+/// Rounds issued first and not timed: a disk left idle for a second or more serves its first
+/// few hundred lone requests slower (hand runs 2026-12-02 14:50 on this machine's vda, a Python
+/// loop of canaries of 300 rounds: back to back each canary's read p50 68-75 µs after the
+/// first, after 1-10 s of idle 76-90 µs for the first), which a canary right after the machine
+/// sat idle would report as the disk's drift. The calibration's service probe, whose requests
+/// give the profile's times, issues 2,000 rounds back to back: most come after such a start.
+pub const CANARY_WARMUP_ROUNDS: u64 = 300;
 
 /// The scratch file's size: the span of the calibration's single-request probes.
 const SCRATCH_BYTES: u64 = 16 << 20;
@@ -45,8 +59,10 @@ pub struct DiskCanary {
 /// on every path. Changes nothing else of the machine.
 pub fn measure(dir: &Path, rounds: u64, seed: u64) -> Result<DiskCanary, LinuxError> {
     let path = dir.join(format!("nvmswap-disk-canary-{}.dat", std::process::id()));
+    let pages = SCRATCH_BYTES / PAGE_SIZE;
     let result = crate::device_check::scratch_file(&path, SCRATCH_BYTES, seed).and_then(|file| {
-        crate::service_probe::one_at_a_time(&file, SCRATCH_BYTES / PAGE_SIZE, rounds, seed)
+        crate::service_probe::one_at_a_time(&file, pages, CANARY_WARMUP_ROUNDS, seed ^ 1)?;
+        crate::service_probe::one_at_a_time(&file, pages, rounds, seed)
     });
     let _ = std::fs::remove_file(&path);
     let (reads, writes) = result?;
