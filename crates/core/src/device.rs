@@ -669,7 +669,7 @@ mod tests {
             .with_4k_scaled(0.0, 1.0)
             .unwrap_err()
             .contains("read factor"));
-        // The reference needs its source, and only a block device has one.
+        // The reference needs its source.
         let unsourced = text.replace("call_read_4k_p50_ns = \"test\"", "");
         let e = DeviceProfile::from_toml_str(&unsourced, "test").unwrap_err();
         assert!(e.to_string().contains("call_read_4k_p50_ns"), "{e}");

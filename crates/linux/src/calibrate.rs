@@ -2330,8 +2330,9 @@ pub fn device_profile_toml(cal: &Calibration) -> String {
             out.push_str(&format!(
                 "call_{what}_4k_p50_ns = \"measured: nvmswap linux calibrate's disk canary, {} \
                  rounds of a random 4 KiB O_DIRECT write and read of a 16 MiB file one at a time \
-                 after as many untimed, untraced, the {what}s' median time around the system call: the reference of the \
-                 linux runs' canaries (extra.disk_canary), not used by the model\"\n",
+                 after as many untimed, untraced, the {what}s' median time around the system \
+                 call: the reference of the linux runs' canaries (extra.disk_canary), not used \
+                 by the model\"\n",
                 c.rounds
             ));
         }
