@@ -1206,6 +1206,12 @@ impl Scenario {
         format!("{name} x{} seed {}", self.scale, self.seed)
     }
 
+    /// The label as a file name's stem (`<config>-x<scale>-seed<seed>`), for the files
+    /// `--sim-configs` and `--disk-drift` write.
+    fn file_stem(&self) -> String {
+        self.label().replace(" seed ", "-seed").replace(' ', "-")
+    }
+
     fn to_json(&self) -> serde_json::Value {
         serde_json::json!({"config": self.config, "scale": self.scale, "seed": self.seed})
     }
@@ -1639,11 +1645,7 @@ impl DiskDrift {
         let drifted = profile
             .with_4k_scaled(self.read_factor, self.write_factor)
             .map_err(|e| anyhow::anyhow!("{origin} scaled for --disk-drift: {e}"))?;
-        let name = scenario
-            .label()
-            .replace(" seed ", "-seed")
-            .replace(' ', "-");
-        let path = dir.join(format!("{name}-disk.toml"));
+        let path = dir.join(format!("{}-disk.toml", scenario.file_stem()));
         let text = format!(
             "# DIAGNOSTIC (nvmswap validate --disk-drift): {origin} with read_4k x {:.3} and \
              write_4k x {:.3},\n# the lone 4 KiB requests of {}'s kernel runs' minutes: their \
@@ -1754,11 +1756,7 @@ fn write_sim_config(
             sim_cfg.swap_profile = abs.display().to_string();
         }
     }
-    let name = scenario
-        .label()
-        .replace(" seed ", "-seed")
-        .replace(' ', "-");
-    let path = dir.join(format!("{name}.toml"));
+    let path = dir.join(format!("{}.toml", scenario.file_stem()));
     let text = format!(
         "# The sim equivalent of {} as `nvmswap validate` ran it; run it with\n\
          # nvmswap pressure --substrate sim --config {} --scale {} --seed {}\n{}",
