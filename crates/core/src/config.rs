@@ -241,10 +241,19 @@ pub struct CostOverrides {
     /// `should_flush_tlb`). Measured by `nvmswap linux calibrate` (the remote shootdown probe:
     /// pages of an owner process paged out from the other CPU while the owner spins, against
     /// while it sleeps, per flush). Sim charges it to the reclaimer once per written page for
-    /// each other CPU that runs a task at that moment, and for one that idles on `init_mm` the
-    /// larger of it and `cpu_wake_ns` (crates/core/src/tlb.rs); without it, no flushes.
+    /// each other CPU that runs a task at that moment, and for one that idles on `init_mm`
+    /// `remote_flush_idle_ns` (crates/core/src/tlb.rs); without it, no flushes.
     #[serde(default)]
     pub remote_flush_ns: Option<f64>,
+    /// A reclaimer's wait for one remote TLB flush to a CPU that idles on `init_mm`: in a
+    /// virtual machine a halted virtual CPU the host must wake before it flushes. Measured by
+    /// `nvmswap linux calibrate` (the same probe: the owner's pages paged out while it sleeps on
+    /// the prober's CPU and its own CPU idles on `init_mm`, put there by the flush of an unmap
+    /// that frees a page table, against while it sleeps on its own CPU, lazily idle, per flush).
+    /// Without it, sim takes the larger of `remote_flush_ns` and `cpu_wake_ns` (the wake-up of
+    /// an idle CPU), as before the probe had the figure.
+    #[serde(default)]
+    pub remote_flush_idle_ns: Option<f64>,
     /// A tab's own CPU per background touch of a resident page (the linux substrate's tab model
     /// times every touch: two clock reads and a `getrusage` before and after), measured by
     /// `nvmswap linux calibrate` (the tab-touch probe runs the tab's timed access over resident
@@ -369,6 +378,11 @@ impl CostOverrides {
                 true,
             ),
             ("costs.remote_flush_ns", self.remote_flush_ns, true),
+            (
+                "costs.remote_flush_idle_ns",
+                self.remote_flush_idle_ns,
+                true,
+            ),
             ("costs.tab_touch_ns", self.tab_touch_ns, true),
             (
                 "costs.tab_fill_same_page_ns",

@@ -500,9 +500,165 @@ pub fn charge_overlap_json(spans: &[(u64, u64)]) -> serde_json::Value {
     })
 }
 
+/// How many of a run's longest memcg charges `extra.memcg_reclaim.longest_charges` lists whole.
+/// The few longest set the tail of whatever waits on them (a write held in the charge's plug, a
+/// tab switch); five is the 99th percentile's neighbourhood at scale 0.1 (~600 charges).
+pub const LONGEST_CHARGES: usize = 5;
+
+/// One memcg charge whole, as `extra.memcg_reclaim.longest_charges` lists it on both substrates.
+/// None where the substrate did not trace (linux) or model (sim) it: never a zero that reads as
+/// measured.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ChargeRecord {
+    pub begin_ns: u64,
+    pub duration_ns: u64,
+    pub scanned: u64,
+    pub reclaimed: u64,
+    /// Pages it wrote and left under writeback.
+    pub left_writing: u64,
+    pub lowest_priority: Option<i64>,
+    /// Pages its scans kept for their references, activated, and deactivated (linux).
+    pub ref_keep: Option<u64>,
+    pub activated: Option<u64>,
+    pub deactivated: Option<u64>,
+    /// Its time in `shrink_folio_list` (linux, with the isolation events).
+    pub folio_list_ns: Option<u64>,
+    /// Its remote TLB flush IPIs, by what the target CPU did when sent.
+    pub remote_flushes: Option<u64>,
+    pub flushes_to_running: Option<u64>,
+    pub flushes_to_idle: Option<u64>,
+    /// The time its task waited for those flushes.
+    pub flush_wait_ns: Option<u64>,
+    pub others_idle_at_begin: Option<bool>,
+    /// Its task's time off the CPU inside it, runnable and asleep.
+    pub preempted_ns: Option<u64>,
+    pub blocked_ns: Option<u64>,
+}
+
+/// `extra.memcg_reclaim.longest_charges`: the [`LONGEST_CHARGES`] longest of `charges`, longest
+/// first (equal durations in the order given), each with its begin since the run's first charge
+/// (`at_s`) and the time another charge of `spans` (every charge's `(begin, end)`, ns) ran beside
+/// it (`beside_another_us`).
+pub fn longest_charges_json(charges: &[ChargeRecord], spans: &[(u64, u64)]) -> serde_json::Value {
+    let first_begin = spans.iter().map(|s| s.0).min().unwrap_or(0);
+    let mut longest = charges.to_vec();
+    longest.sort_by_key(|c| std::cmp::Reverse(c.duration_ns));
+    longest.truncate(LONGEST_CHARGES);
+    let us = |ns: Option<u64>| ns.map(|ns| ns as f64 / 1_000.0);
+    let listed: Vec<serde_json::Value> = longest
+        .iter()
+        .map(|c| {
+            let span = (c.begin_ns, c.begin_ns + c.duration_ns);
+            serde_json::json!({
+                "at_s": c.begin_ns.saturating_sub(first_begin) as f64 / 1e9,
+                "duration_us": c.duration_ns as f64 / 1_000.0,
+                "pages_scanned": c.scanned,
+                "pages_reclaimed": c.reclaimed,
+                "pages_left_writing": c.left_writing,
+                "ns_per_scanned_page": (c.scanned > 0)
+                    .then(|| c.duration_ns as f64 / c.scanned as f64),
+                "lowest_priority": c.lowest_priority,
+                "ref_keep": c.ref_keep,
+                "activated": c.activated,
+                "deactivated": c.deactivated,
+                "beside_another_us": overlapped_ns(span, spans) as f64 / 1_000.0,
+                "folio_list_us": us(c.folio_list_ns),
+                "remote_flushes": c.remote_flushes,
+                "flushes_to_running_cpu": c.flushes_to_running,
+                "flushes_to_idle_cpu": c.flushes_to_idle,
+                "flush_wait_us": us(c.flush_wait_ns),
+                "others_idle_at_begin": c.others_idle_at_begin,
+                "preempted_us": us(c.preempted_ns),
+                "blocked_us": us(c.blocked_ns),
+            })
+        })
+        .collect();
+    serde_json::Value::Array(listed)
+}
+
+/// Time within `(begin, end)` that at least one of `spans` covers, ns; `spans` may hold the span
+/// itself, which is skipped (as is any other span exactly equal to it).
+pub fn overlapped_ns((begin, end): (u64, u64), spans: &[(u64, u64)]) -> u64 {
+    let mut cuts: Vec<(u64, u64)> = spans
+        .iter()
+        .filter(|&&o| o != (begin, end))
+        .map(|&(b, e)| (b.max(begin), e.min(end)))
+        .filter(|(b, e)| b < e)
+        .collect();
+    cuts.sort_unstable();
+    let (mut covered, mut reach) = (0, begin);
+    for (b, e) in cuts {
+        let b = b.max(reach);
+        if e > b {
+            covered += e - b;
+            reach = e;
+        }
+    }
+    covered
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn overlap_counts_each_covered_instant_once() {
+        let spans = [
+            (0, 100),
+            (10, 30),
+            (20, 40),
+            (60, 70),
+            (90, 200),
+            (300, 400),
+        ];
+        // 10-40 (two spans that overlap), 60-70 and 90-100; the span itself is skipped.
+        assert_eq!(overlapped_ns((0, 100), &spans), 30 + 10 + 10);
+        assert_eq!(overlapped_ns((500, 600), &spans), 0);
+    }
+
+    #[test]
+    fn the_longest_charges_are_listed_longest_first_and_what_was_not_seen_is_null() {
+        let charge = |begin_ns, duration_ns| ChargeRecord {
+            begin_ns,
+            duration_ns,
+            scanned: 100,
+            ..ChargeRecord::default()
+        };
+        let charges: Vec<ChargeRecord> = (0..7).map(|i| charge(1_000 * i, 10 * (i + 1))).collect();
+        let spans: Vec<(u64, u64)> = charges
+            .iter()
+            .map(|c| (c.begin_ns, c.begin_ns + c.duration_ns))
+            .chain([(6_050, 6_200)])
+            .collect();
+        let v = longest_charges_json(&charges, &spans);
+        let listed = v.as_array().unwrap();
+        assert_eq!(listed.len(), LONGEST_CHARGES);
+        let durations: Vec<f64> = listed
+            .iter()
+            .map(|c| c["duration_us"].as_f64().unwrap())
+            .collect();
+        assert_eq!(durations, [0.07, 0.06, 0.05, 0.04, 0.03]);
+        assert_eq!(listed[0]["at_s"], 6e-6);
+        assert_eq!(listed[0]["beside_another_us"], 0.02);
+        assert_eq!(listed[1]["beside_another_us"], 0.0);
+        assert_eq!(listed[0]["ns_per_scanned_page"], 0.7);
+        for key in [
+            "folio_list_us",
+            "remote_flushes",
+            "flush_wait_us",
+            "lowest_priority",
+        ] {
+            assert_eq!(listed[0][key], serde_json::Value::Null, "{key}");
+        }
+        let traced = ChargeRecord {
+            flush_wait_ns: Some(0),
+            ..charge(0, 1)
+        };
+        assert_eq!(
+            longest_charges_json(&[traced], &[(0, 1)])[0]["flush_wait_us"],
+            0.0
+        );
+    }
 
     #[test]
     fn charges_beside_another_and_the_time_two_ran() {

@@ -131,10 +131,13 @@ pub struct ChargeFlushes {
     pub to_running_cpu: u64,
     pub to_idle_cpu: u64,
     pub joined_init_mm: u64,
+    /// How long the reclaimer waited for them.
+    pub ns: u64,
 }
 
 impl ChargeFlushes {
     pub fn add(&mut self, f: PageFlush) {
+        self.ns += f.ns;
         self.to_running_cpu += f.to_running_cpu;
         self.to_idle_cpu += f.to_idle_cpu;
         self.joined_init_mm += f.joined_init_mm;
@@ -176,6 +179,16 @@ impl Tlbs {
             other: None,
             other_next: 0,
         }
+    }
+
+    /// A flush IPI to a CPU idling on `init_mm` costs the reclaimer `idle_ns`, measured
+    /// (`costs.remote_flush_idle_ns`, the shootdown probe's idle target), instead of the larger
+    /// of the running target's cost and the wake-up of an idle CPU (None: keep that).
+    pub fn with_idle_flush(mut self, idle_ns: Option<u64>) -> Tlbs {
+        if let Some(ns) = idle_ns {
+            self.flush_idle_ns = ns;
+        }
+        self
     }
 
     /// The machine's other processes run their tasks on idle CPUs (None: no other process).
@@ -363,6 +376,13 @@ mod tests {
         quick.runs(1, 0, 1_000_000, TAB);
         quick.flush_written_page(1_000_000 - 5_000, 0);
         assert_eq!(quick.flush_written_page(2_000_000, 0).ns, FLUSH);
+        // A measured idle target's cost replaces both, below or above them.
+        for measured in [2_000, 9_000] {
+            let mut probed = Tlbs::new(2, FLUSH, WAKE).with_idle_flush(Some(measured));
+            probed.runs(1, 0, 1_000_000, TAB);
+            assert_eq!(probed.flush_written_page(1_000_000 - 5_000, 0).ns, FLUSH);
+            assert_eq!(probed.flush_written_page(2_000_000, 0).ns, measured);
+        }
     }
 
     #[test]
@@ -377,6 +397,12 @@ mod tests {
         assert_eq!((f.to_running_cpu, f.to_idle_cpu, f.ns), (1, 0, FLUSH));
         // The reclaimer's own CPU is flushed locally.
         assert_eq!(tlbs.flush_written_page(1_500_000, 1), PageFlush::default());
+        // A charge sums its pages' flushes, the wait among them.
+        let mut charge = ChargeFlushes::default();
+        for _ in 0..3 {
+            charge.add(f);
+        }
+        assert_eq!((charge.total(), charge.ns), (3, 3 * FLUSH));
     }
 
     #[test]

@@ -2683,11 +2683,18 @@ pub fn costs_toml(cal: &Calibration) -> String {
     out.push_str(&pool_costs_toml(cal));
     out.push_str(&limit_reclaim_costs_toml(cal));
     if let Some(p) = &cal.remote_shootdown {
-        // Sim charges it per written page for each other CPU that runs a task or idles on
-        // init_mm (docs/experiments/validation.md, "Reclaim's TLB shootdowns").
+        // Sim charges a flush per written page for each other CPU that runs a task (the first
+        // figure) or idles on init_mm (the second; docs/experiments/validation.md, "Reclaim's
+        // TLB shootdowns" and "The longest charges, whole").
         out.push_str(&crate::shootdown::comment(p));
         if let Some(each) = p.shootdown_ns().filter(|ns| ns.is_finite() && *ns >= 0.0) {
             out.push_str(&format!("remote_flush_ns = {}\n", each.round()));
+        }
+        if let Some(each) = p
+            .idle_shootdown_ns()
+            .filter(|ns| ns.is_finite() && *ns >= 0.0)
+        {
+            out.push_str(&format!("remote_flush_idle_ns = {}\n", each.round()));
         }
     }
     for c in &cal.compression {
@@ -3031,6 +3038,8 @@ struct CostsFile {
     #[serde(default)]
     remote_flush_ns: Option<f64>,
     #[serde(default)]
+    remote_flush_idle_ns: Option<f64>,
+    #[serde(default)]
     tab_touch_ns: Option<f64>,
     #[serde(default)]
     tab_fill_same_page_ns: Option<f64>,
@@ -3103,6 +3112,7 @@ pub fn load_costs(
         reclaim_scan_page_ns: file.reclaim_scan_page_ns,
         reclaim_keep_page_ns: file.reclaim_keep_page_ns,
         remote_flush_ns: file.remote_flush_ns,
+        remote_flush_idle_ns: file.remote_flush_idle_ns,
         tab_touch_ns: file.tab_touch_ns,
         tab_fill_same_page_ns: file.tab_fill_same_page_ns,
         tab_fill_copy_page_ns: file.tab_fill_copy_page_ns,

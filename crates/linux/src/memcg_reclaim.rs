@@ -13,8 +13,8 @@
 //!   (`shrink_active_list`: `nr_taken`, `nr_deactivated`, `priority`) for each LRU list that
 //!   `do_try_to_free_pages`' priority loop scans (`lru_size >> priority` pages, priority 12 down).
 //!
-//! - `mm_vmscan_lru_isolate` (`isolate_lru_folios`' end), only where a probe asks for it
-//!   ([`Tracer::start_with_isolation`]): from an inactive list's isolation to its
+//! - `mm_vmscan_lru_isolate` (`isolate_lru_folios`' end), where a probe or a pressure run asks for
+//!   it ([`Tracer::start_with_isolation`]): from an inactive list's isolation to its
 //!   `mm_vmscan_lru_shrink_inactive` the task is in `shrink_folio_list` (unmap, swap slot, swap
 //!   cache, the page-out itself, and the referenced check of every page it looks at) and the
 //!   putback; the rest of a charge is the LRU work around it (isolation, the active list, the
@@ -46,6 +46,9 @@
 //! Events are per task: a begin and the next end of the same pid are one charge, and the shrink
 //! and IPI events of that pid between them are its scans and flushes. Only the workload's
 //! processes count (the tabs' pids, given at the end); other tasks' charges are counted apart.
+//! Besides the summary, the run's five longest charges are listed whole (`longest_charges`, with
+//! each one's flush IPIs' summed round trips as `flush_wait_us`): the longest set the tails of
+//! whatever waits on them.
 //!
 //! The events are recorded in a tracefs instance of our own (`instances/nvmswap-reclaim-<pid>`):
 //! its own buffer, `tracing_on`, event switches and clock, so the top-level trace (and the
@@ -100,7 +103,8 @@ pub const INSTANCE_PREFIX: &str = "nvmswap-reclaim-";
 /// run at scale 0.1, 10-18 per charge), and their handlers' ends on the targets as many again
 /// (none lost in the 54 runs of a matrix, 2026-12-01); all grow with the scale. The scheduler's
 /// switches add ~22,000 events at scale 0.1 (a hand trace, 2026-11-27), ~1.5 MB; they grow with
-/// the run's length. 32 MiB per CPU at scale 1 leaves ~3x room, more in proportion above it (at most 256
+/// the run's length. The LRU isolations ([`Tracer::start_with_isolation`]) add about one per shrink
+/// event. 32 MiB per CPU at scale 1 leaves ~3x room, more in proportion above it (at most 256
 /// MiB).
 pub fn buffer_kb(scale: f64) -> u64 {
     ((32_768.0 * scale.max(1.0)) as u64).min(262_144)
@@ -122,6 +126,8 @@ pub struct Tracer {
     cpu_states: bool,
     /// The IPI handlers' ends are recorded (the kernel has them).
     ipi_ends: bool,
+    /// The inactive lists' isolations are recorded ([`Tracer::start_with_isolation`]).
+    isolations: bool,
 }
 
 impl Tracer {
@@ -131,9 +137,10 @@ impl Tracer {
         Self::start_events(buffer_kb, false)
     }
 
-    /// [`Tracer::start`], and the inactive lists' isolations too ([`ISOLATE_EVENT`]), so that
-    /// each charge's time in `shrink_folio_list` is known ([`Charge::folio_list_ns`]). One more
-    /// event per scan: for a calibration probe, not a whole run's trace.
+    /// [`Tracer::start`], and the LRU lists' isolations too ([`ISOLATE_EVENT`]), so that each
+    /// charge's time in `shrink_folio_list` is known ([`Charge::folio_list_ns`]). One more event
+    /// per list scanned, about as many as the shrink events: a pressure run's trace takes them
+    /// too (its longest charges' `folio_list_us`).
     pub fn start_with_isolation(buffer_kb: u64) -> Result<Tracer, Unavailable> {
         Self::start_events(buffer_kb, true)
     }
@@ -161,6 +168,7 @@ impl Tracer {
             ipis: false,
             cpu_states: false,
             ipi_ends: false,
+            isolations: isolation,
         };
         if !has_events(&root) {
             return Err(format!(
@@ -241,6 +249,7 @@ impl Tracer {
         summary.ipis_traced = self.ipis;
         summary.cpu_states_traced = self.cpu_states;
         summary.ipi_ends_traced = self.ipi_ends;
+        summary.isolations_traced = self.isolations;
         let charges = summary.charges;
         let lost = summary.events_lost;
         if lost > 0 {
@@ -634,6 +643,10 @@ pub struct Charge {
     /// `shrink_folio_list` and the putback, ns (0 where the isolations are not traced,
     /// [`Tracer::start_with_isolation`]).
     pub folio_list_ns: u64,
+    /// Summed round trips of its flush IPIs (each from the IPI to its target's handler end):
+    /// the time its task waited for other CPUs to flush, ns (0 where the handlers' ends are not
+    /// traced). The sender waits for each flush (`on_each_cpu_cond_mask` with `wait`).
+    pub flush_wait_ns: u64,
 }
 
 /// What the trace says of the workload's charges.
@@ -670,6 +683,8 @@ struct Summary {
     /// Per charge, its task's time off the CPU preempted and asleep (ns).
     preempted_ns: Vec<u64>,
     blocked_ns: Vec<u64>,
+    /// Per charge, its time in `shrink_folio_list` ([`Charge::folio_list_ns`]).
+    folio_list_ns: Vec<u64>,
     /// Flush IPIs of the charges to a CPU that ran a task, and to an idle one.
     flushes_to_running: u64,
     flushes_to_idle: u64,
@@ -686,6 +701,11 @@ struct Summary {
     round_trip_ns: [Vec<u64>; 2],
     /// The IPI handlers' ends were recorded (else no round trips are reported).
     ipi_ends_traced: bool,
+    /// The inactive lists' isolations were recorded (else no charge's `folio_list_us`).
+    isolations_traced: bool,
+    /// The longest charges ([`nvmswap_core::metrics::LONGEST_CHARGES`]), longest first, whole:
+    /// what sets the tail.
+    longest: Vec<Charge>,
 }
 
 /// Pairs begin/end per pid over the events of `pids`, attributing that pid's shrink events in
@@ -700,8 +720,9 @@ fn charges(parsed: &Parsed, pids: &BTreeSet<i32>, s: &mut Summary) -> Vec<Charge
     let mut off_cpu: BTreeMap<i32, (u64, bool)> = BTreeMap::new();
     // A charging task's last inactive-list isolation, not yet followed by its shrink event.
     let mut isolated: BTreeMap<i32, u64> = BTreeMap::new();
-    // Per target CPU, the charges' flush IPIs it has not yet handled: (sent, target idle).
-    let mut unhandled: BTreeMap<u32, Vec<(u64, bool)>> = BTreeMap::new();
+    // Per target CPU, the charges' flush IPIs it has not yet handled: (sent, target idle,
+    // sender's pid).
+    let mut unhandled: BTreeMap<u32, Vec<(u64, bool, i32)>> = BTreeMap::new();
     for e in &parsed.events {
         // What CPUs do is every task's doing, not only the workload's.
         match e.event {
@@ -731,8 +752,12 @@ fn charges(parsed: &Parsed, pids: &BTreeSet<i32>, s: &mut Summary) -> Vec<Charge
             }
             Event::IpiDone => {
                 // One interrupt runs every function queued for the CPU by then.
-                for (sent, was_idle) in unhandled.remove(&e.cpu).unwrap_or_default() {
-                    s.round_trip_ns[usize::from(was_idle)].push(e.t_ns.saturating_sub(sent));
+                for (sent, was_idle, pid) in unhandled.remove(&e.cpu).unwrap_or_default() {
+                    let round_trip = e.t_ns.saturating_sub(sent);
+                    s.round_trip_ns[usize::from(was_idle)].push(round_trip);
+                    if let Some(c) = open.get_mut(&pid) {
+                        c.flush_wait_ns += round_trip;
+                    }
                 }
                 continue;
             }
@@ -819,7 +844,10 @@ fn charges(parsed: &Parsed, pids: &BTreeSet<i32>, s: &mut Summary) -> Vec<Charge
                             } else {
                                 c.flushes_to_running += 1;
                             }
-                            unhandled.entry(cpu).or_default().push((e.t_ns, is_idle));
+                            unhandled
+                                .entry(cpu)
+                                .or_default()
+                                .push((e.t_ns, is_idle, e.pid));
                         }
                     }
                 }
@@ -860,6 +888,7 @@ fn summarise(parsed: &Parsed, pids: &BTreeSet<i32>, lost_in_stats: u64) -> Summa
         }
         s.preempted_ns.push(c.preempted_ns);
         s.blocked_ns.push(c.blocked_ns);
+        s.folio_list_ns.push(c.folio_list_ns);
         s.left_writing.push(c.left_writing);
         s.spans.push((c.begin_ns, c.begin_ns + c.duration_ns));
         let group = if c.remote_flushes == 0 {
@@ -869,7 +898,11 @@ fn summarise(parsed: &Parsed, pids: &BTreeSet<i32>, lost_in_stats: u64) -> Summa
         };
         group.0 += 1;
         group.1 += c.duration_ns;
+        s.longest.push(c);
     }
+    // Longest first; equal durations in trace order.
+    s.longest.sort_by_key(|c| std::cmp::Reverse(c.duration_ns));
+    s.longest.truncate(nvmswap_core::metrics::LONGEST_CHARGES);
     s
 }
 
@@ -897,6 +930,12 @@ impl Summary {
             "scans_outside_charges": self.scans_outside_charges,
             "other_processes_charges": self.other_charges,
             "remote_flushes": self.remote_flushes_json(),
+            "folio_list_us": if self.isolations_traced {
+                dist(&self.folio_list_ns, 1_000.0)
+            } else {
+                serde_json::Value::Null
+            },
+            "longest_charges": self.longest_json(),
             "off_cpu_us": if self.cpu_states_traced {
                 serde_json::json!({
                     "preempted": dist(&self.preempted_ns, 1_000.0),
@@ -906,6 +945,36 @@ impl Summary {
                 serde_json::Value::Null
             },
         })
+    }
+
+    /// `longest_charges` of `extra.memcg_reclaim`: each of the longest charges whole, null what
+    /// its events were not traced for.
+    fn longest_json(&self) -> serde_json::Value {
+        let traced = |on: bool, v: u64| on.then_some(v);
+        let records: Vec<nvmswap_core::metrics::ChargeRecord> = self
+            .longest
+            .iter()
+            .map(|c| nvmswap_core::metrics::ChargeRecord {
+                begin_ns: c.begin_ns,
+                duration_ns: c.duration_ns,
+                scanned: c.scanned,
+                reclaimed: c.reclaimed,
+                left_writing: c.left_writing,
+                lowest_priority: c.lowest_priority.map(i64::from),
+                ref_keep: Some(c.ref_keep),
+                activated: Some(c.activated),
+                deactivated: Some(c.deactivated),
+                folio_list_ns: traced(self.isolations_traced, c.folio_list_ns),
+                remote_flushes: traced(self.ipis_traced, c.remote_flushes),
+                flushes_to_running: traced(self.cpu_states_traced, c.flushes_to_running),
+                flushes_to_idle: traced(self.cpu_states_traced, c.flushes_to_idle),
+                flush_wait_ns: traced(self.ipi_ends_traced, c.flush_wait_ns),
+                others_idle_at_begin: c.others_idle_at_begin,
+                preempted_ns: traced(self.cpu_states_traced, c.preempted_ns),
+                blocked_ns: traced(self.cpu_states_traced, c.blocked_ns),
+            })
+            .collect();
+        nvmswap_core::metrics::longest_charges_json(&records, &self.spans)
     }
 
     /// `remote_flushes` of `extra.memcg_reclaim`: null where the IPI events were not traced.
@@ -1045,6 +1114,7 @@ mod tests {
                     blocked_ns: 0,
                     left_writing: 0,
                     folio_list_ns: 0,
+                    flush_wait_ns: 0,
                 },
                 Charge {
                     begin_ns: 100_000_010_000,
@@ -1063,6 +1133,7 @@ mod tests {
                     blocked_ns: 0,
                     left_writing: 0,
                     folio_list_ns: 0,
+                    flush_wait_ns: 0,
                 },
             ],
             "interleaved on two CPUs, each pid's scans go to its own charge"
@@ -1259,6 +1330,10 @@ mod tests {
         assert_eq!(p.events[3].event, Event::IpiDone);
         let mut summary = summarise(&p, &pids(&[7]), 0);
         assert_eq!(summary.round_trip_ns, [vec![12_000], vec![40_000, 30_000]]);
+        assert_eq!(
+            summary.longest[0].flush_wait_ns, 82_000,
+            "the charge waited for all three round trips"
+        );
         summary.ipis_traced = true;
         summary.cpu_states_traced = true;
         assert_eq!(
@@ -1447,7 +1522,7 @@ mod tests {
         assert_eq!(c[0].folio_list_ns, 65_000);
         assert_eq!(c[0].reclaimed, 40);
         assert_eq!(c[0].ref_keep, 24);
-        // Without the isolation events (a run's trace) nothing is counted.
+        // Without the isolation events (a trace started without them) nothing is counted.
         let plain: String = text
             .lines()
             .filter(|l| !l.contains("lru_isolate"))
@@ -1455,6 +1530,63 @@ mod tests {
             .collect();
         let c = charges(&parse(&plain), &pids(&[7]), &mut Summary::default());
         assert_eq!(c[0].folio_list_ns, 0);
+    }
+
+    #[test]
+    fn the_longest_charges_are_listed_whole_longest_first_with_their_overlap() {
+        // Seven charges of pid 7 (1 ms apart, lasting 10..70 us) and one of pid 8 from 6.000050
+        // to 6.000200, beside pid 7's 70 us charge (6.000000-6.000070) for 20 us.
+        let mut text = String::new();
+        for i in 0..7u64 {
+            text += &format!(
+                "nvmswap-7 [000] ..... {i}.000000: mm_vmscan_memcg_reclaim_begin: order=0 \
+                 gfp_flags=GFP_HIGHUSER_MOVABLE\n\
+                 nvmswap-7 [000] ..... {i}.000005: mm_vmscan_lru_shrink_inactive: nid=0 \
+                 nr_scanned=100 nr_reclaimed=32 nr_dirty=0 nr_writeback=0 nr_congested=0 \
+                 nr_immediate=0 nr_activate_anon=0 nr_activate_file=0 nr_ref_keep=0 \
+                 nr_unmap_fail=0 priority={p}\n\
+                 nvmswap-7 [000] ..... {i}.0000{d:02}: mm_vmscan_memcg_reclaim_end: \
+                 nr_reclaimed=32\n",
+                p = 12 - i,
+                d = 10 * (i + 1),
+            );
+        }
+        text += "nvmswap-8 [001] ..... 6.000050: mm_vmscan_memcg_reclaim_begin: order=0 \
+                 gfp_flags=GFP_HIGHUSER_MOVABLE\n\
+                 nvmswap-8 [001] ..... 6.000200: mm_vmscan_memcg_reclaim_end: nr_reclaimed=8\n";
+        let mut s = summarise(&parse(&text), &pids(&[7, 8]), 0);
+        let v = s.to_json();
+        let longest = v["longest_charges"].as_array().unwrap();
+        assert_eq!(longest.len(), nvmswap_core::metrics::LONGEST_CHARGES);
+        let durations: Vec<f64> = longest
+            .iter()
+            .map(|c| c["duration_us"].as_f64().unwrap())
+            .collect();
+        assert_eq!(durations, [150.0, 70.0, 60.0, 50.0, 40.0]);
+        assert_eq!(longest[0]["at_s"], 6.00005);
+        assert_eq!(longest[0]["beside_another_us"], 20.0);
+        assert_eq!(longest[1]["beside_another_us"], 20.0);
+        assert_eq!(longest[2]["beside_another_us"], 0.0);
+        assert_eq!(longest[1]["pages_scanned"], 100);
+        assert_eq!(longest[1]["ns_per_scanned_page"], 700.0);
+        assert_eq!(longest[1]["lowest_priority"], 6);
+        assert_eq!(longest[0]["ns_per_scanned_page"], serde_json::Value::Null);
+        // What was not traced is null, never a zero that reads as measured.
+        for key in [
+            "folio_list_us",
+            "remote_flushes",
+            "flush_wait_us",
+            "preempted_us",
+        ] {
+            assert_eq!(longest[1][key], serde_json::Value::Null, "{key}");
+        }
+        assert_eq!(v["folio_list_us"], serde_json::Value::Null);
+        s.isolations_traced = true;
+        s.ipi_ends_traced = true;
+        let v = s.to_json();
+        assert_eq!(v["longest_charges"][1]["folio_list_us"], 0.0);
+        assert_eq!(v["longest_charges"][1]["flush_wait_us"], 0.0);
+        assert_eq!(v["folio_list_us"]["max"], 0.0);
     }
 
     #[test]

@@ -351,8 +351,9 @@ fn drive(
     // The kernel's per-charge memcg reclaim (vmscan tracepoints, `extra.memcg_reclaim`), in a
     // tracefs instance of its own. Started before the swap-device trace so that a tracefs it
     // mounts outlives the other's use of it (they are undone in the reverse order).
-    let reclaim_tracer =
-        crate::memcg_reclaim::Tracer::start(crate::memcg_reclaim::buffer_kb(opts.scale));
+    let reclaim_tracer = crate::memcg_reclaim::Tracer::start_with_isolation(
+        crate::memcg_reclaim::buffer_kb(opts.scale),
+    );
     if let Ok(t) = &reclaim_tracer {
         for change in t.journal() {
             setup.journal(change)?;

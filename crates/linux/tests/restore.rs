@@ -545,7 +545,7 @@ fn probe_restores_exactly<T>(
 }
 
 #[test]
-fn the_remote_shootdown_probe_flushes_a_busy_cpu_only_and_restores_exactly() {
+fn the_remote_shootdown_probe_flushes_a_busy_or_init_mm_cpu_not_a_lazy_one_and_restores_exactly() {
     let _m = MACHINE.lock().unwrap_or_else(|e| e.into_inner());
     if !root_or_skip("remote_shootdown") {
         return;
@@ -567,11 +567,19 @@ fn the_remote_shootdown_probe_flushes_a_busy_cpu_only_and_restores_exactly() {
     ) else {
         return;
     };
-    let pages = (nvmswap_linux::shootdown::SHOOTDOWN_PROBE_PAGES / 2) as u64;
-    for phase in [&probe.idle, &probe.spinning] {
-        assert_eq!(phase.pages, pages);
+    let pages = (nvmswap_linux::shootdown::SHOOTDOWN_PROBE_PAGES / 3) as u64;
+    let block = (nvmswap_linux::shootdown::SHOOTDOWN_BLOCK_BATCHES * 32) as u64;
+    assert_eq!(
+        probe.idle.pages + probe.idle.blocks_set_aside * block,
+        pages
+    );
+    for phase in [&probe.idle, &probe.spinning, &probe.idle_on_init_mm] {
+        assert!(
+            phase.pages == pages || phase.blocks_set_aside > 0,
+            "{phase:?}"
+        );
         // Every page went to the swap file (a page already written would be freed clean).
-        assert!(phase.pswpout >= pages * 9 / 10, "{phase:?}");
+        assert!(phase.pswpout >= phase.pages * 9 / 10, "{phase:?}");
     }
     if probe.spinning.shootdowns_per_page < 0.2 {
         eprintln!(
@@ -595,6 +603,19 @@ fn the_remote_shootdown_probe_flushes_a_busy_cpu_only_and_restores_exactly() {
     // loaded machine, 0.40 seen in CI) there is none, and its sign is the load's to decide (the
     // calibration keeps only a positive one), so only its being a number is checked here.
     if let Some(ns) = probe.shootdown_ns() {
+        assert!(ns.is_finite(), "{probe:?}");
+    }
+    // Known answer on a quiet machine: an idle CPU left on init_mm takes a flush per page
+    // (0.91-1.00 measured, 2026-12-02) where a lazy idle one takes none (0.00 in the blocks kept).
+    // A loaded machine runs tasks on that CPU, which take it off init_mm, so the check waits
+    // for a busy owner's CPU to have taken nearly every flush.
+    if probe.spinning.shootdowns_per_page >= 0.9 {
+        assert!(
+            probe.idle.shootdowns_per_page * 3.0 < probe.idle_on_init_mm.shootdowns_per_page,
+            "{probe:?}"
+        );
+    }
+    if let Some(ns) = probe.idle_shootdown_ns() {
         assert!(ns.is_finite(), "{probe:?}");
     }
 }

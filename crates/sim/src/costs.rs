@@ -97,6 +97,9 @@ pub struct Costs {
     /// A reclaimer's wait for one remote TLB flush IPI: `costs.remote_flush_ns` (calibrated),
     /// else 0 (sim then models no remote flushes; crate::tlb).
     pub remote_flush: u64,
+    /// The same to a CPU idling on `init_mm`: `costs.remote_flush_idle_ns` (calibrated), else
+    /// None (the larger of `remote_flush` and `cpu_wake`; nvmswap_core::tlb::Tlbs::new).
+    pub remote_flush_idle: Option<u64>,
     /// A tab's own CPU per background touch: `costs.tab_touch_ns` (calibrated), else 0 (a
     /// resident touch takes no time).
     pub tab_touch: u64,
@@ -189,6 +192,7 @@ impl Costs {
                 .map_or(0, |v| v.max(0.0).round() as u64),
             readahead_page: o.readahead_page_ns.map_or(0, |v| v.max(0.0).round() as u64),
             remote_flush: o.remote_flush_ns.map_or(0, |v| v.max(0.0).round() as u64),
+            remote_flush_idle: o.remote_flush_idle_ns.map(|v| v.max(0.0).round() as u64),
             tab_touch: o.tab_touch_ns.map_or(0, |v| v.max(0.0).round() as u64),
             tab_fill: match (
                 o.tab_fill_same_page_ns,

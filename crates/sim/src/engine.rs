@@ -315,6 +315,7 @@ impl<'a> Machine<'a> {
             recency: TabRecency::default(),
             discards: 0,
             tlbs: Tlbs::new(cfg.tab_cpus(), costs.remote_flush, costs.cpu_wake)
+                .with_idle_flush(costs.remote_flush_idle)
                 .with_other_processes(costs.other_processes),
             running_on: 0,
             reuse: ReuseDistance::new(REUSE_WINDOW),

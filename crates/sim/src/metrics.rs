@@ -112,6 +112,8 @@ pub struct Metrics {
     memcg_left_writing: Vec<u64>,
     /// Each charge's `(begin, end)`, for `beside_another`.
     memcg_spans: Vec<(u64, u64)>,
+    /// Each charge whole, for `longest_charges`.
+    memcg_charges: Vec<nvmswap_core::metrics::ChargeRecord>,
     memcg_lowest_priority: std::collections::BTreeMap<u32, u64>,
     /// Per charge, the remote TLB flush IPIs its written pages sent (exact), and the charges'
     /// total duration with and without any; the IPIs by target; CPUs that went to `init_mm`.
@@ -155,6 +157,7 @@ impl Metrics {
             memcg_reclaim: Default::default(),
             memcg_left_writing: Vec::new(),
             memcg_spans: Vec::new(),
+            memcg_charges: Vec::new(),
             memcg_lowest_priority: Default::default(),
             memcg_flushes: Vec::new(),
             memcg_ns_with_flushes: (0, 0),
@@ -277,6 +280,25 @@ impl Observer for Metrics {
                 duration.record_ns(ns);
                 self.memcg_left_writing.push(pages_left_writing);
                 self.memcg_spans.push((t, t + ns));
+                // What sim models of a charge; the LRU bookkeeping counts and the time in
+                // `shrink_folio_list` it does not keep apart, and its charges never sleep.
+                let modelled = |v: u64| self.flushes_modelled.then_some(v);
+                self.memcg_charges
+                    .push(nvmswap_core::metrics::ChargeRecord {
+                        begin_ns: t,
+                        duration_ns: ns,
+                        scanned: pages_scanned,
+                        reclaimed: pages_reclaimed,
+                        left_writing: pages_left_writing,
+                        lowest_priority: Some(i64::from(lowest_priority)),
+                        remote_flushes: modelled(sent),
+                        flushes_to_running: modelled(flushes.to_running_cpu),
+                        flushes_to_idle: modelled(flushes.to_idle_cpu),
+                        flush_wait_ns: modelled(flushes.ns),
+                        others_idle_at_begin: self.flushes_modelled.then_some(others_idle_at_begin),
+                        preempted_ns: Some(off_cpu_ns),
+                        ..Default::default()
+                    });
                 *self
                     .memcg_lowest_priority
                     .entry(lowest_priority)
@@ -621,6 +643,10 @@ impl Metrics {
                 "pages_left_writing": nvmswap_core::metrics::exact_distribution(&self.memcg_left_writing, 1.0),
                 "lowest_priority": by_priority,
                 "beside_another": nvmswap_core::metrics::charge_overlap_json(&self.memcg_spans),
+                "longest_charges": nvmswap_core::metrics::longest_charges_json(
+                    &self.memcg_charges,
+                    &self.memcg_spans,
+                ),
                 // The linux run's keys; a charge in sim sleeps only between its calls, so
                 // it has no `blocked` time.
                 "off_cpu_us": {

@@ -80,13 +80,15 @@ enum Action {
         #[arg(long)]
         json: bool,
     },
-    /// Measure what reclaim pays to write out a page whose owner runs on another CPU (the
-    /// remote TLB shootdown before the write): an owner process's pages paged out from another
-    /// CPU, in 32-page batches through a scratch swap file, while the owner sleeps or spins in
-    /// alternate blocks. Prints each phase's time and TLB shootdowns per page and one flush's
-    /// cost. `calibrate` runs it too. Needs root and two CPUs; the machine is restored.
+    /// Measure what reclaim pays to write out a page whose owner runs on another CPU, or whose
+    /// owner's CPU idles on `init_mm` (the remote TLB shootdown before the write): an owner
+    /// process's pages paged out from another CPU, 2 MiB per call through a scratch swap file,
+    /// while the owner in turn sleeps, spins, or sleeps elsewhere with its CPU left on
+    /// `init_mm`. Prints each phase's time and TLB shootdowns per page and one flush's cost to
+    /// a running and to an idle CPU. `calibrate` runs it too. Needs root and two CPUs; the
+    /// machine is restored.
     Shootdown {
-        /// Directory on the disk for the scratch swap file (144 MiB).
+        /// Directory on the disk for the scratch swap file (208 MiB).
         #[arg(long, default_value = "/var/tmp")]
         swap_dir: PathBuf,
         /// Runs of the probe, one after another.

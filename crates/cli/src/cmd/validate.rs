@@ -392,6 +392,28 @@ fn remote_flushes_to_idle_percent(r: &RunResult) -> Option<f64> {
     (idle + running > 0.0).then(|| 100.0 * idle / (idle + running))
 }
 
+/// The run's longest charge, whole (`extra.memcg_reclaim.longest_charges[0]`), its `key`.
+fn longest_charge(r: &RunResult, key: &str) -> Option<f64> {
+    r.extra
+        .get("memcg_reclaim")?
+        .get("longest_charges")?
+        .get(0)?
+        .get(key)?
+        .as_f64()
+}
+
+/// The longest charge's flush IPIs per page it wrote.
+fn longest_charge_flushes_per_written_page(r: &RunResult) -> Option<f64> {
+    let written = longest_charge(r, "pages_left_writing")?;
+    (written > 0.0).then_some(longest_charge(r, "remote_flushes")? / written)
+}
+
+/// The longest charge's wait per flush IPI, µs.
+fn longest_charge_wait_per_flush_us(r: &RunResult) -> Option<f64> {
+    let flushes = longest_charge(r, "remote_flushes")?;
+    (flushes > 0.0).then_some(longest_charge(r, "flush_wait_us")? / flushes)
+}
+
 fn charge_time_beside_another_percent(r: &RunResult) -> Option<f64> {
     extra_at(r, &["memcg_reclaim", "beside_another", "time_share"]).map(|s| 100.0 * s)
 }
@@ -507,7 +529,8 @@ const MECHANISMS: &[Mechanism] = &[
     },
     // What a flush costs its sender on the kernel (from the IPI to its target's handler
     // end); sim charges one to a running CPU `costs.remote_flush_ns`, the calibration probe's,
-    // and one to an idle CPU on init_mm the larger of that and `costs.cpu_wake_ns`.
+    // and one to an idle CPU on init_mm `costs.remote_flush_idle_ns` (the same probe's idle
+    // target; without it the larger of `remote_flush_ns` and `costs.cpu_wake_ns`).
     linux(
         "flush round trip to a running CPU us mean",
         &[
@@ -554,6 +577,44 @@ const MECHANISMS: &[Mechanism] = &[
             "ipis",
         ],
     ),
+    // The run's longest charge whole (`longest_charges[0]`): it sets the write Q2C tail (its
+    // writes wait in its plug) and, at tens of ms, a switch's; how many pages it wrote, how
+    // many of them sent a flush IPI and what each cost it, and its time preempted.
+    Mechanism {
+        label: "longest charge us",
+        read: Read::Each(
+            |r| longest_charge(r, "duration_us"),
+            |r| longest_charge(r, "duration_us"),
+        ),
+    },
+    Mechanism {
+        label: "longest charge pages left writing",
+        read: Read::Each(
+            |r| longest_charge(r, "pages_left_writing"),
+            |r| longest_charge(r, "pages_left_writing"),
+        ),
+    },
+    Mechanism {
+        label: "longest charge flush IPIs per page written",
+        read: Read::Each(
+            longest_charge_flushes_per_written_page,
+            longest_charge_flushes_per_written_page,
+        ),
+    },
+    Mechanism {
+        label: "longest charge wait per flush IPI us",
+        read: Read::Each(
+            longest_charge_wait_per_flush_us,
+            longest_charge_wait_per_flush_us,
+        ),
+    },
+    Mechanism {
+        label: "longest charge us preempted",
+        read: Read::Each(
+            |r| longest_charge(r, "preempted_us"),
+            |r| longest_charge(r, "preempted_us"),
+        ),
+    },
     // Time a charging task spent asleep inside a charge: the kernel's alone (a charge in sim
     // sleeps only between its reclaim calls; a v1 charge's waits for writeback are in its
     // model). The time it was preempted is among the rows above.
@@ -2487,6 +2548,12 @@ mod tests {
                         "to_idle_cpu": 90,
                         "idle_cpu_joined_init_mm": 4,
                     },
+                    "longest_charges": [
+                        {"duration_us": 1_000.0 * pages as f64 / 10.0,
+                         "pages_left_writing": pages, "remote_flushes": pages / 2,
+                         "flush_wait_us": 15.0 * pages as f64, "preempted_us": null},
+                        {"duration_us": 1.0, "pages_left_writing": 0},
+                    ],
                 }),
             );
             r
@@ -2500,6 +2567,12 @@ mod tests {
         sim.extra.insert(
             "swap_in_use_mib".into(),
             serde_json::json!({"size": 100.0, "peak": 80.0, "end": 70.0}),
+        );
+        sim.extra.insert(
+            "memcg_reclaim".into(),
+            serde_json::json!({"longest_charges": [{"duration_us": 40_000.0,
+                "pages_left_writing": 0, "remote_flushes": 0, "flush_wait_us": 0.0,
+                "preempted_us": 0.0}]}),
         );
         let rows = mechanism_rows(&[linux(100, 1_000), linux(300, 3_600)], &sim);
         let get = |label: &str| rows.iter().find(|r| r.0 == label).map(|r| (r.1, r.2));
@@ -2539,6 +2612,23 @@ mod tests {
         // The swap area's use: sim's alone here.
         assert_eq!(get("swap in use MiB peak"), Some((None, Some(80.0))));
         assert_eq!(get("swap in use MiB end"), Some((None, Some(70.0))));
+        // The longest charge, the first listed: the linux runs' mean of 100 and 360 ms, writing
+        // 1,000 and 3,600 pages with a flush for half of them at 30 µs each; sim's wrote none,
+        // so it has no flushes per page written nor a wait per flush, and it was never
+        // preempted where linux did not trace it.
+        assert_eq!(
+            get("longest charge us"),
+            Some((Some(230_000.0), Some(40_000.0)))
+        );
+        assert_eq!(
+            get("longest charge flush IPIs per page written"),
+            Some((Some(0.5), None))
+        );
+        assert_eq!(
+            get("longest charge wait per flush IPI us"),
+            Some((Some(30.0), None))
+        );
+        assert_eq!(get("longest charge us preempted"), Some((None, Some(0.0))));
         // Neither has a trace stage: no row.
         assert_eq!(get("write D2C us p99"), None);
         let table = mechanism_table(Some(("x", 3)), &rows);
