@@ -40,10 +40,10 @@
 //! prober clears the owner's pending flush while that CPU is still lazy (a `MADV_COLD` walk of
 //! the block), sends the CPU to `init_mm` and pages out at once. One flush to an idle target is
 //! this phase's time per page over the idle phase's, per flush
-//! ([`ShootdownProbe::idle_shootdown_ns`]). The phase follows an idle block, not a spinning one:
-//! its flushes cost 2-4 µs more after the owner's CPU idled through a block than after it ran
-//! one (docs/commands/linux.md, "Remote TLB shootdown"), and a reclaim's idle target has idled
-//! too. The unmap is the prober's, not the owner's, because the unmap also sends a flush naming
+//! ([`ShootdownProbe::idle_shootdown_ns`]). The phase follows an idle block, not a spinning one,
+//! as a reclaim's idle target has idled before it is flushed (on one machine its flushes cost
+//! 2-4 µs more that way, on another no more; docs/commands/linux.md, "Remote TLB shootdown").
+//! The unmap is the prober's, not the owner's, because the unmap also sends a flush naming
 //! its mm after the CPU went to `init_mm`, and a CPU on `init_mm` that gets one drops out of that
 //! mm's mask (`flush_tlb_func`, "remote wrong CPU"); had it been the owner's mask, reclaim would
 //! have flushed the owner's pages locally instead of batching the flush to the other CPU
@@ -182,14 +182,15 @@ pub fn comment(p: &ShootdownProbe) -> String {
     };
     format!(
         "# Remote TLB shootdown (reclaim writing a page whose owner runs on another CPU): pages of\n\
-         # an owner on CPU {} paged out from CPU {} (process_madvise MADV_PAGEOUT, 32-page batches,\n\
-         # swap file), the owner idle, spinning, or asleep on CPU {} with CPU {} left on init_mm\n\
-         # (an unmap's page-table flush), in turn in blocks of {} batches.\n{}{}{}# {}.\n# {}.\n",
+         # an owner on CPU {} paged out from CPU {} (process_madvise MADV_PAGEOUT, one call per\n\
+         # 2 MiB block of {} pages, swap file), the owner idle, spinning, or asleep on CPU {} with\n\
+         # CPU {} left on init_mm (an unmap's page-table flush), block by block in turn.\n\
+         {}{}{}# {}.\n# {}.\n",
         p.owner_cpu,
         p.reclaimer_cpu,
+        SHOOTDOWN_BLOCK_BATCHES * nvmswap_core::SWAP_CLUSTER_MAX as usize,
         p.reclaimer_cpu,
         p.owner_cpu,
-        SHOOTDOWN_BLOCK_BATCHES,
         line("owner idle", &p.idle),
         line("owner spinning", &p.spinning),
         line("owner's CPU idle on init_mm", &p.idle_on_init_mm),
@@ -544,9 +545,8 @@ pub fn probe_remote_shootdown(
 }
 
 /// Pages the owner's region out block by block, the phases in turn: idle, `init_mm`, spinning
-/// (`init_mm` after idle, see the module text; and in the order idle, spinning, `init_mm` an idle
-/// block after an `init_mm` one took a flush per page in 14-15 of 16 blocks in some probes,
-/// 2026-12-02). Returns the tallies of the idle, spinning and `init_mm` phases.
+/// (`init_mm` after idle, see the module text). Returns the tallies of the idle, spinning and
+/// `init_mm` phases.
 fn time_phases(
     pid: libc::pid_t,
     pidfd: i32,
@@ -596,8 +596,9 @@ fn time_phases(
         );
         if PHASES[phase] == OWNER_IDLE && shootdowns * 2 >= pages as u64 {
             // Its idle CPU took a flush for at least every other page: not lazy (on `init_mm`
-            // by some way the probe did not set up: 7 of 32 idle blocks in a hand run,
-            // 2026-12-02), so the block is no baseline for an idle CPU that takes none.
+            // by some way the probe did not set up: 1-15 of 16 idle blocks a probe, in either
+            // order of the phases, 2026-12-02 and -03), so the block is no baseline for an idle
+            // CPU that takes none.
             tally.set_aside += 1;
             continue;
         }
