@@ -83,8 +83,8 @@ enum Action {
     /// Measure what reclaim pays to write out a page whose owner runs on another CPU, or whose
     /// owner's CPU idles on `init_mm` (the remote TLB shootdown before the write): an owner
     /// process's pages paged out from another CPU, 2 MiB per call through a scratch swap file,
-    /// while the owner in turn sleeps, spins, or sleeps elsewhere with its CPU left on
-    /// `init_mm`. Prints each phase's time and TLB shootdowns per page and one flush's cost to
+    /// while the owner in turn sleeps, sleeps elsewhere with its CPU left on `init_mm`, or
+    /// spins. Prints each phase's time and TLB shootdowns per page and one flush's cost to
     /// a running and to an idle CPU. `calibrate` runs it too. Needs root and two CPUs; the
     /// machine is restored.
     Shootdown {
