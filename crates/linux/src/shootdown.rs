@@ -42,7 +42,7 @@
 //! this phase's time per page over the idle phase's, per flush
 //! ([`ShootdownProbe::idle_shootdown_ns`]). The phase follows an idle block, not a spinning one,
 //! as a reclaim's idle target has idled before it is flushed (on one machine its flushes cost
-//! 2-4 µs more that way, on another no more; docs/commands/linux.md, "Remote TLB shootdown").
+//! about 2.5 µs more that way, on another no more; docs/commands/linux.md, "Remote TLB shootdown").
 //! The unmap is the prober's, not the owner's, because the unmap also sends a flush naming
 //! its mm after the CPU went to `init_mm`, and a CPU on `init_mm` that gets one drops out of that
 //! mm's mask (`flush_tlb_func`, "remote wrong CPU"); had it been the owner's mask, reclaim would
