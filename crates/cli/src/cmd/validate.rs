@@ -316,7 +316,11 @@ fn extra_at(r: &RunResult, path: &[&str]) -> Option<f64> {
     let (first, rest) = path.split_first()?;
     let mut v = r.extra.get(*first)?;
     for key in rest {
-        v = v.get(*key)?;
+        // A number indexes a list (`longest_charges`, `0`).
+        v = match (v, key.parse::<usize>()) {
+            (serde_json::Value::Array(list), Ok(i)) => list.get(i)?,
+            _ => v.get(*key)?,
+        };
     }
     v.as_f64()
 }
@@ -394,12 +398,7 @@ fn remote_flushes_to_idle_percent(r: &RunResult) -> Option<f64> {
 
 /// The run's longest charge, whole (`extra.memcg_reclaim.longest_charges[0]`), its `key`.
 fn longest_charge(r: &RunResult, key: &str) -> Option<f64> {
-    r.extra
-        .get("memcg_reclaim")?
-        .get("longest_charges")?
-        .get(0)?
-        .get(key)?
-        .as_f64()
+    extra_at(r, &["memcg_reclaim", "longest_charges", "0", key])
 }
 
 /// The longest charge's flush IPIs per page it wrote.
@@ -580,20 +579,19 @@ const MECHANISMS: &[Mechanism] = &[
     // The run's longest charge whole (`longest_charges[0]`): it sets the write Q2C tail (its
     // writes wait in its plug) and, at tens of ms, a switch's; how many pages it wrote, how
     // many of them sent a flush IPI and what each cost it, and its time preempted.
-    Mechanism {
-        label: "longest charge us",
-        read: Read::Each(
-            |r| longest_charge(r, "duration_us"),
-            |r| longest_charge(r, "duration_us"),
-        ),
-    },
-    Mechanism {
-        label: "longest charge pages left writing",
-        read: Read::Each(
-            |r| longest_charge(r, "pages_left_writing"),
-            |r| longest_charge(r, "pages_left_writing"),
-        ),
-    },
+    both(
+        "longest charge us",
+        &["memcg_reclaim", "longest_charges", "0", "duration_us"],
+    ),
+    both(
+        "longest charge pages left writing",
+        &[
+            "memcg_reclaim",
+            "longest_charges",
+            "0",
+            "pages_left_writing",
+        ],
+    ),
     Mechanism {
         label: "longest charge flush IPIs per page written",
         read: Read::Each(
@@ -608,13 +606,10 @@ const MECHANISMS: &[Mechanism] = &[
             longest_charge_wait_per_flush_us,
         ),
     },
-    Mechanism {
-        label: "longest charge us preempted",
-        read: Read::Each(
-            |r| longest_charge(r, "preempted_us"),
-            |r| longest_charge(r, "preempted_us"),
-        ),
-    },
+    both(
+        "longest charge us preempted",
+        &["memcg_reclaim", "longest_charges", "0", "preempted_us"],
+    ),
     // Time a charging task spent asleep inside a charge: the kernel's alone (a charge in sim
     // sleeps only between its reclaim calls; a v1 charge's waits for writeback are in its
     // model). The time it was preempted is among the rows above.
