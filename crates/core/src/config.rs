@@ -254,6 +254,14 @@ pub struct CostOverrides {
     /// an idle CPU), as before the probe had the figure.
     #[serde(default)]
     pub remote_flush_idle_ns: Option<f64>,
+    /// What one remote TLB flush IPI takes from the task running on the CPU it interrupts (the
+    /// handler's flush and, in a virtual machine, the host's delivery of the interrupt).
+    /// Measured by `nvmswap linux calibrate` (the same probe: the spinning owner's time lost to
+    /// interruptions while its pages are paged out, beyond its usual rate, per flush it
+    /// received). Sim adds it to that task's clock at its next step for each flush its CPU took
+    /// while it ran (crates/core/src/tlb.rs); without it, a flush costs only the reclaimer.
+    #[serde(default)]
+    pub remote_flush_target_ns: Option<f64>,
     /// A tab's own CPU per background touch of a resident page (the linux substrate's tab model
     /// times every touch: two clock reads and a `getrusage` before and after), measured by
     /// `nvmswap linux calibrate` (the tab-touch probe runs the tab's timed access over resident
@@ -381,6 +389,11 @@ impl CostOverrides {
             (
                 "costs.remote_flush_idle_ns",
                 self.remote_flush_idle_ns,
+                true,
+            ),
+            (
+                "costs.remote_flush_target_ns",
+                self.remote_flush_target_ns,
                 true,
             ),
             ("costs.tab_touch_ns", self.tab_touch_ns, true),

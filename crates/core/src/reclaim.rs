@@ -549,10 +549,12 @@ pub fn anon_scan_target(
 /// How a page leaves memory on swap-out in 6.18, before any device is involved.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum SwapOutRoute {
-    /// Zero-filled page on a swap device or zswap: recorded in the swap area's zeromap
-    /// (`swap_writeout`, mm/page_io.c, since 6.12), no I/O, no pool entry; swap-in fills zeros.
+    /// Zero-filled page, whatever the swap device (zram too): recorded in the swap area's zero
+    /// mark (`swap_writeout`, mm/page_io.c, since 6.12; vmstat `swpout_zero`) before zswap or
+    /// the device is asked, so no I/O and no pool entry; swap-in fills zeros.
     ZeroMap,
-    /// zram's same-filled page (`ZRAM_SAME`, drivers/block/zram): no compression, no pool memory.
+    /// zram's same-filled page of a non-zero word (`ZRAM_SAME`, drivers/block/zram): no
+    /// compression, no pool memory.
     ZramSame,
     /// Compressed (zram, or offered to zswap first) or written to the device.
     Normal,
@@ -566,15 +568,15 @@ pub enum SwapBackend {
     Zswap,
 }
 
-/// The route of a page by its content. Since 6.12 zswap has no same-filled case of its own: only
-/// zero pages skip it (through the zeromap); other same-filled pages are compressed like any
-/// other. zram keeps its same-filled case (any repeated machine word).
+/// The route of a page by its content. Since 6.12 `swap_writeout` takes every zero page into the
+/// zero mark before any device sees it; zswap has no same-filled case of its own (other
+/// same-filled pages are compressed like any other), and zram keeps its same-filled case for the
+/// pages of another repeated word that reach it.
 pub fn swap_out_route(backend: SwapBackend, zero_filled: bool, same_filled: bool) -> SwapOutRoute {
     match backend {
-        SwapBackend::Zram if same_filled || zero_filled => SwapOutRoute::ZramSame,
-        SwapBackend::Zram => SwapOutRoute::Normal,
-        SwapBackend::Device | SwapBackend::Zswap if zero_filled => SwapOutRoute::ZeroMap,
-        SwapBackend::Device | SwapBackend::Zswap => SwapOutRoute::Normal,
+        _ if zero_filled => SwapOutRoute::ZeroMap,
+        SwapBackend::Zram if same_filled => SwapOutRoute::ZramSame,
+        SwapBackend::Zram | SwapBackend::Device | SwapBackend::Zswap => SwapOutRoute::Normal,
     }
 }
 
@@ -917,6 +919,8 @@ mod tests {
     fn routes_and_charging() {
         use SwapBackend::*;
         assert_eq!(swap_out_route(Zram, false, true), SwapOutRoute::ZramSame);
+        assert_eq!(swap_out_route(Zram, true, true), SwapOutRoute::ZeroMap);
+        assert_eq!(swap_out_route(Device, false, true), SwapOutRoute::Normal);
         assert_eq!(swap_out_route(Zswap, false, true), SwapOutRoute::Normal);
         assert_eq!(swap_out_route(Zswap, true, true), SwapOutRoute::ZeroMap);
         assert_eq!(swap_out_route(Device, true, true), SwapOutRoute::ZeroMap);

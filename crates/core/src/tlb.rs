@@ -93,6 +93,9 @@ struct CpuTlb {
     /// running until its end is known; the IPIs a charge sent after that end went to a CPU
     /// sim took for running (see [`Tlbs::idles_from`]).
     span_ipis: Vec<u64>,
+    /// The time the flush IPIs it took while it ran have taken from its task, not yet added to
+    /// the task's clock ([`Tlbs::take_interrupted`]).
+    interrupted_ns: u64,
 }
 
 /// Flush IPIs each CPU remembers for a span that learns its end later: a charge writes far
@@ -156,6 +159,8 @@ pub struct Tlbs {
     flush_ns: u64,
     /// What a flush IPI to a CPU idling on `init_mm` costs the reclaimer.
     flush_idle_ns: u64,
+    /// What a flush IPI takes from the task running on its target (0: nothing modelled).
+    target_ns: u64,
     other: Option<OtherProcesses>,
     /// When the other processes' next task is due.
     other_next: u64,
@@ -176,6 +181,7 @@ impl Tlbs {
             cpus: vec![CpuTlb::default(); cpus.max(1) as usize],
             flush_ns,
             flush_idle_ns: flush_ns.max(wake_ns),
+            target_ns: 0,
             other: None,
             other_next: 0,
         }
@@ -189,6 +195,31 @@ impl Tlbs {
             self.flush_idle_ns = ns;
         }
         self
+    }
+
+    /// A flush IPI takes `target_ns` from the task running on the CPU it interrupts: the
+    /// handler's flush and, in a virtual machine, the host's delivery of the interrupt
+    /// (`costs.remote_flush_target_ns`, the shootdown probe's spinning owner; None: nothing).
+    /// Two charges on two CPUs each lose it for every page the other writes.
+    pub fn with_target_cost(mut self, target_ns: Option<u64>) -> Tlbs {
+        self.target_ns = target_ns.unwrap_or(0);
+        self
+    }
+
+    /// The time the flush IPIs `cpu` took while it ran have taken from its task since the last
+    /// call: the task's clock moves on by it at its next step.
+    pub fn take_interrupted(&mut self, cpu: usize) -> u64 {
+        self.cpus
+            .get_mut(cpu)
+            .map_or(0, |c| std::mem::take(&mut c.interrupted_ns))
+    }
+
+    /// Forgets what the flushes took from tasks not yet charged with it (a second's end: its
+    /// tasks are done).
+    pub fn clear_interrupted(&mut self) {
+        for c in &mut self.cpus {
+            c.interrupted_ns = 0;
+        }
     }
 
     /// The machine's other processes run their tasks on idle CPUs (None: no other process).
@@ -331,6 +362,7 @@ impl Tlbs {
             }
             if c.busy_from <= t && t < c.busy_until {
                 out.to_running_cpu += 1;
+                c.interrupted_ns += self.target_ns;
                 c.span_ipis.push(t);
                 if c.recent_ipis.len() == RECENT_IPIS {
                     c.recent_ipis.pop_front();
@@ -360,6 +392,34 @@ mod tests {
     const WAKE: u64 = 7_000;
     /// The other CPU's task in most tests: a tab's.
     const TAB: Mm = Mm::Tab(1);
+
+    #[test]
+    fn a_flush_to_a_running_cpu_takes_its_cost_from_the_task_there_once() {
+        let mut tlbs = Tlbs::new(3, FLUSH, WAKE).with_target_cost(Some(800));
+        tlbs.runs(1, 0, 1_000_000, TAB);
+        // CPU 2 idles lazily: no IPI, nothing taken.
+        for t in [10_000, 20_000, 30_000] {
+            tlbs.flush_written_page(t, 0);
+        }
+        assert_eq!(tlbs.take_interrupted(1), 3 * 800);
+        assert_eq!(tlbs.take_interrupted(1), 0, "taken once");
+        assert_eq!(tlbs.take_interrupted(2), 0);
+        // The reclaimer's own CPU is flushed locally; a CPU out of range has nothing.
+        assert_eq!(tlbs.take_interrupted(0), 0);
+        assert_eq!(tlbs.take_interrupted(7), 0);
+        tlbs.flush_written_page(40_000, 0);
+        tlbs.clear_interrupted();
+        assert_eq!(
+            tlbs.take_interrupted(1),
+            0,
+            "a second's leftovers are dropped"
+        );
+        // Without the cost the targets lose nothing.
+        let mut free = Tlbs::new(2, FLUSH, WAKE);
+        free.runs(1, 0, 1_000_000, TAB);
+        free.flush_written_page(10_000, 0);
+        assert_eq!(free.take_interrupted(1), 0);
+    }
 
     #[test]
     fn a_flush_to_an_idle_cpu_on_init_mm_waits_for_its_wake_up() {

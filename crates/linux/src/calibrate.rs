@@ -2696,6 +2696,9 @@ pub fn costs_toml(cal: &Calibration) -> String {
         {
             out.push_str(&format!("remote_flush_idle_ns = {}\n", each.round()));
         }
+        if let Some(each) = p.target_ns().filter(|ns| ns.is_finite() && *ns >= 0.0) {
+            out.push_str(&format!("remote_flush_target_ns = {}\n", each.round()));
+        }
     }
     for c in &cal.compression {
         out.push_str(&format!("\n[compressor.{}]\n", c.algorithm));
@@ -3040,6 +3043,8 @@ struct CostsFile {
     #[serde(default)]
     remote_flush_idle_ns: Option<f64>,
     #[serde(default)]
+    remote_flush_target_ns: Option<f64>,
+    #[serde(default)]
     tab_touch_ns: Option<f64>,
     #[serde(default)]
     tab_fill_same_page_ns: Option<f64>,
@@ -3113,6 +3118,7 @@ pub fn load_costs(
         reclaim_keep_page_ns: file.reclaim_keep_page_ns,
         remote_flush_ns: file.remote_flush_ns,
         remote_flush_idle_ns: file.remote_flush_idle_ns,
+        remote_flush_target_ns: file.remote_flush_target_ns,
         tab_touch_ns: file.tab_touch_ns,
         tab_fill_same_page_ns: file.tab_fill_same_page_ns,
         tab_fill_copy_page_ns: file.tab_fill_copy_page_ns,

@@ -609,6 +609,8 @@ fn drive(
     let mut extra = serde_json::Map::new();
     // swap_ra: pages a swap-in's read-ahead read besides the faulting one; swap_ra_hit: faults
     // that found such a page (mm/swap_state.c; zram's synchronous swap-ins read none).
+    // swpout_zero / swpin_zero: zero pages the swap area's zero mark took instead of a device or
+    // pool, and brought back (6.12+, mm/page_io.c; 0 on older kernels, which lack them).
     for k in [
         "pswpin",
         "pswpout",
@@ -616,6 +618,8 @@ fn drive(
         "zswpout",
         "swap_ra",
         "swap_ra_hit",
+        "swpout_zero",
+        "swpin_zero",
     ] {
         extra.insert(format!("{k}_delta"), d(k).into());
     }

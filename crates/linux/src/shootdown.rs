@@ -29,6 +29,13 @@
 //! invalidates remote TLBs without IPIs (AMD's INVLPGB, which the kernel uses where the CPU has
 //! it) shows no flushes in any phase.
 //!
+//! The flush costs its target too: the IPI interrupts the task running there (in a virtual
+//! machine through the host) for the handler's flush. The spinning owner reads the clock in its
+//! loop and adds up every gap longer than [`SPIN_GAP_NS`] (an interruption); the gaps while a
+//! block is paged out, less the rate of gaps while it spun before (the timer tick and the
+//! like), over the flushes received, is what one flush takes from the task it interrupts
+//! ([`ShootdownProbe::target_ns`]).
+//!
 //! A third phase times a flush to an idle CPU left on `init_mm`, which in a virtual machine is a
 //! halted virtual CPU the host must wake before it flushes (a linux pressure run's longest
 //! charges wait 19-36 µs per such IPI, docs/experiments/validation.md "The longest charges,
@@ -90,6 +97,17 @@ const OWNER_SPIN: u64 = 3;
 const OWNER_EXIT: u64 = 4;
 const OWNER_INIT_MM: u64 = 5;
 
+/// A gap between two clock reads of the spinning owner longer than this is an interruption
+/// (a loop turn takes tens of ns; a flush IPI's handling microseconds).
+pub const SPIN_GAP_NS: u64 = 1_000;
+
+/// Words of the owner's shared buffer: its phase, its acknowledgement, and while it spins the
+/// sum and count of the gaps in its clock reads (see [`SPIN_GAP_NS`]).
+const W_PHASE: usize = 0;
+const W_ACK: usize = 1;
+const W_GAP_NS: usize = 2;
+const W_GAPS: usize = 3;
+
 /// The scratch mapping the owner unmaps to free a page table (it spans one 2 MiB-aligned page
 /// table's range whole).
 const PAGE_TABLE_SPAN: usize = 2 << 20;
@@ -111,6 +129,9 @@ pub struct ShootdownPhase {
     /// Blocks left out of the phase: an idle phase's block whose idle CPU took flushes as if it
     /// were on `init_mm` (at least one per two pages).
     pub blocks_set_aside: u64,
+    /// The spinning owner's time taken by interruptions while its blocks were paged out, less
+    /// what the same time took before (ns; 0 in the other phases, where it does not spin).
+    pub owner_interrupted_ns: f64,
 }
 
 /// The remote-shootdown probe (see the module text).
@@ -141,6 +162,16 @@ impl ShootdownProbe {
     /// phase and the `init_mm` one. None as for [`ShootdownProbe::shootdown_ns`].
     pub fn idle_shootdown_ns(&self) -> Option<f64> {
         flush_cost(&self.idle, &self.idle_on_init_mm)
+    }
+
+    /// What one flush takes from the task running on its target (ns): the spinning owner's
+    /// interrupted time over the flushes it received. None when it received too few to tell
+    /// ([`MIN_SHOOTDOWN_CONTRAST`] per page, as for the reclaimer's side).
+    pub fn target_ns(&self) -> Option<f64> {
+        let ph = &self.spinning;
+        let flushes = ph.shootdowns_per_page * ph.pages as f64;
+        (ph.shootdowns_per_page >= MIN_SHOOTDOWN_CONTRAST && flushes > 0.0)
+            .then(|| (ph.owner_interrupted_ns / flushes).max(0.0))
     }
 }
 
@@ -185,7 +216,7 @@ pub fn comment(p: &ShootdownProbe) -> String {
          # an owner on CPU {} paged out from CPU {} (process_madvise MADV_PAGEOUT, one call per\n\
          # 2 MiB block of {} pages, swap file), the owner idle, spinning, or asleep on CPU {} with\n\
          # CPU {} left on init_mm (an unmap's page-table flush), block by block in turn.\n\
-         {}{}{}# {}.\n# {}.\n",
+         {}{}{}# {}.\n# {}.\n# {}.\n",
         p.owner_cpu,
         p.reclaimer_cpu,
         SHOOTDOWN_BLOCK_BATCHES * nvmswap_core::SWAP_CLUSTER_MAX as usize,
@@ -196,6 +227,14 @@ pub fn comment(p: &ShootdownProbe) -> String {
         line("owner's CPU idle on init_mm", &p.idle_on_init_mm),
         figure(p.shootdown_ns(), "a running CPU"),
         figure(p.idle_shootdown_ns(), "an idle CPU on init_mm"),
+        p.target_ns().map_or(
+            "no figure for the target's loss: the spinning owner received too few flushes".into(),
+            |ns| format!(
+                "the task running on the target loses {ns:.0} ns per flush it receives \
+                 ({:.0} ms interrupted while paged out, beyond its usual interruptions)",
+                p.spinning.owner_interrupted_ns / 1e6
+            ),
+        ),
     )
 }
 
@@ -273,10 +312,11 @@ fn owner(
         let page = unsafe { std::slice::from_raw_parts_mut(region.page(p), PAGE) };
         fill_page(page, seed, p as u64, 0.38, 0.0);
     }
-    w[0].store(OWNER_FILLED, Ordering::Release);
+    w[W_PHASE].store(OWNER_FILLED, Ordering::Release);
     let mut in_phase = OWNER_FILLED;
+    let mut last = 0;
     loop {
-        let phase = w[0].load(Ordering::Acquire);
+        let phase = w[W_PHASE].load(Ordering::Acquire);
         if phase != in_phase {
             let entered = match phase {
                 OWNER_EXIT => return 0,
@@ -287,12 +327,20 @@ fn owner(
                 return 3;
             }
             in_phase = phase;
-            w[1].store(phase, Ordering::Release);
+            last = worker::monotonic_ns();
+            w[W_ACK].store(phase, Ordering::Release);
         }
         if phase == OWNER_SPIN {
-            std::hint::spin_loop();
+            // Every gap between two clock reads longer than a loop turn is time something
+            // else took this CPU: counted for the prober (see SPIN_GAP_NS).
+            let now = worker::monotonic_ns();
+            if now - last > SPIN_GAP_NS {
+                w[W_GAP_NS].fetch_add(now - last, Ordering::Relaxed);
+                w[W_GAPS].fetch_add(1, Ordering::Relaxed);
+            }
+            last = now;
         } else {
-            wait_for_change(&w[0], phase);
+            wait_for_change(&w[W_PHASE], phase);
         }
     }
 }
@@ -415,6 +463,8 @@ struct Tally {
     pswpout: u64,
     /// Blocks left out of the phase (see time_phases).
     set_aside: u64,
+    /// The spinning owner's interrupted time beyond its usual rate (see time_phases).
+    interrupted_ns: f64,
 }
 
 impl Tally {
@@ -427,6 +477,7 @@ impl Tally {
             shootdowns_per_page: self.shootdowns as f64 / pages,
             pswpout: self.pswpout,
             blocks_set_aside: self.set_aside,
+            owner_interrupted_ns: self.interrupted_ns,
         }
     }
 }
@@ -558,14 +609,15 @@ fn time_phases(
     let block_pages = SHOOTDOWN_BLOCK_BATCHES * nvmswap_core::SWAP_CLUSTER_MAX as usize;
     debug_assert_eq!(block_pages * PAGE, PAGE_TABLE_SPAN);
     let mut tallies: [Tally; 3] = Default::default();
+    let mut rate;
     for (block, first) in (0..region.pages).step_by(block_pages).enumerate() {
         let pages = block_pages.min(region.pages - first);
         let phase = block % PHASES.len();
-        set_phase(&words[0], PHASES[phase]);
+        set_phase(&words[W_PHASE], PHASES[phase]);
         // The owner in its phase. An idle CPU on `init_mm` stays there only until a task runs
         // on it (another process's, ~20 a second on this machine), so that phase is timed at
         // once; the others wait for the owner's CPU to settle (see PHASE_SETTLE_MS).
-        crate::calibrate::wait_phase(pid, &words[1..], PHASES[phase])?;
+        crate::calibrate::wait_phase(pid, &words[W_ACK..], PHASES[phase])?;
         if PHASES[phase] == OWNER_INIT_MM {
             // The last page-out deferred flushes for the owner's mm, and the next walk of its
             // pages flushes that mm first (`flush_tlb_batched_pending`): a walk now sends that
@@ -574,8 +626,20 @@ fn time_phases(
             // text). The pages are aged already, so the walk changes nothing else.
             madvise_remote(pidfd, region.page(first), pages, libc::MADV_COLD)?;
             leave_cpu_on_init_mm(owner_cpu, reclaimer_cpu)?;
+            rate = 0.0;
         } else {
+            // While it settles, the owner's usual interruptions (spinning: the timer tick and
+            // the like), as a share of its time.
+            let (g0, t0) = (
+                words[W_GAP_NS].load(Ordering::Relaxed),
+                worker::monotonic_ns(),
+            );
             std::thread::sleep(std::time::Duration::from_millis(PHASE_SETTLE_MS));
+            let (g1, t1) = (
+                words[W_GAP_NS].load(Ordering::Relaxed),
+                worker::monotonic_ns(),
+            );
+            rate = (g1 - g0) as f64 / (t1 - t0).max(1) as f64;
         }
         if crate::signals::interrupted() {
             return Err(LinuxError::Interrupted);
@@ -587,9 +651,11 @@ fn time_phases(
         );
         // One call for the block: the walk checks for a pending batched flush once per page
         // table, and reclaim takes the block's pages as one list (`reclaim_pages`).
+        let gaps0 = words[W_GAP_NS].load(Ordering::Relaxed);
         let t = worker::monotonic_ns();
         page_out_remote(pidfd, region.page(first), pages)?;
         let dt = worker::monotonic_ns() - t;
+        let interrupted = words[W_GAP_NS].load(Ordering::Relaxed) - gaps0;
         let (shootdowns, pswpout) = (
             read_tlb_shootdowns()? - tlb0,
             crate::calibrate::vmstat_counter("pswpout")? - out0,
@@ -607,6 +673,9 @@ fn time_phases(
         tally.pages += pages as u64;
         tally.shootdowns += shootdowns;
         tally.pswpout += pswpout;
+        if PHASES[phase] == OWNER_SPIN {
+            tally.interrupted_ns += interrupted as f64 - rate * dt as f64;
+        }
     }
     let [idle, init_mm, spinning] = tallies;
     Ok([idle, spinning, init_mm])
@@ -641,6 +710,7 @@ mod tests {
             shootdowns_per_page: shootdowns,
             pswpout: 8192,
             blocks_set_aside: 0,
+            owner_interrupted_ns: 0.0,
         }
     }
 

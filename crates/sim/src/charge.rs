@@ -157,6 +157,14 @@ impl Machine<'_> {
     /// One step of charge `c`; true when the charge is over (a frame is free, or nothing more
     /// can be done: the caller's allocation then finds none).
     pub(crate) fn charge_step(&mut self, c: &mut MemcgCharge) -> bool {
+        // The task runs this step on the CPU the driver gives it now, not necessarily the one
+        // its charge began on (a preempted task may resume on the other): that CPU's per-CPU
+        // state (its batch of ended writes, its software queue, its swap cluster) is the step's.
+        debug_assert_eq!(
+            c.actor.pid, self.foreground_pid,
+            "a charge is its own task's"
+        );
+        c.actor = self.foreground();
         match std::mem::replace(&mut c.phase, Phase::Done) {
             Phase::Done => true,
             Phase::BetweenCalls => {

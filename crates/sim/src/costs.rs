@@ -100,6 +100,9 @@ pub struct Costs {
     /// The same to a CPU idling on `init_mm`: `costs.remote_flush_idle_ns` (calibrated), else
     /// None (the larger of `remote_flush` and `cpu_wake`; nvmswap_core::tlb::Tlbs::new).
     pub remote_flush_idle: Option<u64>,
+    /// What a flush IPI takes from the task running on its target:
+    /// `costs.remote_flush_target_ns` (calibrated), else None (nothing; nvmswap_core::tlb).
+    pub remote_flush_target: Option<u64>,
     /// A tab's own CPU per background touch: `costs.tab_touch_ns` (calibrated), else 0 (a
     /// resident touch takes no time).
     pub tab_touch: u64,
@@ -141,11 +144,12 @@ pub struct FillCosts {
 }
 
 impl FillCosts {
-    /// A page of `compressed_bytes` (0: same-filled) of a tab whose pages compress to `ratio`:
+    /// A page of `compressed_bytes` (0: zero-filled; `same_word`: another repeated word, also
+    /// same-filled) of a tab whose pages compress to `ratio`:
     /// the linux tab writes its chunks fresh with core's `fresh_share_for_ratio(ratio)`, and a
     /// fresh chunk costs what the probe's fresh page costs more than its copied one, per chunk.
-    pub fn page_ns(&self, compressed_bytes: u16, ratio: f64) -> u64 {
-        if compressed_bytes == 0 {
+    pub fn page_ns(&self, compressed_bytes: u16, same_word: bool, ratio: f64) -> u64 {
+        if compressed_bytes == 0 || same_word {
             return self.same_filled;
         }
         let share = nvmswap_core::workload::content::fresh_share_for_ratio(ratio);
@@ -193,6 +197,7 @@ impl Costs {
             readahead_page: o.readahead_page_ns.map_or(0, |v| v.max(0.0).round() as u64),
             remote_flush: o.remote_flush_ns.map_or(0, |v| v.max(0.0).round() as u64),
             remote_flush_idle: o.remote_flush_idle_ns.map(|v| v.max(0.0).round() as u64),
+            remote_flush_target: o.remote_flush_target_ns.map(|v| v.max(0.0).round() as u64),
             tab_touch: o.tab_touch_ns.map_or(0, |v| v.max(0.0).round() as u64),
             tab_fill: match (
                 o.tab_fill_same_page_ns,
@@ -304,16 +309,17 @@ mod tests {
             copy: 1_000,
             fresh: 2_000,
         };
-        // A same-filled page, whatever the tab's ratio.
-        assert_eq!(fill.page_ns(0, 0.5), 400);
+        // A same-filled page, zero or another word, whatever the tab's ratio.
+        assert_eq!(fill.page_ns(0, false, 0.5), 400);
+        assert_eq!(fill.page_ns(17, true, 0.5), 400);
         // core's table: ratio 0.4 of an LZ77 compressor is about 0.31 of the chunks fresh,
         // 0.575 is 0.5 of them, and 1.1 all.
-        assert_eq!(fill.page_ns(1_000, 0.575), 1_500);
-        assert_eq!(fill.page_ns(1_000, 1.1), 2_000);
-        assert_eq!(fill.page_ns(1_000, 0.0), 1_000);
+        assert_eq!(fill.page_ns(1_000, false, 0.575), 1_500);
+        assert_eq!(fill.page_ns(1_000, false, 1.1), 2_000);
+        assert_eq!(fill.page_ns(1_000, false, 0.0), 1_000);
         let share = nvmswap_core::workload::content::fresh_share_for_ratio(0.4);
         assert_eq!(
-            fill.page_ns(1_000, 0.4),
+            fill.page_ns(1_000, false, 0.4),
             1_000 + (1_000.0 * share).round() as u64
         );
     }

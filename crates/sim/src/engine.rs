@@ -30,6 +30,7 @@ use nvmswap_core::progress::Progress;
 use nvmswap_core::reclaim::ScanBalance;
 use nvmswap_core::results::RunOutput;
 use nvmswap_core::reuse::{ReuseDistance, TouchReuse};
+use nvmswap_core::workload::content::{same_word_compressed_bytes, ZERO_SHARE_OF_SAME_FILLED};
 use nvmswap_core::PAGE_SIZE;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -182,6 +183,7 @@ macro_rules! env {
             rng: &mut $m.rng,
             costs: &$m.costs,
             sizes: &$m.comp,
+            same_word: &$m.same_word,
             obs: &mut $m.obs,
         }
     };
@@ -196,6 +198,9 @@ pub struct Machine<'a> {
     /// The pages' contents (compressed sizes, same-filled pages): the seed's alone, so that
     /// another draw of the timing (`RunOptions::timing_draw`) runs the same workload.
     content_rng: ChaCha8Rng,
+    /// Which same-filled pages repeat a non-zero word: the seed's too, on a stream of its own
+    /// so that the sizes drawn from `content_rng` stay as they were before the split was made.
+    same_word_rng: ChaCha8Rng,
     /// The foreground's clock.
     pub now: u64,
     /// The process running in the foreground (the tab being opened or switched to).
@@ -208,8 +213,12 @@ pub struct Machine<'a> {
     /// sit in the swap cache until a touch maps them (`do_swap_page` finds them there: a minor
     /// fault, counted in the task's `minflt` as the linux substrate counts faults).
     pub(crate) unmapped: Vec<bool>,
-    /// Compressed size of each page (0: same-filled).
+    /// Compressed size of each page (0: zero-filled; a page of another repeated word has the
+    /// few bytes lz4 makes of it and is marked in `same_word`).
     pub comp: Vec<u16>,
+    /// Pages that repeat one non-zero 8-byte word (zram's same-filled case; written to a
+    /// device and compressed by zswap, where only zero pages are skipped).
+    pub same_word: Vec<bool>,
     pub lru: AnonLru,
     /// The anon/file reclaim costs `get_scan_count` balances a memory cgroup's scan by.
     pub scan_balance: ScanBalance,
@@ -301,6 +310,11 @@ impl<'a> Machine<'a> {
         Ok(Machine {
             rng: timing_stream(timing_seed),
             content_rng: ChaCha8Rng::seed_from_u64(seed),
+            same_word_rng: {
+                let mut r = ChaCha8Rng::seed_from_u64(seed);
+                r.set_stream(1);
+                r
+            },
             now: 0,
             foreground_pid: TAB_PID_BASE,
             mem: Memory::new(&cfg),
@@ -309,6 +323,7 @@ impl<'a> Machine<'a> {
             loc: Vec::new(),
             unmapped: Vec::new(),
             comp: Vec::new(),
+            same_word: Vec::new(),
             lru: AnonLru::new(cfg.dram_bytes),
             scan_balance: ScanBalance::default(),
             tabs: Vec::new(),
@@ -316,6 +331,7 @@ impl<'a> Machine<'a> {
             discards: 0,
             tlbs: Tlbs::new(cfg.tab_cpus(), costs.remote_flush, costs.cpu_wake)
                 .with_idle_flush(costs.remote_flush_idle)
+                .with_target_cost(costs.remote_flush_target)
                 .with_other_processes(costs.other_processes),
             running_on: 0,
             reuse: ReuseDistance::new(REUSE_WINDOW),
@@ -855,16 +871,27 @@ impl<'a> Machine<'a> {
     /// `n` new absent pages at the end of the page table, their contents drawn.
     fn new_pages(&mut self, n: u32, ratio: f64, same: f64) {
         for _ in 0..n {
-            let size = if self.content_rng.random_bool(same) {
-                0
+            let (size, word) = if self.content_rng.random_bool(same) {
+                // Same-filled: zero, or another repeated word, in the tab model's shares
+                // (core's `fill_page`, which the linux and live tabs write).
+                if self
+                    .same_word_rng
+                    .random_bool(1.0 - ZERO_SHARE_OF_SAME_FILLED)
+                {
+                    (same_word_compressed_bytes(), true)
+                } else {
+                    (0, false)
+                }
             } else {
                 // Compressed sizes spread +-30 % around the site's ratio (our assumption).
                 let f: f64 = self.content_rng.random_range(0.7..1.3);
-                ((ratio * f * PAGE_SIZE as f64) as u64).min(PAGE_SIZE) as u16
+                let size = ((ratio * f * PAGE_SIZE as f64) as u64).min(PAGE_SIZE) as u16;
+                (size, false)
             };
             self.loc.push(Loc::Absent);
             self.unmapped.push(false);
             self.comp.push(size);
+            self.same_word.push(word);
         }
         self.backend.grow(self.loc.len());
         self.lru.grow(self.loc.len());
@@ -1076,7 +1103,10 @@ impl<'a> Machine<'a> {
     /// (`Costs::tab_fill` of the page's drawn content and the tab's ratio; 0 without it).
     pub fn fill_ns(&self, tab: u32, p: u32) -> u64 {
         match (self.costs.tab_fill, self.tabs.get(tab as usize)) {
-            (Some(fill), Some(t)) => fill.page_ns(self.comp[p as usize], t.ratio),
+            (Some(fill), Some(t)) => {
+                let pi = p as usize;
+                fill.page_ns(self.comp[pi], self.same_word[pi], t.ratio)
+            }
             _ => 0,
         }
     }

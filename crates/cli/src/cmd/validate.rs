@@ -643,6 +643,15 @@ const MECHANISMS: &[Mechanism] = &[
         label: "pages per write request",
         read: Read::Each(linux_pages_per_write, sim_pages_per_write),
     },
+    // Zero pages swapped out into the swap area's zero mark, not written: each leaves a hole in
+    // a charge's run of slots, so a plugged request ends there.
+    Mechanism {
+        label: "zero pages swapped out",
+        read: Read::Each(
+            |r| extra_at(r, &["swpout_zero_delta"]),
+            |r| extra_at(r, &["swpout_zero"]),
+        ),
+    },
     both(
         "read: pages per request mean",
         &["blktrace", "read_pages_per_request", "mean"],

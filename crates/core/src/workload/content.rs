@@ -13,6 +13,14 @@ use crate::PAGE_SIZE;
 
 const CHUNK: usize = 32;
 
+/// Of the same-filled pages, the share that is all zeros; the others repeat one random non-zero
+/// 8-byte word. The tab model's assumption (Chromium's anonymous memory is not measured here).
+/// It matters to the swap path: since 6.12 a zero page skips every swap device and zswap
+/// (`swap_writeout`, mm/page_io.c, sets the swap area's zero mark, vmstat `swpout_zero`), while
+/// a page of another repeated word is written to the device, compressed by zswap, or kept by
+/// zram without compression (`ZRAM_SAME`).
+pub const ZERO_SHARE_OF_SAME_FILLED: f64 = 0.8;
+
 /// lz4 compressed/original ratio of pages made with a given share of fresh chunks, measured with
 /// `lz4_flex::block::compress` over 200 pages per point. Short back-references cost more per byte
 /// saved than long runs, hence the bend at the low end. The content tests check the inverse below
@@ -60,7 +68,7 @@ pub fn fill_page(
     let mut rng = ChaCha8Rng::seed_from_u64(seed ^ key.wrapping_mul(0x9E37_79B9_7F4A_7C15));
     if rng.random_bool(same_filled_share.clamp(0.0, 1.0)) {
         // Mostly zero pages, sometimes another repeated word, as in real anonymous memory.
-        let word: u64 = if rng.random_bool(0.8) {
+        let word: u64 = if rng.random_bool(ZERO_SHARE_OF_SAME_FILLED) {
             0
         } else {
             rng.random()
@@ -82,6 +90,18 @@ pub fn fill_page(
             chunk.copy_from_slice(&done[src..src + CHUNK]);
         }
     }
+}
+
+/// Bytes lz4 makes of a page that repeats one non-zero 8-byte word: what a compressed pool holds
+/// for such a page (sim's size for it), measured with `lz4_flex` once rather than assumed.
+pub fn same_word_compressed_bytes() -> u16 {
+    static BYTES: std::sync::OnceLock<u16> = std::sync::OnceLock::new();
+    *BYTES.get_or_init(|| {
+        let page: Vec<u8> = std::iter::repeat_n(0x0123_4567_89ab_cdef_u64.to_le_bytes(), 512)
+            .flatten()
+            .collect();
+        lz4_flex::block::compress(&page).len() as u16
+    })
 }
 
 /// True if the page is one repeated 8-byte word (what zram calls same-filled).
@@ -124,6 +144,29 @@ mod tests {
             same += is_same_filled(&page) as u32;
         }
         assert!((400..600).contains(&same), "{same} of 2000 same-filled");
+    }
+
+    #[test]
+    fn a_page_of_one_word_compresses_to_a_few_dozen_bytes() {
+        let n = same_word_compressed_bytes();
+        assert!((8..=64).contains(&n), "{n} bytes");
+    }
+
+    #[test]
+    fn most_same_filled_pages_are_zero() {
+        let mut page = vec![0u8; PAGE_SIZE as usize];
+        let (mut same, mut zero) = (0u32, 0u32);
+        for key in 0..4000 {
+            fill_page(&mut page, 5, key, 0.4, 1.0);
+            same += is_same_filled(&page) as u32;
+            zero += page.iter().all(|&b| b == 0) as u32;
+        }
+        assert_eq!(same, 4000);
+        let share = f64::from(zero) / f64::from(same);
+        assert!(
+            (share - ZERO_SHARE_OF_SAME_FILLED).abs() < 0.03,
+            "{zero} of {same} zero"
+        );
     }
 
     #[test]

@@ -29,7 +29,8 @@
 //!
 //! Zero-filled pages (sim's compressed size 0) take the 6.12+ zeromap route
 //! (`nvmswap_core::reclaim::swap_out_route`, `swap_writeout` in mm/page_io.c): the slot is
-//! taken, nothing is written, a fault fills zeros without I/O.
+//! taken, nothing is written, a fault fills zeros without I/O. A page that repeats another word
+//! is written like any other (only zero pages are skipped).
 
 use nvmswap_core::alloc::{by_name, AllocParams, SlotAllocator};
 use nvmswap_core::block::Op;
@@ -116,6 +117,8 @@ pub struct BlockSwap {
     read_by: Vec<u64>,
     /// Touches that slept on their read-ahead page's read (`extra.readahead_read_waits`).
     readahead_read_waits: u64,
+    /// Zero pages the swap area's zero mark took (vmstat `swpout_zero`, `extra.swpout_zero`).
+    pub(super) swpout_zero: u64,
     /// The last swap-in's read-ahead decision (tests compare it with core's).
     pub(crate) last_decision: Option<ReadDecision>,
     /// The slot of each page that holds one.
@@ -228,6 +231,7 @@ impl BlockSwap {
             readahead_hits: 0,
             read_by: Vec::new(),
             readahead_read_waits: 0,
+            swpout_zero: 0,
             last_decision: None,
             slot_of: Vec::new(),
             slot_owner: vec![NO_OWNER; swap_slots as usize],
@@ -872,6 +876,7 @@ impl BlockSwap {
             "swap_in_use_mib".into(),
             super::swap_in_use_mib(self.swap_slots, self.peak_used_slots, self.used_slots),
         );
+        extra.insert("swpout_zero".into(), self.swpout_zero.into());
         extra
     }
 
@@ -1053,10 +1058,12 @@ impl SwapBackend for BlockSwap {
             self.allocate(p, by.cpu)?;
         }
         let mut spent = Spent::default();
-        if env.size(p) == 0 {
-            // Zero-filled: the zeromap, no write (the swap-out path checks the page).
+        if env.zero_filled(p) {
+            // The zero mark, no write (the swap-out path checks the page); a page of another
+            // repeated word is written like any other.
             spent.cpu += crate::costs::SAME_FILLED_NS;
             self.held[p as usize] = Held::Zero;
+            self.swpout_zero += 1;
             return Some(spent);
         }
         self.write(p, t, &mut spent, by, env.obs, true);

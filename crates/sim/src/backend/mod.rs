@@ -37,14 +37,29 @@ use crate::SimError;
 pub struct Env<'a> {
     pub rng: &'a mut ChaCha8Rng,
     pub costs: &'a Costs,
-    /// Compressed size of every page in bytes (0: same-filled), fixed when its tab opens.
+    /// Compressed size of every page in bytes (0: zero-filled), fixed when its tab opens.
     pub sizes: &'a [u16],
+    /// The pages that repeat one non-zero word (`Machine::same_word`); a rig may pass fewer
+    /// pages than `sizes` (the others are not).
+    pub same_word: &'a [bool],
     pub obs: &'a mut Observers,
 }
 
 impl Env<'_> {
+    /// What a compressor makes of the page, bytes (0 for a zero page, which none is asked).
     pub fn size(&self, p: u32) -> u64 {
         u64::from(self.sizes[p as usize])
+    }
+
+    /// All zeros: the swap area's zero mark takes it before any device or pool
+    /// (`nvmswap_core::reclaim::swap_out_route`).
+    pub fn zero_filled(&self, p: u32) -> bool {
+        self.sizes[p as usize] == 0
+    }
+
+    /// One repeated 8-byte word, zero or not: what zram keeps uncompressed (`ZRAM_SAME`).
+    pub fn same_filled(&self, p: u32) -> bool {
+        self.zero_filled(p) || self.same_word.get(p as usize).copied().unwrap_or(false)
     }
 }
 

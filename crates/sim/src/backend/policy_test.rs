@@ -79,6 +79,7 @@ impl Rig {
             rng: &mut self.rng,
             costs: &self.costs,
             sizes: &self.sizes,
+            same_word: &[],
             obs: &mut self.obs,
         }
     }

@@ -1,6 +1,7 @@
 //! Known answers for reclaim's write path in sim (block.rs, zswap.rs): the plug merges a
 //! batch's adjacent writes into one request, a page under writeback keeps its frame until its
-//! write completes, a fault on it is served from the swap cache, zero pages are not written,
+//! write completes, a fault on it is served from the swap cache, zero pages are not written
+//! (pages of another repeated word are),
 //! and zswap's shrinker runs in its worker, not in the task that stores or faults; in a memory
 //! cgroup, ended writes reach the scan through the completing CPU's rotation batch. And the
 //! read side: a swap-in's read-ahead reaches the device as merged requests, a request's Q is
@@ -23,6 +24,8 @@ pub(super) struct Rig {
     rng: ChaCha8Rng,
     costs: Costs,
     sizes: Vec<u16>,
+    /// Pages of one non-zero repeated word (none unless a test marks some).
+    same_word: Vec<bool>,
     obs: Observers,
 }
 
@@ -46,6 +49,7 @@ impl Rig {
             rng: ChaCha8Rng::seed_from_u64(1),
             costs: Costs::of(cfg).unwrap(),
             sizes: vec![size; pages],
+            same_word: Vec::new(),
             obs: Observers {
                 metrics: Metrics::new(2),
                 others: Vec::new(),
@@ -59,6 +63,7 @@ impl Rig {
             rng: &mut self.rng,
             costs: &self.costs,
             sizes: &self.sizes,
+            same_word: &self.same_word,
             obs: &mut self.obs,
         };
         f(self.backend.as_mut(), &mut env)
@@ -223,6 +228,32 @@ fn zero_pages_go_to_the_zeromap_without_io() {
         SwapIn::Done { .. }
     ));
     assert_eq!(rig.obs.metrics.c.device_reads, 0);
+}
+
+#[test]
+fn a_page_of_another_repeated_word_is_written_and_zram_keeps_it_without_pool_memory() {
+    // Only zero pages skip the device since 6.12; one of another word is an ordinary write.
+    let word = nvmswap_core::workload::content::same_word_compressed_bytes();
+    let mut rig = Rig::new("optane", 2, word, &[]);
+    rig.same_word = vec![true, false];
+    rig.sizes[1] = 0;
+    rig.store(0, 0, ME);
+    rig.store(1, 0, ME);
+    rig.backend.finish_plug(0, ME, &mut rig.obs);
+    assert_eq!(rig.writes_queued(), 1, "the word page alone is written");
+    let extra = rig.backend.finish_extra(0);
+    assert_eq!(
+        extra["swpout_zero"], 1,
+        "the zero page went to the zero mark"
+    );
+    // zram: both same-filled, neither takes pool memory.
+    let mut zram = Rig::new("baseline-zram", 2, word, &[]);
+    zram.same_word = vec![true, false];
+    zram.sizes[1] = 0;
+    zram.store(0, 0, ME);
+    zram.store(1, 0, ME);
+    assert_eq!(zram.backend.pool_bytes(), 0);
+    assert_eq!(zram.backend.finish_extra(0)["swpout_zero"], 1);
 }
 
 #[test]

@@ -20,6 +20,19 @@ pub struct Zram {
     /// The most slots in use at once (`extra.swap_in_use_mib.peak`).
     peak_used_slots: u64,
     slots: u64,
+    /// Zero pages the swap area's zero mark took before zram saw them (`extra.swpout_zero`).
+    swpout_zero: u64,
+}
+
+/// What a page takes of zram's pool: nothing for a same-filled page (a zero page never reaches
+/// zram since 6.12, the zero mark takes it; another repeated word is `ZRAM_SAME`), else its
+/// compressed size. Both same-filled kinds cost the same-filled path.
+fn zram_bytes(env: &Env, p: u32) -> u64 {
+    if env.same_filled(p) {
+        0
+    } else {
+        env.size(p)
+    }
 }
 
 impl Zram {
@@ -35,6 +48,7 @@ impl Zram {
             used_slots: 0,
             peak_used_slots: 0,
             slots: cfg.zram_disksize_bytes / PAGE_SIZE,
+            swpout_zero: 0,
         }))
     }
 }
@@ -59,9 +73,12 @@ impl SwapBackend for Zram {
     }
 
     fn store(&mut self, p: u32, t: u64, by: Actor, env: &mut Env) -> Option<Spent> {
-        let size = env.size(p);
+        let size = zram_bytes(env, p);
         if self.used_slots >= self.slots || self.bytes + size > self.limit {
             return None;
+        }
+        if env.zero_filled(p) {
+            self.swpout_zero += 1;
         }
         let spent = env.costs.zram_store(size, env.rng);
         self.bytes += size;
@@ -82,7 +99,7 @@ impl SwapBackend for Zram {
     }
 
     fn swap_in(&mut self, p: u32, _write: bool, start: u64, by: Actor, env: &mut Env) -> SwapIn {
-        let size = env.size(p);
+        let size = zram_bytes(env, p);
         let cost = env.costs.pool_swap_in + env.costs.decompress(size, env.rng);
         self.bytes -= size;
         self.used_slots -= 1;
@@ -106,7 +123,7 @@ impl SwapBackend for Zram {
     }
 
     fn release(&mut self, p: u32, env: &mut Env) {
-        self.bytes -= env.size(p);
+        self.bytes -= zram_bytes(env, p);
         self.used_slots -= 1;
     }
 
@@ -120,6 +137,7 @@ impl SwapBackend for Zram {
             "swap_in_use_mib".into(),
             super::swap_in_use_mib(self.slots, self.peak_used_slots, self.used_slots),
         );
+        extra.insert("swpout_zero".into(), self.swpout_zero.into());
         extra
     }
 }

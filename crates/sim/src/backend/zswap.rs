@@ -197,16 +197,16 @@ impl SwapBackend for Zswap {
         }
         let mut spent = Spent::default();
         let size = env.size(p);
-        // Sim's size 0 stands for a zero-filled page (the tab model's same-filled pages are
-        // mostly zero, core::workload::content).
+        // A page of a non-zero repeated word is compressed (to a few bytes) like any other.
         let route = swap_out_route(
             nvmswap_core::reclaim::SwapBackend::Zswap,
-            size == 0,
-            size == 0,
+            env.zero_filled(p),
+            env.same_filled(p),
         );
         if route == SwapOutRoute::ZeroMap {
             spent.cpu += SAME_FILLED_NS;
             self.dev.held[p as usize] = Held::Zero;
+            self.dev.swpout_zero += 1;
             return Some(spent);
         }
         let to = match self.pool.store(p, size) {

@@ -46,6 +46,7 @@ impl Rig {
             rng: &mut self.rng,
             costs: &self.costs,
             sizes: &self.sizes,
+            same_word: &[],
             obs: &mut self.obs,
         };
         self.backend.store(P, t, ME, &mut env).unwrap().total()
@@ -62,6 +63,7 @@ impl Rig {
             rng: &mut self.rng,
             costs: &self.costs,
             sizes: &self.sizes,
+            same_word: &[],
             obs: &mut self.obs,
         };
         self.backend.fault(P, write, t, ME, &mut env);
