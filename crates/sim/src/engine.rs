@@ -219,6 +219,10 @@ pub struct Machine<'a> {
     /// Pages that repeat one non-zero 8-byte word (zram's same-filled case; written to a
     /// device and compressed by zswap, where only zero pages are skipped).
     pub same_word: Vec<bool>,
+    /// Same-filled pages a tab wrote since their contents were drawn: a write changes a byte
+    /// (the linux tab's write touch increments one), so from the page's next swap-out it is
+    /// an ordinary page of a few compressed bytes (`Machine::swap_out`).
+    pub(crate) same_filled_written: Vec<bool>,
     pub lru: AnonLru,
     /// The anon/file reclaim costs `get_scan_count` balances a memory cgroup's scan by.
     pub scan_balance: ScanBalance,
@@ -324,6 +328,7 @@ impl<'a> Machine<'a> {
             unmapped: Vec::new(),
             comp: Vec::new(),
             same_word: Vec::new(),
+            same_filled_written: Vec::new(),
             lru: AnonLru::new(cfg.dram_bytes),
             scan_balance: ScanBalance::default(),
             tabs: Vec::new(),
@@ -493,6 +498,11 @@ impl<'a> Machine<'a> {
     pub fn start_touch(&mut self, p: u32, write: bool) -> Result<Touch, SimError> {
         let pi = p as usize;
         let me = self.foreground();
+        // A write changes the page's contents (not a page's first touch, which its drawn
+        // contents fill): a same-filled page is one no more from its next swap-out.
+        if write && self.loc[pi] != Loc::Absent && (self.comp[pi] == 0 || self.same_word[pi]) {
+            self.same_filled_written[pi] = true;
+        }
         let reuse = self.reuse.access(p);
         let (latency, kind) = match self.loc[pi] {
             Loc::Resident => {
@@ -892,6 +902,7 @@ impl<'a> Machine<'a> {
             self.unmapped.push(false);
             self.comp.push(size);
             self.same_word.push(word);
+            self.same_filled_written.push(false);
         }
         self.backend.grow(self.loc.len());
         self.lru.grow(self.loc.len());

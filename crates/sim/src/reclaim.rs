@@ -440,6 +440,13 @@ impl Machine<'_> {
 
     /// Moves a resident page to the swap back-end at `t`, or None if the back-end is full.
     fn swap_out(&mut self, p: u32, t: u64, by: Actor) -> Option<Spent> {
+        let pi = p as usize;
+        if std::mem::take(&mut self.same_filled_written[pi]) {
+            // Written since its contents were drawn (`Machine::start_touch`); no copy of it is
+            // kept anywhere (the write made a swap-cache copy stale), so its size changes here.
+            self.comp[pi] = nvmswap_core::workload::content::written_same_filled_compressed_bytes();
+            self.same_word[pi] = false;
+        }
         let spent = self.backend.store(p, t, by, crate::engine::env!(self))?;
         self.mem.resident -= 1;
         self.loc[p as usize] = Loc::Out;
@@ -501,6 +508,37 @@ mod tests {
         m.map_tab(0, pages, 0.5, 0.0);
         m.use_tab(0);
         m
+    }
+
+    #[test]
+    fn a_same_filled_page_a_tab_wrote_is_written_at_its_next_swap_out() {
+        let mut m = machine(|_| {}, 1);
+        // A second tab whose every page is same-filled; most of them zero.
+        let base = m.map_tab(1, 16, 0.5, 1.0);
+        m.use_tab(1);
+        let zero: Vec<u32> = (base..base + 16)
+            .filter(|&p| m.comp[p as usize] == 0)
+            .collect();
+        assert!(zero.len() >= 2, "{zero:?}");
+        let (kept, written) = (zero[0], zero[1]);
+        for p in [kept, written] {
+            // The first touch fills the page with its drawn contents: still zero.
+            m.touch(p, true).unwrap();
+        }
+        // A later write changes a byte of one of them.
+        m.touch(written, true).unwrap();
+        let me = m.foreground();
+        for p in [kept, written] {
+            // The swap-out alone (the LRU's part is reclaim's, not this test's).
+            m.swap_out(p, m.now, me).unwrap();
+        }
+        m.backend.finish_plug(m.now, me, &mut m.obs);
+        assert_eq!(m.backend.finish_extra(m.now)["swpout_zero"], 1);
+        assert_eq!(
+            m.obs.metrics.c.device_writes, 1,
+            "the written page goes to the device"
+        );
+        assert!(m.comp[written as usize] > 0 && m.comp[kept as usize] == 0);
     }
 
     #[test]

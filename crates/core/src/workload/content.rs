@@ -104,6 +104,17 @@ pub fn same_word_compressed_bytes() -> u16 {
     })
 }
 
+/// Bytes lz4 makes of a zero page with one byte changed: what a same-filled page becomes once a
+/// tab writes it (the linux tab's write touch increments a byte), measured as above.
+pub fn written_same_filled_compressed_bytes() -> u16 {
+    static BYTES: std::sync::OnceLock<u16> = std::sync::OnceLock::new();
+    *BYTES.get_or_init(|| {
+        let mut page = vec![0u8; PAGE_SIZE as usize];
+        page[8] = 1;
+        lz4_flex::block::compress(&page).len() as u16
+    })
+}
+
 /// True if the page is one repeated 8-byte word (what zram calls same-filled).
 pub fn is_same_filled(page: &[u8]) -> bool {
     let first = &page[..8];
@@ -150,6 +161,15 @@ mod tests {
     fn a_page_of_one_word_compresses_to_a_few_dozen_bytes() {
         let n = same_word_compressed_bytes();
         assert!((8..=64).contains(&n), "{n} bytes");
+    }
+
+    #[test]
+    fn a_written_zero_page_is_not_same_filled_and_compresses_to_a_few_dozen_bytes() {
+        let n = written_same_filled_compressed_bytes();
+        assert!((8..=64).contains(&n), "{n} bytes");
+        let mut page = vec![0u8; PAGE_SIZE as usize];
+        page[8] = 1;
+        assert!(!is_same_filled(&page));
     }
 
     #[test]

@@ -503,12 +503,11 @@ impl BlockSwap {
         if !zero && !self.writeback.is_under_writeback(p) && !found_in_memory {
             return None;
         }
+        // A zero page read back from the zero mark is in the swap cache like any other
+        // (`swap_read_folio_zeromap` fills the folio there): its slot, zero mark and all, is kept
+        // or freed as a read one's is.
         let slot = self.slot_of[pi];
-        if zero {
-            self.free_slot(slot);
-        } else {
-            self.keep_or_free_slot(p, slot, write);
-        }
+        self.keep_or_free_slot(p, slot, write);
         self.held[pi] = Held::No;
         let cost = self.minor_ns;
         obs.emit(Event::Cpu {
@@ -520,8 +519,16 @@ impl BlockSwap {
         Some((cost, !zero))
     }
 
-    /// A clean page whose data is still in its swap-cache slot is unmapped and dropped, no I/O.
-    pub(super) fn take_clean(&mut self, p: u32, t: u64, by: Actor, obs: &mut Observers) -> bool {
+    /// A clean page whose data is still in its swap-cache slot is unmapped and dropped, no I/O
+    /// (`zero`: the slot holds the zero mark, not data on the device).
+    pub(super) fn take_clean(
+        &mut self,
+        p: u32,
+        zero: bool,
+        t: u64,
+        by: Actor,
+        obs: &mut Observers,
+    ) -> bool {
         let pi = p as usize;
         if self.swap_cache[pi] == NO_OWNER || self.swap_cache_stale[pi] {
             return false;
@@ -529,7 +536,7 @@ impl BlockSwap {
         self.slot_of[pi] = self.swap_cache[pi];
         self.swap_cache[pi] = NO_OWNER;
         self.ra_unused[pi] = false;
-        self.held[pi] = Held::Device;
+        self.held[pi] = if zero { Held::Zero } else { Held::Device };
         obs.emit(Event::CleanEviction {
             t,
             actor: by,
@@ -1051,7 +1058,7 @@ impl SwapBackend for BlockSwap {
     }
 
     fn store(&mut self, p: u32, t: u64, by: Actor, env: &mut Env) -> Option<Spent> {
-        if self.take_clean(p, t, by, env.obs) {
+        if self.take_clean(p, env.zero_filled(p), t, by, env.obs) {
             return Some(Spent::default());
         }
         if !self.reuse_kept_slot(p) {

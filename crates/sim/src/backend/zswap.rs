@@ -185,7 +185,7 @@ impl SwapBackend for Zswap {
     }
 
     fn store(&mut self, p: u32, t: u64, by: Actor, env: &mut Env) -> Option<Spent> {
-        if self.dev.take_clean(p, t, by, env.obs) {
+        if self.dev.take_clean(p, env.zero_filled(p), t, by, env.obs) {
             if self.pool.contains(p) {
                 // Non-exclusive load: the compressed copy is still there.
                 self.dev.held[p as usize] = Held::Pool;
