@@ -102,11 +102,10 @@ const OWNER_INIT_MM: u64 = 5;
 pub const SPIN_GAP_NS: u64 = 1_000;
 
 /// Words of the owner's shared buffer: its phase, its acknowledgement, and while it spins the
-/// sum and count of the gaps in its clock reads (see [`SPIN_GAP_NS`]).
+/// sum of the gaps in its clock reads (see [`SPIN_GAP_NS`]).
 const W_PHASE: usize = 0;
 const W_ACK: usize = 1;
 const W_GAP_NS: usize = 2;
-const W_GAPS: usize = 3;
 
 /// The scratch mapping the owner unmaps to free a page table (it spans one 2 MiB-aligned page
 /// table's range whole).
@@ -166,12 +165,14 @@ impl ShootdownProbe {
 
     /// What one flush takes from the task running on its target (ns): the spinning owner's
     /// interrupted time over the flushes it received. None when it received too few to tell
-    /// ([`MIN_SHOOTDOWN_CONTRAST`] per page, as for the reclaimer's side).
+    /// ([`MIN_SHOOTDOWN_CONTRAST`] per page, as for the reclaimer's side), or when its
+    /// interruptions while paged out were no more than its usual ones (a loaded machine's other
+    /// tasks took its CPU while it settled).
     pub fn target_ns(&self) -> Option<f64> {
         let ph = &self.spinning;
         let flushes = ph.shootdowns_per_page * ph.pages as f64;
-        (ph.shootdowns_per_page >= MIN_SHOOTDOWN_CONTRAST && flushes > 0.0)
-            .then(|| (ph.owner_interrupted_ns / flushes).max(0.0))
+        (ph.shootdowns_per_page >= MIN_SHOOTDOWN_CONTRAST && ph.owner_interrupted_ns > 0.0)
+            .then(|| ph.owner_interrupted_ns / flushes)
     }
 }
 
@@ -336,7 +337,6 @@ fn owner(
             let now = worker::monotonic_ns();
             if now - last > SPIN_GAP_NS {
                 w[W_GAP_NS].fetch_add(now - last, Ordering::Relaxed);
-                w[W_GAPS].fetch_add(1, Ordering::Relaxed);
             }
             last = now;
         } else {
@@ -744,5 +744,31 @@ mod tests {
             ..p
         };
         assert_eq!(flat.shootdown_ns(), None);
+        assert_eq!(flat.target_ns(), None, "too few flushes received");
+    }
+
+    #[test]
+    fn the_targets_loss_is_its_interrupted_time_over_the_flushes_it_received() {
+        let spinning = ShootdownPhase {
+            owner_interrupted_ns: 8192.0 * 8_000.0,
+            ..phase(18_000.0, 1.0)
+        };
+        let p = ShootdownProbe {
+            reclaimer_cpu: 0,
+            owner_cpu: 1,
+            idle: phase(4_500.0, 0.0),
+            spinning: spinning.clone(),
+            idle_on_init_mm: phase(34_500.0, 1.0),
+        };
+        assert!((p.target_ns().unwrap() - 8_000.0).abs() < 1e-6);
+        // No more interruptions than usual: no figure, not a zero.
+        let usual = ShootdownProbe {
+            spinning: ShootdownPhase {
+                owner_interrupted_ns: -5_000.0,
+                ..spinning
+            },
+            ..p
+        };
+        assert_eq!(usual.target_ns(), None);
     }
 }
