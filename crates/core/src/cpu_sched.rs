@@ -115,10 +115,10 @@ impl FairQueue {
         e.queued && (e.v as i128) * (self.queued as i128) <= self.sum_v
     }
 
-    /// Task `i` becomes runnable: at the second's start (a queue per second: lag 0) or woken
-    /// from its read (with the lag it slept with). Placed at `V - lag`, the lag scaled by
-    /// `(n + 1) / n` as `place_entity` does, so that against the new average its lag is the one
-    /// it left with.
+    /// Task `i` becomes runnable, woken with the lag it slept with (at the second's start, the
+    /// lag it left the second before with: [`FairQueue::set_lag`]). Placed at `V - lag`, the lag
+    /// scaled by `(n + 1) / n` as `place_entity` does, so that against the new average its lag
+    /// is the one it left with.
     pub fn enqueue(&mut self, i: usize) {
         assert!(!self.tasks[i].queued, "task {i} queued twice");
         let n = self.queued;
