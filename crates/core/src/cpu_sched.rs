@@ -665,16 +665,22 @@ impl RunQueues {
         t < self.history[i].left_at + MIGRATION_COST_NS
     }
 
+    /// The CPU other than `c` with tasks waiting that balancing takes from: the most runnable
+    /// (`sched_balance_find_src_rq` with runnable counts for loads); ties: the lowest CPU.
+    fn busiest_other(&self, c: usize) -> Option<usize> {
+        (0..self.cpus())
+            .filter(|&s| s != c && !self.waiting[s].is_empty())
+            .max_by_key(|&s| (self.runnable(s), std::cmp::Reverse(s)))
+    }
+
     /// Load balancing for idle CPU `c` at `t` (`sched_balance_newidle` as it goes idle, the
     /// nohz idle balance a busy CPU's tick kicks off): of the busiest other CPU's waiting tasks
-    /// (most runnable; ties: the lowest CPU), the one queued longest that is not cache hot moves
+    /// ([`RunQueues::busiest_other`]), the one queued longest that is not cache hot moves
     /// to `c`'s queue with its lag and waits there; the caller runs it. None when no task may
     /// move.
     pub fn pull(&mut self, c: usize, t: u64) -> Option<usize> {
         debug_assert!(self.is_idle(c), "only an idle CPU pulls");
-        let src = (0..self.cpus())
-            .filter(|&s| s != c && !self.waiting[s].is_empty())
-            .max_by_key(|&s| (self.runnable(s), std::cmp::Reverse(s)))?;
+        let src = self.busiest_other(c)?;
         let at = self.waiting[src].iter().position(|&w| !self.hot(w, t))?;
         let i = self.waiting[src].remove(at);
         self.queues[src].dequeue(i);
@@ -690,9 +696,7 @@ impl RunQueues {
         if !self.is_idle(c) {
             return None;
         }
-        let src = (0..self.cpus())
-            .filter(|&s| s != c && !self.waiting[s].is_empty())
-            .max_by_key(|&s| (self.runnable(s), std::cmp::Reverse(s)))?;
+        let src = self.busiest_other(c)?;
         let cold = self.waiting[src]
             .iter()
             .map(|&w| (self.history[w].left_at + MIGRATION_COST_NS).max(t))

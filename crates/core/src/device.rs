@@ -19,25 +19,49 @@ pub enum DeviceKind {
     Block,
 }
 
-/// Latency of one 4 KiB access as a distribution, not one number: a mean and a 99th percentile.
-/// Samplers model it as log-normal fitted to these two points.
+/// Latency of one 4 KiB access as a distribution, not one number: a mean and a 99th percentile,
+/// and where a probe measured them the body's percentiles.
+///
+/// With only the mean and p99 (the datasheets' and papers' figures), samplers take it as the
+/// log-normal through those two points. With `p50_ns` and `p90_ns` as well (a calibration's
+/// block trace of single requests), they draw from the measured percentiles themselves
+/// ([`LatencyDist::quantile_ns`]): a virtio disk's lone requests are a tight body and a few
+/// slow ones (this machine's vda, 2026-12-03: D2C p50 52 us, p90 76, p95 254, p99 307), which a
+/// log-normal through mean and p99 spreads over the body (its p90 would be ~125 us).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct LatencyDist {
     pub mean_ns: f64,
     pub p99_ns: f64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub p50_ns: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub p90_ns: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub p95_ns: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub p999_ns: Option<f64>,
 }
 
 /// z-score of the 99th percentile of a standard normal distribution.
 const Z99: f64 = 2.326_347_874;
 
 impl LatencyDist {
+    /// The log-normal through `mean_ns` and `p99_ns`, no measured body.
+    pub const fn new(mean_ns: f64, p99_ns: f64) -> Self {
+        LatencyDist {
+            mean_ns,
+            p99_ns,
+            p50_ns: None,
+            p90_ns: None,
+            p95_ns: None,
+            p999_ns: None,
+        }
+    }
+
     /// A distribution with no spread (mean == p99).
     pub fn fixed(ns: f64) -> Self {
-        LatencyDist {
-            mean_ns: ns,
-            p99_ns: ns,
-        }
+        LatencyDist::new(ns, ns)
     }
 
     /// Log-normal parameters (mu, sigma) with the given mean and p99.
@@ -55,17 +79,66 @@ impl LatencyDist {
         (mu, sigma)
     }
 
-    /// One latency in nanoseconds, drawn from the log-normal fitted to mean and p99.
-    pub fn sample<R: Rng + ?Sized>(&self, rng: &mut R) -> u64 {
+    /// The measured percentiles as (quantile, ns), in order; None without a body (`p50_ns` and
+    /// `p90_ns`).
+    fn percentiles(&self) -> Option<Vec<(f64, f64)>> {
+        let (p50, p90) = (self.p50_ns?, self.p90_ns?);
+        let points = [
+            (0.5, Some(p50)),
+            (0.9, Some(p90)),
+            (0.95, self.p95_ns),
+            (0.99, Some(self.p99_ns)),
+            (0.999, self.p999_ns),
+        ];
+        Some(
+            points
+                .into_iter()
+                .filter_map(|(q, v)| v.map(|v| (q, v)))
+                .collect(),
+        )
+    }
+
+    /// The latency at quantile `u` (0..1) of the measured percentiles: log-linear between two
+    /// of them; below the median the p50-p90 segment's slope carried down (no probe gives the
+    /// fastest requests, and a lone request's floor is near its median); above the last one
+    /// that one's value (no tail beyond what was measured). None without a body.
+    pub fn quantile_ns(&self, u: f64) -> Option<f64> {
+        let pts = self.percentiles()?;
+        let u = u.clamp(0.0, 1.0);
+        let along = |(q0, v0): (f64, f64), (q1, v1): (f64, f64), u: f64| {
+            if q1 <= q0 || v0 <= 0.0 || v1 <= 0.0 {
+                return v0;
+            }
+            (v0.ln() + (v1.ln() - v0.ln()) * (u - q0) / (q1 - q0)).exp()
+        };
+        if u <= pts[0].0 {
+            return Some(along(pts[0], pts[1], u));
+        }
+        for w in pts.windows(2) {
+            if u <= w[1].0 {
+                return Some(along(w[0], w[1], u));
+            }
+        }
+        Some(pts[pts.len() - 1].1)
+    }
+
+    /// The latency a standard normal draw `z` stands for: the log-normal's value at `z`, or the
+    /// measured percentiles' at the normal's quantile of `z`. Requests that share one draw (a
+    /// batch one host handles together, `block::device`) take the same quantile.
+    pub fn at_normal(&self, z: f64) -> u64 {
+        if let Some(ns) = self.quantile_ns(standard_normal_cdf(z)) {
+            return ns.round().max(1.0) as u64;
+        }
         let (mu, sigma) = self.lognormal();
         if sigma == 0.0 {
             return self.mean_ns.round() as u64;
         }
-        // Box-Muller: two uniforms give one standard normal.
-        let u1: f64 = rng.random::<f64>().max(f64::MIN_POSITIVE);
-        let u2: f64 = rng.random();
-        let z = (-2.0 * u1.ln()).sqrt() * (2.0 * std::f64::consts::PI * u2).cos();
-        (mu + sigma * z).exp().round() as u64
+        (mu + sigma * z).exp().round().max(1.0) as u64
+    }
+
+    /// One latency in nanoseconds (see [`LatencyDist::at_normal`]).
+    pub fn sample<R: Rng + ?Sized>(&self, rng: &mut R) -> u64 {
+        self.at_normal(standard_normal(rng))
     }
 
     pub fn mean(&self) -> u64 {
@@ -85,6 +158,28 @@ impl LatencyDist {
                 self.mean_ns, self.p99_ns
             ));
         }
+        if self.p50_ns.is_some() != self.p90_ns.is_some() {
+            return Err(format!(
+                "{field}: p50_ns and p90_ns come together (the measured body), or neither"
+            ));
+        }
+        if let Some(pts) = self.percentiles() {
+            for w in pts.windows(2) {
+                let ((q0, v0), (q1, v1)) = (w[0], w[1]);
+                if !(v0.is_finite() && v0 > 0.0 && v1 >= v0) {
+                    return Err(format!(
+                        "{field}: percentiles must be positive and rise with the quantile \
+                         (p{} = {v0} ns, p{} = {v1} ns)",
+                        q0 * 100.0,
+                        q1 * 100.0
+                    ));
+                }
+            }
+        } else if self.p95_ns.is_some() || self.p999_ns.is_some() {
+            return Err(format!(
+                "{field}: p95_ns and p999_ns need the body (p50_ns and p90_ns)"
+            ));
+        }
         let max_ratio = (Z99 * Z99 / 2.0).exp();
         if self.p99_ns / self.mean_ns > max_ratio {
             return Err(format!(
@@ -95,6 +190,18 @@ impl LatencyDist {
         }
         Ok(())
     }
+}
+
+/// One standard normal draw (Box-Muller from two uniforms).
+pub fn standard_normal<R: Rng + ?Sized>(rng: &mut R) -> f64 {
+    let u1: f64 = rng.random::<f64>().max(f64::MIN_POSITIVE);
+    let u2: f64 = rng.random();
+    (-2.0 * u1.ln()).sqrt() * (2.0 * std::f64::consts::PI * u2).cos()
+}
+
+/// The standard normal's distribution function at `z`.
+fn standard_normal_cdf(z: f64) -> f64 {
+    0.5 * libm::erfc(-z / std::f64::consts::SQRT_2)
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -313,7 +420,7 @@ const BUNDLED: &[(&str, &str)] = &[
 
 impl DeviceProfile {
     /// This profile as the same disk at another moment: each direction's lone 4 KiB request
-    /// time (`read_4k`, `write_4k`: mean and p99) times its factor, everything else (per-page
+    /// time (`read_4k`, `write_4k`: mean and percentiles) times its factor, everything else (per-page
     /// and serial costs, wake-up, parallelism) unchanged. `nvmswap validate --disk-drift` gives
     /// sim the disk its kernel runs' canaries measured this way.
     pub fn with_4k_scaled(&self, read: f64, write: f64) -> Result<DeviceProfile, String> {
@@ -328,6 +435,14 @@ impl DeviceProfile {
         for (dist, f) in [(&mut p.read_4k, read), (&mut p.write_4k, write)] {
             dist.mean_ns *= f;
             dist.p99_ns *= f;
+            for q in [
+                &mut dist.p50_ns,
+                &mut dist.p90_ns,
+                &mut dist.p95_ns,
+                &mut dist.p999_ns,
+            ] {
+                *q = q.map(|v| v * f);
+            }
         }
         p.validate()?;
         Ok(p)
@@ -676,11 +791,66 @@ mod tests {
     }
 
     #[test]
-    fn sampler_matches_mean_and_p99() {
+    fn measured_percentiles_are_met_between_held_and_extended_beyond() {
         let d = LatencyDist {
-            mean_ns: 10_000.0,
-            p99_ns: 40_000.0,
+            p50_ns: Some(50_000.0),
+            p90_ns: Some(80_000.0),
+            p95_ns: Some(250_000.0),
+            p999_ns: Some(400_000.0),
+            ..LatencyDist::new(70_000.0, 300_000.0)
         };
+        d.validate("t").unwrap();
+        let at = |u: f64| d.quantile_ns(u).unwrap();
+        for (u, want) in [
+            (0.5, 50_000.0),
+            (0.9, 80_000.0),
+            (0.95, 250_000.0),
+            (0.99, 300_000.0),
+            (0.999, 400_000.0),
+        ] {
+            assert!((at(u) - want).abs() < 1e-6, "q{u}: {}", at(u));
+        }
+        // Log-linear between two: the geometric mean halfway.
+        assert!((at(0.7) - (50_000.0f64 * 80_000.0).sqrt()).abs() < 1e-6);
+        // Below the median the p50-p90 slope goes on; above the last percentile it holds.
+        assert!((at(0.1) - 50_000.0 * (50_000.0f64 / 80_000.0)).abs() < 1e-6);
+        assert_eq!(at(1.0), 400_000.0);
+        // The normal draw maps through its quantile: z = 0 is the median.
+        assert_eq!(d.at_normal(0.0), 50_000);
+        // Without a body: no quantile function, the log-normal.
+        assert_eq!(LatencyDist::new(70_000.0, 300_000.0).quantile_ns(0.5), None);
+    }
+
+    #[test]
+    fn a_body_comes_whole_and_rises() {
+        let base = LatencyDist::new(70_000.0, 300_000.0);
+        let half = LatencyDist {
+            p50_ns: Some(50_000.0),
+            ..base
+        };
+        assert!(half
+            .validate("t")
+            .unwrap_err()
+            .contains("p50_ns and p90_ns"));
+        let falling = LatencyDist {
+            p50_ns: Some(90_000.0),
+            p90_ns: Some(80_000.0),
+            ..base
+        };
+        assert!(falling.validate("t").unwrap_err().contains("rise"));
+        let tail_only = LatencyDist {
+            p999_ns: Some(400_000.0),
+            ..base
+        };
+        assert!(tail_only
+            .validate("t")
+            .unwrap_err()
+            .contains("need the body"));
+    }
+
+    #[test]
+    fn sampler_matches_mean_and_p99() {
+        let d = LatencyDist::new(10_000.0, 40_000.0);
         let mut rng = ChaCha8Rng::seed_from_u64(1);
         let mut v: Vec<u64> = (0..200_000).map(|_| d.sample(&mut rng)).collect();
         v.sort_unstable();

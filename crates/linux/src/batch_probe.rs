@@ -53,6 +53,19 @@ pub struct BatchKind {
     pub one_submission: bool,
 }
 
+impl BatchKind {
+    /// "8 write x 8 pages", "8 read x 1 page".
+    fn requests_text(&self) -> String {
+        format!(
+            "{} {} x {} page{}",
+            self.requests,
+            if self.write { "write" } else { "read" },
+            self.pages,
+            if self.pages == 1 { "" } else { "s" },
+        )
+    }
+}
+
 /// The kinds the probe runs: reclaim-like 8-page writes and 1-page reads, each as one
 /// submission and as separate ones; and a swap-in window's reads: the kernel's default
 /// page-cluster 3 reads a window of 8 pages, which goes out as one request where its slots are
@@ -241,11 +254,8 @@ pub fn comment(p: &BatchProbe) -> String {
     );
     for r in &p.rows {
         let kind = format!(
-            "{} {} x {} page{}, {}",
-            r.kind.requests,
-            if r.kind.write { "write" } else { "read" },
-            r.kind.pages,
-            if r.kind.pages == 1 { "" } else { "s" },
+            "{}, {}",
+            r.kind.requests_text(),
             if r.kind.one_submission {
                 "one submission"
             } else {
@@ -260,6 +270,50 @@ pub fn comment(p: &BatchProbe) -> String {
                 .map_or("-".to_string(), |s| format!("{:.0} %", 100.0 * s)),
             r.d2c_us.p50,
             r.d2c_us.p90
+        ));
+    }
+    out
+}
+
+/// The probe's one-submission kinds as sim's device model serves them on `profile` (the
+/// profile this calibration wrote, `nvmswap_core::block::device::model_batches`: the same
+/// requests, batches and gap), beside what the trace measured, as TOML comments: the check that
+/// the model's batches are as slow as the disk's, and the same with a service drawn per request
+/// (the alternative to a batch's shared draw).
+pub fn model_comment(p: &BatchProbe, profile: &nvmswap_core::device::DeviceProfile) -> String {
+    let mut out = String::from(
+        "# The device model on this profile, the probe's one-submission batches (same sizes,\n\
+         # count and gap), against the trace's D2C (us); beside it the model with a service\n\
+         # drawn per request instead of one per batch:\n\
+         #   kind                  | model p50  p90 | measured p50  p90 | per request p50  p90\n",
+    );
+    let model = |r: &BatchRow, independent: bool| -> Option<(f64, f64)> {
+        let mut d2c = nvmswap_core::block::device::model_batches(
+            profile,
+            r.kind.write,
+            r.kind.requests,
+            r.kind.pages,
+            p.rounds,
+            GAP_US * nvmswap_core::NS_PER_US,
+            1,
+            independent,
+        )
+        .ok()?;
+        if d2c.is_empty() {
+            return None;
+        }
+        d2c.sort_by(f64::total_cmp);
+        let at = |q: f64| d2c[((d2c.len() as f64 * q) as usize).min(d2c.len() - 1)];
+        Some((at(0.5), at(0.9)))
+    };
+    for r in p.rows.iter().filter(|r| r.kind.one_submission) {
+        let (Some(shared), Some(apart)) = (model(r, false), model(r, true)) else {
+            continue;
+        };
+        let kind = r.kind.requests_text();
+        out.push_str(&format!(
+            "#   {kind:21} | {:9.0} {:4.0} | {:12.0} {:4.0} | {:15.0} {:4.0}\n",
+            shared.0, shared.1, r.d2c_us.p50, r.d2c_us.p90, apart.0, apart.1
         ));
     }
     out
@@ -334,5 +388,37 @@ mod tests {
         assert_eq!(none.share(), None);
         assert!(profile_field(&none).starts_with('#'));
         assert_eq!(source(&none), "");
+    }
+
+    #[test]
+    fn the_model_check_serves_the_one_submission_kinds_on_the_profile() {
+        let [w1, wn, r1, rn, window] = BATCH_PROBE_KINDS;
+        let p = BatchProbe {
+            rows: [w1, wn, r1, rn, window]
+                .into_iter()
+                .map(|k| row(k, 300, Some(1.0)))
+                .collect(),
+            rounds: 20,
+        };
+        // A disk that signals batches together and serves 1-page reads in 50 us, each channel
+        // one at a time (no spread): 8 reads on its 4 channels take two rounds, 100 us.
+        let mut disk = nvmswap_core::device::DeviceProfile::bundled("nvme-nand").unwrap();
+        disk.read_4k = nvmswap_core::device::LatencyDist::fixed(50_000.0);
+        disk.parallelism = Some(4);
+        disk.batch_completion_share = Some(1.0);
+        disk.read_wake = None;
+        disk.read_serial_ns = None;
+        disk.read_serial_page_ns = None;
+        let table = model_comment(&p, &disk);
+        let lines: Vec<&str> = table.lines().filter(|l| l.contains(" x ")).collect();
+        assert_eq!(lines.len(), 3, "the one-submission kinds only: {table}");
+        let reads = lines
+            .iter()
+            .find(|l| l.contains("8 read x 1 page "))
+            .expect("the read batch");
+        let cells: Vec<&str> = reads.split('|').map(str::trim).collect();
+        assert_eq!(cells[1], "100  100", "{reads}");
+        assert_eq!(cells[2], "300  400", "measured beside it: {reads}");
+        assert_eq!(cells[3], "100  100", "no spread, no difference: {reads}");
     }
 }

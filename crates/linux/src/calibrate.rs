@@ -2010,6 +2010,9 @@ pub fn probe_kept_pages(seed: u64, state_path: &Path) -> Result<KeptPageProbe, L
 /// Run every probe. `swap_dir` is where the swap file would go (its disk is probed).
 pub fn run(swap_dir: &Path, seed: u64) -> Result<Calibration, LinuxError> {
     crate::require_root()?;
+    // A machine busy with other work is refused before the probes run (minutes) rather than
+    // measured: every probe would time that load.
+    crate::other_processes::probe(crate::other_processes::QUIET_CHECK_WINDOW)?.require_quiet()?;
     let state_path = state::default_state_path();
     let pages = 4096;
     let offered = sysfs::read_trimmed("/sys/block/zram0/comp_algorithm").unwrap_or_default();
@@ -2130,10 +2133,14 @@ pub fn run(swap_dir: &Path, seed: u64) -> Result<Calibration, LinuxError> {
         Ok(p) => (Some(p), None),
         Err(e) => (None, Some(e.to_string())),
     };
-    // Last and alone: the other processes are watched while this one sleeps.
+    // Last and alone: the other processes are watched while this one sleeps. Load that came
+    // up during the probes refuses the calibration as the check at the start does.
     let other_processes = crate::other_processes::probe(crate::other_processes::WINDOW)
         .map_err(|e| tracing::warn!("other-process probe did not run: {e}"))
         .ok();
+    if let Some(o) = &other_processes {
+        o.require_quiet()?;
+    }
     Ok(Calibration {
         other_processes,
         tab_touch_ns_rounds,
@@ -2193,7 +2200,8 @@ fn device_4k_source(cal: &Calibration, what: &str) -> String {
             "measured: nvmswap linux calibrate, {ops} random 4 KiB O_DIRECT {what} of a 16 MiB \
              file one at a time, each request's time on the device (D2C: dispatch to completion, \
              from the block trace; the system call and the file system around it are not the \
-             device's: the comment above gives both) (p99 capped at 14x mean, the log-normal limit)"
+             device's: the comment above gives both), its mean and p50, p90, p95, p99, p999 (p99 \
+             capped at 14x mean, the log-normal limit)"
         ),
         (None, why) => format!(
             "measured: nvmswap linux calibrate, {ops} random 4 KiB O_DIRECT {what} of a 16 MiB \
@@ -2227,11 +2235,24 @@ fn service_probe_comment(p: &crate::service_probe::ServiceProbe) -> String {
 /// The device profile of the swap disk (profiles/devices format) from a calibration.
 pub fn device_profile_toml(cal: &Calibration) -> String {
     let us = 1000.0;
-    // A log-normal cannot express p99/mean above ~14.9 (device.rs); clamp and say so.
+    // A log-normal cannot express p99/mean above ~14.9 (device.rs); clamp and say so. The
+    // body's percentiles go with them: sim draws from the measured percentiles, which keep the
+    // lone requests' tight body apart from their slow few (`LatencyDist::quantile_ns`).
     let dist = |s: &LatencySummary| {
         let mean = s.mean * us;
         let p99 = (s.p99 * us).clamp(mean, mean * 14.0);
-        format!("{{ mean_ns = {mean:.0}, p99_ns = {p99:.0} }}")
+        let (p50, p90, p95) = (s.p50 * us, s.p90 * us, s.p95 * us);
+        let p999 = (s.p999 * us).max(p99);
+        if p50 > 0.0 && p50 <= p90 && p90 <= p95 && p95 <= p99 {
+            format!(
+                "{{ mean_ns = {mean:.0}, p99_ns = {p99:.0}, p50_ns = {p50:.0}, p90_ns = {p90:.0}, \
+                 p95_ns = {p95:.0}, p999_ns = {p999:.0} }}"
+            )
+        } else {
+            // A summary without an ordered body (none measured, or the cap moved p99 below
+            // p95): the log-normal through mean and p99.
+            format!("{{ mean_ns = {mean:.0}, p99_ns = {p99:.0} }}")
+        }
     };
     let mut out = String::new();
     out.push_str(&format!("name = \"linux-{}\"\n", cal.disk));
@@ -2434,6 +2455,13 @@ pub fn device_profile_toml(cal: &Calibration) -> String {
                     "{op}_serial_ns = \"{source}\"\n{op}_serial_page_ns = \"{source}\"\n"
                 ));
             }
+        }
+    }
+    // The batch probe against the device model on the profile just written.
+    if let Some(b) = &cal.batch_probe {
+        if let Ok(profile) = nvmswap_core::device::DeviceProfile::from_toml_str(&out, "calibration")
+        {
+            out.push_str(&crate::batch_probe::model_comment(b, &profile));
         }
     }
     out

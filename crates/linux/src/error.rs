@@ -32,6 +32,18 @@ pub enum LinuxError {
     Restore(String),
     #[error("worker process: {0}")]
     Worker(String),
+    /// Other processes kept the CPUs busy while a calibration was to measure this machine.
+    #[error(
+        "the machine is not quiet: other processes took {cpu_percent:.0} % of a CPU over \
+         {window_s:.1} s (at most {limit_percent:.0} % lets a calibration measure this machine's \
+         own paths; busiest by runs: {busiest}). Stop them and calibrate again; nothing was written"
+    )]
+    NotQuiet {
+        cpu_percent: f64,
+        limit_percent: f64,
+        window_s: f64,
+        busiest: String,
+    },
 }
 
 impl LinuxError {

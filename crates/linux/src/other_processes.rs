@@ -22,6 +22,17 @@ use std::time::Duration;
 /// How long the probe watches: long against the agent's 50 ms period, short in a calibration.
 pub const WINDOW: Duration = Duration::from_secs(2);
 
+/// The quiet check's window at the start of a calibration (against the agent's 50 ms period,
+/// 20 of its runs).
+pub const QUIET_CHECK_WINDOW: Duration = Duration::from_secs(1);
+
+/// The most of one CPU the other processes may take while a calibration measures: a quarter
+/// (our choice). A quiet machine here shows ~0.1 % (the calibration files of 2026-12-03, e.g.
+/// 20 runs/s of 52 us); a stray build or test spinning on the CPUs shows 100-200 %, and every
+/// probe timed beside it measures that load, not this machine's paths (and the costs file
+/// would carry runs that overlap, which `costs.other_process_*` rejects).
+pub const MAX_QUIET_CPU_SHARE: f64 = 0.25;
+
 /// What the machine's other processes did in one window.
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
 pub struct OtherProcesses {
@@ -38,6 +49,30 @@ impl OtherProcesses {
     /// Runs per second (`costs.other_process_runs_per_s`).
     pub fn runs_per_s(&self) -> f64 {
         self.runs as f64 / self.window_s
+    }
+
+    /// Their time on a CPU as a share of one CPU's time in the window (0.5: half a CPU).
+    pub fn cpu_share(&self) -> f64 {
+        if self.window_s > 0.0 {
+            self.run_ns as f64 / (self.window_s * 1e9)
+        } else {
+            0.0
+        }
+    }
+
+    /// `Err(LinuxError::NotQuiet)` when the other processes took more than
+    /// [`MAX_QUIET_CPU_SHARE`] of a CPU.
+    pub fn require_quiet(&self) -> Result<(), LinuxError> {
+        let share = self.cpu_share();
+        if share > MAX_QUIET_CPU_SHARE {
+            return Err(LinuxError::NotQuiet {
+                cpu_percent: share * 100.0,
+                limit_percent: MAX_QUIET_CPU_SHARE * 100.0,
+                window_s: self.window_s,
+                busiest: self.busiest_text(),
+            });
+        }
+        Ok(())
     }
 
     /// The busiest processes as "command runs, ..." ("none" without runs).
@@ -175,6 +210,28 @@ pub fn costs_lines(p: &OtherProcesses) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_busy_machine_is_not_quiet_and_a_quiet_one_is() {
+        let quiet = OtherProcesses {
+            window_s: 2.0,
+            runs: 40,
+            run_ns: 40 * 52_000,
+            busiest: vec![("agent".into(), 40)],
+        };
+        assert!(quiet.cpu_share() < 0.01);
+        assert!(quiet.require_quiet().is_ok());
+        // A stray build spinning on both CPUs for the whole window.
+        let busy = OtherProcesses {
+            window_s: 2.0,
+            runs: 118,
+            run_ns: 3_980_000_000,
+            busiest: vec![("cargo".into(), 100), ("agent".into(), 18)],
+        };
+        let err = busy.require_quiet().unwrap_err().to_string();
+        assert!(err.contains("199 % of a CPU"), "{err}");
+        assert!(err.contains("cargo 100"), "{err}");
+    }
 
     #[test]
     fn schedstat_gives_time_on_a_cpu_and_the_times_put_there() {

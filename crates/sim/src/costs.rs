@@ -40,25 +40,13 @@ pub const RECLAIM_PAGE_NS: u64 = 2_000;
 /// lzo page compression and decompression in the zswap pool during the pressure test: seed 000
 /// §4.2 (Fig. 11): compression 12.1 us mean (max 138.2 us), decompression 3.9 us mean (max 42.6 us,
 /// 98.7 % under 10 us). The p99s are our reading of those maxima and shares.
-pub const LZO_COMPRESS: LatencyDist = LatencyDist {
-    mean_ns: 12_100.0,
-    p99_ns: 45_000.0,
-};
-pub const LZO_DECOMPRESS: LatencyDist = LatencyDist {
-    mean_ns: 3_900.0,
-    p99_ns: 10_000.0,
-};
+pub const LZO_COMPRESS: LatencyDist = LatencyDist::new(12_100.0, 45_000.0);
+pub const LZO_DECOMPRESS: LatencyDist = LatencyDist::new(3_900.0, 10_000.0);
 
 /// lz4 is not measured in the seeds; we take it as 0.6x lzo's time (our assumption, to be replaced
 /// by `nvmswap linux calibrate` figures for this machine).
-pub const LZ4_COMPRESS: LatencyDist = LatencyDist {
-    mean_ns: 7_260.0,
-    p99_ns: 27_000.0,
-};
-pub const LZ4_DECOMPRESS: LatencyDist = LatencyDist {
-    mean_ns: 2_340.0,
-    p99_ns: 6_000.0,
-};
+pub const LZ4_COMPRESS: LatencyDist = LatencyDist::new(7_260.0, 27_000.0);
+pub const LZ4_DECOMPRESS: LatencyDist = LatencyDist::new(2_340.0, 6_000.0);
 
 /// A same-filled page is detected by scanning it; no compression (our assumption: 1 us).
 pub const SAME_FILLED_NS: u64 = 1_000;
@@ -237,14 +225,14 @@ impl Costs {
             },
             zswap_store: o.zswap_store_page_ns,
             zram_store: o.zram_store_page_ns,
-            compress: LatencyDist {
-                mean_ns: o.compress_mean_ns.unwrap_or(compress.mean_ns),
-                p99_ns: o.compress_p99_ns.unwrap_or(compress.p99_ns),
-            },
-            decompress: LatencyDist {
-                mean_ns: o.decompress_mean_ns.unwrap_or(decompress.mean_ns),
-                p99_ns: o.decompress_p99_ns.unwrap_or(decompress.p99_ns),
-            },
+            compress: LatencyDist::new(
+                o.compress_mean_ns.unwrap_or(compress.mean_ns),
+                o.compress_p99_ns.unwrap_or(compress.p99_ns),
+            ),
+            decompress: LatencyDist::new(
+                o.decompress_mean_ns.unwrap_or(decompress.mean_ns),
+                o.decompress_p99_ns.unwrap_or(decompress.p99_ns),
+            ),
         })
     }
 

@@ -628,7 +628,7 @@ impl<'a> Driver<'a> {
                     sync: false,
                 };
                 let c = cpus.rq.wake(i, waker, now);
-                self.task_woken(&mut tasks, &mut cpus, i, c, now);
+                self.task_woken(&mut tasks, &mut cpus, i, c, now, 0);
             }
             // The running task that goes on first (a spinning one waits for its read).
             let next = (0..n_cpus)
@@ -678,7 +678,7 @@ impl<'a> Driver<'a> {
                     };
                     let c = cpus.rq.wake(d, waker, now);
                     tasks[d].at = now;
-                    self.task_woken(&mut tasks, &mut cpus, d, c, now);
+                    self.task_woken(&mut tasks, &mut cpus, d, c, now, 0);
                     continue;
                 }
             }
@@ -717,7 +717,7 @@ impl<'a> Driver<'a> {
                     tasks[j].at = began;
                     cpus.rq.enqueue(j, target);
                     let wake = self.machine.costs.cpu_wake;
-                    self.task_woken_after(&mut tasks, &mut cpus, j, target, began, wake);
+                    self.task_woken(&mut tasks, &mut cpus, j, target, began, wake);
                     continue;
                 }
                 let step = prog
@@ -1156,22 +1156,10 @@ impl<'a> Driver<'a> {
     }
 
     /// Task `i`, runnable again at `now` on CPU `cpu`'s queue (where its wake-up placed it),
-    /// runs there at once if the CPU is idle, preempts the CPU's task if the pick there chooses
-    /// it, or waits for the CPU.
+    /// runs there at once if the CPU is idle (`wake` ns later: the CPU's own wake-up, 0 where
+    /// the CPU is counted awake), preempts the CPU's task if the pick there chooses it, or waits
+    /// for the CPU.
     fn task_woken(
-        &mut self,
-        tasks: &mut [TabTask],
-        cpus: &mut TabCpus,
-        i: usize,
-        cpu: usize,
-        now: u64,
-    ) {
-        self.task_woken_after(tasks, cpus, i, cpu, now, 0);
-    }
-
-    /// [`Driver::task_woken`], an idle CPU taking the task `wake` ns after it was woken (the
-    /// CPU's own wake-up).
-    fn task_woken_after(
         &mut self,
         tasks: &mut [TabTask],
         cpus: &mut TabCpus,

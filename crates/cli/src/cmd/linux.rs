@@ -57,7 +57,8 @@ enum Action {
     /// the device from a block trace, closed loops, request sizes, wake-up after idle, batches);
     /// the kernel's software paths (minor fault, swap-out and swap-in, zswap and zram, limit
     /// reclaim, TLB shootdowns) and the tab model's own costs. Writes the swap disk's device
-    /// profile and the costs sim takes (docs/commands/linux.md).
+    /// profile and the costs sim takes (docs/commands/linux.md). Stops, writing nothing, when
+    /// other processes keep more than a quarter of a CPU busy: the machine must be quiet.
     Calibrate {
         /// Directory on the disk that holds the swap file (probed with a 16 MiB scratch file).
         #[arg(long, default_value = "/var/tmp")]
