@@ -27,7 +27,7 @@ pub enum DeviceKind {
 /// block trace of single requests), they draw from the measured percentiles themselves
 /// ([`LatencyDist::quantile_ns`]): a virtio disk's lone requests are a tight body and a few
 /// slow ones (this machine's vda, 2026-12-03: D2C p50 52 us, p90 76, p95 254, p99 307), which a
-/// log-normal through mean and p99 spreads over the body (its p90 would be ~125 us).
+/// log-normal through mean (70 us) and p99 spreads over the body (its p90 would be 139 us).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct LatencyDist {
@@ -420,8 +420,8 @@ const BUNDLED: &[(&str, &str)] = &[
 
 impl DeviceProfile {
     /// This profile as the same disk at another moment: each direction's lone 4 KiB request
-    /// time (`read_4k`, `write_4k`: mean and percentiles) times its factor, everything else (per-page
-    /// and serial costs, wake-up, parallelism) unchanged. `nvmswap validate --disk-drift` gives
+    /// time (`read_4k`, `write_4k`: mean and percentiles) times its factor, everything else
+    /// (per-page and serial costs, wake-up, parallelism) unchanged. `nvmswap validate --disk-drift` gives
     /// sim the disk its kernel runs' canaries measured this way.
     pub fn with_4k_scaled(&self, read: f64, write: f64) -> Result<DeviceProfile, String> {
         for (what, f) in [("read", read), ("write", write)] {
