@@ -79,23 +79,26 @@ impl LatencyDist {
         (mu, sigma)
     }
 
-    /// The measured percentiles as (quantile, ns), in order; None without a body (`p50_ns` and
-    /// `p90_ns`).
-    fn percentiles(&self) -> Option<Vec<(f64, f64)>> {
+    /// The measured percentiles as (quantile, ns), in order, and how many there are (the
+    /// array's first that many); None without a body (`p50_ns` and `p90_ns`). No allocation:
+    /// the block device samples through it for every request.
+    fn percentiles(&self) -> Option<([(f64, f64); 5], usize)> {
         let (p50, p90) = (self.p50_ns?, self.p90_ns?);
-        let points = [
+        let mut pts = [(0.0, 0.0); 5];
+        let mut n = 0;
+        for (q, v) in [
             (0.5, Some(p50)),
             (0.9, Some(p90)),
             (0.95, self.p95_ns),
             (0.99, Some(self.p99_ns)),
             (0.999, self.p999_ns),
-        ];
-        Some(
-            points
-                .into_iter()
-                .filter_map(|(q, v)| v.map(|v| (q, v)))
-                .collect(),
-        )
+        ] {
+            if let Some(v) = v {
+                pts[n] = (q, v);
+                n += 1;
+            }
+        }
+        Some((pts, n))
     }
 
     /// The latency at quantile `u` (0..1) of the measured percentiles: log-linear between two
@@ -103,7 +106,8 @@ impl LatencyDist {
     /// fastest requests, and a lone request's floor is near its median); above the last one
     /// that one's value (no tail beyond what was measured). None without a body.
     pub fn quantile_ns(&self, u: f64) -> Option<f64> {
-        let pts = self.percentiles()?;
+        let (pts, n) = self.percentiles()?;
+        let pts = &pts[..n];
         let u = u.clamp(0.0, 1.0);
         let along = |(q0, v0): (f64, f64), (q1, v1): (f64, f64), u: f64| {
             if q1 <= q0 || v0 <= 0.0 || v1 <= 0.0 {
@@ -119,7 +123,7 @@ impl LatencyDist {
                 return Some(along(w[0], w[1], u));
             }
         }
-        Some(pts[pts.len() - 1].1)
+        Some(pts[n - 1].1)
     }
 
     /// The latency a standard normal draw `z` stands for: the log-normal's value at `z`, or the
@@ -163,8 +167,8 @@ impl LatencyDist {
                 "{field}: p50_ns and p90_ns come together (the measured body), or neither"
             ));
         }
-        if let Some(pts) = self.percentiles() {
-            for w in pts.windows(2) {
+        if let Some((pts, n)) = self.percentiles() {
+            for w in pts[..n].windows(2) {
                 let ((q0, v0), (q1, v1)) = (w[0], w[1]);
                 if !(v0.is_finite() && v0 > 0.0 && v1 >= v0) {
                     return Err(format!(
