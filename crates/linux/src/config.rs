@@ -41,6 +41,16 @@ pub enum SwapSetup {
     },
 }
 
+impl SwapSetup {
+    /// The swap file's path, for the set-ups that swap to a file on disk.
+    pub fn file_path(&self) -> Option<&str> {
+        match self {
+            SwapSetup::Swapfile { path, .. } | SwapSetup::Zswap { path, .. } => Some(path),
+            SwapSetup::None | SwapSetup::Zram { .. } => None,
+        }
+    }
+}
+
 /// One linux configuration (profiles/linux/*.toml).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]

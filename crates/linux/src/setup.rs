@@ -101,6 +101,41 @@ pub fn disk_of(path: &Path) -> Result<String, LinuxError> {
         .unwrap_or_default())
 }
 
+fn scheduler_file(disk: &str) -> String {
+    format!("/sys/block/{disk}/queue/scheduler")
+}
+
+/// Whether a sysfs scheduler list (`none [mq-deadline] kyber`) names `scheduler`.
+fn offers(list: &str, scheduler: &str) -> bool {
+    list.split_whitespace()
+        .any(|s| s.trim_matches(['[', ']']) == scheduler)
+}
+
+/// Why this machine cannot run `config` as it asks for its I/O scheduler, or None when it can
+/// (or the configuration sets none, or its swap is not on a disk): the swap file's disk does not
+/// offer the scheduler (a kernel built without it, as `CONFIG_IOSCHED_BFQ` off). Read-only; the
+/// swap file need not exist yet (its directory's disk is the one it will be on).
+pub fn scheduler_unavailable(config: &LinuxConfig) -> Result<Option<String>, LinuxError> {
+    let (Some(sched), Some(path)) = (&config.scheduler, config.swap.file_path()) else {
+        return Ok(None);
+    };
+    let path = Path::new(path);
+    let on = if path.exists() {
+        path
+    } else {
+        path.parent().unwrap_or(Path::new("/"))
+    };
+    let disk = disk_of(on)?;
+    let file = scheduler_file(&disk);
+    let list = sysfs::read_trimmed(&file)?;
+    Ok((!offers(&list, sched.name())).then(|| {
+        format!(
+            "{disk} does not offer the {sched} scheduler (its list: {list}); the kernel was \
+             built without it"
+        )
+    }))
+}
+
 /// The compressors the running kernel offers: /proc/crypto's entries of a compression type.
 pub fn kernel_compressors() -> Result<Vec<String>, LinuxError> {
     let text = std::fs::read_to_string("/proc/crypto")
@@ -384,14 +419,11 @@ impl Setup {
             }
         }
         if let (Some(sched), Some(dev)) = (&config.scheduler, &self.swap_device) {
-            let file = format!("/sys/block/{dev}/queue/scheduler");
+            let file = scheduler_file(dev);
             let list = sysfs::read_trimmed(&file).unwrap_or_default();
             // zram has no scheduler; other devices must offer the one asked for.
             if !list.is_empty() && list != "none" {
-                if !list
-                    .split_whitespace()
-                    .any(|s| s.trim_matches(['[', ']']) == sched.name())
-                {
+                if !offers(&list, sched.name()) {
                     return Err(LinuxError::Kernel {
                         what: file,
                         detail: format!("scheduler {sched} not offered ({list})"),
@@ -462,5 +494,29 @@ impl Drop for Setup {
                 self.state_path.display()
             ),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_scheduler_list_offers_its_names_bracketed_or_not() {
+        let list = "none [mq-deadline] kyber";
+        for name in ["none", "mq-deadline", "kyber"] {
+            assert!(offers(list, name), "{name}");
+        }
+        assert!(!offers(list, "bfq"));
+        assert!(!offers(list, "deadline"), "a name, not a part of one");
+    }
+
+    #[test]
+    fn a_configuration_without_a_scheduler_or_a_swap_file_asks_nothing_of_the_disk() {
+        let zram = crate::config::LinuxConfig::load("linux-zram").unwrap();
+        assert_eq!(scheduler_unavailable(&zram).unwrap(), None);
+        let mut swapfile = crate::config::LinuxConfig::load("linux-swapfile").unwrap();
+        swapfile.scheduler = None;
+        assert_eq!(scheduler_unavailable(&swapfile).unwrap(), None);
     }
 }

@@ -231,11 +231,13 @@ impl Io {
         if tracked {
             t = self.wait_for_wbt(t, obs);
         }
-        while self.layer.in_flight() >= self.max_requests {
+        // A tag: the submitter sleeps until a completion frees one it may take (the scheduler
+        // may keep writes to part of the tags, `IoScheduler::tag_depth`).
+        while !self.layer.tag_free(op, sync, self.max_requests, t) {
             let next = self
                 .layer
                 .next_event_time()
-                .expect("a full queue has a pending event");
+                .expect("a request holding a tag has a pending event");
             t = t.max(next);
             self.advance(t, obs);
         }

@@ -47,6 +47,8 @@ pub struct Args {
     /// and seed: linux-zram, linux-swapfile and linux-zswap at each of `--matrix-scales` and
     /// `--matrix-seeds`, then the variants in profiles/linux/matrix/ (schedulers none, kyber,
     /// bfq; page-cluster 0; a 1 % zswap pool) at the first scale and seed; one table at the end.
+    /// A variant whose scheduler the swap disk does not offer (a kernel built without bfq) is
+    /// skipped, and so is a scenario `--linux-from`'s file has no runs of; the table names them.
     #[arg(long, conflicts_with_all = ["configs", "scale", "seed"])]
     matrix: bool,
     /// Scales of the matrix's bundled configurations (the variants run at the first).
@@ -1478,6 +1480,12 @@ impl LinuxFrom {
     /// now: the configuration's name, the scale and the scaled cgroup limit (every run has
     /// them), and the whole scaled configuration where the run recorded it
     /// (`extra.linux_config`).
+    fn has_runs(&self, scenario: &Scenario) -> bool {
+        self.runs
+            .iter()
+            .any(|r| scenario_of(r).as_ref() == Some(scenario))
+    }
+
     fn runs_of(&self, scenario: &Scenario, linux: &LinuxConfig) -> anyhow::Result<Vec<RunResult>> {
         let runs: Vec<RunResult> = self
             .runs
@@ -2114,14 +2122,60 @@ fn matrix_plan(args: &Args) -> anyhow::Result<Vec<Scenario>> {
     Ok(scenarios)
 }
 
+/// The matrix's scenarios that cannot be compared here, each with why, checked before the first
+/// run: on the kernel, a variant whose I/O scheduler the swap file's disk does not offer (a
+/// kernel built without bfq runs the rest); with `--linux-from`, a scenario the file has no
+/// linux runs of (it came from such a machine). The runs a file has must still match their
+/// scenario, and at least one scenario must remain.
+fn matrix_skips(
+    common: &Common,
+    scenarios: &[Scenario],
+) -> anyhow::Result<Vec<(Scenario, String)>> {
+    let mut skipped = Vec::new();
+    for scenario in scenarios {
+        let cfg = LinuxConfig::load(&scenario.config)?;
+        let why = match &common.linux_from {
+            Some(from) if !from.has_runs(scenario) => Some(format!(
+                "--linux-from {} has no linux runs of it",
+                from.path.display()
+            )),
+            Some(from) => {
+                from.runs_of(scenario, &cfg)?;
+                None
+            }
+            None => nvmswap_linux::setup::scheduler_unavailable(&cfg)
+                .with_context(|| format!("--matrix: {}", scenario.label()))?,
+        };
+        if let Some(why) = why {
+            skipped.push((scenario.clone(), why));
+        }
+    }
+    if skipped.len() == scenarios.len() {
+        anyhow::bail!(
+            "--matrix: none of its {} scenarios can run here; the first: {}",
+            scenarios.len(),
+            skipped
+                .first()
+                .map_or(String::new(), |(s, why)| format!("{}: {why}", s.label()))
+        );
+    }
+    Ok(skipped)
+}
+
 fn run_matrix(args: &Args) -> anyhow::Result<()> {
-    let scenarios = matrix_plan(args)?;
+    let planned = matrix_plan(args)?;
     let common = Common::new(args)?;
-    if common.linux_from.is_some() {
-        common.check_plan(&scenarios)?;
-    } else {
+    if common.linux_from.is_none() {
         nvmswap_linux::require_root().context("--matrix runs every scenario on the kernel")?;
     }
+    let skipped = matrix_skips(&common, &planned)?;
+    for (scenario, why) in &skipped {
+        tracing::warn!("validate --matrix: skipping {}: {why}", scenario.label());
+    }
+    let scenarios: Vec<Scenario> = planned
+        .into_iter()
+        .filter(|s| !skipped.iter().any(|(k, _)| k == s))
+        .collect();
     let started = std::time::Instant::now();
     // A linux run's length grows about with the scale: the ETA weighs scenarios by it.
     let total_weight: f64 = scenarios.iter().map(|s| s.scale).sum();
@@ -2162,11 +2216,14 @@ fn run_matrix(args: &Args) -> anyhow::Result<()> {
         }
         done_weight += scenario.scale;
     }
-    let table = format!(
+    let mut table = format!(
         "{}sim's calibration: {}\n",
         matrix_table(&done, started.elapsed().as_secs_f64()),
         common.calibration_text()
     );
+    for (scenario, why) in &skipped {
+        table.push_str(&format!("skipped {}: {why}\n", scenario.label()));
+    }
     if args.json {
         // stdout has the one JSON object; the table goes to stderr so one run gives both.
         eprint!("{table}");
@@ -2978,6 +3035,36 @@ mod tests {
         let lo = faults.iter().copied().fold(f64::INFINITY, f64::min);
         let hi = faults.iter().copied().fold(f64::NEG_INFINITY, f64::max);
         assert_eq!((range.min, range.max), (lo, hi));
+    }
+
+    #[test]
+    fn a_matrix_from_a_file_skips_the_scenarios_it_has_no_runs_of() {
+        let at = |config: &str| Scenario {
+            config: config.into(),
+            scale: 0.05,
+            seed: 1,
+        };
+        let common = common_from(&validate_output(vec![linux_run("linux-zram", 0.05, 15)]));
+        let plan = [at("linux-zram"), at("linux-zswap")];
+        let skipped = matrix_skips(&common, &plan).unwrap();
+        assert_eq!(skipped.len(), 1);
+        assert_eq!(skipped[0].0, at("linux-zswap"));
+        assert!(
+            skipped[0].1.contains("has no linux runs of it"),
+            "{}",
+            skipped[0].1
+        );
+        // Nothing left to compare is an error; a run that does not match its scenario still is.
+        let e = matrix_skips(&common, &plan[1..]).unwrap_err().to_string();
+        assert!(e.contains("none of its 1 scenarios"), "{e}");
+        let mut other_limit = linux_run("linux-zram", 0.05, 15);
+        other_limit
+            .extra
+            .insert("cgroup_limit_bytes".into(), (1u64 << 30).into());
+        let e = matrix_skips(&common_from(&validate_output(vec![other_limit])), &plan)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("does not match"), "{e}");
     }
 
     #[test]

@@ -185,6 +185,12 @@ impl IoScheduler for Kyber {
             None
         }
     }
+
+    /// `kyber_limit_depth`: an async request (a swap write) takes its tag from
+    /// `KYBER_ASYNC_PERCENT` (75 %) of `nr_requests`.
+    fn tag_depth(&self, op: Op, sync: bool, nr_requests: u32, _now: Nanos) -> Option<u32> {
+        (op == Op::Write && !sync).then(|| (nr_requests * 75 / 100).max(1))
+    }
 }
 
 #[cfg(test)]

@@ -93,6 +93,10 @@ pub struct BlockLayer {
     device: Device,
     completer: Completer,
     tracked: BTreeMap<u64, Tracked>,
+    /// Request tags held, reads and writes (`tag_index`): a request holds one from its entry to
+    /// its completion; one merged into another in the scheduler gives its tag back then (the
+    /// kernel frees the merged request).
+    tags_held: [usize; 2],
     /// D time of each request in the device, by its (leading) id.
     dispatched_at: BTreeMap<u64, Nanos>,
     /// Latest time the hardware queue was run; timers due by then are handled.
@@ -109,6 +113,7 @@ impl BlockLayer {
             device,
             completer,
             tracked: BTreeMap::new(),
+            tags_held: [0; 2],
             dispatched_at: BTreeMap::new(),
             queue_run_at: 0,
             clock: 0,
@@ -122,6 +127,34 @@ impl BlockLayer {
     /// Requests submitted and not yet completed.
     pub fn in_flight(&self) -> usize {
         self.tracked.len()
+    }
+
+    /// Request tags held: requests submitted and not yet completed, those merged into another
+    /// counting no more.
+    pub fn tags_held(&self) -> usize {
+        self.tags_held.iter().sum()
+    }
+
+    /// Whether a new request of `op` (`sync`: REQ_SYNC) finds a request tag at `now` in a queue
+    /// of `nr_requests`: fewer requests hold one, and where the scheduler limits its kind
+    /// (`IoScheduler::tag_depth`), its shallow depth has room. The tag bitmap
+    /// (lib/sbitmap.c `__map_depth_with_shallow`, the whole-bitmap form since Linux 6.17) lets a
+    /// limited request take only the first `depth / nr_requests` of each word's bits, while a
+    /// read takes any bit: the limited requests (writes) hold only such bits, and the reads
+    /// held are taken as spread over the bitmap, that share of them among those bits.
+    pub fn tag_free(&self, op: Op, sync: bool, nr_requests: usize, now: Nanos) -> bool {
+        if self.tags_held() >= nr_requests {
+            return false;
+        }
+        let Some(depth) = self
+            .scheduler
+            .tag_depth(op, sync, nr_requests as u32, now)
+            .map(|d| d as usize)
+        else {
+            return true;
+        };
+        let reads_among = self.tags_held[tag_index(Op::Read)] * depth / nr_requests.max(1);
+        self.tags_held[tag_index(Op::Write)] + reads_among < depth
     }
 
     /// A request enters at `now` (blktrace Q) through the software queue of `req.cpu`.
@@ -153,6 +186,7 @@ impl BlockLayer {
             "request id {} already in flight",
             req.id
         );
+        self.tags_held[tag_index(req.op)] += 1;
         self.software_queues
             .entry(req.cpu)
             .or_default()
@@ -205,6 +239,7 @@ impl BlockLayer {
                     .remove(&req.id)
                     .expect("a request in the device was dispatched");
                 self.scheduler.completed(&req, d, c);
+                self.tags_held[tag_index(req.op)] -= 1;
                 for id in req.all_ids() {
                     let tr = self
                         .tracked
@@ -239,7 +274,12 @@ impl BlockLayer {
         self.queue_run_at = now;
         for queue in self.software_queues.values_mut() {
             for req in queue.drain(..) {
+                // A request the scheduler merges into a queued one leaves `pending` unchanged
+                // (one that joins two queued ones lowers it): their tags are free again.
+                let (op, before) = (req.op, self.scheduler.pending());
                 self.scheduler.insert(req, now);
+                let merged = (before + 1).saturating_sub(self.scheduler.pending());
+                self.tags_held[tag_index(op)] -= merged;
             }
         }
         while self.device.can_accept() {
@@ -267,6 +307,18 @@ impl BlockLayer {
             self.dispatched_at.insert(req.id, now);
             self.device.submit(req, now);
         }
+        debug_assert_eq!(
+            self.tags_held(),
+            self.scheduler.pending() + self.dispatch_list.len() + self.device.in_flight(),
+            "every request holding a tag is in the scheduler, the dispatch list or the device"
+        );
+    }
+}
+
+fn tag_index(op: Op) -> usize {
+    match op {
+        Op::Read => 0,
+        Op::Write => 1,
     }
 }
 
@@ -328,6 +380,81 @@ mod tests {
         assert_eq!(done.len(), 3);
         assert_eq!(done[1].c, done[2].c);
         assert_eq!(done[1].d, done[2].d);
+    }
+
+    #[test]
+    fn a_request_merged_in_the_scheduler_gives_its_tag_back() {
+        let mut l = layer("mq-deadline", 1, 1);
+        l.submit(req(1, Op::Read, 0), 0); // goes straight to the device
+        l.submit(req(2, Op::Read, 1000), 0);
+        assert_eq!((l.in_flight(), l.tags_held()), (2, 2));
+        l.submit(req(3, Op::Read, 1008), 0); // back-merges into 2: one request, one tag
+        assert_eq!((l.in_flight(), l.tags_held()), (3, 2));
+        assert!(l.tag_free(Op::Read, true, 3, 0));
+        assert!(!l.tag_free(Op::Read, true, 2, 0));
+        drain(&mut l);
+        assert_eq!(l.tags_held(), 0);
+    }
+
+    #[test]
+    fn bfq_keeps_writes_to_their_share_of_the_tags_and_reads_take_the_rest() {
+        // A device of depth 1 keeps every later request in bfq, holding its tag. Writes of one
+        // process far apart (no merges): async writes may hold half of 16 tags while no raised
+        // queue is busy.
+        let mut l = layer("bfq", 1, 1);
+        let write = |id: u64| Request {
+            sync: false,
+            ..req(id, Op::Write, id * 10_000)
+        };
+        for id in 0..7 {
+            l.submit(write(id), 0);
+        }
+        assert!(l.tag_free(Op::Write, false, 16, 0), "7 of 8");
+        l.submit(write(7), 0);
+        assert!(!l.tag_free(Op::Write, false, 16, 0), "8 of 8");
+        assert!(
+            l.tag_free(Op::Write, true, 16, 0),
+            "a sync write may take 12"
+        );
+        assert!(l.tag_free(Op::Read, true, 16, 0));
+        // A new process's read: its queue is raised (interactive) and busy, so async writes are
+        // down to 3/16 (3 tags) and sync writes to 6/16 (6).
+        l.submit(
+            Request {
+                pid: 9,
+                ..req(100, Op::Read, 900_000)
+            },
+            0,
+        );
+        assert!(!l.tag_free(Op::Write, true, 16, 0));
+        assert!(l.tag_free(Op::Read, true, 16, 0), "9 of 16 held");
+        assert_eq!(drain(&mut l).len(), 9);
+        assert_eq!(l.tags_held(), 0);
+    }
+
+    #[test]
+    fn reads_held_take_their_share_of_the_writes_tags() {
+        // 64 tags; a new reader's queue is raised and busy, so async writes may take 12
+        // (3/16). Reads held sit among those 12 bits at 12/64 of their number: 16 reads take 3
+        // of them, 4 reads none.
+        let with = |reads: u64, writes: u64| {
+            let mut l = layer("bfq", 1, 1);
+            for id in 0..reads {
+                l.submit(req(id, Op::Read, id * 10_000), 0);
+            }
+            for id in 100..100 + writes {
+                let write = Request {
+                    sync: false,
+                    ..req(id, Op::Write, id * 10_000)
+                };
+                l.submit(write, 0);
+            }
+            l.tag_free(Op::Write, false, 64, 0)
+        };
+        assert!(with(16, 8), "8 + 3 of 12");
+        assert!(!with(16, 9), "9 + 3 of 12");
+        assert!(with(4, 9), "9 + 0 of 12");
+        assert!(!with(4, 12), "12 + 0 of 12");
     }
 
     #[test]

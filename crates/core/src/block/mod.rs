@@ -117,6 +117,13 @@ pub trait IoScheduler {
     fn next_timer(&self) -> Option<Nanos> {
         None
     }
+    /// `limit_depth`: how many of the queue's `nr_requests` request tags a new request of `op`
+    /// (`sync`: it carries REQ_SYNC) may take its tag from, the tag bitmap's shallow depth, or
+    /// None for all of them. The kernel counts every read as synchronous (`op_is_sync`), a
+    /// read-ahead as well.
+    fn tag_depth(&self, _op: Op, _sync: bool, _nr_requests: u32, _now: Nanos) -> Option<u32> {
+        None
+    }
 }
 
 #[derive(Debug, Error, PartialEq, Eq)]

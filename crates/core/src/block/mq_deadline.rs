@@ -182,6 +182,12 @@ impl IoScheduler for MqDeadline {
         // Expiry changes only which request goes next, never whether one can go: no timer.
         None
     }
+
+    /// `dd_limit_depth`: everything but a read takes its tag from `async_depth`, 3/4 of
+    /// `nr_requests` (`dd_depth_updated`), so that writes never hold every tag.
+    fn tag_depth(&self, op: Op, _sync: bool, nr_requests: u32, _now: Nanos) -> Option<u32> {
+        (op == Op::Write).then(|| (3 * nr_requests / 4).max(1))
+    }
 }
 
 impl MqDeadline {
