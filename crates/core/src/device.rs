@@ -270,8 +270,9 @@ pub struct DeviceProfile {
     /// Block devices: the part of each request's service that the device does for one request
     /// at a time, whatever its parallelism (on a virtio disk, the host's work that does not
     /// overlap between requests), as `serial_ns + serial_page_ns x (pages - 1)` per direction:
-    /// the time per request at saturation (the inverse of closed-loop throughput at depth 16)
-    /// against request size, as `nvmswap linux calibrate` fits it. A request holds this stage at
+    /// the time per request at saturation (the inverse of closed-loop throughput at the device's
+    /// depth, one thread keeping the requests in flight through io_uring) against request size,
+    /// as `nvmswap linux calibrate` fits it. A request holds this stage at
     /// the end of its service, in the order requests reached the device; alone it still takes
     /// its 4 KiB latency plus per-page cost. None: no such stage (requests overlap fully on the
     /// `parallelism` channels). A value needs a `[sources]` entry.
@@ -323,29 +324,76 @@ pub struct DeviceProfile {
 }
 
 /// One point of a device's wake-up curve ([`DeviceProfile::read_wake`]): after `idle_ns` with
-/// nothing in flight, the next request waits `extra_ns` for the device to wake.
+/// nothing in flight, the next request waits `extra_ns` for the device to wake (the median
+/// wait), and with `extra_p90_ns` the wait is spread: drawn per wake-up from the log-normal
+/// through that median and this p90 ([`wake_draw_ns`]). A virtual disk's wake-up varies widely:
+/// on this machine's vda (`nvmswap linux calibrate`, 2026-12-03 14:46, first run) a read 5 ms
+/// after the last completion took 286 µs at the median and 1,309 at p90, where back to back took
+/// 94 and 191; in a pressure run the kernel's reads with nothing else in the device took D2C p99
+/// 1.2-2.5 ms where a wait of the median alone gave sim 0.3-0.5. Either every point of a curve
+/// has a p90 or none does.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct WakePoint {
     pub idle_ns: f64,
     pub extra_ns: f64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub extra_p90_ns: Option<f64>,
 }
 
-/// The wait of a curve of [`WakePoint`]s after `idle_ns` idle: linear between the points, from 0
-/// at 0 idle, the last point's beyond it.
+/// The standard normal's 0.90 and 0.99 quantiles.
+const Z_P90: f64 = 1.281_551_565_5;
+const Z_P99: f64 = 2.326_347_874;
+
+/// The median wait of a curve of [`WakePoint`]s after `idle_ns` idle: linear between the points,
+/// from 0 at 0 idle, the last point's beyond it.
 pub fn wake_wait_ns(curve: &[WakePoint], idle_ns: f64) -> f64 {
-    let mut before = WakePoint {
+    wake_wait_quantiles_ns(curve, idle_ns).0
+}
+
+/// The median and (where the curve has them) p90 wait after `idle_ns` idle, each interpolated as
+/// [`wake_wait_ns`] says.
+pub fn wake_wait_quantiles_ns(curve: &[WakePoint], idle_ns: f64) -> (f64, Option<f64>) {
+    let origin = WakePoint {
         idle_ns: 0.0,
         extra_ns: 0.0,
+        extra_p90_ns: curve.first().and_then(|p| p.extra_p90_ns.map(|_| 0.0)),
     };
+    let mut before = origin;
     for p in curve {
         if idle_ns <= p.idle_ns {
-            let share = (idle_ns - before.idle_ns) / (p.idle_ns - before.idle_ns);
-            return before.extra_ns + share.clamp(0.0, 1.0) * (p.extra_ns - before.extra_ns);
+            let share = ((idle_ns - before.idle_ns) / (p.idle_ns - before.idle_ns)).clamp(0.0, 1.0);
+            let line = |a: f64, b: f64| a + share * (b - a);
+            return (
+                line(before.extra_ns, p.extra_ns),
+                before
+                    .extra_p90_ns
+                    .zip(p.extra_p90_ns)
+                    .map(|(a, b)| line(a, b)),
+            );
         }
         before = *p;
     }
-    before.extra_ns
+    (before.extra_ns, before.extra_p90_ns)
+}
+
+/// One wake-up's wait after `idle_ns` idle, for a standard normal draw `z`: the median where the
+/// curve has no p90 (or the p90 is not above the median, or the median is 0), else the log-normal through the median
+/// and p90, its draw capped at the p99 (assumption, ours: the calibration times 80 wake-ups a
+/// gap, which bound its p90, not what lies beyond the p99).
+pub fn wake_draw_ns(curve: &[WakePoint], idle_ns: f64, z: f64) -> f64 {
+    match wake_wait_quantiles_ns(curve, idle_ns) {
+        (median, Some(p90)) if median > 0.0 && p90 > median => {
+            let sigma = (p90 / median).ln() / Z_P90;
+            median * (sigma * z.min(Z_P99)).exp()
+        }
+        (median, _) => median,
+    }
+}
+
+/// Whether a curve spreads its waits (its points have a p90).
+pub fn wake_is_spread(curve: &[WakePoint]) -> bool {
+    curve.iter().any(|p| p.extra_p90_ns.is_some())
 }
 
 /// Why a device profile could not be loaded.
@@ -694,6 +742,22 @@ impl DeviceProfile {
                          {})",
                         p.extra_ns
                     ));
+                }
+                match p.extra_p90_ns {
+                    Some(p90) if !(p90.is_finite() && p90 >= p.extra_ns) => {
+                        return Err(format!(
+                            "{field}[{i}].extra_p90_ns must be a number of nanoseconds at least \
+                             its extra_ns ({}): got {p90}",
+                            p.extra_ns
+                        ));
+                    }
+                    None if wake_is_spread(curve) => {
+                        return Err(format!(
+                            "{field}[{i}] has no extra_p90_ns where other points have one: \
+                             give every point of the curve a p90 or none"
+                        ));
+                    }
+                    _ => {}
                 }
                 last = p.idle_ns;
             }

@@ -8,14 +8,14 @@
 //!   which is what a swap-out/swap-in to zram pays too.
 //! - **Disk**: 4 KiB O_DIRECT reads and writes at random offsets of a scratch file next to where
 //!   the swap file goes (same disk), one at a time (the profile's `read_4k`/`write_4k`); then on
-//!   the same file closed loops of random 4 KiB reads, and separately writes, at queue depths 1,
-//!   2, 4, 8, 16 and 32 (one thread per request kept in flight, each a synchronous O_DIRECT
-//!   `pread`/`pwrite`: the crates have no asynchronous submission) for the device's real
-//!   parallelism by Little's law ([`littles_law_parallelism`]), reads issued while a stream of
-//!   writes is kept queued (the kernel's swap-ins meet reclaim's merged writes), and closed loops
-//!   at depth 16 of each request size from 1 to 32 pages (reads at random, writes at consecutive
-//!   offsets), whose time per request at saturation against the size is the device's serial
-//!   stage (the profile's `*_serial_ns` / `*_serial_page_ns`, [`SerialPoint`]).
+//!   the same file closed loops of random 4 KiB reads, and separately writes, at queue depths 1
+//!   to 128 (one thread keeping the requests in flight through io_uring, [`crate::closed_loop`],
+//!   which says why not a thread per request) for the device's real parallelism by Little's law
+//!   ([`littles_law_parallelism`]), reads issued while a stream of writes is kept queued (the
+//!   kernel's swap-ins meet reclaim's merged writes), and closed loops at depth 128 of each
+//!   request size from 1 to 32 pages (reads at random, writes forward a page apart), whose time
+//!   per request at saturation against the size is the device's serial stage (the profile's
+//!   `*_serial_ns` / `*_serial_page_ns`, [`SerialPoint`]).
 //! - **Request size**: single requests (depth 1) of 1, 2, 4, 8, 16 and 32 pages, reads and
 //!   writes, at random page-aligned offsets of the same file, each timed; a least-squares line
 //!   through the per-size means (latency = a + b x (pages - 1), [`fit_page_cost`]) gives the cost
@@ -81,6 +81,7 @@ use nvmswap_core::results::LatencySummary;
 use nvmswap_core::workload::content::fill_page;
 use nvmswap_core::{MIB, NS_PER_US, PAGE_SIZE};
 
+use crate::closed_loop::{self, Job, Offsets};
 use crate::config::{LinuxConfig, SwapSetup};
 use crate::error::LinuxError;
 use crate::setup::Setup;
@@ -457,8 +458,11 @@ pub struct CompressionProbe {
     pub ratio: f64,
 }
 
-/// The queue depths the disk is probed at.
-pub const PROBE_DEPTHS: [u32; 6] = [1, 2, 4, 8, 16, 32];
+/// The queue depths the disk is probed at: up to 128, the requests this machine's vda takes
+/// (`/sys/block/vda/mq/0/nr_tags`); with one thread keeping them in flight through io_uring
+/// ([`crate::closed_loop`]) its throughput still grew from 32 to 64 and 64 to 128 (2026-12-03:
+/// one-page random reads 41,929 / 49,913 / 57,476 IOPS).
+pub const PROBE_DEPTHS: [u32; 8] = [1, 2, 4, 8, 16, 32, 64, 128];
 
 /// Throughput has stopped growing at a depth when the next depth adds less than this share.
 pub const SATURATION_GROWTH: f64 = 0.10;
@@ -498,15 +502,16 @@ pub struct ReadUnderWrites {
     pub write_iops: f64,
 }
 
-/// Queue depth of the serial-stage probe's closed loops (throughput has about stopped growing by
-/// then: hand-run closed loops of reads on vda, 2026-11-25, gave 20,294 / 22,525 IOPS at depth
-/// 8 / 16 for 10-page reads, 15,957 / 14,869 for 16 pages, 9,130 / 9,728 for 32 pages).
-pub const SERIAL_PROBE_DEPTH: u32 = 16;
+/// Queue depth of the serial-stage probe's closed loops: the deepest of [`PROBE_DEPTHS`], the
+/// requests this machine's vda takes at once. Through io_uring from one thread (2026-12-03, vda)
+/// one-page writes a page apart completed one per 13.7 µs at 128 in flight; 8-page reads one per
+/// 44-48 µs at 16 to 128, 32-page reads one per 144-156 µs (stopped growing by 16).
+pub const SERIAL_PROBE_DEPTH: u32 = 128;
 
 /// Closed loops of one request size at [`SERIAL_PROBE_DEPTH`]: requests completed per second,
-/// and the time per request at saturation (1 / IOPS, µs). Reads at random offsets, writes at
-/// consecutive ones (swap-out writes go to consecutive slots; random writes in a large file
-/// are slower on vda and are not what reclaim issues).
+/// and the time per request at saturation (1 / IOPS, µs). Reads at random offsets, writes
+/// forward a page apart ([`Offsets::Forward`]: swap-out writes go forward through a cluster's
+/// slots and reach the device unmerged only where they are not adjacent).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 pub struct SerialPoint {
     pub pages: u32,
@@ -571,128 +576,6 @@ pub fn littles_law_parallelism(points: &[DepthPoint]) -> Option<Parallelism> {
     })
 }
 
-/// One group of threads of a closed loop: `threads` requests of `pages` pages kept in flight,
-/// at random page-aligned offsets, or (`sequential`) each at the next offset after the last
-/// request any of the group's threads issued, as swap-out writes of consecutive slots are.
-#[derive(Debug, Clone, Copy)]
-struct Job {
-    write: bool,
-    pages: u32,
-    threads: u32,
-    sequential: bool,
-}
-
-/// What one job of a closed loop did.
-struct JobResult {
-    latency: LatencyRecorder,
-    ops: u64,
-}
-
-/// Runs `jobs` at once on `file` (random page-aligned offsets below `size_pages`) for `duration`;
-/// returns each job's latencies and the seconds from the start to the last completion.
-fn closed_loop(
-    file: &std::fs::File,
-    size_pages: u64,
-    jobs: &[Job],
-    duration: std::time::Duration,
-    seed: u64,
-) -> Result<(Vec<JobResult>, f64), LinuxError> {
-    use std::os::unix::fs::FileExt;
-    use std::sync::atomic::{AtomicBool, Ordering};
-    let stop = AtomicBool::new(false);
-    let cursors: Vec<std::sync::atomic::AtomicU64> = jobs
-        .iter()
-        .map(|_| std::sync::atomic::AtomicU64::new(0))
-        .collect();
-    let total: u32 = jobs.iter().map(|j| j.threads).sum();
-    let barrier = std::sync::Barrier::new(total as usize + 1);
-    std::thread::scope(|scope| {
-        let mut handles = Vec::new();
-        for (ji, job) in jobs.iter().enumerate() {
-            for t in 0..job.threads {
-                let (stop, barrier, cursor) = (&stop, &barrier, &cursors[ji]);
-                let job = *job;
-                let salt = seed ^ ((ji as u64) << 40) ^ ((t as u64) << 20);
-                handles.push((
-                    ji,
-                    scope.spawn(move || -> Result<(Vec<u64>, u64), LinuxError> {
-                        let len = job.pages as usize * PAGE;
-                        let buf = Mapping::new(len, false)?;
-                        // SAFETY: the mapping is `len` bytes, page-aligned, owned here.
-                        let bytes = unsafe { std::slice::from_raw_parts_mut(buf.as_ptr(), len) };
-                        for p in 0..job.pages as usize {
-                            fill_page(
-                                &mut bytes[p * PAGE..(p + 1) * PAGE],
-                                salt,
-                                p as u64,
-                                0.38,
-                                0.0,
-                            );
-                        }
-                        let mut rng = ChaCha8Rng::seed_from_u64(salt);
-                        let mut lat = Vec::with_capacity(1 << 16);
-                        let span = size_pages - job.pages as u64 + 1;
-                        barrier.wait();
-                        while !stop.load(Ordering::Relaxed) {
-                            let page = if job.sequential {
-                                cursor.fetch_add(job.pages as u64, Ordering::Relaxed) % span
-                            } else {
-                                rng.random_range(0..span)
-                            };
-                            let off = page * PAGE_SIZE;
-                            let t0 = worker::monotonic_ns();
-                            let r = if job.write {
-                                file.write_all_at(bytes, off)
-                            } else {
-                                file.read_exact_at(bytes, off)
-                            };
-                            lat.push(worker::monotonic_ns() - t0);
-                            r.map_err(|e| {
-                                LinuxError::io("O_DIRECT I/O on", "the scratch file", e)
-                            })?;
-                        }
-                        let n = lat.len() as u64;
-                        Ok((lat, n))
-                    }),
-                ));
-            }
-        }
-        barrier.wait();
-        let t0 = worker::monotonic_ns();
-        std::thread::sleep(duration);
-        stop.store(true, Ordering::Relaxed);
-        let mut results: Vec<JobResult> = jobs
-            .iter()
-            .map(|_| JobResult {
-                latency: LatencyRecorder::new(),
-                ops: 0,
-            })
-            .collect();
-        let mut first_err = None;
-        for (ji, h) in handles {
-            match h.join() {
-                Ok(Ok((lat, n))) => {
-                    for ns in lat {
-                        results[ji].latency.record_ns(ns);
-                    }
-                    results[ji].ops += n;
-                }
-                Ok(Err(e)) => first_err = first_err.or(Some(e)),
-                Err(_) => {
-                    first_err = first_err.or(Some(LinuxError::Worker(
-                        "a disk probe thread panicked".into(),
-                    )))
-                }
-            }
-        }
-        let elapsed = (worker::monotonic_ns() - t0) as f64 / 1e9;
-        match first_err {
-            Some(e) => Err(e),
-            None => Ok((results, elapsed)),
-        }
-    })
-}
-
 /// Seconds each closed loop of the queue probe runs.
 const SECONDS_PER_POINT: f64 = 0.4;
 
@@ -706,10 +589,11 @@ fn probe_queue(file: &std::fs::File, size_pages: u64, seed: u64) -> Result<Queue
                 let job = Job {
                     write,
                     pages: 1,
-                    threads: depth,
-                    sequential: false,
+                    in_flight: depth,
+                    offsets: Offsets::Random,
                 };
-                let (r, secs) = closed_loop(file, size_pages, &[job], dur, seed ^ depth as u64)?;
+                let (r, secs) =
+                    closed_loop::run(file, size_pages, &[job], dur, seed ^ depth as u64)?;
                 let s = r[0].latency.summary(NS_PER_US);
                 Ok(DepthPoint {
                     depth,
@@ -730,17 +614,17 @@ fn probe_queue(file: &std::fs::File, size_pages: u64, seed: u64) -> Result<Queue
             Job {
                 write: true,
                 pages: write_pages,
-                threads: 8,
-                sequential: false,
+                in_flight: 8,
+                offsets: Offsets::Random,
             },
             Job {
                 write: false,
                 pages: 1,
-                threads: 1,
-                sequential: false,
+                in_flight: 1,
+                offsets: Offsets::Random,
             },
         ];
-        let (r, secs) = closed_loop(file, size_pages, &jobs, dur, seed ^ 0xfeed)?;
+        let (r, secs) = closed_loop::run(file, size_pages, &jobs, dur, seed ^ 0xfeed)?;
         reads_under_writes.push(ReadUnderWrites {
             writers: 8,
             write_pages,
@@ -749,7 +633,7 @@ fn probe_queue(file: &std::fs::File, size_pages: u64, seed: u64) -> Result<Queue
             write_iops: r[0].ops as f64 / secs,
         });
     }
-    // The serial stage: closed loops of each size at depth 16, reads then writes.
+    // The serial stage: closed loops of each size at SERIAL_PROBE_DEPTH, reads then writes.
     let mut serial_points = Vec::new();
     for &pages in &PROBE_SIZES {
         let mut iops = [0.0; 2];
@@ -757,10 +641,14 @@ fn probe_queue(file: &std::fs::File, size_pages: u64, seed: u64) -> Result<Queue
             let job = Job {
                 write,
                 pages,
-                threads: SERIAL_PROBE_DEPTH,
-                sequential: write,
+                in_flight: SERIAL_PROBE_DEPTH,
+                offsets: if write {
+                    Offsets::Forward
+                } else {
+                    Offsets::Random
+                },
             };
-            let (r, secs) = closed_loop(file, size_pages, &[job], dur, seed ^ pages as u64)?;
+            let (r, secs) = closed_loop::run(file, size_pages, &[job], dur, seed ^ pages as u64)?;
             iops[i] = r[0].ops as f64 / secs;
         }
         serial_points.push(SerialPoint {
@@ -2312,7 +2200,7 @@ pub fn device_profile_toml(cal: &Calibration) -> String {
                 ("read", "reads at random offsets", serial(q.read_serial_fit)),
                 (
                     "write",
-                    "writes at consecutive offsets",
+                    "writes forward a page apart",
                     serial(q.write_serial_fit),
                 ),
             ],
@@ -2443,7 +2331,7 @@ pub fn device_profile_toml(cal: &Calibration) -> String {
         for (op, how, fit) in fits {
             if let Some(f) = fit {
                 let source = format!(
-                    "measured: nvmswap linux calibrate, closed loops of O_DIRECT {how} of the 16 MiB scratch file at depth {SERIAL_PROBE_DEPTH} (one thread per request in flight), sizes {} pages: least squares of the time per request at saturation (1 / IOPS), {:.1} us + {:.2} us x (pages - 1), R² {:.4}, largest residual {:.1} % ({}; per-size table in the comment above)",
+                    "measured: nvmswap linux calibrate, closed loops of O_DIRECT {how} of the 16 MiB scratch file at depth {SERIAL_PROBE_DEPTH} (one thread keeping them in flight through io_uring), sizes {} pages: least squares of the time per request at saturation (1 / IOPS), {:.1} us + {:.2} us x (pages - 1), R² {:.4}, largest residual {:.1} % ({}; per-size table in the comment above)",
                     list(&PROBE_SIZES),
                     f.first_page_us,
                     f.page_us,
@@ -2468,11 +2356,11 @@ pub fn device_profile_toml(cal: &Calibration) -> String {
 }
 
 /// The serial-stage probe's table as TOML comments (per size: IOPS and time per request at
-/// depth 16, reads and writes) and the fits.
+/// [`SERIAL_PROBE_DEPTH`], reads and writes) and the fits.
 pub fn serial_probe_comment(q: &QueueProbe) -> String {
     let mut out = format!(
-        "# Closed loops at depth {SERIAL_PROBE_DEPTH}, {:.1} s per point, reads at random and writes at\n\
-         # consecutive offsets: the time per request at saturation against size (the serial stage):\n\
+        "# Closed loops at depth {SERIAL_PROBE_DEPTH} (one thread, io_uring), {:.1} s per point, reads at random\n\
+         # and writes forward a page apart: the time per request at saturation against size (the serial stage):\n\
          #   pages | read IOPS  us/request | write IOPS  us/request\n",
         q.seconds_per_point
     );
@@ -2553,7 +2441,7 @@ fn list(values: &[u32]) -> String {
 pub fn queue_probe_comment(q: &QueueProbe) -> String {
     let mut out = format!(
         "# Closed loops on the scratch file, {:.1} s per point, random 4 KiB O_DIRECT requests\n\
-         # (one thread per request in flight):\n\
+         # (one thread keeping them in flight through io_uring):\n\
          #   depth | read mean us  p99 us    IOPS | write mean us  p99 us    IOPS\n",
         q.seconds_per_point
     );

@@ -13,6 +13,7 @@ pub mod calibrate;
 pub mod calibration_median;
 pub mod cgroup;
 pub mod chromium;
+pub mod closed_loop;
 pub mod config;
 pub mod device_check;
 pub mod disk_canary;

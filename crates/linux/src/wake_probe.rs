@@ -82,8 +82,9 @@ pub struct WakeDirection {
 
 impl WakeDirection {
     /// The curve the profile takes: per gap, (median idle, median latency less the baseline's,
-    /// not below 0). None when the measured idle times do not increase with the gaps (the
-    /// thread overslept: the points would not describe the gaps asked for).
+    /// not below 0, and the p90 latency less the baseline's p90, not below that median wait).
+    /// None when the measured idle times do not increase with the gaps (the thread overslept:
+    /// the points would not describe the gaps asked for).
     pub fn curve(&self) -> Option<Vec<WakePoint>> {
         let mut out: Vec<WakePoint> = Vec::new();
         for g in &self.gaps {
@@ -91,10 +92,13 @@ impl WakeDirection {
             if out.last().is_some_and(|p| idle_ns <= p.idle_ns) || idle_ns <= 0.0 {
                 return None;
             }
+            let extra_ns =
+                ((g.latency_us.p50 - self.back_to_back_us.p50) * NS_PER_US as f64).max(0.0);
+            let p90_ns = (g.latency_us.p90 - self.back_to_back_us.p90) * NS_PER_US as f64;
             out.push(WakePoint {
                 idle_ns,
-                extra_ns: ((g.latency_us.p50 - self.back_to_back_us.p50) * NS_PER_US as f64)
-                    .max(0.0),
+                extra_ns,
+                extra_p90_ns: Some(p90_ns.max(extra_ns)),
             });
         }
         Some(out)
@@ -269,8 +273,10 @@ pub fn profile_fields(p: &WakeProbe) -> String {
                     .iter()
                     .map(|w| {
                         format!(
-                            "{{ idle_ns = {:.0}, extra_ns = {:.0} }}",
-                            w.idle_ns, w.extra_ns
+                            "{{ idle_ns = {:.0}, extra_ns = {:.0}, extra_p90_ns = {:.0} }}",
+                            w.idle_ns,
+                            w.extra_ns,
+                            w.extra_p90_ns.unwrap_or(w.extra_ns)
                         )
                     })
                     .collect();
@@ -293,12 +299,13 @@ pub fn sources(p: &WakeProbe) -> String {
     ] {
         if dir.curve().is_some() {
             out.push_str(&format!(
-                "{field} = \"measured: nvmswap linux calibrate, single 4 KiB O_DIRECT {op} at random offsets of a 16 MiB file, {} each after idle gaps of {} us, each followed by {} back to back; per gap the median latency less the warm median ({:.1} us, the followers from the {}th on), at the median idle measured (table in the comment above)\"\n",
+                "{field} = \"measured: nvmswap linux calibrate, single 4 KiB O_DIRECT {op} at random offsets of a 16 MiB file, {} each after idle gaps of {} us, each followed by {} back to back; per gap the median latency less the warm median ({:.1} us, the followers from the {}th on), and the p90 less the warm p90 ({:.1} us; not below the median's), at the median idle measured (table in the comment above)\"\n",
                 p.requests_per_gap,
                 WAKE_PROBE_GAPS_US.map(|g| g.to_string()).join(", "),
                 WAKE_PROBE_FOLLOWERS,
                 dir.back_to_back_us.p50,
-                WAKE_PROBE_WARM_FROM
+                WAKE_PROBE_WARM_FROM,
+                dir.back_to_back_us.p90
             ));
         }
     }
@@ -313,6 +320,7 @@ mod tests {
         LatencySummary {
             p50,
             mean: p50,
+            p90: 2.0 * p50,
             ..Default::default()
         }
     }
@@ -337,14 +345,18 @@ mod tests {
             ],
         };
         let curve = dir.curve().unwrap();
-        let got: Vec<(f64, f64)> = curve.iter().map(|p| (p.idle_ns, p.extra_ns)).collect();
-        // Faster than back to back is no wait, not a negative one.
+        let got: Vec<(f64, f64, Option<f64>)> = curve
+            .iter()
+            .map(|p| (p.idle_ns, p.extra_ns, p.extra_p90_ns))
+            .collect();
+        // Faster than back to back is no wait, not a negative one; the p90 is the gap's p90
+        // less the back-to-back p90 (80 us), not below the median's wait.
         assert_eq!(
             got,
             [
-                (23_000.0, 0.0),
-                (204_000.0, 30_000.0),
-                (5_003_000.0, 200_000.0)
+                (23_000.0, 0.0, Some(0.0)),
+                (204_000.0, 30_000.0, Some(60_000.0)),
+                (5_003_000.0, 200_000.0, Some(400_000.0))
             ]
         );
         let fields = profile_fields(&WakeProbe {
@@ -353,7 +365,7 @@ mod tests {
             requests_per_gap: 80,
         });
         assert!(fields.starts_with(
-            "read_wake = [{ idle_ns = 23000, extra_ns = 0 }, { idle_ns = 204000, extra_ns = 30000 }"
+            "read_wake = [{ idle_ns = 23000, extra_ns = 0, extra_p90_ns = 0 }, { idle_ns = 204000, extra_ns = 30000, extra_p90_ns = 60000 }"
         ));
         // The followers by position, each gap's row: the first and the last position shown.
         let table = comment(&WakeProbe {

@@ -16,14 +16,16 @@
 //! 1)` at the end of its service, in the order requests reached the device, so however many
 //! channels are free the device completes no more requests than the stage lets through. Alone, a
 //! request's latency is unchanged (the stage is part of its service, not added to it). On a
-//! virtio disk the host's handling of requests is such a stage: closed loops of 8-page reads at
-//! depth 16 complete one request per ~31 µs on this machine's vda, where four channels of ~76 µs
-//! each would complete one per ~19 µs.
+//! virtio disk the host's handling of requests is such a stage: closed loops of random 8-page
+//! reads at depth 128 (one thread, io_uring) complete one request per 53-62 µs on this
+//! machine's vda (2026-12-03), where four channels of ~80 µs each would complete one per ~20 µs.
 //!
 //! A profile with a wake-up curve (`read_wake` / `write_wake`) has a device that sleeps when
 //! nothing is in flight: the request that finds it idle waits for it to wake, longer the longer
 //! it slept (`device::wake_wait_ns`, per the direction of that request), and every request that
-//! arrives before it is awake waits with it. Requests issued back to back never find it asleep,
+//! arrives before it is awake waits with it. A curve with p90s spreads the wait: each wake-up
+//! draws its own from the log-normal through the curve's median and p90 at that idle time
+//! (`device::wake_draw_ns`). Requests issued back to back never find it asleep,
 //! which is how the profile's other numbers were measured.
 //!
 //! A profile with `batch_completion_share` signals a batch's completions together: the requests
@@ -46,7 +48,10 @@
 //! `batch_completion_share` draws per request.
 
 use super::{BlockError, Op, Request};
-use crate::device::{standard_normal, wake_wait_ns, DeviceProfile, LatencyDist, WakePoint};
+use crate::device::{
+    standard_normal, wake_draw_ns, wake_is_spread, wake_wait_ns, DeviceProfile, LatencyDist,
+    WakePoint,
+};
 use crate::{Nanos, PAGE_SIZE};
 use rand::Rng;
 use rand_chacha::ChaCha8Rng;
@@ -209,7 +214,14 @@ impl Device {
         if let Some(curve) = wake {
             if self.last_done <= now {
                 let slept = (now - self.last_done) as f64;
-                self.awake_at = now + wake_wait_ns(curve, slept).round() as Nanos;
+                // A spread curve draws each wake-up's wait; a curve of medians draws nothing,
+                // so the device's other draws stay as they were.
+                let wait = if wake_is_spread(curve) {
+                    wake_draw_ns(curve, slept, standard_normal(&mut self.rng))
+                } else {
+                    wake_wait_ns(curve, slept)
+                };
+                self.awake_at = now + wait.round() as Nanos;
             }
         }
         self.begin_batch(now);
@@ -408,6 +420,7 @@ pub(crate) fn test_profile(mean_ns: f64, p99_ns: f64, channels: u32, qd: u32) ->
 mod tests {
     use super::*;
     use crate::block::req;
+    use crate::device::wake_wait_quantiles_ns;
     use rand::SeedableRng;
 
     #[test]
@@ -677,10 +690,12 @@ mod tests {
             WakePoint {
                 idle_ns: 100_000.0,
                 extra_ns: 20_000.0,
+                extra_p90_ns: None,
             },
             WakePoint {
                 idle_ns: 1_000_000.0,
                 extra_ns: 120_000.0,
+                extra_p90_ns: None,
             },
         ]);
         let mut d = Device::new(&p, ChaCha8Rng::seed_from_u64(1)).unwrap();
@@ -706,15 +721,72 @@ mod tests {
     }
 
     #[test]
+    fn a_spread_wake_curve_draws_each_wake_up_through_its_median_and_p90() {
+        // Constant 50 us service, 4 channels; reads wake in 100 us at the median and 400 us at
+        // p90 after 1 ms idle and beyond (0 at 0 idle).
+        let mut p = test_profile(50_000.0, 50_000.0, 4, 128);
+        p.read_wake = Some(vec![WakePoint {
+            idle_ns: 1_000_000.0,
+            extra_ns: 100_000.0,
+            extra_p90_ns: Some(400_000.0),
+        }]);
+        p.sources.insert("read_wake".into(), "test".into());
+        p.validate().unwrap();
+        let mut d = Device::new(&p, ChaCha8Rng::seed_from_u64(5)).unwrap();
+        let mut waits: Vec<u64> = Vec::new();
+        let mut now = 0;
+        for id in 0..4000 {
+            now += 5_000_000;
+            let done = d.submit(req(id, Op::Read, 0), now);
+            waits.push(done - now - 50_000);
+            while d.pop_completed(u64::MAX).is_some() {}
+        }
+        waits.sort_unstable();
+        let q = |f: f64| waits[(f * waits.len() as f64) as usize] as f64;
+        assert!((q(0.5) / 100_000.0 - 1.0).abs() < 0.08, "median {}", q(0.5));
+        assert!((q(0.9) / 400_000.0 - 1.0).abs() < 0.12, "p90 {}", q(0.9));
+        // Capped at the log-normal's p99: 100 us x 4^(2.326 / 1.2816) = 1,240 us.
+        let cap = 100_000.0 * 4f64.powf(Z_P99_TEST / 1.281_551_565_5);
+        assert!(
+            *waits.last().unwrap() as f64 <= cap + 1.0,
+            "max {:?}",
+            waits.last()
+        );
+        assert!(q(0.995) > 0.95 * cap, "the cap is reached: {}", q(0.995));
+        // Half the idle time, half of both quantiles.
+        assert_eq!(
+            wake_wait_quantiles_ns(p.read_wake.as_deref().unwrap(), 500_000.0),
+            (50_000.0, Some(200_000.0))
+        );
+    }
+
+    const Z_P99_TEST: f64 = 2.326_347_874;
+
+    #[test]
     fn a_wake_curve_is_checked_and_sourced() {
         let mut p = test_profile(50_000.0, 50_000.0, 4, 128);
-        let point = |idle_ns, extra_ns| WakePoint { idle_ns, extra_ns };
+        let point = |idle_ns, extra_ns| WakePoint {
+            idle_ns,
+            extra_ns,
+            extra_p90_ns: None,
+        };
         p.write_wake = Some(vec![point(1e5, 1e4), point(1e5, 2e4)]);
         let e = p.validate().unwrap_err();
         assert!(e.contains("write_wake[1].idle_ns"), "{e}");
         p.write_wake = Some(vec![point(1e5, -1.0)]);
         let e = p.validate().unwrap_err();
         assert!(e.contains("write_wake[0].extra_ns"), "{e}");
+        let spread = |idle_ns, extra_ns, p90| WakePoint {
+            idle_ns,
+            extra_ns,
+            extra_p90_ns: Some(p90),
+        };
+        p.write_wake = Some(vec![spread(1e5, 1e4, 5e3)]);
+        let e = p.validate().unwrap_err();
+        assert!(e.contains("write_wake[0].extra_p90_ns"), "{e}");
+        p.write_wake = Some(vec![spread(1e5, 1e4, 3e4), point(2e5, 2e4)]);
+        let e = p.validate().unwrap_err();
+        assert!(e.contains("write_wake[1] has no extra_p90_ns"), "{e}");
         p.write_wake = Some(vec![point(1e5, 1e4)]);
         let e = p.validate().unwrap_err();
         assert!(e.contains("[sources]"), "{e}");
