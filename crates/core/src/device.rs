@@ -727,6 +727,7 @@ impl DeviceProfile {
             ("write_wake", &self.write_wake),
         ] {
             let Some(curve) = curve else { continue };
+            let spread = wake_is_spread(curve);
             let mut last = 0.0;
             for (i, p) in curve.iter().enumerate() {
                 if !(p.idle_ns.is_finite() && p.idle_ns > last) {
@@ -751,7 +752,7 @@ impl DeviceProfile {
                             p.extra_ns
                         ));
                     }
-                    None if wake_is_spread(curve) => {
+                    None if spread => {
                         return Err(format!(
                             "{field}[{i}] has no extra_p90_ns where other points have one: \
                              give every point of the curve a p90 or none"

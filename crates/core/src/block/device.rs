@@ -80,8 +80,8 @@ pub struct Device {
     serial_free_at: Nanos,
     /// The wake-up curves per direction (None: always awake), when the last request submitted
     /// completes (the device is idle from then until the next), and when it is awake again.
-    read_wake: Option<Vec<WakePoint>>,
-    write_wake: Option<Vec<WakePoint>>,
+    read_wake: Option<Wake>,
+    write_wake: Option<Wake>,
     last_done: Nanos,
     awake_at: Nanos,
     pub channels: u32,
@@ -103,6 +103,23 @@ pub struct Device {
     /// requests' keys in `in_device`.
     batch: Batch,
     rng: ChaCha8Rng,
+}
+
+/// A direction's wake-up curve, and whether it spreads its waits (its points carry p90s), kept
+/// so that a wake-up need not look through the curve to know.
+#[derive(Debug)]
+struct Wake {
+    curve: Vec<WakePoint>,
+    spread: bool,
+}
+
+impl Wake {
+    fn new(curve: &Option<Vec<WakePoint>>) -> Option<Self> {
+        curve.as_ref().map(|c| Wake {
+            spread: wake_is_spread(c),
+            curve: c.clone(),
+        })
+    }
 }
 
 /// The requests handed to the device at one instant.
@@ -140,8 +157,8 @@ impl Device {
             read_serial: profile.read_serial_ns.zip(profile.read_serial_page_ns),
             write_serial: profile.write_serial_ns.zip(profile.write_serial_page_ns),
             serial_free_at: 0,
-            read_wake: profile.read_wake.clone(),
-            write_wake: profile.write_wake.clone(),
+            read_wake: Wake::new(&profile.read_wake),
+            write_wake: Wake::new(&profile.write_wake),
             last_done: 0,
             awake_at: 0,
             channels,
@@ -211,15 +228,15 @@ impl Device {
                 &self.write_wake,
             ),
         };
-        if let Some(curve) = wake {
+        if let Some(wake) = wake {
             if self.last_done <= now {
                 let slept = (now - self.last_done) as f64;
                 // A spread curve draws each wake-up's wait; a curve of medians draws nothing,
                 // so the device's other draws stay as they were.
-                let wait = if wake_is_spread(curve) {
-                    wake_draw_ns(curve, slept, standard_normal(&mut self.rng))
+                let wait = if wake.spread {
+                    wake_draw_ns(&wake.curve, slept, standard_normal(&mut self.rng))
                 } else {
-                    wake_wait_ns(curve, slept)
+                    wake_wait_ns(&wake.curve, slept)
                 };
                 self.awake_at = now + wait.round() as Nanos;
             }
