@@ -382,12 +382,35 @@ pub fn wake_wait_quantiles_ns(curve: &[WakePoint], idle_ns: f64) -> (f64, Option
 /// and p90, its draw capped at the p99 (assumption, ours: the calibration times 80 wake-ups a
 /// gap, which bound its p90, not what lies beyond the p99).
 pub fn wake_draw_ns(curve: &[WakePoint], idle_ns: f64, z: f64) -> f64 {
-    match wake_wait_quantiles_ns(curve, idle_ns) {
-        (median, Some(p90)) if median > 0.0 && p90 > median => {
-            let sigma = (p90 / median).ln() / Z_P90;
-            median * (sigma * z.min(Z_P99)).exp()
+    let (median, p90) = wake_wait_quantiles_ns(curve, idle_ns);
+    match wake_sigma(median, p90) {
+        Some(sigma) => median * (sigma * z.min(Z_P99)).exp(),
+        None => median,
+    }
+}
+
+/// The log-normal's sigma through a wait's median and p90; None where the wait is not spread
+/// (no p90, a p90 not above the median, or a median of 0): every wake-up waits the median.
+fn wake_sigma(median: f64, p90: Option<f64>) -> Option<f64> {
+    p90.filter(|&p90| median > 0.0 && p90 > median)
+        .map(|p90| (p90 / median).ln() / Z_P90)
+}
+
+/// The share of wake-ups that wait at most `x_ns` where the median wait is `median_ns` and the
+/// p90 `p90_ns`: the distribution [`wake_draw_ns`] draws from (the log-normal through the two,
+/// capped at its p99; a wait that is not spread is the median every time). `nvmswap linux
+/// calibrate --runs N` pools its runs' wake-ups with it.
+pub fn wake_wait_cdf(median_ns: f64, p90_ns: Option<f64>, x_ns: f64) -> f64 {
+    match wake_sigma(median_ns, p90_ns) {
+        Some(sigma) if x_ns < median_ns * (sigma * Z_P99).exp() => {
+            if x_ns <= 0.0 {
+                0.0
+            } else {
+                standard_normal_cdf((x_ns / median_ns).ln() / sigma)
+            }
         }
-        (median, _) => median,
+        Some(_) => 1.0,
+        None => f64::from(u8::from(x_ns >= median_ns)),
     }
 }
 
@@ -815,6 +838,19 @@ mod tests {
     use super::*;
     use rand::SeedableRng;
     use rand_chacha::ChaCha8Rng;
+
+    #[test]
+    fn a_wake_waits_distribution_meets_its_median_p90_and_cap() {
+        let cdf = |x| super::wake_wait_cdf(100.0, Some(300.0), x);
+        assert!((cdf(100.0) - 0.5).abs() < 1e-9);
+        assert!((cdf(300.0) - 0.9).abs() < 1e-6);
+        assert_eq!(cdf(0.0), 0.0);
+        // The cap: the p99 of the log-normal, 100 x 3^(2.326 / 1.2816) = 733.
+        assert!(cdf(725.0) < 0.99 + 1e-3 && cdf(740.0) == 1.0);
+        // Not spread: the median every time.
+        assert_eq!(super::wake_wait_cdf(100.0, None, 99.0), 0.0);
+        assert_eq!(super::wake_wait_cdf(100.0, Some(100.0), 100.0), 1.0);
+    }
 
     #[test]
     fn every_bundled_profile_loads_and_cites_its_latencies() {

@@ -10,6 +10,10 @@
 //! (the tables a probe writes beside its keys, such as the disk's D2C against its system-call
 //! time or the closed loops behind `parallelism`) follow the header, run by run: a TOML parse
 //! drops them, and they are the record of what each run measured.
+//!
+//! Two kinds of value are not the median: the pool store paths of the costs ([`merge_costs`]),
+//! and the wake-up curves' spread waits of the disk profile ([`merge_disk`]), whose runs' waits
+//! are pooled.
 
 use std::fmt::Write as _;
 
@@ -69,6 +73,92 @@ pub fn merge_costs(runs: &[String]) -> Result<String, String> {
         ));
     }
     render(what, runs, &spread, &merged)
+}
+
+/// A device profile of several runs as one: [`merge`], except for the wake-up curves' waits
+/// where every run gave each point a p90. A point's wait is a distribution (the log-normal
+/// through its median and p90 that sim draws from, `nvmswap_core::device::wake_wait_cdf`), and
+/// the median of the runs' p90s keeps the typical run's spread and drops the slow spells that
+/// come in one run of several, which a pressure run meets: three runs on 2026-12-03 22:30 put
+/// the p90 of a read's wait after 10 ms idle at 633, 122 and 132 µs (medians 139, 91, 107), and
+/// their median, 132, lies below the lone reads' tail that the kernel's runs showed. So each
+/// point's median and p90 are those of the runs' waits pooled (the equal mixture of the runs'
+/// distributions), as if the runs' wake-ups had been timed together; its idle time stays the
+/// median.
+pub fn merge_disk(runs: &[String]) -> Result<String, String> {
+    let what = "disk profile";
+    let (tables, mut merged, mut spread) = merge_runs(runs, what)?;
+    for key in WAKE_KEYS {
+        let curves: Vec<&Vec<toml::Value>> = tables
+            .iter()
+            .filter_map(|t| t.get(key)?.as_array())
+            .collect();
+        let Some(toml::Value::Array(out)) = merged.get_mut(key) else {
+            continue;
+        };
+        if curves.len() < tables.len() || curves.iter().any(|c| c.len() != out.len()) {
+            continue;
+        }
+        for (e, point) in out.iter_mut().enumerate() {
+            let waits: Option<Vec<(f64, f64)>> = curves
+                .iter()
+                .map(|c| {
+                    let p = c[e].as_table()?;
+                    Some((number(p.get("extra_ns")?)?, number(p.get("extra_p90_ns")?)?))
+                })
+                .collect();
+            let (Some(waits), Some(point)) = (waits, point.as_table_mut()) else {
+                continue;
+            };
+            let median = pooled_wait_quantile(&waits, 0.5);
+            let p90 = pooled_wait_quantile(&waits, 0.9).max(median);
+            point.insert(
+                "extra_ns".into(),
+                toml::Value::Integer(median.round() as i64),
+            );
+            point.insert(
+                "extra_p90_ns".into(),
+                toml::Value::Integer(p90.round() as i64),
+            );
+            spread.push((
+                format!("{key}[{e}] (written)"),
+                vec![format!(
+                    "the runs' waits pooled (each the log-normal through its median and p90): \
+                     median {median:.0}, p90 {p90:.0}"
+                )],
+            ));
+        }
+    }
+    render(what, runs, &spread, &merged)
+}
+
+const WAKE_KEYS: [&str; 2] = ["read_wake", "write_wake"];
+
+/// The `q` quantile of the equal mixture of the waits (median, p90) of several runs: where the
+/// mean of their distribution functions reaches `q` (bisection; the distributions are capped, so
+/// the largest cap bounds it).
+fn pooled_wait_quantile(waits: &[(f64, f64)], q: f64) -> f64 {
+    use nvmswap_core::device::wake_wait_cdf;
+    let share = |x: f64| {
+        waits
+            .iter()
+            .map(|&(m, p90)| wake_wait_cdf(m, Some(p90), x))
+            .sum::<f64>()
+            / waits.len() as f64
+    };
+    let (mut lo, mut hi) = (0.0, 1.0_f64);
+    while share(hi) < q {
+        hi *= 2.0;
+    }
+    for _ in 0..100 {
+        let mid = 0.5 * (lo + hi);
+        if share(mid) < q {
+            lo = mid;
+        } else {
+            hi = mid;
+        }
+    }
+    hi
 }
 
 /// The pool store paths a costs file holds, each measured with `pool_probe_compressor`.
@@ -281,6 +371,43 @@ mod tests {
     const RUN3: &str =
         "name = \"linux-vda\"\nqueue_depth = 128\nread_4k = { mean_ns = 39000, p99_ns = 99000 }\n\
                         ratio = 0.36\n[sources]\nread_4k = \"measured: run three\"\n";
+
+    #[test]
+    fn wake_waits_are_pooled_over_the_runs_not_their_medians_taken() {
+        let run = |median: u32, p90: u32| {
+            format!(
+                "name = \"d\"\n[[read_wake]]\nidle_ns = 1000000\nextra_ns = {median}\n\
+                 extra_p90_ns = {p90}\n[[write_wake]]\nidle_ns = 1000000\nextra_ns = {median}\n"
+            )
+        };
+        // Identical runs pool to themselves.
+        let same = [run(100_000, 120_000), run(100_000, 120_000)];
+        let t: toml::Table = merge_disk(&same).unwrap().parse().unwrap();
+        let w = &t["read_wake"][0];
+        assert!((w["extra_ns"].as_integer().unwrap() - 100_000).abs() <= 1);
+        assert!((w["extra_p90_ns"].as_integer().unwrap() - 120_000).abs() <= 1);
+        // One slow run of three: the pooled p90 lies between the quiet runs' and the slow one's,
+        // where the median of the runs' p90s would be the quiet runs'.
+        let runs = [
+            run(100_000, 120_000),
+            run(100_000, 600_000),
+            run(100_000, 120_000),
+        ];
+        let text = merge_disk(&runs).unwrap();
+        let t: toml::Table = text.parse().unwrap();
+        let w = &t["read_wake"][0];
+        let (median, p90) = (
+            w["extra_ns"].as_integer().unwrap(),
+            w["extra_p90_ns"].as_integer().unwrap(),
+        );
+        assert!((median - 100_000).abs() <= 1, "{text}");
+        assert!(p90 > 150_000 && p90 < 600_000, "{text}");
+        assert!(text.contains("read_wake[0] (written)"), "{text}");
+        // A curve without p90s keeps the plain median.
+        assert_eq!(t["write_wake"][0]["extra_ns"].as_integer(), Some(100_000));
+        assert!(t["write_wake"][0].get("extra_p90_ns").is_none());
+        assert!(merge(&runs, "d").unwrap().contains("extra_p90_ns = 120000"));
+    }
 
     #[test]
     fn every_number_is_the_median_of_the_runs_and_text_is_the_first_runs() {

@@ -430,8 +430,8 @@ pub fn calibrate_runs(
         let (profile, costs) = (profiles.remove(0), costs.remove(0));
         return Ok((cals, profile, costs));
     }
-    let merge = nvmswap_linux::calibration_median::merge;
-    let profile = merge(&profiles, "disk profile").map_err(anyhow::Error::msg)?;
+    let profile =
+        nvmswap_linux::calibration_median::merge_disk(&profiles).map_err(anyhow::Error::msg)?;
     nvmswap_core::device::DeviceProfile::from_toml_str(&profile, "calibration")
         .context("the merged profile does not validate")?;
     let costs =
