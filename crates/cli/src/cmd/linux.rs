@@ -74,7 +74,8 @@ enum Action {
         seed: u64,
         /// Runs of the whole calibration, one after another; with more than one, each number
         /// written is the median of the runs' (the runs' values are listed in each file's
-        /// header). One run moves with whatever else the machine does.
+        /// header), except the disk's wake-up waits, whose runs are pooled (docs/commands/
+        /// linux.md). One run moves with whatever else the machine does.
         #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=20))]
         runs: u32,
         /// Print the measurements as JSON on stdout.
@@ -383,8 +384,8 @@ impl nvmswap_core::progress::Progress for StderrProgress {
 
 /// `runs` calibrations of this machine, one after another, each handed to `each` as it ends:
 /// the runs, and the device profile and software costs to write (with more than one run, every
-/// number the median of the runs', [`nvmswap_linux::calibration_median`]). `nvmswap linux
-/// calibrate` and `nvmswap validate --calibrate` share it.
+/// number the median of the runs' or pooled over them, [`nvmswap_linux::calibration_median`]).
+/// `nvmswap linux calibrate` and `nvmswap validate --calibrate` share it.
 pub fn calibrate_runs(
     swap_dir: &std::path::Path,
     seed: u64,

@@ -79,7 +79,8 @@ pub struct Args {
     /// two files go to `--calibrate-out`; each sim run names them in `extra.calibration`.
     #[arg(long, conflicts_with_all = ["linux_from", "disk_profile", "costs"])]
     calibrate: bool,
-    /// Runs of the calibration with `--calibrate`; each number is the median of the runs'.
+    /// Runs of the calibration with `--calibrate`; each number is the median of the runs' (the
+    /// disk's wake-up waits pooled over them, as `nvmswap linux calibrate --runs` does).
     #[arg(
         long,
         default_value_t = 3,
