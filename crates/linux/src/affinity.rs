@@ -70,7 +70,7 @@ impl CpuSet {
     }
 }
 
-/// Runs `f` (a fork) with the calling thread confined to `cpus`, then puts the thread's own
+/// Runs `f` (a fork, or any work that must stay on those CPUs) with the calling thread confined to `cpus`, then puts the thread's own
 /// affinity back. A child forked inside inherits the set and so never runs elsewhere, not even
 /// before it could confine itself: its memory's `mm_cpumask` holds only those CPUs.
 pub fn forking_on<R>(cpus: Option<&CpuSet>, f: impl FnOnce() -> R) -> Result<R, LinuxError> {
@@ -91,6 +91,11 @@ pub fn forking_on<R>(cpus: Option<&CpuSet>, f: impl FnOnce() -> R) -> Result<R, 
     // Back to where the driver may run; a failure here would only confine the driver.
     let _ = saved.apply_no_alloc();
     Ok(r)
+}
+
+/// The CPUs this process may run on now, in order.
+pub fn allowed_cpus() -> Result<Vec<u32>, LinuxError> {
+    Ok(cpus_of(&current_affinity()?))
 }
 
 fn current_affinity() -> Result<libc::cpu_set_t, LinuxError> {

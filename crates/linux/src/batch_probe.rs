@@ -17,6 +17,17 @@
 //! back to back. The block tracepoints give each request's D and C; the share of batches whose
 //! completions came together is [`nvmswap_core::block::batches_completed_together`], the same
 //! statistic `extra.blktrace` reports for the pressure runs of both substrates.
+//!
+//! Where the batches are submitted from matters on this machine: its disk's one interrupt goes to
+//! CPU 1, and batches submitted from CPU 1 completed together in 88-99 % of cases, from CPU 0 in
+//! 62-98 % (8 eight-page writes) and 0-27 % (8 one-page reads): from CPU 0 the completions come
+//! 25-45 µs apart over a batch instead of 12-17, whether or not a task waits for them (a scratch
+//! io_uring probe, 2026-12-04 05:50). Yet the host still holds a batch's small requests for its
+//! large one from either CPU: in batches of 1 to 64 pages, the smallest completed within 10 µs of
+//! the largest in 75 % from both CPUs. An unpinned submitter runs on the interrupt's CPU (its
+//! completions wake it there), so the probe pins its batches there for the profile's share
+//! ([`Issuer::InterruptCpu`]), and repeats the reclaim-like kinds from another CPU for the
+//! comment ([`Issuer::OtherCpu`]), which the share leaves out.
 
 use crate::device_check::{traced, with_scratch, GAP_US};
 use crate::error::LinuxError;
@@ -105,10 +116,41 @@ pub const BATCH_PROBE_KINDS: [BatchKind; 5] = [
     },
 ];
 
+/// The CPU a kind's batches were submitted from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Issuer {
+    /// Wherever the scheduler ran the thread: the disk has no one interrupt CPU (or this
+    /// process may not run there).
+    Unpinned,
+    /// The disk's interrupt CPU: the rows the profile's share pools.
+    InterruptCpu(u32),
+    /// Another CPU: reported beside them.
+    OtherCpu(u32),
+}
+
+impl Issuer {
+    fn cpu(self) -> Option<u32> {
+        match self {
+            Issuer::Unpinned => None,
+            Issuer::InterruptCpu(c) | Issuer::OtherCpu(c) => Some(c),
+        }
+    }
+
+    fn text(self) -> String {
+        match self {
+            Issuer::Unpinned => "any".into(),
+            Issuer::InterruptCpu(c) => format!("{c} (irq)"),
+            Issuer::OtherCpu(c) => format!("{c}"),
+        }
+    }
+}
+
 /// What the trace showed for one kind.
 #[derive(Debug, Clone, Serialize)]
 pub struct BatchRow {
     pub kind: BatchKind,
+    pub issuer: Issuer,
     pub traced_requests: u64,
     /// Batches the trace found (two or more requests dispatched together) and the share of them
     /// that completed together (None: no batch found).
@@ -130,8 +172,11 @@ impl BatchProbe {
     /// without it, and whether it belongs in it is open (docs/experiments/validation.md).
     pub fn share(&self) -> Option<(u64, f64)> {
         let (mut batches, mut together) = (0u64, 0.0);
-        let pooled =
-            |r: &&BatchRow| r.kind.one_submission && r.kind.requests == BATCH_PROBE_REQUESTS;
+        let pooled = |r: &&BatchRow| {
+            r.kind.one_submission
+                && r.kind.requests == BATCH_PROBE_REQUESTS
+                && !matches!(r.issuer, Issuer::OtherCpu(_))
+        };
         for r in self.rows.iter().filter(pooled) {
             if let Some(s) = r.share_completed_together {
                 batches += r.batches;
@@ -143,7 +188,9 @@ impl BatchProbe {
 }
 
 /// Runs the probe on a scratch file in `dir` (on the disk the profile describes), each kind
-/// under a block trace of its own; the machine is restored afterwards.
+/// under a block trace of its own, submitted from the disk's interrupt CPU, and the
+/// reclaim-like one-submission kinds again from another CPU (module text); the machine is
+/// restored afterwards.
 pub fn probe(dir: &Path, seed: u64, state_path: &Path) -> Result<BatchProbe, LinuxError> {
     crate::require_root()?;
     with_scratch(
@@ -155,10 +202,41 @@ pub fn probe(dir: &Path, seed: u64, state_path: &Path) -> Result<BatchProbe, Lin
         |file, path, setup| {
             let mut ring = IoUring::new(2 * BATCH_PROBE_REQUESTS as u32)
                 .map_err(|e| LinuxError::Worker(format!("io_uring_setup: {e}")))?;
+            let mut rng = ChaCha8Rng::seed_from_u64(seed ^ 0x1f);
+            let interrupt = match crate::completion_cpu_probe::find(
+                file,
+                SCRATCH_BYTES / PAGE_SIZE,
+                &mut rng,
+            ) {
+                Ok(i) => Some(i),
+                // No one interrupt CPU: the batches go unpinned.
+                Err(LinuxError::Kernel { .. }) => None,
+                Err(e) => return Err(e),
+            };
+            let allowed = crate::affinity::allowed_cpus()?;
+            let irq_cpu = interrupt.map(|i| i.cpu).filter(|c| allowed.contains(c));
+            let home = irq_cpu.map_or(Issuer::Unpinned, Issuer::InterruptCpu);
+            let mut passes: Vec<(BatchKind, Issuer)> =
+                BATCH_PROBE_KINDS.iter().map(|&k| (k, home)).collect();
+            if let Some(other) = irq_cpu.and_then(|c| allowed.iter().copied().find(|&o| o != c)) {
+                passes.extend(
+                    BATCH_PROBE_KINDS
+                        .iter()
+                        .filter(|k| k.one_submission && k.requests == BATCH_PROBE_REQUESTS)
+                        .map(|&k| (k, Issuer::OtherCpu(other))),
+                );
+            }
             let mut rows = Vec::new();
-            for (k, kind) in BATCH_PROBE_KINDS.into_iter().enumerate() {
+            for (k, (kind, issuer)) in passes.into_iter().enumerate() {
+                let cpus = issuer
+                    .cpu()
+                    .map(|c| crate::affinity::CpuSet::of("calibrate", &[c]))
+                    .transpose()?;
+                // Only the submitting thread is pinned, not the trace's own processes.
                 let ((), traced) = traced(setup, path, || {
-                    issue_batches(&mut ring, file, kind, seed ^ k as u64)
+                    crate::affinity::forking_on(cpus.as_ref(), || {
+                        issue_batches(&mut ring, file, kind, seed ^ k as u64)
+                    })?
                 })?;
                 let spans: Vec<(Op, u64, u64)> = traced
                     .requests
@@ -172,6 +250,7 @@ pub fn probe(dir: &Path, seed: u64, state_path: &Path) -> Result<BatchProbe, Lin
                 let found = nvmswap_core::block::batches_completed_together(&spans);
                 rows.push(BatchRow {
                     kind,
+                    issuer,
                     traced_requests: spans.len() as u64,
                     batches: found.map_or(0, |f| f.0),
                     share_completed_together: found.map(|f| f.1),
@@ -248,8 +327,10 @@ pub fn comment(p: &BatchProbe) -> String {
         "# Batches: requests at random offsets of a 64 MiB scratch file, {} batches per kind,\n\
          # {} us apart, in one io_uring_enter (as a plug's flush hands them over) or one each;\n\
          # from the block trace, the batches found (dispatched each within 3 us of the one\n\
-         # before) and the share whose completions came together (each within 10 us):\n\
-         #   kind                            | requests | batches | together | D2C p50  p90 (us)\n",
+         # before) and the share whose completions came together (each within 10 us), by the\n\
+         # CPU that submitted them (irq: the disk's interrupt CPU; the profile's share pools\n\
+         # those rows):\n\
+         #   kind                              | CPU     | requests | batches | together | D2C p50  p90 (us)\n",
         p.rounds, GAP_US
     );
     for r in &p.rows {
@@ -263,7 +344,8 @@ pub fn comment(p: &BatchProbe) -> String {
             }
         );
         out.push_str(&format!(
-            "#   {kind:31} | {:8} | {:7} | {:>8} | {:7.0} {:4.0}\n",
+            "#   {kind:33} | {:7} | {:8} | {:7} | {:>8} | {:7.0} {:4.0}\n",
+            r.issuer.text(),
             r.traced_requests,
             r.batches,
             r.share_completed_together
@@ -306,7 +388,9 @@ pub fn model_comment(p: &BatchProbe, profile: &nvmswap_core::device::DeviceProfi
         let at = |q: f64| d2c[((d2c.len() as f64 * q) as usize).min(d2c.len() - 1)];
         Some((at(0.5), at(0.9)))
     };
-    for r in p.rows.iter().filter(|r| r.kind.one_submission) {
+    let modelled =
+        |r: &&BatchRow| r.kind.one_submission && !matches!(r.issuer, Issuer::OtherCpu(_));
+    for r in p.rows.iter().filter(modelled) {
         let (Some(shared), Some(apart)) = (model(r, false), model(r, true)) else {
             continue;
         };
@@ -331,7 +415,7 @@ pub fn profile_field(p: &BatchProbe) -> String {
 pub fn source(p: &BatchProbe) -> String {
     match p.share() {
         Some((batches, _)) => format!(
-            "batch_completion_share = \"measured: nvmswap linux calibrate, batches of O_DIRECT requests at random offsets of a 64 MiB file submitted in one io_uring_enter ({} 8-page writes, {} 1-page reads), {} per kind; of the {batches} batches the block trace found, the share whose completions came each within 10 us of the one before (table in the comment above)\"\n",
+            "batch_completion_share = \"measured: nvmswap linux calibrate, batches of O_DIRECT requests at random offsets of a 64 MiB file submitted in one io_uring_enter from the disk's interrupt CPU ({} 8-page writes, {} 1-page reads), {} per kind; of the {batches} batches the block trace found, the share whose completions came each within 10 us of the one before (table in the comment above)\"\n",
             BATCH_PROBE_REQUESTS, BATCH_PROBE_REQUESTS, p.rounds
         ),
         None => String::new(),
@@ -345,6 +429,7 @@ mod tests {
     fn row(kind: BatchKind, batches: u64, share: Option<f64>) -> BatchRow {
         BatchRow {
             kind,
+            issuer: Issuer::InterruptCpu(1),
             traced_requests: 8 * batches,
             batches,
             share_completed_together: share,
@@ -366,6 +451,11 @@ mod tests {
                 row(r1, 100, Some(0.6)),
                 row(rn, 0, None),
                 row(window, 100, Some(0.0)),
+                // From another CPU than the interrupt's: reported, not pooled.
+                BatchRow {
+                    issuer: Issuer::OtherCpu(0),
+                    ..row(w1, 300, Some(0.0))
+                },
             ],
             rounds: 300,
         };
@@ -381,6 +471,8 @@ mod tests {
             table.contains("3 read x 3 pages, one submission"),
             "{table}"
         );
+        assert!(table.contains("| 1 (irq) |"), "{table}");
+        assert!(table.contains("| 0       |"), "{table}");
         let none = BatchProbe {
             rows: vec![row(w1, 0, None), row(wn, 5, Some(1.0))],
             rounds: 300,

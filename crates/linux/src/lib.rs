@@ -14,6 +14,7 @@ pub mod calibration_median;
 pub mod cgroup;
 pub mod chromium;
 pub mod closed_loop;
+pub mod completion_cpu_probe;
 pub mod config;
 pub mod device_check;
 pub mod disk_canary;

@@ -76,6 +76,47 @@ impl Drop for Mapping {
     }
 }
 
+/// One page of memory for single-page O_DIRECT requests (page-aligned, as O_DIRECT needs), the
+/// probes' lone requests at random offsets of a scratch file.
+pub struct DirectPage {
+    buf: Mapping,
+}
+
+impl DirectPage {
+    /// A page filled with 0x5a (what the writes put on the disk).
+    pub fn new() -> Result<Self, LinuxError> {
+        let buf = Mapping::new(PAGE, false)?;
+        // SAFETY: the mapping is PAGE bytes long and owned by `buf`; nothing else refers to it.
+        unsafe { std::ptr::write_bytes(buf.as_ptr(), 0x5a, PAGE) };
+        Ok(DirectPage { buf })
+    }
+
+    /// One request of the page at byte `offset` of `file` (a write or a read), timed around the
+    /// system call: (issued, completed) in monotonic ns. `what` names the file in an error.
+    pub fn timed_io(
+        &mut self,
+        file: &std::fs::File,
+        write: bool,
+        offset: u64,
+        what: &'static str,
+    ) -> Result<(u64, u64), LinuxError> {
+        use std::os::unix::fs::FileExt;
+        // SAFETY: the mapping is PAGE bytes long, page-aligned and borrowed mutably through
+        // `self` for the length of this call only.
+        let page = unsafe { std::slice::from_raw_parts_mut(self.buf.as_ptr(), PAGE) };
+        let t = monotonic_ns();
+        if write {
+            file.write_all_at(page, offset)
+        } else {
+            file.read_exact_at(page, offset)
+        }
+        .map_err(|e| LinuxError::io("O_DIRECT I/O on", what, e))?;
+        Ok((t, monotonic_ns()))
+    }
+}
+
+const PAGE: usize = nvmswap_core::PAGE_SIZE as usize;
+
 /// Write the calling process's pid to an open-able file (a cgroup's `cgroup.procs`) without
 /// allocating. Returns false on failure.
 pub fn join_cgroup_no_alloc(procs_file: &CString) -> bool {

@@ -669,6 +669,19 @@ fn the_batch_probe_traces_every_request_it_submits_and_restores_exactly() {
     }
     let (batches, share) = probe.share().expect("batches found");
     assert!(batches > 0 && (0.0..=1.0).contains(&share));
+    // Every kind from the interrupt's CPU (or unpinned where the disk has no one such CPU), and
+    // with a second CPU the two reclaim-like kinds again from it.
+    use nvmswap_linux::batch_probe::{Issuer, BATCH_PROBE_KINDS};
+    eprintln!("{}", nvmswap_linux::batch_probe::comment(&probe));
+    let other = |r: &&nvmswap_linux::batch_probe::BatchRow| matches!(r.issuer, Issuer::OtherCpu(_));
+    let home: Vec<_> = probe.rows.iter().filter(|r| !other(r)).collect();
+    assert_eq!(home.len(), BATCH_PROBE_KINDS.len());
+    let pinned = home
+        .iter()
+        .all(|r| matches!(r.issuer, Issuer::InterruptCpu(_)));
+    let cpus = nvmswap_linux::affinity::allowed_cpus().unwrap().len();
+    let expected_other = if pinned && cpus > 1 { 2 } else { 0 };
+    assert_eq!(probe.rows.iter().filter(other).count(), expected_other);
 }
 
 #[test]
@@ -702,4 +715,38 @@ fn the_service_probe_times_each_request_on_the_device_inside_its_system_call_and
         probe.write_d2c_us.mean > 0.0 && probe.write_d2c_us.mean < probe.write_syscall_us.mean,
         "{probe:?}"
     );
+}
+
+#[test]
+fn the_completion_cpu_probe_finds_the_disks_interrupt_times_every_placement_and_restores_exactly() {
+    use nvmswap_linux::completion_cpu_probe::{self as probe, Placement};
+    let _m = MACHINE.lock().unwrap_or_else(|e| e.into_inner());
+    if !root_or_skip("completion_cpu_probe") {
+        return;
+    }
+    let affinity = nvmswap_linux::affinity::allowed_cpus().unwrap();
+    let (rounds, requests) = (2, 20);
+    let Some(p) = probe_restores_exactly(
+        "completion_cpu_probe",
+        |path| probe::run(std::path::Path::new("/var/tmp"), rounds, requests, 5, path),
+        // One CPU, or a disk that polls or completes on every CPU: nothing to probe.
+        |e| matches!(e, LinuxError::Kernel { .. } | LinuxError::Config { .. }),
+    ) else {
+        return;
+    };
+    eprintln!("completion CPU probe: {p:?}");
+    // Known answers: the interrupt took at least half the search's reads, mostly on one CPU;
+    // every placement and direction timed every request; the issuer ran where its placement
+    // says; and the calling thread may run where it could before.
+    let i = &p.interrupt;
+    assert!(i.counted * 2 >= i.requests && i.cpu_share >= 0.8, "{i:?}");
+    assert_eq!(p.rows.len(), 6);
+    for r in &p.rows {
+        assert_eq!(r.requests, (rounds as usize * requests) as u64, "{r:?}");
+        assert_eq!(r.round_p50_us.len(), rounds as usize);
+        assert!(r.latency_us.p50 > 0.0, "{r:?}");
+        let on_interrupt_cpu = r.placement == Placement::IssuerOnInterruptCpu;
+        assert_eq!(r.issuer_cpu == i.cpu, on_interrupt_cpu, "{r:?}");
+    }
+    assert_eq!(nvmswap_linux::affinity::allowed_cpus().unwrap(), affinity);
 }

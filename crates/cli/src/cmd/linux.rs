@@ -1,7 +1,7 @@
 //! `nvmswap linux setup|restore|status`: apply a linux configuration and leave it applied, put the
 //! machine back from the state file, or show the swap-related state.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use anyhow::Context;
 use clap::{Args as ClapArgs, Subcommand};
@@ -67,9 +67,11 @@ enum Action {
         #[arg(long, default_value = "profiles/linux/calibrated-disk.toml")]
         out: PathBuf,
         /// Where this machine's software costs (minor fault, compression and decompression per
-        /// algorithm) are written, for sim's `costs.*` (`nvmswap validate --costs`).
-        #[arg(long, default_value = "profiles/linux/calibrated-costs.toml")]
-        costs_out: PathBuf,
+        /// algorithm) are written, for sim's `costs.*` (`nvmswap validate --costs`) [default:
+        /// calibrated-costs.toml beside --out, so profiles/linux/calibrated-costs.toml unless
+        /// --out moves it: a calibration written elsewhere leaves the bundled pair alone].
+        #[arg(long)]
+        costs_out: Option<PathBuf>,
         #[arg(long, default_value_t = 1)]
         seed: u64,
         /// Runs of the whole calibration, one after another; with more than one, each number
@@ -113,9 +115,16 @@ enum Action {
         /// Directory on the disk the profile describes (a 64 MiB scratch file goes there).
         #[arg(long, default_value = "/var/tmp")]
         swap_dir: PathBuf,
-        /// Bursts of each kind.
-        #[arg(long, default_value_t = 300)]
-        rounds: u32,
+        /// Bursts of each kind [default: 300]; with --completion-cpu, rounds the placements take
+        /// turns in [default: 6].
+        #[arg(long)]
+        rounds: Option<u32>,
+        /// Instead of the bursts, time lone 4 KiB requests (2 ms apart) with the disk's
+        /// completion interrupt's CPU idle, kept busy by a spinning thread, or running the
+        /// issuer itself: what a request pays when its interrupt has to wake a halted CPU. The
+        /// interrupt is found from /proc/interrupts; needs two CPUs. The profile is not used.
+        #[arg(long, conflicts_with = "replay")]
+        completion_cpu: bool,
         /// Instead of the bursts, replay a recorded request stream (the blk_requests.csv of
         /// `nvmswap pressure --substrate linux --blk-requests`): each request at its recorded
         /// dispatch time, on an idle disk and through the profile's model.
@@ -216,6 +225,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             runs,
             json,
         } => {
+            let costs_out = costs_out.unwrap_or_else(|| costs_beside(&out));
             // Before the minutes of measuring, so a missing directory does not lose them.
             for path in [&out, &costs_out] {
                 if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
@@ -278,11 +288,31 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             profile,
             swap_dir,
             rounds,
+            completion_cpu,
             replay,
             replay_requests,
             seed,
             json,
         } => {
+            if completion_cpu {
+                use nvmswap_linux::completion_cpu_probe as probe;
+                let rounds = rounds.unwrap_or(probe::COMPLETION_PROBE_ROUNDS);
+                let p = probe::run(
+                    &swap_dir,
+                    rounds,
+                    probe::COMPLETION_PROBE_REQUESTS,
+                    seed,
+                    &default_state_path(),
+                )?;
+                if json {
+                    let v = serde_json::json!({ "schema": "nvmswap.completion_cpu/1", "probe": p });
+                    println!("{}", serde_json::to_string_pretty(&v)?);
+                    return Ok(());
+                }
+                print_completion_probe(&p, &swap_dir);
+                return Ok(());
+            }
+            let rounds = rounds.unwrap_or(300);
             let device = nvmswap_core::device::DeviceProfile::from_file(&profile)?;
             if let Some(csv) = replay {
                 let requests = nvmswap_linux::device_check::read_recorded(&csv)?;
@@ -366,6 +396,60 @@ pub fn run(args: Args) -> anyhow::Result<()> {
                 println!("no pending state file");
             }
             Ok(())
+        }
+    }
+}
+
+/// Where calibrate writes its costs when not told: beside the device profile, so that the pair
+/// `validate --disk X --costs Y` takes stays together (the bundled pair is only overwritten by a
+/// calibration that writes its profile there too).
+fn costs_beside(profile: &Path) -> PathBuf {
+    profile.with_file_name("calibrated-costs.toml")
+}
+
+/// The completion-CPU probe's table: one row per placement and direction, then the idle
+/// interrupt CPU's cost.
+fn print_completion_probe(p: &nvmswap_linux::completion_cpu_probe::CompletionCpuProbe, dir: &Path) {
+    let i = &p.interrupt;
+    println!(
+        "completion interrupt {} ({}) on CPU {} ({:.1} % of {} interrupts for {} reads); scratch file in {}",
+        i.irq,
+        i.name,
+        i.cpu,
+        i.cpu_share * 100.0,
+        i.counted,
+        i.requests,
+        dir.display()
+    );
+    println!(
+        "lone 4 KiB requests {} us apart, {} rounds x {} per case; time in the system call, us",
+        p.gap_us, p.rounds, p.requests_per_round
+    );
+    println!(
+        "{:5} {:40} {:>3} | {:>6} {:>6} {:>6} {:>6} | rounds' p50",
+        "op", "placement", "cpu", "p50", "p90", "p99", "mean"
+    );
+    for r in &p.rows {
+        let l = &r.latency_us;
+        let rounds: Vec<String> = r.round_p50_us.iter().map(|v| format!("{v:.0}")).collect();
+        println!(
+            "{:5} {:40} {:>3} | {:6.0} {:6.0} {:6.0} {:6.0} | {}",
+            if r.write { "write" } else { "read" },
+            r.placement.describe(),
+            r.issuer_cpu,
+            l.p50,
+            l.p90,
+            l.p99,
+            l.mean,
+            rounds.join(" ")
+        );
+    }
+    for write in [false, true] {
+        if let Some(cost) = p.idle_cost_p50_us(write) {
+            println!(
+                "{}: the idle interrupt CPU adds {cost:.0} us at p50 (idle less busy)",
+                if write { "write" } else { "read" }
+            );
         }
     }
 }
@@ -723,4 +807,23 @@ fn d2c_row(
         "{label} | {:8.0} {:6.0} | {:8.0} {:6.0} | {:8.0} {:6.0} | {:9.0} {:6.0}",
         disk.p50, model.p50, disk.p90, model.p90, disk.p99, model.p99, disk.mean, model.mean
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn calibration_costs_go_beside_the_profile_so_the_bundled_pair_moves_together() {
+        let beside = |p: &str| costs_beside(Path::new(p));
+        assert_eq!(
+            beside("profiles/linux/calibrated-disk.toml"),
+            Path::new("profiles/linux/calibrated-costs.toml")
+        );
+        assert_eq!(
+            beside("/work/cal/disk.toml"),
+            Path::new("/work/cal/calibrated-costs.toml")
+        );
+        assert_eq!(beside("disk.toml"), Path::new("calibrated-costs.toml"));
+    }
 }
