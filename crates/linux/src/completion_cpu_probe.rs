@@ -61,6 +61,10 @@ pub fn run(
     seed: u64,
     state_path: &std::path::Path,
 ) -> Result<CompletionCpuProbe, LinuxError> {
+    // Refused before the machine is touched (the probe refuses them too).
+    if rounds == 0 || requests == 0 {
+        return Err(refused_counts());
+    }
     crate::require_root()?;
     let allowed = crate::affinity::allowed_cpus()?;
     crate::device_check::with_scratch(
@@ -81,6 +85,13 @@ pub fn run(
             )
         },
     )
+}
+
+fn refused_counts() -> LinuxError {
+    LinuxError::Config {
+        name: "check-device --completion-cpu".into(),
+        detail: "--rounds and the requests per round must be at least 1".into(),
+    }
 }
 
 /// Where the issuer runs and what the interrupt's CPU does meanwhile.
@@ -323,9 +334,7 @@ pub fn probe(
         detail,
     };
     if rounds == 0 || requests == 0 {
-        return Err(refuse(
-            "--rounds and the requests per round must be at least 1".into(),
-        ));
+        return Err(refused_counts());
     }
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
     let interrupt = find(file, size_pages, &mut rng)?;
@@ -470,6 +479,16 @@ mod tests {
         assert_eq!((found.irq, found.cpu, found.counted), (36, 1, 400));
         assert!((found.cpu_share - 399.0 / 400.0).abs() < 1e-12);
         assert_eq!(found.name, "virtio1-req.0");
+    }
+
+    #[test]
+    fn no_rounds_or_requests_are_refused_before_the_machine_is_touched() {
+        // A directory that does not exist: had the set-up begun, the error would be its own.
+        let nowhere = std::path::Path::new("/nonexistent-nvmswap");
+        for (rounds, requests) in [(0, 250), (6, 0)] {
+            let e = run(nowhere, rounds, requests, 1, &nowhere.join("state.json")).unwrap_err();
+            assert!(matches!(e, LinuxError::Config { .. }), "{e}");
+        }
     }
 
     #[test]
