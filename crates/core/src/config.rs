@@ -323,8 +323,12 @@ pub struct CostOverrides {
     /// How long a task woken on an idle CPU waits for that CPU to run it (in a VM, the halted
     /// vCPU's wake-up by the host). Measured by the same probe: a remotely woken tab's wait from
     /// its command written to its first instruction. Sim's told tabs that take an idle CPU
-    /// begin this much later; without it, at once. A reclaimer's remote TLB flush to an idle
-    /// CPU left on `init_mm` waits at least this long too (crates/core/src/tlb.rs).
+    /// begin this much later; without it, at once. So do tasks that slept on a read of a
+    /// device with interrupt completion, woken onto an idle CPU other than the one taking the
+    /// interrupt (sim's `Machine::read_wake_ns`; `nvmswap linux check-device
+    /// --completion-cpu` times the same wake-up as the issuer on the other CPU against the
+    /// issuer on the interrupt's). A reclaimer's remote TLB flush to an idle CPU left on
+    /// `init_mm` waits at least this long too (crates/core/src/tlb.rs).
     #[serde(default)]
     pub cpu_wake_ns: Option<f64>,
     /// How often the machine's other processes run a task on a CPU (runs per second, all

@@ -600,11 +600,17 @@ impl RunQueues {
     /// `recent_used_cpu` if idle, else the first idle CPU after it among as many as SIS_UTIL
     /// lets `select_idle_cpu` look at ([`idle_scan_cpus`] of the utilisation at `t`), else the
     /// first CPU, busy. Loads are counted in runnable tasks where the kernel weighs PELT
-    /// averages. A task that never ran counts the waker's CPU as its last.
+    /// averages. A task that never ran counts the waker's CPU as its last. A waker on a CPU
+    /// beyond these queues' (an interrupt on a CPU the tasks may not run on) cannot take the
+    /// task: `select_task_rq_fair` weighs `wake_affine` only for a waker CPU in the task's
+    /// allowed mask, so the search starts from the task's last CPU (its queue's, if it never
+    /// ran).
     pub fn select_cpu(&mut self, i: usize, w: Wakeup, t: u64) -> usize {
         let n = self.cpus();
-        let this = w.waker_cpu.min(n - 1);
-        let prev = self.history[i].prev.unwrap_or(this).min(n - 1);
+        let allowed = w.waker_cpu < n;
+        let own = if allowed { w.waker_cpu } else { self.home[i] };
+        let prev = self.history[i].prev.unwrap_or(own).min(n - 1);
+        let this = if allowed { w.waker_cpu } else { prev };
         let idle = |q: &RunQueues, c: usize| !(w.sync && c == this) && q.is_idle(c);
         let target = if this == prev {
             prev
@@ -933,6 +939,32 @@ mod tests {
         q.run(1, 1, 0);
         // Both busy: it stays with the waker (`wake_affine_idle`, sync, one task running).
         assert_eq!(q.select_cpu(2, driver, 0), 0);
+    }
+
+    #[test]
+    fn a_waker_on_a_cpu_the_task_may_not_use_leaves_it_where_it_last_ran() {
+        // The tasks may use CPUs 0 and 1; the interrupt comes on CPU 2. Task 1 last ran on
+        // CPU 0, which is busy, and CPU 1 is idle: no `wake_affine` toward CPU 2, the search
+        // starts from CPU 0 and finds CPU 1.
+        let irq = Wakeup {
+            waker_cpu: 2,
+            sync: false,
+        };
+        let mut q = two_cpus_one_busy();
+        last_ran_on(&mut q, 1, 0);
+        assert_eq!(q.select_cpu(1, irq, 0), 1);
+        // With CPU 1 busy too, it waits on its last CPU.
+        q.enqueue(1, 1);
+        q.run(1, 1, 0);
+        last_ran_on(&mut q, 2, 0);
+        assert_eq!(q.select_cpu(2, irq, 0), 0);
+        // One CPU only: every wake-up from the other CPU's interrupt lands on it.
+        let mut one = RunQueues::new(1, 2, 1_500_000);
+        let far = Wakeup {
+            waker_cpu: 1,
+            sync: false,
+        };
+        assert_eq!(one.select_cpu(0, far, 0), 0);
     }
 
     #[test]

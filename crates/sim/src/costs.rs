@@ -109,8 +109,9 @@ pub struct Costs {
     /// scheduled (every tab is told at the second's start).
     pub driver: Option<DriverCosts>,
     /// A task woken onto an idle CPU waits this long for it (`costs.cpu_wake_ns`, calibrated),
-    /// else 0. Used for the tabs the driver tells, and as the least a remote TLB flush to an
-    /// idle CPU on `init_mm` costs its reclaimer (crate::tlb).
+    /// else 0. Used for the tabs the driver tells, for a task a read's completion interrupt
+    /// wakes onto an idle CPU other than its own (`Machine::read_wake_ns`), and as the least a
+    /// remote TLB flush to an idle CPU on `init_mm` costs its reclaimer (crate::tlb).
     pub cpu_wake: u64,
     /// The machine's other processes' tasks (`costs.other_process_runs_per_s`,
     /// `costs.other_process_run_ns`, calibrated): one every `period` ns on an idle CPU. None

@@ -89,17 +89,6 @@ pub struct Driver<'a> {
     cpu_util: Vec<CpuUtil>,
 }
 
-/// The CPU that takes a read's completion interrupt and so wakes its reader: this machine's swap
-/// disk (vda) has one hardware queue (/sys/block/vda/mq/0, CPUs 0 and 1), whose interrupt
-/// /proc/interrupts shows on CPU 1 of 2 (`virtio1-req.0`, 2026-12-03). Sim takes the last of the
-/// tabs' CPUs for every device: an assumption for a device with a queue per CPU, whose reads
-/// complete on the CPU that issued them. Whether that CPU is awake is not asked: the device's
-/// calibrated wake-up waits include its wake-up from halt (`nvmswap linux check-device
-/// --completion-cpu`: 30-45 µs on vda), which the kernel skips when it is running a task.
-fn completion_cpu(cpus: usize) -> usize {
-    cpus.saturating_sub(1)
-}
-
 /// One touch of a tab's second: page `off` of the tab, a write or a read; `grown`: a page the
 /// tab grew by this second (not counted among its background touches).
 struct BackgroundTouch {
@@ -549,7 +538,12 @@ impl<'a> Driver<'a> {
         });
         let polls = self.machine.polls_while_waiting();
         let n_cpus = self.tab_cpus.max(1) as usize;
-        let irq_cpu = completion_cpu(n_cpus);
+        // The CPU whose completion interrupt wakes a reader (`Machine::irq_cpu`, the machine's
+        // last: beyond the tabs' queues where they are kept off it). Whether that CPU is awake
+        // is not asked: the device's calibrated wake-up waits include its wake-up from halt
+        // (`nvmswap linux check-device --completion-cpu`: 30-45 µs on vda), which the kernel
+        // skips when it is running a task.
+        let irq_cpu = self.machine.irq_cpu();
         let mut cpus = TabCpus {
             rq: RunQueues::new(n_cpus, tasks.len(), sched::base_slice_ns(self.tab_cpus)),
             free_at: vec![start; n_cpus],
@@ -630,7 +624,10 @@ impl<'a> Driver<'a> {
                     sync: false,
                 };
                 let c = cpus.rq.wake(i, waker, now);
-                self.task_woken(&mut tasks, &mut cpus, i, c, now, 0);
+                // Placed on an idle CPU other than the interrupt's, it runs once that CPU is
+                // woken (`Machine::read_wake_ns`).
+                let wake = self.machine.read_wake_ns(c);
+                self.task_woken(&mut tasks, &mut cpus, i, c, now, wake);
             }
             // The running task that goes on first (a spinning one waits for its read).
             let next = (0..n_cpus)
@@ -1722,6 +1719,82 @@ mod tests {
         assert!(waited > 0, "some woken tab found its CPU taken");
         assert!(waited + preempted_busy <= busy.len() as u64);
         assert!(busy.iter().sum::<u64>() > free.iter().sum::<u64>());
+    }
+
+    /// [`driver`] with configuration overrides.
+    fn driver_with(overrides: &[&str]) -> Driver<'static> {
+        let mut o = vec!["discard.critical_margin_share=0.0".to_string()];
+        o.extend(overrides.iter().map(|s| s.to_string()));
+        let cfg = SystemConfig::load("optane", &o).unwrap();
+        let opts = RunOptions::new(3, 0.01);
+        Driver::new(&cfg, sites(0.05, 0.0, 0.0), &opts, &NoProgress).unwrap()
+    }
+
+    #[test]
+    fn a_read_wakes_its_task_on_another_idle_cpu_only_after_that_cpu_wakes() {
+        const WAKE: u64 = 20_000;
+        // Interrupt completion on two CPUs: the interrupt's CPU (the last) runs the woken task
+        // at once, another idle CPU once the IPI has woken it.
+        let mut d = driver_with(&[]);
+        d.machine.costs.cpu_wake = WAKE;
+        assert_eq!(d.machine.irq_cpu(), 1);
+        assert_eq!(d.machine.read_wake_ns(1), 0);
+        assert_eq!(d.machine.read_wake_ns(0), WAKE);
+        // Nothing wakes a task that polls or sleeps on its own timer.
+        for mode in ["completion=poll", "completion=hybrid-0"] {
+            let mut d = driver_with(&[mode]);
+            d.machine.costs.cpu_wake = WAKE;
+            assert_eq!(d.machine.read_wake_ns(0), 0, "{mode}");
+        }
+        // A foreground fault that sleeps on a read: the same fault costs the wake-up more
+        // where the tabs are kept off the interrupt's CPU, and nothing more where they may run
+        // there.
+        let fault = |overrides: &[&str]| {
+            let mut d = driver_with(overrides);
+            d.machine.costs.cpu_wake = WAKE;
+            d.open(0, 0).unwrap();
+            push_out(&mut d, 0, &[0]);
+            d.machine.use_tab(0);
+            let p = d.machine.tabs[0].page(0);
+            assert_eq!(d.machine.loc[p as usize], Loc::Out);
+            d.machine.touch(p, false).unwrap()
+        };
+        let both = fault(&[]);
+        let kept_off = fault(&["tab_cpus=1"]);
+        assert!(both > WAKE, "a read from the device: {both} ns");
+        assert_eq!(kept_off, both + WAKE);
+    }
+
+    #[test]
+    fn background_tabs_kept_off_the_interrupts_cpu_wait_for_their_own_cpu_to_wake() {
+        // The tabs on CPU 0 of two: each read's interrupt comes on CPU 1, so a tab woken onto
+        // its idle CPU waits for that CPU's wake-up; one woken onto a busy CPU waits for the
+        // CPU instead.
+        const WAKE: u64 = 20_000;
+        let run = |wake: u64| {
+            let mut d = driver_with(&["tab_cpus=1"]);
+            two_tabs_out(&mut d);
+            d.machine.costs.cpu_wake = wake;
+            d.live_second().unwrap();
+            (
+                std::mem::take(&mut d.counts.woken_cpu_wait),
+                d.counts.woken_on_idle_cpu,
+            )
+        };
+        let (waits, on_idle) = run(WAKE);
+        assert!(on_idle > 0, "some read woke a tab onto its idle CPU");
+        let waited = waits.iter().filter(|&&w| w >= WAKE).count() as u64;
+        assert!(
+            waited >= on_idle,
+            "{waits:?}, {on_idle} woken onto an idle CPU"
+        );
+        // Without the cost those tabs run as soon as their reads complete.
+        let (free, free_on_idle) = run(0);
+        assert!(free_on_idle > 0);
+        assert!(
+            (free.iter().filter(|&&w| w == 0).count() as u64) >= free_on_idle,
+            "{free:?}"
+        );
     }
 
     #[test]

@@ -277,6 +277,18 @@ pub struct HeldFault {
     pub latency_ns: u64,
 }
 
+/// The CPU that takes the swap device's completion interrupts, of a machine of `cpus` CPUs: the
+/// last. This machine's swap disk (vda) has one hardware queue whose interrupt
+/// (`virtio1-req.0`) /proc/interrupts counts on CPU 1 of 0-1 only (2026-11-25, and `nvmswap
+/// linux check-device --completion-cpu`, 2026-12-04); for a device with a queue per CPU, whose
+/// requests complete on the CPU that issued them, it is our assumption. The tabs may be kept
+/// off it (`tab_cpus` below `cpus`, the one-CPU scenario): the interrupt then wakes them on
+/// another CPU, as the kernel's did. `folio_end_writeback` runs there too (the block
+/// back-end's rotation batches).
+pub fn completion_cpu(cpus: u32) -> u32 {
+    cpus.saturating_sub(1)
+}
+
 /// Accesses the reuse ring remembers: four times the pages of the largest footprint it
 /// reports (1 GiB). A touch whose page was last touched further back counts as beyond every
 /// footprint; one that came back within fewer distinct pages from so far needs each of them
@@ -487,7 +499,8 @@ impl<'a> Machine<'a> {
             Touch::Mapped(latency) | Touch::Done(latency) => Ok(latency),
             Touch::Waiting(fault) => {
                 self.wait_sync(fault.read_id());
-                Ok(self.finish_fault(fault, 0))
+                let wake = self.foreground_read_wake_ns();
+                Ok(self.finish_fault(fault, wake))
             }
             Touch::Charging(_) => unreachable!("the foreground's charges run whole"),
         }
@@ -1095,6 +1108,43 @@ impl<'a> Machine<'a> {
     /// Whether a task waiting for the back-end's I/O spins on its CPU (polled completion).
     pub fn polls_while_waiting(&self) -> bool {
         self.backend.polls_while_waiting()
+    }
+
+    /// The CPU that takes the swap device's completion interrupts ([`completion_cpu`]).
+    pub fn irq_cpu(&self) -> usize {
+        completion_cpu(self.cfg.cpus) as usize
+    }
+
+    /// How long an idle CPU `cpu` takes to run a task that slept on a read, once the read
+    /// completed. On the interrupt's own CPU nothing: the task is woken where the completion
+    /// runs, and that CPU's wake-up from halt is inside the device's calibrated wake-up curve
+    /// (calibrate's wake probe runs its reads there: `nvmswap linux check-device
+    /// --completion-cpu`, 1,499 of 1,500 completions woke an unpinned reader on it). On another
+    /// CPU the interrupt's CPU wakes it with an IPI and the halted vCPU must be run again: the
+    /// calibrated remote wake-up of an idle CPU (`costs.cpu_wake_ns`, as the driver's told tabs
+    /// pay it). The same probe measured an issuer on the other CPU 4-24 µs slower at p50 than
+    /// one on the interrupt's CPU while a thread kept the interrupt's CPU busy, and 30-45 µs
+    /// slower again with that CPU idle. Nothing without an interrupt to wake the task (polling,
+    /// hybrid polling's timer, a pool's synchronous read).
+    pub fn read_wake_ns(&self, cpu: usize) -> u64 {
+        if cpu == self.irq_cpu() || !self.backend.read_woken_by_interrupt() {
+            return 0;
+        }
+        self.costs.cpu_wake
+    }
+
+    /// [`Machine::read_wake_ns`] for the foreground's task, which sim does not place: it runs
+    /// between the tabs' seconds with the other CPUs idle. Where the tabs may run on the
+    /// interrupt's CPU it is taken to run there (the kernel's tab in front: its major faults'
+    /// p50 within 12 µs of sim's without a wake-up in the seven two-CPU swap-file scenarios of
+    /// the 2026-12-03 22:30 matrix); where they may not (`tab_cpus` below `cpus`), every read
+    /// wakes it on its own idle CPU (that matrix's one-CPU scenario: 188 µs against sim's 144;
+    /// with the wake-up, on 2026-12-04's runs, 188 against the kernel's 189).
+    fn foreground_read_wake_ns(&self) -> u64 {
+        if self.irq_cpu() < self.cfg.tab_cpus() as usize {
+            return 0;
+        }
+        self.read_wake_ns(0)
     }
 
     /// When the back-end's next event is due, if any.

@@ -42,6 +42,9 @@ pub struct Io {
     /// completion time, in completion order. The back-end ends each page's writeback with them.
     written: Vec<(u64, u64)>,
     poll_while_waiting: bool,
+    /// Interrupt completion: a task asleep on a read is woken by the completion's interrupt
+    /// (hybrid polling wakes it by its own timer, polling never lets it sleep).
+    woken_by_interrupt: bool,
     /// The block layer's work from a request's entry to its dispatch when nothing holds it
     /// (`costs.block_dispatch_ns`, calibrated; 0 without it). It delays the request, not its
     /// submitter: a writer's submission CPU is in its calibrated swap write path, and a reader
@@ -113,6 +116,7 @@ impl Io {
             awaited_reads: Default::default(),
             written: Vec::new(),
             poll_while_waiting: mode == CompletionMode::Poll,
+            woken_by_interrupt: mode == CompletionMode::Interrupt,
             dispatch_ns: cfg
                 .costs
                 .block_dispatch_ns
@@ -365,6 +369,11 @@ impl Io {
     /// Polled completion: the waiting task spins on its CPU instead of sleeping.
     pub fn polls_while_waiting(&self) -> bool {
         self.poll_while_waiting
+    }
+
+    /// Interrupt completion: the interrupt's CPU wakes a task asleep on a read.
+    pub fn woken_by_interrupt(&self) -> bool {
+        self.woken_by_interrupt
     }
 }
 

@@ -180,8 +180,7 @@ pub struct BlockSwap {
     /// the interrupt's CPU drains what the completions left.
     rotations: RotateBatches,
     /// The CPU that handles the device's completion interrupts, where `folio_end_writeback`
-    /// runs: the last one (this machine's vda: /proc/interrupts counts virtio1-req.0 on CPU 1
-    /// of 0-1 only, 2026-11-25). With one CPU, every reclaimer drains it.
+    /// runs ([`crate::engine::completion_cpu`]). With one CPU, every reclaimer drains it.
     irq_cpu: u32,
     awaiting_scan: Vec<bool>,
     /// A fault found the page in memory after its write ended (`refault_under_writeback` took
@@ -260,7 +259,7 @@ impl BlockSwap {
             free_at_completion: !cfg.memcg_limit,
             ended: std::collections::VecDeque::new(),
             rotations: RotateBatches::new(cfg.cpus),
-            irq_cpu: cfg.cpus - 1,
+            irq_cpu: crate::engine::completion_cpu(cfg.cpus),
             awaiting_scan: Vec::new(),
             refaulted_after_write: Vec::new(),
             pages_written: 0,
@@ -1197,6 +1196,10 @@ impl SwapBackend for BlockSwap {
 
     fn polls_while_waiting(&self) -> bool {
         self.io.polls_while_waiting()
+    }
+
+    fn read_woken_by_interrupt(&self) -> bool {
+        self.io.woken_by_interrupt()
     }
 
     fn report(&self) -> BackendReport {

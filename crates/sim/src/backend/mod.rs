@@ -289,6 +289,13 @@ pub trait SwapBackend {
         false
     }
 
+    /// A task asleep on this back-end's read is woken by the device's completion interrupt
+    /// (on the machine's [`crate::engine::completion_cpu`]); false where no task sleeps on a
+    /// read or a timer wakes it (hybrid polling).
+    fn read_woken_by_interrupt(&self) -> bool {
+        false
+    }
+
     /// What the back-end adds to the results.
     fn report(&self) -> BackendReport;
 

@@ -431,6 +431,10 @@ impl SwapBackend for Zswap {
         self.dev.polls_while_waiting()
     }
 
+    fn read_woken_by_interrupt(&self) -> bool {
+        self.dev.read_woken_by_interrupt()
+    }
+
     fn report(&self) -> BackendReport {
         BackendReport {
             zswap: true,
