@@ -1332,8 +1332,13 @@ pub fn probe_accessed_bit() -> Result<AccessedBitProbe, LinuxError> {
 
 #[cfg(test)]
 mod touch_probe_tests {
+    // The probes below measure this machine; which case costs more is what they report
+    // (`nvmswap linux calibrate` prints it, docs/commands/linux.md gives this machine's figures),
+    // not what a unit test may assert: under the test harness's parallel tests on two CPUs the
+    // order flips (CI, 2026-12-04: 1 GiB footprint 188 ns against 16 MiB's 237). These tests
+    // check that every case was timed and every figure is a possible one.
     #[test]
-    fn the_fill_probe_times_every_round_and_fresh_bytes_cost_more_than_copies() {
+    fn the_fill_probe_times_every_round_of_every_kind() {
         let p = super::probe_fill_ns(1).unwrap();
         eprintln!("{p:?}");
         for rounds in [
@@ -1342,13 +1347,8 @@ mod touch_probe_tests {
             &p.fresh_ns_rounds,
         ] {
             assert_eq!(rounds.len(), super::TOUCH_PROBE_ROUNDS);
-            assert!(rounds.iter().all(|&ns| ns > 0.0), "{p:?}");
+            assert!(rounds.iter().all(|&ns| ns.is_finite() && ns > 0.0), "{p:?}");
         }
-        let median = |v: &[f64]| crate::calibrate::median(v.to_vec()).unwrap();
-        assert!(
-            median(&p.fresh_ns_rounds) > median(&p.copy_ns_rounds),
-            "{p:?}"
-        );
     }
 
     #[test]
@@ -1364,33 +1364,25 @@ mod touch_probe_tests {
     }
 
     #[test]
-    fn the_footprint_probe_times_every_footprint_and_the_largest_costs_more() {
+    fn the_footprint_probe_times_every_footprint() {
         let curve = super::probe_access_by_footprint(1).unwrap();
         eprintln!("access by footprint: {curve:?}");
         let mibs: Vec<u64> = curve.iter().map(|c| c.footprint_mib).collect();
         assert_eq!(mibs, nvmswap_core::reuse::FOOTPRINTS_MIB.to_vec());
-        assert!(curve
-            .iter()
-            .all(|c| c.access_ns > 0.0 && (0.0..=1.0).contains(&c.slow_share)));
-        // 1 GiB of pages in random order cannot be served as 16 MiB is: page walks and lines
-        // from memory (on this machine 469-486 ns against 99-137 ns, a C loop of the same
-        // access, 2026-11-29).
-        let (small, large) = (curve[0], curve[curve.len() - 1]);
-        assert!(large.access_ns > small.access_ns, "{curve:?}");
-        assert!(large.slow_share > small.slow_share, "{curve:?}");
+        assert!(
+            curve.iter().all(|c| c.access_ns.is_finite()
+                && c.access_ns > 0.0
+                && (0.0..=1.0).contains(&c.slow_share)),
+            "{curve:?}"
+        );
     }
 
     #[test]
-    fn the_accessed_bit_probe_times_three_passes_and_a_cold_touch_costs_more() {
+    fn the_accessed_bit_probe_times_three_passes() {
         let p = super::probe_accessed_bit().unwrap();
         eprintln!("accessed-bit probe: {p:?}");
         for ns in [p.warm_ns, p.cold_ns, p.cleared_ns] {
             assert!(ns.is_finite() && ns > 0.0 && ns < 1_000_000.0, "{p:?}");
         }
-        // Evicted lines and translations are fetched again: never cheaper than the warm pass
-        // by more than noise.
-        assert!(p.cold_ns > 0.8 * p.warm_ns, "{p:?}");
-        // Clearing the bits never makes the cold pass cheaper by more than noise either.
-        assert!(p.cleared_ns > 0.8 * p.cold_ns, "{p:?}");
     }
 }
