@@ -49,6 +49,16 @@ struct LifeCounts {
     wakeup_preemptions: u64,
     /// Woken tabs that found a CPU idle.
     woken_on_idle_cpu: u64,
+    /// Of those, the ones placed on an idle CPU other than the read's interrupt's (each waits
+    /// for that CPU's wake-up where an interrupt completes the read, `Machine::read_wake_ns`):
+    /// the kernel's share comes from a trace (`scripts/sched-analyze`, "read done, bg" rows
+    /// with "idle (other)").
+    woken_on_other_idle_cpu: u64,
+    /// Tabs a read woke in the seconds (placed through the run queues; a spinning reader
+    /// apart), and those of them whose last CPU was the interrupt's: the kernel's from a trace
+    /// (`scripts/sched-analyze`, "by the CPU they last ran on").
+    woken_by_read: u64,
+    woken_last_on_irq_cpu: u64,
     /// The time flush IPIs took from the tasks of the seconds (`remote_flush_target_ns` per IPI
     /// to a CPU running one, `extra.flush_ipi_time_taken_from_tasks_ms`).
     flush_ipi_target_ns: u64,
@@ -343,6 +353,13 @@ impl<'a> Driver<'a> {
             out.result
                 .extra
                 .insert("woken_on_idle_cpu".into(), counts.woken_on_idle_cpu.into());
+            for (k, v) in [
+                ("woken_on_other_idle_cpu", counts.woken_on_other_idle_cpu),
+                ("woken_by_read", counts.woken_by_read),
+                ("woken_last_on_irq_cpu", counts.woken_last_on_irq_cpu),
+            ] {
+                out.result.extra.insert(k.into(), v.into());
+            }
             out.result.extra.insert(
                 "flush_ipi_time_taken_from_tasks_ms".into(),
                 (counts.flush_ipi_target_ns as f64 / nvmswap_core::NS_PER_MS as f64).into(),
@@ -623,7 +640,14 @@ impl<'a> Driver<'a> {
                     waker_cpu: irq_cpu,
                     sync: false,
                 };
+                self.counts.woken_by_read += 1;
+                if cpus.rq.history(i).prev == Some(irq_cpu) {
+                    self.counts.woken_last_on_irq_cpu += 1;
+                }
                 let c = cpus.rq.wake(i, waker, now);
+                if c != irq_cpu && cpus.rq.is_idle(c) {
+                    self.counts.woken_on_other_idle_cpu += 1;
+                }
                 // Placed on an idle CPU other than the interrupt's, it runs once that CPU is
                 // woken (`Machine::read_wake_ns`).
                 let wake = self.machine.read_wake_ns(c);
@@ -1776,6 +1800,12 @@ mod tests {
             two_tabs_out(&mut d);
             d.machine.costs.cpu_wake = wake;
             d.live_second().unwrap();
+            // The tabs' only CPU is not the interrupt's: every idle CPU a read woke a tab
+            // onto is another CPU than the interrupt's.
+            assert_eq!(d.counts.woken_on_other_idle_cpu, d.counts.woken_on_idle_cpu);
+            // Nor did any of them last run there.
+            assert!(d.counts.woken_by_read >= d.counts.woken_on_idle_cpu);
+            assert_eq!(d.counts.woken_last_on_irq_cpu, 0);
             (
                 std::mem::take(&mut d.counts.woken_cpu_wait),
                 d.counts.woken_on_idle_cpu,
