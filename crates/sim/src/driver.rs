@@ -59,6 +59,8 @@ struct LifeCounts {
     /// (`scripts/sched-analyze`, "by the CPU they last ran on").
     woken_by_read: u64,
     woken_last_on_irq_cpu: u64,
+    /// Of those, the ones whose read completed while the interrupt's CPU was idle.
+    woken_irq_cpu_idle: u64,
     /// The time flush IPIs took from the tasks of the seconds (`remote_flush_target_ns` per IPI
     /// to a CPU running one, `extra.flush_ipi_time_taken_from_tasks_ms`).
     flush_ipi_target_ns: u64,
@@ -357,6 +359,7 @@ impl<'a> Driver<'a> {
                 ("woken_on_other_idle_cpu", counts.woken_on_other_idle_cpu),
                 ("woken_by_read", counts.woken_by_read),
                 ("woken_last_on_irq_cpu", counts.woken_last_on_irq_cpu),
+                ("woken_irq_cpu_idle", counts.woken_irq_cpu_idle),
             ] {
                 out.result.extra.insert(k.into(), v.into());
             }
@@ -643,6 +646,10 @@ impl<'a> Driver<'a> {
                 self.counts.woken_by_read += 1;
                 if cpus.rq.history(i).prev == Some(irq_cpu) {
                     self.counts.woken_last_on_irq_cpu += 1;
+                }
+                // (Where the tabs are kept off the interrupt's CPU sim does not run it.)
+                if irq_cpu < n_cpus && cpus.rq.is_idle(irq_cpu) {
+                    self.counts.woken_irq_cpu_idle += 1;
                 }
                 let c = cpus.rq.wake(i, waker, now);
                 if c != irq_cpu && cpus.rq.is_idle(c) {
@@ -1806,6 +1813,7 @@ mod tests {
             // Nor did any of them last run there.
             assert!(d.counts.woken_by_read >= d.counts.woken_on_idle_cpu);
             assert_eq!(d.counts.woken_last_on_irq_cpu, 0);
+            assert_eq!(d.counts.woken_irq_cpu_idle, 0);
             (
                 std::mem::take(&mut d.counts.woken_cpu_wait),
                 d.counts.woken_on_idle_cpu,
