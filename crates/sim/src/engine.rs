@@ -1126,6 +1126,12 @@ impl<'a> Machine<'a> {
     /// one on the interrupt's CPU while a thread kept the interrupt's CPU busy, and 30-45 µs
     /// slower again with that CPU idle. Nothing without an interrupt to wake the task (polling,
     /// hybrid polling's timer, a pool's synchronous read).
+    ///
+    /// Known to be too large inside a run: traced, the kernel's wake-up of another idle CPU
+    /// took 7-18 µs at p50 from the IPI to the task running, a quarter to two thirds of the
+    /// calibrated 28.7 µs, its CPUs idling inside the host's halt-polling window
+    /// (docs/experiments/validation.md, "Where a read's completion wakes the tabs, traced").
+    /// The charge should depend on how long the CPU idled; not done yet.
     pub fn read_wake_ns(&self, cpu: usize) -> u64 {
         if cpu == self.irq_cpu() || !self.backend.read_woken_by_interrupt() {
             return 0;
