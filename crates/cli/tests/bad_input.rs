@@ -26,6 +26,14 @@ const CASES: &[(&[&str], &[&str])] = &[
         &["linux", "shootdown", "--repeat", "0"],
         &["--repeat", "1..=20"],
     ),
+    (
+        &["linux", "cpu-wake", "--rounds", "0"],
+        &["--rounds", "1..=10000"],
+    ),
+    (
+        &["linux", "cpu-wake", "--order", "random"],
+        &["--order", "blocks"],
+    ),
     // The per-request CSV belongs to a replay; alone it would be silently ignored.
     (
         &["linux", "check-device", "--replay-requests", "x.csv"],

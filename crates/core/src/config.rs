@@ -323,14 +323,26 @@ pub struct CostOverrides {
     /// How long a task woken on an idle CPU waits for that CPU to run it (in a VM, the halted
     /// vCPU's wake-up by the host). Measured by the same probe: a remotely woken tab's wait from
     /// its command written to its first instruction. Sim's told tabs that take an idle CPU
-    /// begin this much later; without it, at once. So do tasks that slept on a read of a
-    /// device with interrupt completion, woken onto an idle CPU other than the one taking the
-    /// interrupt (sim's `Machine::read_wake_ns`; `nvmswap linux check-device
+    /// begin this much later unless `cpu_wake_curve` is given; without either, at once. So do
+    /// tasks that slept on a read of a device with interrupt completion, woken onto an idle CPU
+    /// other than the one taking the interrupt (sim's `Machine::read_wake_ns`; `nvmswap linux check-device
     /// --completion-cpu` times the same wake-up as the issuer on the other CPU against the
     /// issuer on the interrupt's). A reclaimer's remote TLB flush to an idle CPU left on
     /// `init_mm` waits at least this long too (crates/core/src/tlb.rs).
     #[serde(default)]
     pub cpu_wake_ns: Option<f64>,
+    /// The same wake-up by how long the CPU had idled: points of (`idle_ns`, `extra_ns` = the
+    /// woken task's wait from the wake-up to its running), linear between them, from 0 at 0
+    /// idle, the last point's beyond it (core's `wake_wait_ns`, as a device's wake-up curve).
+    /// A virtual machine's idle vCPU that halted only briefly is still inside the host's
+    /// halt-polling window and runs again at once; past it the host must schedule it.
+    /// Measured by `nvmswap linux calibrate` (the CPU wake-up probe: a thread on the last CPU
+    /// wakes one on CPU 0 after set idle gaps). Where set, it replaces `cpu_wake_ns` for the
+    /// tasks the driver tells and those a read's completion wakes onto another idle CPU
+    /// (sim's `Machine::idle_cpu_wake_ns`); `cpu_wake_ns` stays the least a remote TLB flush
+    /// to an idle CPU costs.
+    #[serde(default)]
+    pub cpu_wake_curve: Option<Vec<crate::device::WakePoint>>,
     /// How often the machine's other processes run a task on a CPU (runs per second, all
     /// their tasks together) and for how long each (ns): a browser's own helper processes, a
     /// system's daemons, on this project's test machine a sandbox agent that wakes every 50 ms.
@@ -453,6 +465,10 @@ impl CostOverrides {
                 };
                 return Err((field, format!("must be {want}, got {v}")));
             }
+        }
+        if let Some(curve) = &self.cpu_wake_curve {
+            crate::device::check_wake_curve("costs.cpu_wake_curve", curve)
+                .map_err(|e| ("costs.cpu_wake_curve", e))?;
         }
         if let Some(classes) = &self.mapped_access_classes {
             crate::mapped_access::MappedAccessClass::check(classes)
@@ -1005,6 +1021,28 @@ mod tests {
             "mapped_access_classes = [{ share = 0.1, extra = 1.0 }]"
         )
         .is_err());
+    }
+
+    #[test]
+    fn a_cpu_wake_curve_reads_from_toml_and_a_bad_one_names_the_field() {
+        let costs: CostOverrides = toml::from_str(
+            "cpu_wake_curve = [{ idle_ns = 10000, extra_ns = 11000 }, \
+             { idle_ns = 20000000, extra_ns = 105000 }]",
+        )
+        .unwrap();
+        assert!(costs.check().is_ok());
+        let again: CostOverrides = toml::from_str(&toml::to_string(&costs).unwrap()).unwrap();
+        assert_eq!(again, costs);
+        for bad in [
+            // Idle times must rise.
+            "cpu_wake_curve = [{ idle_ns = 20000, extra_ns = 1 }, { idle_ns = 10000, extra_ns = 2 }]",
+            "cpu_wake_curve = [{ idle_ns = 10000, extra_ns = -1 }]",
+        ] {
+            let costs: CostOverrides = toml::from_str(bad).unwrap();
+            let (field, why) = costs.check().unwrap_err();
+            assert_eq!(field, "costs.cpu_wake_curve", "{bad}");
+            assert!(why.contains("cpu_wake_curve[") , "{why}");
+        }
     }
 
     #[test]

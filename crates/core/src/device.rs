@@ -419,6 +419,47 @@ pub fn wake_is_spread(curve: &[WakePoint]) -> bool {
     curve.iter().any(|p| p.extra_p90_ns.is_some())
 }
 
+/// Whether `curve` is a wake-up curve a run can use: idle times rising from above 0, waits of 0
+/// or more, and a p90 (at least the median) on every point or on none. `field` names the curve
+/// in the message.
+pub fn check_wake_curve(field: &str, curve: &[WakePoint]) -> Result<(), String> {
+    let spread = wake_is_spread(curve);
+    let mut last = 0.0;
+    for (i, p) in curve.iter().enumerate() {
+        if !(p.idle_ns.is_finite() && p.idle_ns > last) {
+            return Err(format!(
+                "{field}[{i}].idle_ns must be a number above the point before's (and above 0): \
+                 got {} after {last}",
+                p.idle_ns
+            ));
+        }
+        if !(p.extra_ns.is_finite() && p.extra_ns >= 0.0) {
+            return Err(format!(
+                "{field}[{i}].extra_ns must be a non-negative number of nanoseconds (got {})",
+                p.extra_ns
+            ));
+        }
+        match p.extra_p90_ns {
+            Some(p90) if !(p90.is_finite() && p90 >= p.extra_ns) => {
+                return Err(format!(
+                    "{field}[{i}].extra_p90_ns must be a number of nanoseconds at least its \
+                     extra_ns ({}): got {p90}",
+                    p.extra_ns
+                ));
+            }
+            None if spread => {
+                return Err(format!(
+                    "{field}[{i}] has no extra_p90_ns where other points have one: give every \
+                     point of the curve a p90 or none"
+                ));
+            }
+            _ => {}
+        }
+        last = p.idle_ns;
+    }
+    Ok(())
+}
+
 /// Why a device profile could not be loaded.
 #[derive(Debug, thiserror::Error)]
 pub enum DeviceError {
@@ -750,41 +791,7 @@ impl DeviceProfile {
             ("write_wake", &self.write_wake),
         ] {
             let Some(curve) = curve else { continue };
-            let spread = wake_is_spread(curve);
-            let mut last = 0.0;
-            for (i, p) in curve.iter().enumerate() {
-                if !(p.idle_ns.is_finite() && p.idle_ns > last) {
-                    return Err(format!(
-                        "{field}[{i}].idle_ns must be a number above the point before's (and \
-                         above 0): got {} after {last}",
-                        p.idle_ns
-                    ));
-                }
-                if !(p.extra_ns.is_finite() && p.extra_ns >= 0.0) {
-                    return Err(format!(
-                        "{field}[{i}].extra_ns must be a non-negative number of nanoseconds (got \
-                         {})",
-                        p.extra_ns
-                    ));
-                }
-                match p.extra_p90_ns {
-                    Some(p90) if !(p90.is_finite() && p90 >= p.extra_ns) => {
-                        return Err(format!(
-                            "{field}[{i}].extra_p90_ns must be a number of nanoseconds at least \
-                             its extra_ns ({}): got {p90}",
-                            p.extra_ns
-                        ));
-                    }
-                    None if spread => {
-                        return Err(format!(
-                            "{field}[{i}] has no extra_p90_ns where other points have one: \
-                             give every point of the curve a p90 or none"
-                        ));
-                    }
-                    _ => {}
-                }
-                last = p.idle_ns;
-            }
+            check_wake_curve(field, curve)?;
             if !self.sources.contains_key(field) {
                 return Err(format!(
                     "{field} is set but [sources] has no {field} entry saying where it comes from"

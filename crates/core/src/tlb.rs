@@ -304,6 +304,18 @@ impl Tlbs {
         after
     }
 
+    /// Since when `cpu` has idled at `t`: the end of the last task span sim ran there (a tab,
+    /// the driver, another process's task where flushes are modelled), 0 if none has; None
+    /// while a span runs at `t`. The foreground's work on CPU 0 between the tabs' seconds and
+    /// kswapd are not spans, so a CPU they kept busy counts as idle.
+    pub fn idle_since(&self, cpu: usize, t: u64) -> Option<u64> {
+        match self.cpus.get(cpu) {
+            None => Some(0),
+            Some(c) if c.busy_from <= t && t < c.busy_until => None,
+            Some(c) => Some(c.busy_until.min(t)),
+        }
+    }
+
     /// Whether no CPU but the reclaimer's (`reclaimer_cpu`) runs a task at `t`, as far as the
     /// schedule knows then (a span left open counts as running).
     pub fn others_idle_at(&self, t: u64, reclaimer_cpu: usize) -> bool {

@@ -142,6 +142,11 @@ pub struct Calibration {
     /// (`tab_second_unavailable` says why).
     pub tab_second: Option<crate::tab::TabSecondProbe>,
     pub tab_second_unavailable: Option<String>,
+    /// A task woken onto an idle CPU, by how long that CPU idled ([`crate::cpu_wake_probe::
+    /// probe`]): `costs.cpu_wake_curve`. `None` where the probe could not run
+    /// (`cpu_wake_unavailable` says why: one CPU).
+    pub cpu_wake: Option<crate::cpu_wake_probe::CpuWakeProbe>,
+    pub cpu_wake_unavailable: Option<String>,
     /// How often the machine's other processes run a task on a CPU, and how long
     /// ([`crate::other_processes::probe`]): `costs.other_process_runs_per_s` and
     /// `costs.other_process_run_ns`. `None` where /proc could not be read.
@@ -2021,6 +2026,14 @@ pub fn run(swap_dir: &Path, seed: u64) -> Result<Calibration, LinuxError> {
         Ok(p) => (Some(p), None),
         Err(e) => (None, Some(e.to_string())),
     };
+    let (cpu_wake, cpu_wake_unavailable) = match crate::cpu_wake_probe::probe(
+        crate::cpu_wake_probe::CPU_WAKE_ROUNDS,
+        crate::cpu_wake_probe::GapOrder::Shuffled,
+        seed,
+    ) {
+        Ok(p) => (Some(p), None),
+        Err(e) => (None, Some(e.to_string())),
+    };
     // Last and alone: the other processes are watched while this one sleeps. Load that came
     // up during the probes refuses the calibration as the check at the start does.
     let other_processes = crate::other_processes::probe(crate::other_processes::WINDOW)
@@ -2038,6 +2051,8 @@ pub fn run(swap_dir: &Path, seed: u64) -> Result<Calibration, LinuxError> {
         idle_stalls,
         tab_second,
         tab_second_unavailable,
+        cpu_wake,
+        cpu_wake_unavailable,
         remote_shootdown,
         remote_shootdown_unavailable,
         kept_pages,
@@ -2550,6 +2565,11 @@ pub fn costs_toml(cal: &Calibration) -> String {
             t.driver.wake_remote_ns.round()
         ));
     }
+    match (&cal.cpu_wake, &cal.cpu_wake_unavailable) {
+        (Some(p), _) => out.push_str(&crate::cpu_wake_probe::costs_lines(p)),
+        (None, Some(why)) => out.push_str(&format!("# cpu_wake_curve: not measured ({why})\n")),
+        (None, None) => {}
+    }
     if let Some(o) = &cal.other_processes {
         out.push_str(&crate::other_processes::costs_lines(o));
     }
@@ -2983,6 +3003,8 @@ struct CostsFile {
     #[serde(default)]
     cpu_wake_ns: Option<f64>,
     #[serde(default)]
+    cpu_wake_curve: Option<Vec<nvmswap_core::device::WakePoint>>,
+    #[serde(default)]
     other_process_runs_per_s: Option<f64>,
     #[serde(default)]
     other_process_run_ns: Option<f64>,
@@ -3046,6 +3068,7 @@ pub fn load_costs(
         driver_tell_remote_ns: file.driver_tell_remote_ns,
         driver_answer_ns: file.driver_answer_ns,
         cpu_wake_ns: file.cpu_wake_ns,
+        cpu_wake_curve: file.cpu_wake_curve,
         other_process_runs_per_s: file.other_process_runs_per_s,
         other_process_run_ns: file.other_process_run_ns,
         // No probe measures it: the warm probe's misses are inside `tab_touch_ns`
@@ -3323,6 +3346,17 @@ mod tests {
                 },
             }),
             tab_second_unavailable: None,
+            cpu_wake: Some(crate::cpu_wake_probe::CpuWakeProbe {
+                waker_cpu: 1,
+                sleeper_cpu: 0,
+                order: crate::cpu_wake_probe::GapOrder::Shuffled,
+                rounds: 1,
+                gaps: vec![
+                    crate::cpu_wake_probe::CpuWakeGap::one(20, 24.0, 6.0),
+                    crate::cpu_wake_probe::CpuWakeGap::one(5_000, 5_010.0, 30.5),
+                ],
+            }),
+            cpu_wake_unavailable: None,
             other_processes: Some(crate::other_processes::OtherProcesses {
                 window_s: 2.0,
                 runs: 41,
@@ -3473,6 +3507,15 @@ mod tests {
         assert_eq!(lzo.driver_tell_local_ns, Some(2_400.0));
         assert_eq!(lzo.driver_tell_remote_ns, Some(9_800.0));
         assert_eq!(lzo.cpu_wake_ns, Some(41_000.0));
+        // The CPU wake-up curve: each gap's median idle and wait, in ns.
+        let curve = lzo.cpu_wake_curve.as_deref().unwrap();
+        assert_eq!(
+            curve
+                .iter()
+                .map(|p| (p.idle_ns, p.extra_ns))
+                .collect::<Vec<_>>(),
+            [(24_000.0, 6_000.0), (5_010_000.0, 30_500.0)]
+        );
         assert_eq!(lzo.other_process_runs_per_s, Some(20.5));
         assert_eq!(lzo.other_process_run_ns, Some(35_000.0));
         assert_eq!(lzo.driver_answer_ns, Some(3_300.0));
@@ -3666,6 +3709,8 @@ mod tests {
             idle_stalls: Vec::new(),
             tab_second: None,
             tab_second_unavailable: Some("test".into()),
+            cpu_wake: None,
+            cpu_wake_unavailable: Some("test".into()),
             other_processes: None,
             pages_per_probe: 1,
             queue_depth: 128,

@@ -16,6 +16,7 @@ pub mod chromium;
 pub mod closed_loop;
 pub mod completion_cpu_probe;
 pub mod config;
+pub mod cpu_wake_probe;
 pub mod device_check;
 pub mod disk_canary;
 pub mod error;

@@ -109,10 +109,14 @@ pub struct Costs {
     /// scheduled (every tab is told at the second's start).
     pub driver: Option<DriverCosts>,
     /// A task woken onto an idle CPU waits this long for it (`costs.cpu_wake_ns`, calibrated),
-    /// else 0. Used for the tabs the driver tells, for a task a read's completion interrupt
-    /// wakes onto an idle CPU other than its own (`Machine::read_wake_ns`), and as the least a
-    /// remote TLB flush to an idle CPU on `init_mm` costs its reclaimer (crate::tlb).
+    /// else 0. Used, where no `cpu_wake_curve` is given, for the tabs the driver tells and for
+    /// a task a read's completion interrupt wakes onto an idle CPU other than its own
+    /// ([`Costs::idle_cpu_wake`]), and always as the least a remote TLB flush to an idle CPU on
+    /// `init_mm` costs its reclaimer (crate::tlb).
     pub cpu_wake: u64,
+    /// The same wake-up by how long the CPU idled (`costs.cpu_wake_curve`, calibrated): where
+    /// set, [`Costs::idle_cpu_wake`] reads it instead of `cpu_wake`.
+    pub cpu_wake_curve: Option<Vec<nvmswap_core::device::WakePoint>>,
     /// The machine's other processes' tasks (`costs.other_process_runs_per_s`,
     /// `costs.other_process_run_ns`, calibrated): one every `period` ns on an idle CPU. None
     /// without them or at 0 runs a second (crate::tlb).
@@ -217,6 +221,7 @@ impl Costs {
                 _ => None,
             },
             cpu_wake: o.cpu_wake_ns.map_or(0, |v| v.max(0.0).round() as u64),
+            cpu_wake_curve: o.cpu_wake_curve.clone(),
             other_processes: match (o.other_process_runs_per_s, o.other_process_run_ns) {
                 (Some(rate), Some(run)) if rate > 0.0 => Some(crate::tlb::OtherProcesses {
                     period: (NS_PER_S as f64 / rate).round().max(1.0) as u64,
@@ -235,6 +240,18 @@ impl Costs {
                 o.decompress_p99_ns.unwrap_or(decompress.p99_ns),
             ),
         })
+    }
+
+    /// How long a task woken onto a CPU that has idled `idle_ns` waits for it to run: the
+    /// calibrated curve's median there where the configuration has one, else `cpu_wake`
+    /// whatever the idle time.
+    pub fn idle_cpu_wake(&self, idle_ns: u64) -> u64 {
+        match &self.cpu_wake_curve {
+            Some(curve) => nvmswap_core::device::wake_wait_ns(curve, idle_ns as f64)
+                .max(0.0)
+                .round() as u64,
+            None => self.cpu_wake,
+        }
     }
 
     /// Compressing a page of `size` compressed bytes (0: same-filled, only scanned).

@@ -657,7 +657,7 @@ impl<'a> Driver<'a> {
                 }
                 // Placed on an idle CPU other than the interrupt's, it runs once that CPU is
                 // woken (`Machine::read_wake_ns`).
-                let wake = self.machine.read_wake_ns(c);
+                let wake = self.machine.read_wake_on_ns(c, now);
                 self.task_woken(&mut tasks, &mut cpus, i, c, now, wake);
             }
             // The running task that goes on first (a spinning one waits for its read).
@@ -740,13 +740,14 @@ impl<'a> Driver<'a> {
                 let prog = tasks[d].driver.as_mut().expect("the driver's task");
                 if let Some((j, target)) = prog.telling.take() {
                     // Its command is written: the told tab is runnable now on the CPU its
-                    // wake-up chose. That CPU, idle, takes it once awake (`costs.cpu_wake`); else
-                    // it preempts (perhaps the driver) or waits there.
+                    // wake-up chose. That CPU, idle, takes it once awake (by how long it idled,
+                    // `Machine::idle_cpu_wake_ns`); else it preempts (perhaps the driver) or
+                    // waits there.
                     tasks[j].told = began;
                     tasks[j].told_from = Some(cpu);
                     tasks[j].at = began;
                     cpus.rq.enqueue(j, target);
-                    let wake = self.machine.costs.cpu_wake;
+                    let wake = self.machine.idle_cpu_wake_ns(target, began);
                     self.task_woken(&mut tasks, &mut cpus, j, target, began, wake);
                     continue;
                 }
@@ -1769,13 +1770,15 @@ mod tests {
         let mut d = driver_with(&[]);
         d.machine.costs.cpu_wake = WAKE;
         assert_eq!(d.machine.irq_cpu(), 1);
-        assert_eq!(d.machine.read_wake_ns(1), 0);
-        assert_eq!(d.machine.read_wake_ns(0), WAKE);
+        assert_eq!(d.machine.read_wake_ns(1, 1_000_000), 0);
+        assert_eq!(d.machine.read_wake_ns(0, 1_000_000), WAKE);
+        // Without a curve the wake-up costs the same after any idle time.
+        assert_eq!(d.machine.read_wake_ns(0, 10_000), WAKE);
         // Nothing wakes a task that polls or sleeps on its own timer.
         for mode in ["completion=poll", "completion=hybrid-0"] {
             let mut d = driver_with(&[mode]);
             d.machine.costs.cpu_wake = WAKE;
-            assert_eq!(d.machine.read_wake_ns(0), 0, "{mode}");
+            assert_eq!(d.machine.read_wake_ns(0, 1_000_000), 0, "{mode}");
         }
         // A foreground fault that sleeps on a read: the same fault costs the wake-up more
         // where the tabs are kept off the interrupt's CPU, and nothing more where they may run
@@ -1794,6 +1797,56 @@ mod tests {
         let kept_off = fault(&["tab_cpus=1"]);
         assert!(both > WAKE, "a read from the device: {both} ns");
         assert_eq!(kept_off, both + WAKE);
+    }
+
+    #[test]
+    fn a_cpu_woken_after_a_short_idle_costs_what_the_curve_gives_there() {
+        use nvmswap_core::device::WakePoint;
+        let point = |idle_ns: f64, extra_ns: f64| WakePoint {
+            idle_ns,
+            extra_ns,
+            extra_p90_ns: None,
+        };
+        let curve = vec![point(100_000.0, 10_000.0), point(1_000_000.0, 30_000.0)];
+        let mut d = driver_with(&[]);
+        d.machine.costs.cpu_wake = 99_000;
+        d.machine.costs.cpu_wake_curve = Some(curve.clone());
+        // Linear from nothing at no idle to the first point, between the points, flat after.
+        assert_eq!(d.machine.read_wake_ns(0, 50_000), 5_000);
+        assert_eq!(d.machine.read_wake_ns(0, 550_000), 20_000);
+        assert_eq!(d.machine.read_wake_ns(0, 5_000_000), 30_000);
+        assert_eq!(d.machine.read_wake_ns(1, 5_000_000), 0);
+        // A CPU's idle time runs from the end of the last task sim ran there; none while one
+        // runs.
+        let m = &mut d.machine;
+        assert_eq!(m.idle_cpu_wake_ns(0, 5_000_000), 30_000);
+        m.task_runs(0, 1_000_000, 2_000_000, crate::tlb::Mm::Tab(0));
+        assert_eq!(m.idle_cpu_wake_ns(0, 1_500_000), 0);
+        assert_eq!(m.idle_cpu_wake_ns(0, 2_050_000), 5_000);
+        assert_eq!(m.read_wake_on_ns(0, 2_050_000), 5_000);
+        assert_eq!(m.idle_cpu_wake_ns(0, 2_550_000), 20_000);
+        // The foreground kept off the interrupt's CPU idles its own CPU for its read's wait:
+        // with a curve that charges each idle nanosecond as one of waiting, its fault costs
+        // the read's wait once more (more than nothing, less than the whole fault again); with
+        // a flat curve, its value.
+        let fault = |overrides: &[&str], curve: Option<Vec<WakePoint>>| {
+            let mut d = driver_with(overrides);
+            d.machine.costs.cpu_wake_curve = curve;
+            d.open(0, 0).unwrap();
+            push_out(&mut d, 0, &[0]);
+            d.machine.use_tab(0);
+            let p = d.machine.tabs[0].page(0);
+            d.machine.touch(p, false).unwrap()
+        };
+        let one_for_one = Some(vec![point(1e12, 1e12)]);
+        let flat = |w: f64| Some(vec![point(1.0, w), point(1e12, w)]);
+        let both = fault(&[], one_for_one.clone());
+        let kept_off = fault(&["tab_cpus=1"], one_for_one);
+        assert!(
+            kept_off > both && kept_off < 2 * both,
+            "{both} vs {kept_off}"
+        );
+        assert_eq!(fault(&["tab_cpus=1"], flat(7_000.0)), both + 7_000);
     }
 
     #[test]

@@ -499,7 +499,8 @@ impl<'a> Machine<'a> {
             Touch::Mapped(latency) | Touch::Done(latency) => Ok(latency),
             Touch::Waiting(fault) => {
                 self.wait_sync(fault.read_id());
-                let wake = self.foreground_read_wake_ns();
+                let ready = self.read_ready_at(fault.read_id()).unwrap_or(self.now);
+                let wake = self.foreground_read_wake_ns(fault.sleeps_at(), ready);
                 Ok(self.finish_fault(fault, wake))
             }
             Touch::Charging(_) => unreachable!("the foreground's charges run whole"),
@@ -1116,41 +1117,57 @@ impl<'a> Machine<'a> {
     }
 
     /// How long an idle CPU `cpu` takes to run a task that slept on a read, once the read
-    /// completed. On the interrupt's own CPU nothing: the task is woken where the completion
-    /// runs, and that CPU's wake-up from halt is inside the device's calibrated wake-up curve
-    /// (calibrate's wake probe runs its reads there: `nvmswap linux check-device
-    /// --completion-cpu`, 1,499 of 1,500 completions woke an unpinned reader on it). On another
-    /// CPU the interrupt's CPU wakes it with an IPI and the halted vCPU must be run again: the
-    /// calibrated remote wake-up of an idle CPU (`costs.cpu_wake_ns`, as the driver's told tabs
-    /// pay it). The same probe measured an issuer on the other CPU 4-24 µs slower at p50 than
-    /// one on the interrupt's CPU while a thread kept the interrupt's CPU busy, and 30-45 µs
-    /// slower again with that CPU idle. Nothing without an interrupt to wake the task (polling,
-    /// hybrid polling's timer, a pool's synchronous read).
+    /// completed, that CPU having idled `idle_ns`. On the interrupt's own CPU nothing: the task
+    /// is woken where the completion runs, and that CPU's wake-up from halt is inside the
+    /// device's calibrated wake-up curve (calibrate's wake probe runs its reads there: `nvmswap
+    /// linux check-device --completion-cpu`, 1,499 of 1,500 completions woke an unpinned reader
+    /// on it). On another CPU the interrupt's CPU wakes it with an IPI and the halted vCPU must
+    /// be run again: [`crate::costs::Costs::idle_cpu_wake`], as the driver's told tabs pay it.
+    /// Nothing without an interrupt to wake the task (polling, hybrid polling's timer, a
+    /// pool's synchronous read).
     ///
-    /// Known to be too large inside a run: traced, the kernel's wake-up of another idle CPU
-    /// took 7-18 µs at p50 from the IPI to the task running, a quarter to two thirds of the
-    /// calibrated 28.7 µs, its CPUs idling inside the host's halt-polling window
-    /// (docs/experiments/validation.md, "Where a read's completion wakes the tabs, traced").
-    /// The charge should depend on how long the CPU idled; not done yet.
-    pub fn read_wake_ns(&self, cpu: usize) -> u64 {
+    /// Why by idle time: traced, the kernel's wake-up of another idle CPU inside a run took 7-18
+    /// µs at p50 from the IPI to the task running, a quarter to two thirds of the tab-second
+    /// probe's 28.7 µs (docs/experiments/validation.md, "Where a read's completion wakes the
+    /// tabs, traced"), and `nvmswap linux cpu-wake` (2026-12-04) found the wait growing with
+    /// the CPU's idle time, 14-17 µs after 10-30 µs idle to 95-117 µs after 20 ms: a vCPU
+    /// halted briefly is still in the host's halt polling, one halted long is not.
+    pub fn read_wake_ns(&self, cpu: usize, idle_ns: u64) -> u64 {
         if cpu == self.irq_cpu() || !self.backend.read_woken_by_interrupt() {
             return 0;
         }
-        self.costs.cpu_wake
+        self.costs.idle_cpu_wake(idle_ns)
+    }
+
+    /// How long idle CPU `cpu` takes at `t` to run a task woken onto it, by how long it has
+    /// idled as the tasks sim runs there tell ([`crate::costs::Costs::idle_cpu_wake`];
+    /// crate::tlb `Tlbs::idle_since`). 0 if a task runs there at `t`.
+    pub fn idle_cpu_wake_ns(&self, cpu: usize, t: u64) -> u64 {
+        match self.tlbs.idle_since(cpu, t) {
+            Some(since) => self.costs.idle_cpu_wake(t - since),
+            None => 0,
+        }
+    }
+
+    /// [`Machine::read_wake_ns`] for a task a read's completion places on idle CPU `cpu` at
+    /// `t`, that CPU's idle time as [`Machine::idle_cpu_wake_ns`] reads it.
+    pub fn read_wake_on_ns(&self, cpu: usize, t: u64) -> u64 {
+        let idle = self.tlbs.idle_since(cpu, t).map_or(0, |since| t - since);
+        self.read_wake_ns(cpu, idle)
     }
 
     /// [`Machine::read_wake_ns`] for the foreground's task, which sim does not place: it runs
-    /// between the tabs' seconds with the other CPUs idle. Where the tabs may run on the
-    /// interrupt's CPU it is taken to run there (the kernel's tab in front: its major faults'
-    /// p50 within 12 µs of sim's without a wake-up in the seven two-CPU swap-file scenarios of
-    /// the 2026-12-03 22:30 matrix); where they may not (`tab_cpus` below `cpus`), every read
-    /// wakes it on its own idle CPU (that matrix's one-CPU scenario: 188 µs against sim's 144;
-    /// with the wake-up, on 2026-12-04's runs, 188 against the kernel's 189).
-    fn foreground_read_wake_ns(&self) -> u64 {
+    /// between the tabs' seconds with the other CPUs idle, and its own CPU idles from its sleep
+    /// on the read (`slept_at`) to the read's completion (`ready_at`). Where the tabs may run
+    /// on the interrupt's CPU it is taken to run there (the kernel's tab in front: traced on
+    /// 2026-12-04, 1,620 of its 1,625 read wake-ups on two CPUs landed on the interrupt's CPU,
+    /// validation.md); where they may not (`tab_cpus` below `cpus`), every read wakes it on
+    /// its own idle CPU.
+    fn foreground_read_wake_ns(&self, slept_at: u64, ready_at: u64) -> u64 {
         if self.irq_cpu() < self.cfg.tab_cpus() as usize {
             return 0;
         }
-        self.read_wake_ns(0)
+        self.read_wake_ns(0, ready_at.saturating_sub(slept_at))
     }
 
     /// When the back-end's next event is due, if any.

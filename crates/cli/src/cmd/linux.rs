@@ -15,6 +15,13 @@ pub struct Args {
     action: Action,
 }
 
+/// The order of `nvmswap linux cpu-wake`'s wake-ups (nvmswap_linux::cpu_wake_probe::GapOrder).
+#[derive(Clone, Copy, Debug, clap::ValueEnum)]
+enum WakeOrder {
+    Shuffled,
+    Blocks,
+}
+
 #[derive(Subcommand)]
 enum Action {
     /// Apply a configuration (memory cgroup, swap, zswap, scheduler, sysctls) and leave it
@@ -101,6 +108,28 @@ enum Action {
         #[arg(long, default_value_t = 1)]
         seed: u64,
         /// Print the runs as JSON on stdout.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Measure how long a task woken onto an idle CPU waits to run, by how long that CPU had
+    /// idled: a thread on CPU 0 blocked in a read, woken by a write from the last CPU after
+    /// gaps of 10 µs to 20 ms (in a virtual machine a vCPU halted briefly is still in the host's
+    /// halt polling). Prints each gap's measured idle time and the wait's p50/p90/p99, then
+    /// the `cpu_wake_curve` line `calibrate` writes into the costs file. Needs two CPUs; changes
+    /// nothing on the machine.
+    CpuWake {
+        /// Wake-ups per gap.
+        #[arg(long, default_value_t = nvmswap_linux::cpu_wake_probe::CPU_WAKE_ROUNDS as u32, value_parser = clap::value_parser!(u32).range(1..=10_000))]
+        rounds: u32,
+        /// `shuffled`: one wake-up per gap each round, the gaps in a new shuffled order each
+        /// round (what `calibrate` runs); `blocks`: each gap's wake-ups back to back, so the
+        /// CPU has idled the same gap before each (a host that adapts its halt polling to a
+        /// vCPU's recent halts tells the two apart).
+        #[arg(long, value_enum, default_value_t = WakeOrder::Shuffled)]
+        order: WakeOrder,
+        #[arg(long, default_value_t = 1)]
+        seed: u64,
+        /// Print the measurements as JSON on stdout.
         #[arg(long)]
         json: bool,
     },
@@ -282,6 +311,40 @@ pub fn run(args: Args) -> anyhow::Result<()> {
                 let v = serde_json::json!({ "schema": "nvmswap.shootdown/1", "runs": runs });
                 println!("{}", serde_json::to_string_pretty(&v)?);
             }
+            Ok(())
+        }
+        Action::CpuWake {
+            rounds,
+            order,
+            seed,
+            json,
+        } => {
+            use nvmswap_linux::cpu_wake_probe as probe;
+            let order = match order {
+                WakeOrder::Shuffled => probe::GapOrder::Shuffled,
+                WakeOrder::Blocks => probe::GapOrder::Blocks,
+            };
+            let p = probe::probe(rounds as usize, order, seed)?;
+            if json {
+                let v = serde_json::json!({ "schema": "nvmswap.cpu_wake/1", "probe": p });
+                println!("{}", serde_json::to_string_pretty(&v)?);
+                return Ok(());
+            }
+            println!(
+                "A thread on CPU {} woken from CPU {}, {} wake-ups per gap, {:?} (µs from the write to its running)",
+                p.sleeper_cpu, p.waker_cpu, p.rounds, p.order
+            );
+            println!(
+                "{:>8} {:>10} {:>8} {:>8} {:>8}",
+                "gap", "idle p50", "p50", "p90", "p99"
+            );
+            for g in &p.gaps {
+                println!(
+                    "{:>8} {:>10.1} {:>8.1} {:>8.1} {:>8.1}",
+                    g.gap_us, g.idle_us_p50, g.wait_us.p50, g.wait_us.p90, g.wait_us.p99
+                );
+            }
+            print!("{}", probe::costs_lines(&p));
             Ok(())
         }
         Action::CheckDevice {

@@ -1,0 +1,414 @@
+//! How long an idle CPU takes to run a task woken onto it, by how long that CPU had idled (the
+//! costs file's `cpu_wake_curve`).
+//!
+//! Why: the tab-second probe's remotely woken tab (`cpu_wake_ns`) waited 28.7 µs at p50 on this
+//! machine for a CPU that had idled since the tab before it answered, milliseconds. Inside a
+//! pressure run the kernel woke tabs onto the other idle CPU in 7-18 µs at p50 from the IPI to
+//! the tab running (traced 2026-12-04, docs/experiments/validation.md, "Where a read's
+//! completion wakes the tabs, traced"): a vCPU that halted a short while ago is still inside the
+//! host's halt-polling window (KVM's `halt_poll_ns`, 200 µs by default: the host's value is not
+//! visible from the guest) and runs again almost at once; past it the host has to schedule the
+//! vCPU's thread. The guest itself does not poll (cpuidle `haltpoll` with `guest_halt_poll_ns`
+//! 0 on this machine), so what an idle gap costs is the host's.
+//!
+//! The probe: two threads joined by a Unix socket pair, the waker confined to the machine's last
+//! CPU (where this machine, and sim, take the swap disk's completion interrupt) and the sleeper
+//! to CPU 0. The sleeper notes the time, tells the waker and blocks in a read; the waker, which
+//! spins (polling its socket and the clock, so that its own CPU never idles and it times even
+//! a 10 µs gap), waits a set gap from the sleeper's note, notes the time and writes a byte; the
+//! sleeper notes the time it runs again. A wake-up's wait is from the write to the sleeper running (the write's
+//! path to the IPI included, as the tab-second probe times a tell); the CPU's idle time is from
+//! the sleeper's note before blocking to the write. The gaps run in a new shuffled order each
+//! round so that drift spreads over all of them. Nothing else is kept off CPU 0: the machine
+//! is as quiet as the calibration's start requires.
+
+use crate::affinity::CpuSet;
+use crate::error::LinuxError;
+use crate::worker;
+use nvmswap_core::device::WakePoint;
+use nvmswap_core::metrics::LatencyRecorder;
+use nvmswap_core::results::LatencySummary;
+use nvmswap_core::NS_PER_US;
+use rand::seq::SliceRandom;
+use rand::SeedableRng;
+use rand_chacha::ChaCha8Rng;
+use serde::Serialize;
+use std::io::{Read, Write};
+use std::os::unix::net::UnixStream;
+
+/// Idle gaps the waker leaves, µs: from well inside a halt-polling window (KVM's default
+/// `halt_poll_ns` is 200 µs) to past where the tab-second probe's idle times lie (milliseconds)
+/// and a run's seconds end (tens of ms).
+pub const CPU_WAKE_GAPS_US: [u64; 10] = [10, 20, 50, 100, 200, 500, 1_000, 2_000, 5_000, 20_000];
+
+/// Rounds: one wake-up per gap each, ~29 ms of gaps a round, ~3 s in all (the waker's CPU
+/// busy throughout).
+pub const CPU_WAKE_ROUNDS: usize = 100;
+
+/// The order of the wake-ups.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum GapOrder {
+    /// One wake-up per gap each round, the gaps in a new shuffled order each round: a wake-up's
+    /// CPU has idled for other gaps before, long and short.
+    Shuffled,
+    /// All of a gap's wake-ups back to back, the gaps in a shuffled order: a wake-up's CPU has
+    /// idled for the same gap before, as a CPU that a run wakes at a steady pace has. A host
+    /// that adapts its halt polling to a vCPU's recent halts (KVM's per-vCPU `halt_poll_ns`,
+    /// grown on short halts and shrunk on long ones) tells the two orders apart.
+    Blocks,
+}
+
+/// One gap of the probe.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct CpuWakeGap {
+    pub gap_us: u64,
+    /// The sleeper's CPU's idle time actually measured before the wake-ups, median, µs.
+    pub idle_us_p50: f64,
+    /// Wake-ups timed.
+    pub wakes: usize,
+    /// From the waker's write to the sleeper running.
+    pub wait_us: LatencySummary,
+}
+
+#[cfg(test)]
+impl CpuWakeGap {
+    /// A gap of one wake-up that waited `p50_us`, for tests.
+    pub(crate) fn one(gap_us: u64, idle_us_p50: f64, p50_us: f64) -> CpuWakeGap {
+        CpuWakeGap {
+            gap_us,
+            idle_us_p50,
+            wakes: 1,
+            wait_us: LatencySummary {
+                p50: p50_us,
+                ..LatencySummary::default()
+            },
+        }
+    }
+}
+
+/// The probe's result: which CPUs, and each gap.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct CpuWakeProbe {
+    pub waker_cpu: u32,
+    pub sleeper_cpu: u32,
+    pub order: GapOrder,
+    pub rounds: usize,
+    pub gaps: Vec<CpuWakeGap>,
+}
+
+impl CpuWakeProbe {
+    /// The curve the costs file takes: per gap, (median idle, median wait). None when the
+    /// measured idle times do not rise with the gaps or a gap has no wake-up (the points would
+    /// not describe the gaps asked for). Never a curve with a point left out: the runs of a
+    /// calibration merge their curves point by point (crate::calibration_median).
+    pub fn curve(&self) -> Option<Vec<WakePoint>> {
+        let mut out: Vec<WakePoint> = Vec::new();
+        for g in &self.gaps {
+            let idle_ns = g.idle_us_p50 * NS_PER_US as f64;
+            if out.last().is_some_and(|p| idle_ns <= p.idle_ns) || idle_ns <= 0.0 || g.wakes == 0 {
+                return None;
+            }
+            out.push(WakePoint {
+                idle_ns,
+                extra_ns: (g.wait_us.p50 * NS_PER_US as f64).max(0.0),
+                extra_p90_ns: None,
+            });
+        }
+        (!out.is_empty()).then_some(out)
+    }
+}
+
+/// What the sleeper sends after each wake-up: when it ran again (0 before the first) and when
+/// it is about to block.
+fn report(ran_ns: u64, blocks_ns: u64) -> [u8; 16] {
+    let mut out = [0u8; 16];
+    out[..8].copy_from_slice(&ran_ns.to_le_bytes());
+    out[8..].copy_from_slice(&blocks_ns.to_le_bytes());
+    out
+}
+
+fn probe_error(detail: impl std::fmt::Display) -> LinuxError {
+    LinuxError::Worker(format!("CPU wake-up probe: {detail}"))
+}
+
+/// Runs the probe, `rounds` wake-ups per gap in `order`, the gaps' order drawn from `seed`. An
+/// error on a machine this process may not use two CPUs of.
+pub fn probe(rounds: usize, order: GapOrder, seed: u64) -> Result<CpuWakeProbe, LinuxError> {
+    let cpus = crate::affinity::allowed_cpus()?;
+    let (Some(&sleeper_cpu), Some(&waker_cpu)) = (cpus.first(), cpus.last()) else {
+        return Err(probe_error("no CPU to run on"));
+    };
+    if sleeper_cpu == waker_cpu {
+        return Err(probe_error(format!(
+            "needs two CPUs, this process may run on CPU {sleeper_cpu} only"
+        )));
+    }
+    let sleeper_set = CpuSet::of("CPU wake-up probe", &[sleeper_cpu])?;
+    let waker_set = CpuSet::of("CPU wake-up probe", &[waker_cpu])?;
+    let (mut waker_end, mut sleeper_end) =
+        UnixStream::pair().map_err(|e| probe_error(format!("socketpair: {e}")))?;
+    let sleeper = std::thread::Builder::new()
+        .name("cpu-wake-sleeper".into())
+        .spawn(move || -> Result<(), String> {
+            if !sleeper_set.apply_no_alloc() {
+                return Err("could not confine the sleeper to its CPU".into());
+            }
+            let mut ran = 0;
+            let mut byte = [0u8; 1];
+            loop {
+                let blocks = worker::monotonic_ns();
+                if sleeper_end.write_all(&report(ran, blocks)).is_err() {
+                    return Ok(());
+                }
+                match sleeper_end.read(&mut byte) {
+                    Ok(1) => ran = worker::monotonic_ns(),
+                    // The waker closed its end: done.
+                    _ => return Ok(()),
+                }
+            }
+        })
+        .map_err(|e| probe_error(format!("spawn: {e}")))?;
+    let measured = wake_after_gaps(&mut waker_end, &waker_set, rounds, order, seed);
+    drop(waker_end);
+    let joined = sleeper
+        .join()
+        .map_err(|_| probe_error("the sleeper thread panicked"))?;
+    let gaps = measured?;
+    joined.map_err(probe_error)?;
+    Ok(CpuWakeProbe {
+        waker_cpu,
+        sleeper_cpu,
+        order,
+        rounds,
+        gaps,
+    })
+}
+
+/// The waker's side, on the calling thread (confined to `waker_set` for the probe and given
+/// its affinity back after).
+fn wake_after_gaps(
+    link: &mut UnixStream,
+    waker_set: &CpuSet,
+    rounds: usize,
+    order: GapOrder,
+    seed: u64,
+) -> Result<Vec<CpuWakeGap>, LinuxError> {
+    link.set_nonblocking(true)
+        .map_err(|e| probe_error(format!("non-blocking socket: {e}")))?;
+    crate::affinity::forking_on(Some(waker_set), || waker_rounds(link, rounds, order, seed))?
+}
+
+/// Reads the sleeper's 16-byte report, spinning: the waker's CPU never idles, so the report
+/// reaches it at once and the gaps it times from the sleeper's block are what was asked, even
+/// the shortest (a waker that slept overslept them by its own CPU's wake-up).
+fn spin_read_report(link: &mut UnixStream, msg: &mut [u8; 16]) -> Result<(), LinuxError> {
+    let mut filled = 0;
+    while filled < msg.len() {
+        match link.read(&mut msg[filled..]) {
+            Ok(0) => return Err(probe_error("the sleeper closed its end")),
+            Ok(n) => filled += n,
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => std::hint::spin_loop(),
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(probe_error(format!("the sleeper's report: {e}"))),
+        }
+    }
+    Ok(())
+}
+
+fn waker_rounds(
+    link: &mut UnixStream,
+    rounds: usize,
+    order: GapOrder,
+    seed: u64,
+) -> Result<Vec<CpuWakeGap>, LinuxError> {
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    let n = CPU_WAKE_GAPS_US.len();
+    let mut waits: Vec<LatencyRecorder> = (0..n).map(|_| LatencyRecorder::new()).collect();
+    let mut idles: Vec<Vec<f64>> = vec![Vec::with_capacity(rounds); n];
+    let mut gaps: Vec<usize> = (0..n).collect();
+    // Each wake-up's gap, in the order they are made.
+    let mut sequence: Vec<usize> = Vec::with_capacity(rounds * n);
+    match order {
+        GapOrder::Shuffled => {
+            for _ in 0..rounds {
+                gaps.shuffle(&mut rng);
+                sequence.extend_from_slice(&gaps);
+            }
+        }
+        GapOrder::Blocks => {
+            gaps.shuffle(&mut rng);
+            for &g in &gaps {
+                sequence.extend(std::iter::repeat_n(g, rounds));
+            }
+        }
+    }
+    let mut msg = [0u8; 16];
+    // The report before the first wake-up.
+    spin_read_report(link, &mut msg)?;
+    for &g in &sequence {
+        let blocks = u64::from_le_bytes(msg[8..].try_into().expect("8 bytes"));
+        let due = blocks + CPU_WAKE_GAPS_US[g] * NS_PER_US;
+        while worker::monotonic_ns() < due {
+            std::hint::spin_loop();
+        }
+        let written = worker::monotonic_ns();
+        loop {
+            match link.write(&[1]) {
+                Ok(1) => break,
+                Ok(_) => {}
+                Err(e)
+                    if matches!(
+                        e.kind(),
+                        std::io::ErrorKind::WouldBlock | std::io::ErrorKind::Interrupted
+                    ) => {}
+                Err(e) => return Err(probe_error(format!("wake-up write: {e}"))),
+            }
+        }
+        spin_read_report(link, &mut msg)?;
+        let ran = u64::from_le_bytes(msg[..8].try_into().expect("8 bytes"));
+        waits[g].record_ns(ran.saturating_sub(written));
+        idles[g].push(written.saturating_sub(blocks) as f64 / NS_PER_US as f64);
+    }
+    Ok((0..n)
+        .map(|g| CpuWakeGap {
+            gap_us: CPU_WAKE_GAPS_US[g],
+            idle_us_p50: crate::calibrate::median(std::mem::take(&mut idles[g])).unwrap_or(0.0),
+            wakes: waits[g].count() as usize,
+            wait_us: waits[g].summary(NS_PER_US),
+        })
+        .collect())
+}
+
+/// The costs file's lines: the comment on the probe and `cpu_wake_curve`, or a comment saying
+/// why there is none.
+pub fn costs_lines(p: &CpuWakeProbe) -> String {
+    let mut out = comment(p);
+    match p.curve() {
+        Some(points) => {
+            let points: Vec<String> = points
+                .iter()
+                .map(|w| {
+                    format!(
+                        "{{ idle_ns = {:.0}, extra_ns = {:.0} }}",
+                        w.idle_ns, w.extra_ns
+                    )
+                })
+                .collect();
+            out.push_str(&format!("cpu_wake_curve = [{}]\n", points.join(", ")));
+        }
+        None => out.push_str(
+            "# cpu_wake_curve: none (the measured idle times did not rise with the gaps)\n",
+        ),
+    }
+    out
+}
+
+/// The costs file's comment on the probe (each line a TOML comment).
+pub fn comment(p: &CpuWakeProbe) -> String {
+    let points: Vec<String> = p
+        .gaps
+        .iter()
+        .map(|g| {
+            format!(
+                "{:.0} µs idle: {:.1} (p90 {:.1})",
+                g.idle_us_p50, g.wait_us.p50, g.wait_us.p90
+            )
+        })
+        .collect();
+    let mut out = format!(
+        "# A task woken onto an idle CPU, by how long that CPU idled: a thread on CPU {} blocked\n\
+         # in a read, woken by a write from CPU {} after set gaps ({} per gap, {}); p50 µs from\n\
+         # the write to its running:\n",
+        p.sleeper_cpu,
+        p.waker_cpu,
+        p.rounds,
+        match p.order {
+            GapOrder::Shuffled => "one per gap a round, shuffled",
+            GapOrder::Blocks => "each gap's back to back",
+        }
+    );
+    for chunk in points.chunks(3) {
+        out.push_str(&format!("#   {}\n", chunk.join("; ")));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_probe_times_a_wake_up_after_every_gap() {
+        let cpus = crate::affinity::allowed_cpus().unwrap();
+        if cpus.len() < 2 {
+            eprintln!("skipped: the CPU wake-up probe needs two CPUs, this machine gives {cpus:?}");
+            return;
+        }
+        let p = probe(3, GapOrder::Shuffled, 1).unwrap();
+        assert_eq!(p.gaps.len(), CPU_WAKE_GAPS_US.len());
+        assert_ne!(p.waker_cpu, p.sleeper_cpu);
+        for g in &p.gaps {
+            assert_eq!(g.wakes, 3, "{g:?}");
+            assert!(g.wait_us.p50.is_finite() && g.wait_us.p50 > 0.0, "{g:?}");
+            // The waker waits until the gap has passed since the sleeper blocked.
+            assert!(g.idle_us_p50 >= g.gap_us as f64, "{g:?}");
+        }
+        assert!(comment(&p).lines().all(|l| l.starts_with('#')));
+        // The costs file's lines read back as the probe's curve, or hold none where the idle
+        // times did not rise (three wake-ups a gap on a machine running other tests may not).
+        #[derive(serde::Deserialize)]
+        struct Lines {
+            cpu_wake_curve: Option<Vec<WakePoint>>,
+        }
+        let lines: Lines = toml::from_str(&costs_lines(&p)).unwrap();
+        let curve = p.curve();
+        assert_eq!(
+            lines.cpu_wake_curve.as_ref().map(Vec::len),
+            curve.as_ref().map(Vec::len)
+        );
+        for (read, made) in lines
+            .cpu_wake_curve
+            .iter()
+            .flatten()
+            .zip(curve.iter().flatten())
+        {
+            // Written to the nanosecond.
+            assert!(
+                (read.idle_ns - made.idle_ns).abs() <= 0.5,
+                "{read:?} {made:?}"
+            );
+            assert!(
+                (read.extra_ns - made.extra_ns).abs() <= 0.5,
+                "{read:?} {made:?}"
+            );
+        }
+        if let Some(curve) = &lines.cpu_wake_curve {
+            nvmswap_core::device::check_wake_curve("cpu_wake_curve", curve).unwrap();
+        }
+    }
+
+    #[test]
+    fn a_curve_needs_every_gap_timed_and_idle_times_that_rise() {
+        let gap = CpuWakeGap::one;
+        let mut p = CpuWakeProbe {
+            waker_cpu: 1,
+            sleeper_cpu: 0,
+            order: GapOrder::Shuffled,
+            rounds: 1,
+            gaps: vec![gap(10, 12.0, 3.0), gap(1_000, 1_010.0, 25.0)],
+        };
+        let curve = p.curve().unwrap();
+        assert_eq!(curve.len(), 2);
+        assert_eq!(curve[0].idle_ns, 12_000.0);
+        assert_eq!(curve[1].extra_ns, 25_000.0);
+        nvmswap_core::device::check_wake_curve("t", &curve).unwrap();
+        // An idle time not above the one before's, or a gap without a wake-up: no curve at all
+        // (not one with a point left out, which would not merge with other runs' curves).
+        p.gaps[1].idle_us_p50 = 11.0;
+        assert_eq!(p.curve(), None);
+        p.gaps[1].idle_us_p50 = 1_010.0;
+        p.gaps[0].wakes = 0;
+        assert_eq!(p.curve(), None);
+    }
+}
