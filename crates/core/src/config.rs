@@ -325,10 +325,10 @@ pub struct CostOverrides {
     /// its command written to its first instruction. Sim's told tabs that take an idle CPU
     /// begin this much later unless `cpu_wake_curve` is given; without either, at once. So do
     /// tasks that slept on a read of a device with interrupt completion, woken onto an idle CPU
-    /// other than the one taking the interrupt (sim's `Machine::read_wake_ns`; `nvmswap linux check-device
-    /// --completion-cpu` times the same wake-up as the issuer on the other CPU against the
-    /// issuer on the interrupt's). A reclaimer's remote TLB flush to an idle CPU left on
-    /// `init_mm` waits at least this long too (crates/core/src/tlb.rs).
+    /// other than the one taking the interrupt (sim's `Machine::read_wake_ns`; `nvmswap linux
+    /// check-device --completion-cpu` times the same wake-up as the issuer on the other CPU
+    /// against the issuer on the interrupt's). A reclaimer's remote TLB flush to an idle CPU
+    /// left on `init_mm` waits at least this long too (crates/core/src/tlb.rs).
     #[serde(default)]
     pub cpu_wake_ns: Option<f64>,
     /// The same wake-up by how long the CPU had idled: points of (`idle_ns`, `extra_ns` = the

@@ -2,25 +2,26 @@
 //! costs file's `cpu_wake_curve`).
 //!
 //! Why: the tab-second probe's remotely woken tab (`cpu_wake_ns`) waited 28.7 µs at p50 on this
-//! machine for a CPU that had idled since the tab before it answered, milliseconds. Inside a
-//! pressure run the kernel woke tabs onto the other idle CPU in 7-18 µs at p50 from the IPI to
-//! the tab running (traced 2026-12-04, docs/experiments/validation.md, "Where a read's
-//! completion wakes the tabs, traced"): a vCPU that halted a short while ago is still inside the
-//! host's halt-polling window (KVM's `halt_poll_ns`, 200 µs by default: the host's value is not
-//! visible from the guest) and runs again almost at once; past it the host has to schedule the
-//! vCPU's thread. The guest itself does not poll (cpuidle `haltpoll` with `guest_halt_poll_ns`
-//! 0 on this machine), so what an idle gap costs is the host's.
+//! machine for a CPU that had idled since the tab before it answered. Inside a pressure run the
+//! kernel woke tabs onto the other idle CPU in 7-18 µs at p50 from the IPI to the tab running
+//! (traced 2026-12-04, docs/experiments/validation.md, "Where a read's completion wakes the
+//! tabs, traced"). In a virtual machine an idle vCPU halts, and what its wake-up costs is the
+//! host's: a vCPU that halted a short while ago may still be polled for by the host (KVM's
+//! halt polling, at most `halt_poll_ns`, 200 µs by default; the host's value is not visible
+//! from the guest) and runs again almost at once; otherwise the host has to schedule its
+//! thread again. The guest itself does not poll (cpuidle `haltpoll` with `guest_halt_poll_ns`
+//! 0 on this machine).
 //!
 //! The probe: two threads joined by a Unix socket pair, the waker confined to the machine's last
 //! CPU (where this machine, and sim, take the swap disk's completion interrupt) and the sleeper
 //! to CPU 0. The sleeper notes the time, tells the waker and blocks in a read; the waker, which
-//! spins (polling its socket and the clock, so that its own CPU never idles and it times even
+//! spins (polling its socket and the clock, so that its own CPU never idles and it keeps even
 //! a 10 µs gap), waits a set gap from the sleeper's note, notes the time and writes a byte; the
-//! sleeper notes the time it runs again. A wake-up's wait is from the write to the sleeper running (the write's
-//! path to the IPI included, as the tab-second probe times a tell); the CPU's idle time is from
-//! the sleeper's note before blocking to the write. The gaps run in a new shuffled order each
-//! round so that drift spreads over all of them. Nothing else is kept off CPU 0: the machine
-//! is as quiet as the calibration's start requires.
+//! sleeper notes the time it runs again. A wake-up's wait is from the write to the sleeper
+//! running (the write's path to the IPI included, as the tab-second probe times a tell); the
+//! CPU's idle time is from the sleeper's note before blocking to the write. The wake-ups run in
+//! the [`GapOrder`] asked for. Nothing else is kept off CPU 0: the machine is as quiet as the
+//! calibration's start requires.
 
 use crate::affinity::CpuSet;
 use crate::error::LinuxError;
