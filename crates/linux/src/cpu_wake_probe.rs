@@ -48,7 +48,7 @@ pub const CPU_WAKE_ROUNDS: usize = 100;
 
 /// The order of the wake-ups.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "lowercase")]
+#[serde(rename_all = "kebab-case")]
 pub enum GapOrder {
     /// One wake-up per gap each round, the gaps in a new shuffled order each round: a wake-up's
     /// CPU has idled for other gaps before, long and short.
@@ -58,7 +58,20 @@ pub enum GapOrder {
     /// that adapts its halt polling to a vCPU's recent halts (KVM's per-vCPU `halt_poll_ns`,
     /// grown on short halts and shrunk on long ones) tells the two orders apart.
     Blocks,
+    /// As `Shuffled`, each measured wake-up after [`SETTLE_WAKES`] unmeasured ones that follow
+    /// [`SETTLE_GAP_US`] of idle each: halts longer than a host's most polling (KVM's
+    /// default 200 µs), each of which shrinks an adaptive polling interval (KVM halves it, or
+    /// resets it to 0 with `halt_poll_ns_shrink` 0, and drops it to 0 below 10 µs), so the
+    /// measured wake-up finds the host not polling for that vCPU, whatever its own gap.
+    AfterLong,
 }
+
+/// Unmeasured wake-ups before each measured one in [`GapOrder::AfterLong`]: five halvings take
+/// KVM's default maximum of 200 µs below its 10 µs start, to 0.
+pub const SETTLE_WAKES: usize = 5;
+
+/// Their idle gap, µs: ten times KVM's default most polling.
+pub const SETTLE_GAP_US: u64 = 2_000;
 
 /// One gap of the probe.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -228,28 +241,34 @@ fn waker_rounds(
     let mut waits: Vec<LatencyRecorder> = (0..n).map(|_| LatencyRecorder::new()).collect();
     let mut idles: Vec<Vec<f64>> = vec![Vec::with_capacity(rounds); n];
     let mut gaps: Vec<usize> = (0..n).collect();
-    // Each wake-up's gap, in the order they are made.
-    let mut sequence: Vec<usize> = Vec::with_capacity(rounds * n);
+    // Each wake-up's gap, in the order they are made: (µs, the gap's index if it is measured).
+    let mut sequence: Vec<(u64, Option<usize>)> = Vec::with_capacity(rounds * n);
+    let measured = |g: usize| (CPU_WAKE_GAPS_US[g], Some(g));
     match order {
-        GapOrder::Shuffled => {
+        GapOrder::Shuffled | GapOrder::AfterLong => {
             for _ in 0..rounds {
                 gaps.shuffle(&mut rng);
-                sequence.extend_from_slice(&gaps);
+                for &g in &gaps {
+                    if order == GapOrder::AfterLong {
+                        sequence.extend(std::iter::repeat_n((SETTLE_GAP_US, None), SETTLE_WAKES));
+                    }
+                    sequence.push(measured(g));
+                }
             }
         }
         GapOrder::Blocks => {
             gaps.shuffle(&mut rng);
             for &g in &gaps {
-                sequence.extend(std::iter::repeat_n(g, rounds));
+                sequence.extend(std::iter::repeat_n(measured(g), rounds));
             }
         }
     }
     let mut msg = [0u8; 16];
     // The report before the first wake-up.
     spin_read_report(link, &mut msg)?;
-    for &g in &sequence {
+    for &(gap_us, timed) in &sequence {
         let blocks = u64::from_le_bytes(msg[8..].try_into().expect("8 bytes"));
-        let due = blocks + CPU_WAKE_GAPS_US[g] * NS_PER_US;
+        let due = blocks + gap_us * NS_PER_US;
         while worker::monotonic_ns() < due {
             std::hint::spin_loop();
         }
@@ -267,6 +286,7 @@ fn waker_rounds(
             }
         }
         spin_read_report(link, &mut msg)?;
+        let Some(g) = timed else { continue };
         let ran = u64::from_le_bytes(msg[..8].try_into().expect("8 bytes"));
         waits[g].record_ns(ran.saturating_sub(written));
         idles[g].push(written.saturating_sub(blocks) as f64 / NS_PER_US as f64);
@@ -327,6 +347,7 @@ pub fn comment(p: &CpuWakeProbe) -> String {
         match p.order {
             GapOrder::Shuffled => "one per gap a round, shuffled",
             GapOrder::Blocks => "each gap's back to back",
+            GapOrder::AfterLong => "shuffled, each after five 2 ms idles",
         }
     );
     for chunk in points.chunks(3) {
@@ -356,6 +377,12 @@ mod tests {
             assert!(g.idle_us_p50 >= g.gap_us as f64, "{g:?}");
         }
         assert!(comment(&p).lines().all(|l| l.starts_with('#')));
+        // The settling wake-ups before each measured one are not counted; the gaps are.
+        let after_long = probe(2, GapOrder::AfterLong, 1).unwrap();
+        assert!(
+            after_long.gaps.iter().all(|g| g.wakes == 2),
+            "{after_long:?}"
+        );
         // The costs file's lines read back as the probe's curve, or hold none where the idle
         // times did not rise (three wake-ups a gap on a machine running other tests may not).
         #[derive(serde::Deserialize)]

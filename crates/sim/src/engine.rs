@@ -1150,10 +1150,13 @@ impl<'a> Machine<'a> {
     }
 
     /// [`Machine::read_wake_ns`] for a task a read's completion places on idle CPU `cpu` at
-    /// `t`, that CPU's idle time as [`Machine::idle_cpu_wake_ns`] reads it.
+    /// `t`, that CPU's idle time as [`Machine::idle_cpu_wake_ns`] reads it (and, as there,
+    /// nothing where a task sim runs there at `t`: that CPU is awake).
     pub fn read_wake_on_ns(&self, cpu: usize, t: u64) -> u64 {
-        let idle = self.tlbs.idle_since(cpu, t).map_or(0, |since| t - since);
-        self.read_wake_ns(cpu, idle)
+        match self.tlbs.idle_since(cpu, t) {
+            Some(since) => self.read_wake_ns(cpu, t - since),
+            None => 0,
+        }
     }
 
     /// [`Machine::read_wake_ns`] for the foreground's task, which sim does not place: it runs

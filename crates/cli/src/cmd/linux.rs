@@ -20,6 +20,7 @@ pub struct Args {
 enum WakeOrder {
     Shuffled,
     Blocks,
+    AfterLong,
 }
 
 #[derive(Subcommand)]
@@ -123,8 +124,10 @@ enum Action {
         rounds: u32,
         /// `shuffled`: one wake-up per gap each round, the gaps in a new shuffled order each
         /// round (what `calibrate` runs); `blocks`: each gap's wake-ups back to back, so the
-        /// CPU has idled the same gap before each (a host that adapts its halt polling to a
-        /// vCPU's recent halts tells the two apart).
+        /// CPU has idled the same gap before each; `after-long`: as shuffled, each wake-up
+        /// after five unmeasured ones that follow 2 ms of idle (a host that adapts its halt
+        /// polling to a vCPU's recent halts polls for the second order's short gaps and not
+        /// for the third's).
         #[arg(long, value_enum, default_value_t = WakeOrder::Shuffled)]
         order: WakeOrder,
         #[arg(long, default_value_t = 1)]
@@ -323,6 +326,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             let order = match order {
                 WakeOrder::Shuffled => probe::GapOrder::Shuffled,
                 WakeOrder::Blocks => probe::GapOrder::Blocks,
+                WakeOrder::AfterLong => probe::GapOrder::AfterLong,
             };
             let p = probe::probe(rounds as usize, order, seed)?;
             if json {
