@@ -34,6 +34,11 @@ const CASES: &[(&[&str], &[&str])] = &[
         &["linux", "cpu-wake", "--order", "random"],
         &["--order", "blocks"],
     ),
+    // The halt-poll probe runs its own three orders: an order beside it would be ignored.
+    (
+        &["linux", "cpu-wake", "--halt-poll", "--order", "blocks"],
+        &["--halt-poll", "--order"],
+    ),
     // The per-request CSV belongs to a replay; alone it would be silently ignored.
     (
         &["linux", "check-device", "--replay-requests", "x.csv"],

@@ -343,6 +343,14 @@ pub struct CostOverrides {
     /// to an idle CPU costs.
     #[serde(default)]
     pub cpu_wake_curve: Option<Vec<crate::device::WakePoint>>,
+    /// The same wake-up as the host's adaptive halt polling prices it (crate::halt_poll): each
+    /// CPU carries the host's polling interval from halt to halt, grown by short halts and
+    /// shrunk by long ones; a wake-up within it costs `polled_wake_ns`, any other the
+    /// unpolled curve's wait at the halt's length. Measured by `nvmswap linux calibrate` (the
+    /// CPU wake-up probe back to back, after long idles and after one long idle). Where set, it
+    /// replaces `cpu_wake_curve` and `cpu_wake_ns` for the same wake-ups.
+    #[serde(default)]
+    pub cpu_halt_poll: Option<crate::halt_poll::HaltPollCosts>,
     /// How often the machine's other processes run a task on a CPU (runs per second, all
     /// their tasks together) and for how long each (ns): a browser's own helper processes, a
     /// system's daemons, on this project's test machine a sandbox agent that wakes every 50 ms.
@@ -469,6 +477,10 @@ impl CostOverrides {
         if let Some(curve) = &self.cpu_wake_curve {
             crate::device::check_wake_curve("costs.cpu_wake_curve", curve)
                 .map_err(|e| ("costs.cpu_wake_curve", e))?;
+        }
+        if let Some(h) = &self.cpu_halt_poll {
+            h.check("costs.cpu_halt_poll")
+                .map_err(|e| ("costs.cpu_halt_poll", e))?;
         }
         if let Some(classes) = &self.mapped_access_classes {
             crate::mapped_access::MappedAccessClass::check(classes)
@@ -1043,6 +1055,61 @@ mod tests {
             assert_eq!(field, "costs.cpu_wake_curve", "{bad}");
             assert!(why.contains("cpu_wake_curve[") , "{why}");
         }
+    }
+
+    #[test]
+    fn the_hosts_halt_polling_reads_from_toml_with_kvms_defaults_and_a_bad_one_names_the_part() {
+        let costs: CostOverrides = toml::from_str(
+            "cpu_halt_poll = { polled_wake_ns = 11000, unpolled_wake_curve = \
+             [{ idle_ns = 10000, extra_ns = 16000 }, { idle_ns = 20000000, extra_ns = 97000 }] }",
+        )
+        .unwrap();
+        assert!(costs.check().is_ok());
+        let h = costs.cpu_halt_poll.as_ref().unwrap();
+        assert_eq!(h.host, crate::halt_poll::HaltPolling::default());
+        assert_eq!(h.host.max_ns, 200_000);
+        assert_eq!(h.wake_ns(true, 5_000_000), 11_000);
+        assert_eq!(h.wake_ns(false, 10_000), 16_000);
+        let again: CostOverrides = toml::from_str(&toml::to_string(&costs).unwrap()).unwrap();
+        assert_eq!(again, costs);
+        let shrink0: CostOverrides = toml::from_str(
+            "cpu_halt_poll = { polled_wake_ns = 1, host = { shrink = 0 }, \
+             unpolled_wake_curve = [{ idle_ns = 1, extra_ns = 2 }] }",
+        )
+        .unwrap();
+        assert_eq!(shrink0.cpu_halt_poll.unwrap().host.shrink, 0);
+        for (bad, says) in [
+            (
+                "cpu_halt_poll = { polled_wake_ns = -1, unpolled_wake_curve = \
+                 [{ idle_ns = 1, extra_ns = 2 }] }",
+                "polled_wake_ns",
+            ),
+            (
+                "cpu_halt_poll = { polled_wake_ns = 1, unpolled_wake_curve = [] }",
+                "at least one point",
+            ),
+            (
+                "cpu_halt_poll = { polled_wake_ns = 1, unpolled_wake_curve = \
+                 [{ idle_ns = 5, extra_ns = 2 }, { idle_ns = 4, extra_ns = 2 }] }",
+                "unpolled_wake_curve[1].idle_ns",
+            ),
+            (
+                "cpu_halt_poll = { polled_wake_ns = 1, host = { grow_start_ns = 0 }, \
+                 unpolled_wake_curve = [{ idle_ns = 1, extra_ns = 2 }] }",
+                "grow_start_ns",
+            ),
+        ] {
+            let costs: CostOverrides = toml::from_str(bad).unwrap();
+            let (field, why) = costs.check().unwrap_err();
+            assert_eq!(field, "costs.cpu_halt_poll", "{bad}");
+            assert!(why.contains(says), "{why}");
+        }
+        // A misspelt host parameter is refused, not ignored.
+        assert!(toml::from_str::<CostOverrides>(
+            "cpu_halt_poll = { polled_wake_ns = 1, host = { shrinks = 0 }, \
+             unpolled_wake_curve = [{ idle_ns = 1, extra_ns = 2 }] }"
+        )
+        .is_err());
     }
 
     #[test]

@@ -13,6 +13,7 @@ pub mod cpu_sched;
 pub mod device;
 pub mod discard;
 pub mod dual_use;
+pub mod halt_poll;
 pub mod kinds;
 pub mod lru;
 pub mod mapped_access;

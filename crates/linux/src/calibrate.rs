@@ -147,6 +147,11 @@ pub struct Calibration {
     /// (`cpu_wake_unavailable` says why: one CPU).
     pub cpu_wake: Option<crate::cpu_wake_probe::CpuWakeProbe>,
     pub cpu_wake_unavailable: Option<String>,
+    /// The same wake-up in the three orders that show the host's adaptive halt polling
+    /// ([`crate::cpu_wake_probe::probe_halt_poll`]): `costs.cpu_halt_poll`. `None` where the
+    /// probe could not run (`cpu_halt_poll_unavailable` says why).
+    pub cpu_halt_poll: Option<crate::cpu_wake_probe::HaltPollProbe>,
+    pub cpu_halt_poll_unavailable: Option<String>,
     /// How often the machine's other processes run a task on a CPU, and how long
     /// ([`crate::other_processes::probe`]): `costs.other_process_runs_per_s` and
     /// `costs.other_process_run_ns`. `None` where /proc could not be read.
@@ -2034,6 +2039,13 @@ pub fn run(swap_dir: &Path, seed: u64) -> Result<Calibration, LinuxError> {
         Ok(p) => (Some(p), None),
         Err(e) => (None, Some(e.to_string())),
     };
+    let (cpu_halt_poll, cpu_halt_poll_unavailable) = match crate::cpu_wake_probe::probe_halt_poll(
+        crate::cpu_wake_probe::CPU_WAKE_ROUNDS,
+        seed,
+    ) {
+        Ok(p) => (Some(p), None),
+        Err(e) => (None, Some(e.to_string())),
+    };
     // Last and alone: the other processes are watched while this one sleeps. Load that came
     // up during the probes refuses the calibration as the check at the start does.
     let other_processes = crate::other_processes::probe(crate::other_processes::WINDOW)
@@ -2053,6 +2065,8 @@ pub fn run(swap_dir: &Path, seed: u64) -> Result<Calibration, LinuxError> {
         tab_second_unavailable,
         cpu_wake,
         cpu_wake_unavailable,
+        cpu_halt_poll,
+        cpu_halt_poll_unavailable,
         remote_shootdown,
         remote_shootdown_unavailable,
         kept_pages,
@@ -2570,6 +2584,11 @@ pub fn costs_toml(cal: &Calibration) -> String {
         (None, Some(why)) => out.push_str(&format!("# cpu_wake_curve: not measured ({why})\n")),
         (None, None) => {}
     }
+    match (&cal.cpu_halt_poll, &cal.cpu_halt_poll_unavailable) {
+        (Some(p), _) => out.push_str(&crate::cpu_wake_probe::halt_poll_costs_lines(p)),
+        (None, Some(why)) => out.push_str(&format!("# cpu_halt_poll: not measured ({why})\n")),
+        (None, None) => {}
+    }
     if let Some(o) = &cal.other_processes {
         out.push_str(&crate::other_processes::costs_lines(o));
     }
@@ -3005,6 +3024,8 @@ struct CostsFile {
     #[serde(default)]
     cpu_wake_curve: Option<Vec<nvmswap_core::device::WakePoint>>,
     #[serde(default)]
+    cpu_halt_poll: Option<nvmswap_core::halt_poll::HaltPollCosts>,
+    #[serde(default)]
     other_process_runs_per_s: Option<f64>,
     #[serde(default)]
     other_process_run_ns: Option<f64>,
@@ -3069,6 +3090,7 @@ pub fn load_costs(
         driver_answer_ns: file.driver_answer_ns,
         cpu_wake_ns: file.cpu_wake_ns,
         cpu_wake_curve: file.cpu_wake_curve,
+        cpu_halt_poll: file.cpu_halt_poll,
         other_process_runs_per_s: file.other_process_runs_per_s,
         other_process_run_ns: file.other_process_run_ns,
         // No probe measures it: the warm probe's misses are inside `tab_touch_ns`
@@ -3357,6 +3379,8 @@ mod tests {
                 ],
             }),
             cpu_wake_unavailable: None,
+            cpu_halt_poll: Some(crate::cpu_wake_probe::tests::halt_poll_probe(11.0)),
+            cpu_halt_poll_unavailable: None,
             other_processes: Some(crate::other_processes::OtherProcesses {
                 window_s: 2.0,
                 runs: 41,
@@ -3515,6 +3539,25 @@ mod tests {
                 .map(|p| (p.idle_ns, p.extra_ns))
                 .collect::<Vec<_>>(),
             [(24_000.0, 6_000.0), (5_010_000.0, 30_500.0)]
+        );
+        // The host's halt polling: the back-to-back wake-ups below the most polling (10, 12,
+        // 14 µs: 12), the after-long curve, a shrink that halves (the short wake-ups after one
+        // long idle, 11 and 12 µs, are the back-to-back ones', 10 and 12).
+        let h = lzo.cpu_halt_poll.as_ref().unwrap();
+        assert_eq!(h.polled_wake_ns, 12_000.0);
+        assert_eq!(h.host.shrink, 2);
+        assert_eq!(h.host.max_ns, 200_000);
+        assert_eq!(
+            h.unpolled_wake_curve
+                .iter()
+                .map(|p| (p.idle_ns, p.extra_ns))
+                .collect::<Vec<_>>(),
+            [
+                (12_000.0, 20_000.0),
+                (51_000.0, 24_000.0),
+                (101_000.0, 30_000.0),
+                (501_000.0, 45_000.0)
+            ]
         );
         assert_eq!(lzo.other_process_runs_per_s, Some(20.5));
         assert_eq!(lzo.other_process_run_ns, Some(35_000.0));
@@ -3711,6 +3754,8 @@ mod tests {
             tab_second_unavailable: Some("test".into()),
             cpu_wake: None,
             cpu_wake_unavailable: Some("test".into()),
+            cpu_halt_poll: None,
+            cpu_halt_poll_unavailable: Some("test".into()),
             other_processes: None,
             pages_per_probe: 1,
             queue_depth: 128,

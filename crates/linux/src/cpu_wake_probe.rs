@@ -27,6 +27,7 @@ use crate::affinity::CpuSet;
 use crate::error::LinuxError;
 use crate::worker;
 use nvmswap_core::device::WakePoint;
+use nvmswap_core::halt_poll::{HaltPollCosts, HaltPolling, KVM_MAX_HALT_POLL_NS};
 use nvmswap_core::metrics::LatencyRecorder;
 use nvmswap_core::results::LatencySummary;
 use nvmswap_core::NS_PER_US;
@@ -64,7 +65,22 @@ pub enum GapOrder {
     /// resets it to 0 with `halt_poll_ns_shrink` 0, and drops it to 0 below 10 µs), so the
     /// measured wake-up finds the host not polling for that vCPU, whatever its own gap.
     AfterLong,
+    /// As `Shuffled`, each measured wake-up after [`PRIME_WAKES`] unmeasured ones after
+    /// [`PRIME_GAP_US`] of idle (short halts that grow an adaptive polling interval to KVM's
+    /// default most, 200 µs, from nothing: 10, 20, 40, 80, 160, 200 µs) and one after
+    /// [`SETTLE_GAP_US`] (a long halt, which shrinks it once): the measured short gaps find the
+    /// host still polling if it halves the interval (`halt_poll_ns_shrink` 2: 100 µs), not if
+    /// it resets it (0).
+    AfterOneLong,
 }
+
+/// Unmeasured short wake-ups before the one long idle of [`GapOrder::AfterOneLong`]: six grow
+/// KVM's interval from 0 to its default most; two more to spare.
+pub const PRIME_WAKES: usize = 8;
+
+/// Their idle gap, µs: below KVM's default most polling (a halt shorter than the most grows
+/// the interval until it covers the halt, so this is what lets it reach 200 µs).
+pub const PRIME_GAP_US: u64 = 190;
 
 /// Unmeasured wake-ups before each measured one in [`GapOrder::AfterLong`]: five halvings take
 /// KVM's default maximum of 200 µs below its 10 µs start, to 0.
@@ -245,12 +261,18 @@ fn waker_rounds(
     let mut sequence: Vec<(u64, Option<usize>)> = Vec::with_capacity(rounds * n);
     let measured = |g: usize| (CPU_WAKE_GAPS_US[g], Some(g));
     match order {
-        GapOrder::Shuffled | GapOrder::AfterLong => {
+        GapOrder::Shuffled | GapOrder::AfterLong | GapOrder::AfterOneLong => {
             for _ in 0..rounds {
                 gaps.shuffle(&mut rng);
                 for &g in &gaps {
-                    if order == GapOrder::AfterLong {
-                        sequence.extend(std::iter::repeat_n((SETTLE_GAP_US, None), SETTLE_WAKES));
+                    match order {
+                        GapOrder::AfterLong => sequence
+                            .extend(std::iter::repeat_n((SETTLE_GAP_US, None), SETTLE_WAKES)),
+                        GapOrder::AfterOneLong => {
+                            sequence.extend(std::iter::repeat_n((PRIME_GAP_US, None), PRIME_WAKES));
+                            sequence.push((SETTLE_GAP_US, None));
+                        }
+                        _ => {}
                     }
                     sequence.push(measured(g));
                 }
@@ -307,22 +329,27 @@ pub fn costs_lines(p: &CpuWakeProbe) -> String {
     let mut out = comment(p);
     match p.curve() {
         Some(points) => {
-            let points: Vec<String> = points
-                .iter()
-                .map(|w| {
-                    format!(
-                        "{{ idle_ns = {:.0}, extra_ns = {:.0} }}",
-                        w.idle_ns, w.extra_ns
-                    )
-                })
-                .collect();
-            out.push_str(&format!("cpu_wake_curve = [{}]\n", points.join(", ")));
+            out.push_str(&format!("cpu_wake_curve = {}\n", curve_toml(&points)));
         }
         None => out.push_str(
             "# cpu_wake_curve: none (the measured idle times did not rise with the gaps)\n",
         ),
     }
     out
+}
+
+/// A wake-up curve as a TOML array of inline tables, to the nanosecond.
+fn curve_toml(points: &[WakePoint]) -> String {
+    let points: Vec<String> = points
+        .iter()
+        .map(|w| {
+            format!(
+                "{{ idle_ns = {:.0}, extra_ns = {:.0} }}",
+                w.idle_ns, w.extra_ns
+            )
+        })
+        .collect();
+    format!("[{}]", points.join(", "))
 }
 
 /// The costs file's comment on the probe (each line a TOML comment).
@@ -348,6 +375,7 @@ pub fn comment(p: &CpuWakeProbe) -> String {
             GapOrder::Shuffled => "one per gap a round, shuffled",
             GapOrder::Blocks => "each gap's back to back",
             GapOrder::AfterLong => "shuffled, each after five 2 ms idles",
+            GapOrder::AfterOneLong => "shuffled, each after eight 190 µs idles and one of 2 ms",
         }
     );
     for chunk in points.chunks(3) {
@@ -356,9 +384,199 @@ pub fn comment(p: &CpuWakeProbe) -> String {
     out
 }
 
+/// The gaps, µs, whose wake-ups tell whether the host polls: at most a quarter of KVM's
+/// default most polling, so that a measured halt (which runs a little past its gap) stays
+/// inside even a halved interval (100 µs).
+pub const SHORT_GAP_US: u64 = 50;
+
+/// How much quicker, at most, the back-to-back short wake-ups must be than those after long
+/// idles for the probe to say the host polls (an assumption, not a measurement: on this
+/// project's machine they were 0.5-0.6 times as long, 2026-12-04; one host that does not poll
+/// would give about 1).
+pub const POLLED_SHARE_MOST: f64 = 0.75;
+
+/// The three orders that show the host's adaptive halt polling (nvmswap_core::halt_poll), and
+/// the costs file's `cpu_halt_poll` they give.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct HaltPollProbe {
+    /// Each gap's wake-ups back to back: a short gap's are polled for.
+    pub blocks: CpuWakeProbe,
+    /// Each wake-up after long idles: none is polled for.
+    pub after_long: CpuWakeProbe,
+    /// Each wake-up after short idles and one long one: polled for if the host halves its
+    /// interval on a long halt, not if it resets it.
+    pub after_one_long: CpuWakeProbe,
+}
+
+/// Runs [`GapOrder::Blocks`], [`GapOrder::AfterLong`] and [`GapOrder::AfterOneLong`],
+/// `rounds` wake-ups per gap each (~25 s at 100).
+pub fn probe_halt_poll(rounds: usize, seed: u64) -> Result<HaltPollProbe, LinuxError> {
+    Ok(HaltPollProbe {
+        blocks: probe(rounds, GapOrder::Blocks, seed)?,
+        after_long: probe(rounds, GapOrder::AfterLong, seed)?,
+        after_one_long: probe(rounds, GapOrder::AfterOneLong, seed)?,
+    })
+}
+
+/// The median of `p`'s p50 waits over its gaps below `below_us`, µs.
+fn short_gaps_p50_us(p: &CpuWakeProbe, below_us: u64) -> Option<f64> {
+    let p50s: Vec<f64> = p
+        .gaps
+        .iter()
+        .filter(|g| g.gap_us < below_us && g.wakes > 0)
+        .map(|g| g.wait_us.p50)
+        .collect();
+    crate::calibrate::median(p50s)
+}
+
+/// What [`HaltPollProbe::costs`] compared, µs: the short gaps' waits in each order.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ShortWakes {
+    pub back_to_back: f64,
+    pub after_long: f64,
+    pub after_one_long: f64,
+}
+
+impl HaltPollProbe {
+    /// The short gaps' p50 waits (gaps of at most [`SHORT_GAP_US`]) in each order.
+    pub fn short_wakes(&self) -> Option<ShortWakes> {
+        Some(ShortWakes {
+            back_to_back: short_gaps_p50_us(&self.blocks, SHORT_GAP_US + 1)?,
+            after_long: short_gaps_p50_us(&self.after_long, SHORT_GAP_US + 1)?,
+            after_one_long: short_gaps_p50_us(&self.after_one_long, SHORT_GAP_US + 1)?,
+        })
+    }
+
+    /// The costs file's `cpu_halt_poll`: the polled wake-up (back to back after gaps shorter
+    /// than KVM's default most polling, median of the gaps' p50s), the unpolled one by idle
+    /// time (the after-long order's curve), and the host's shrink (2 where a short wake-up
+    /// after one long idle is nearer the polled than the unpolled one, else 0); KVM's defaults
+    /// for the rest. An error says why there is none: the short wake-ups back to back not
+    /// clearly quicker than after long idles (no polling to model: `cpu_wake_curve` stands),
+    /// or an after-long curve that does not describe the gaps.
+    pub fn costs(&self) -> Result<HaltPollCosts, String> {
+        let short = self
+            .short_wakes()
+            .ok_or("a short gap without a wake-up timed")?;
+        let clearly_quicker = short.back_to_back < POLLED_SHARE_MOST * short.after_long;
+        if !clearly_quicker {
+            return Err(format!(
+                "back-to-back short wake-ups ({:.1} µs) not clearly quicker than after long \
+                 idles ({:.1} µs): no halt polling shows",
+                short.back_to_back, short.after_long
+            ));
+        }
+        let polled_us = short_gaps_p50_us(&self.blocks, KVM_MAX_HALT_POLL_NS / NS_PER_US)
+            .ok_or("no back-to-back gap below the most polling")?;
+        let unpolled_wake_curve = self
+            .after_long
+            .curve()
+            .ok_or("the after-long idle times do not rise with the gaps")?;
+        let halves = (short.after_one_long - short.back_to_back).abs()
+            <= (short.after_one_long - short.after_long).abs();
+        Ok(HaltPollCosts {
+            polled_wake_ns: polled_us * NS_PER_US as f64,
+            unpolled_wake_curve,
+            host: HaltPolling {
+                shrink: if halves { 2 } else { 0 },
+                ..HaltPolling::default()
+            },
+        })
+    }
+}
+
+/// The costs file's lines for the host's halt polling: a comment on the three orders and
+/// `cpu_halt_poll`, or a comment saying why there is none.
+pub fn halt_poll_costs_lines(p: &HaltPollProbe) -> String {
+    let mut out = String::new();
+    for probe in [&p.blocks, &p.after_long, &p.after_one_long] {
+        out.push_str(&comment(probe));
+    }
+    if let Some(s) = p.short_wakes() {
+        out.push_str(&format!(
+            "# Gaps of at most {SHORT_GAP_US} µs, median p50: back to back {:.1} µs, after long \
+             idles {:.1}, after one long idle {:.1}\n",
+            s.back_to_back, s.after_long, s.after_one_long
+        ));
+    }
+    match p.costs() {
+        Ok(h) => {
+            out.push_str(&format!(
+                "cpu_halt_poll = {{ polled_wake_ns = {:.0}, host = {{ max_ns = {}, grow = {}, \
+                 grow_start_ns = {}, shrink = {} }}, unpolled_wake_curve = {} }}\n",
+                h.polled_wake_ns,
+                h.host.max_ns,
+                h.host.grow,
+                h.host.grow_start_ns,
+                h.host.shrink,
+                curve_toml(&h.unpolled_wake_curve)
+            ));
+        }
+        Err(why) => out.push_str(&format!("# cpu_halt_poll: none ({why})\n")),
+    }
+    out
+}
+
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
+
+    /// A halt-poll probe with known waits (µs): back to back 10, 12, 14, 40 at gaps of 10, 50,
+    /// 100, 500 µs; after long idles 20, 24, 30, 45; after one long idle `after_one_short`,
+    /// `after_one_short + 1`, 30, 45.
+    pub(crate) fn halt_poll_probe(after_one_short: f64) -> HaltPollProbe {
+        let gap = CpuWakeGap::one;
+        let of = |order, waits: [f64; 4]| CpuWakeProbe {
+            waker_cpu: 1,
+            sleeper_cpu: 0,
+            order,
+            rounds: 1,
+            gaps: vec![
+                gap(10, 12.0, waits[0]),
+                gap(50, 51.0, waits[1]),
+                gap(100, 101.0, waits[2]),
+                gap(500, 501.0, waits[3]),
+            ],
+        };
+        HaltPollProbe {
+            blocks: of(GapOrder::Blocks, [10.0, 12.0, 14.0, 40.0]),
+            after_long: of(GapOrder::AfterLong, [20.0, 24.0, 30.0, 45.0]),
+            after_one_long: of(
+                GapOrder::AfterOneLong,
+                [after_one_short, after_one_short + 1.0, 30.0, 45.0],
+            ),
+        }
+    }
+
+    #[test]
+    fn the_three_orders_give_the_polled_wake_the_unpolled_curve_and_the_shrink() {
+        // Short wake-ups after one long idle as quick as back to back: the host halves.
+        let halves = halt_poll_probe(11.0).costs().unwrap();
+        assert_eq!(halves.polled_wake_ns, 12_000.0);
+        assert_eq!(halves.host.shrink, 2);
+        assert_eq!(halves.unpolled_wake_curve.len(), 4);
+        assert_eq!(halves.unpolled_wake_curve[0].extra_ns, 20_000.0);
+        // As slow as after long idles: it resets.
+        let resets = halt_poll_probe(21.0).costs().unwrap();
+        assert_eq!(resets.host.shrink, 0);
+        assert_eq!(resets.polled_wake_ns, 12_000.0);
+        // Back to back not clearly quicker than after long idles: no polling to model.
+        let mut p = halt_poll_probe(11.0);
+        p.blocks = p.after_long.clone();
+        let why = p.costs().unwrap_err();
+        assert!(why.contains("no halt polling shows"), "{why}");
+        // The costs lines read back as the costs, or say why there are none.
+        #[derive(serde::Deserialize)]
+        struct Lines {
+            cpu_halt_poll: Option<HaltPollCosts>,
+        }
+        let lines: Lines = toml::from_str(&halt_poll_costs_lines(&halt_poll_probe(21.0))).unwrap();
+        assert_eq!(lines.cpu_halt_poll, Some(resets));
+        let none = halt_poll_costs_lines(&p);
+        let lines: Lines = toml::from_str(&none).unwrap();
+        assert_eq!(lines.cpu_halt_poll, None);
+        assert!(none.contains("# cpu_halt_poll: none ("), "{none}");
+    }
 
     #[test]
     fn the_probe_times_a_wake_up_after_every_gap() {
@@ -382,6 +600,11 @@ mod tests {
         assert!(
             after_long.gaps.iter().all(|g| g.wakes == 2),
             "{after_long:?}"
+        );
+        let after_one_long = probe(1, GapOrder::AfterOneLong, 1).unwrap();
+        assert!(
+            after_one_long.gaps.iter().all(|g| g.wakes == 1),
+            "{after_one_long:?}"
         );
         // The costs file's lines read back as the probe's curve, or hold none where the idle
         // times did not rise (three wake-ups a gap on a machine running other tests may not).

@@ -117,6 +117,11 @@ pub struct Costs {
     /// The same wake-up by how long the CPU idled (`costs.cpu_wake_curve`, calibrated): where
     /// set, [`Costs::idle_cpu_wake`] reads it instead of `cpu_wake`.
     pub cpu_wake_curve: Option<Vec<nvmswap_core::device::WakePoint>>,
+    /// The same wake-up as the host's adaptive halt polling prices it (`costs.cpu_halt_poll`,
+    /// calibrated; nvmswap_core::halt_poll): where set, the machine carries each CPU's polling
+    /// interval and charges a wake-up by it (`Machine::halt_wake_ns`) instead of
+    /// [`Costs::idle_cpu_wake`].
+    pub cpu_halt_poll: Option<nvmswap_core::halt_poll::HaltPollCosts>,
     /// The machine's other processes' tasks (`costs.other_process_runs_per_s`,
     /// `costs.other_process_run_ns`, calibrated): one every `period` ns on an idle CPU. None
     /// without them or at 0 runs a second (crate::tlb).
@@ -222,6 +227,7 @@ impl Costs {
             },
             cpu_wake: o.cpu_wake_ns.map_or(0, |v| v.max(0.0).round() as u64),
             cpu_wake_curve: o.cpu_wake_curve.clone(),
+            cpu_halt_poll: o.cpu_halt_poll.clone(),
             other_processes: match (o.other_process_runs_per_s, o.other_process_run_ns) {
                 (Some(rate), Some(run)) if rate > 0.0 => Some(crate::tlb::OtherProcesses {
                     period: (NS_PER_S as f64 / rate).round().max(1.0) as u64,

@@ -50,7 +50,7 @@ struct LifeCounts {
     /// Woken tabs that found a CPU idle.
     woken_on_idle_cpu: u64,
     /// Of those, the ones placed on an idle CPU other than the read's interrupt's (each waits
-    /// for that CPU's wake-up where an interrupt completes the read, `Machine::read_wake_ns`):
+    /// for that CPU's wake-up where an interrupt completes the read, `Machine::read_wake_on_ns`):
     /// the kernel's share comes from a trace (`scripts/sched-analyze`, "read done, bg" rows
     /// with "idle (other)").
     woken_on_other_idle_cpu: u64,
@@ -327,6 +327,7 @@ impl<'a> Driver<'a> {
         let m = &mut self.machine;
         m.sample(m.now);
         let counts = std::mem::take(&mut self.counts);
+        let halt_wakes = std::mem::take(&mut self.machine.halt_wakes);
         let mut out = self.machine.finish(workload.tabs_opened(), started);
         for (k, v) in [
             ("background_touches", counts.background_touches),
@@ -366,6 +367,26 @@ impl<'a> Driver<'a> {
             out.result.extra.insert(
                 "flush_ipi_time_taken_from_tasks_ms".into(),
                 (counts.flush_ipi_target_ns as f64 / nvmswap_core::NS_PER_MS as f64).into(),
+            );
+        }
+        if !halt_wakes.is_empty() {
+            let polled: Vec<u64> = halt_wakes.iter().filter(|w| w.1).map(|w| w.0).collect();
+            let unpolled: Vec<u64> = halt_wakes.iter().filter(|w| !w.1).map(|w| w.0).collect();
+            let halts = |v: &[u64]| {
+                if v.is_empty() {
+                    serde_json::Value::Null
+                } else {
+                    nvmswap_core::metrics::exact_distribution(v, nvmswap_core::NS_PER_US as f64)
+                }
+            };
+            out.result.extra.insert(
+                "cpu_halt_wakes".into(),
+                serde_json::json!({
+                    "polled": polled.len(),
+                    "unpolled": unpolled.len(),
+                    "polled_halt_us": halts(&polled),
+                    "unpolled_halt_us": halts(&unpolled),
+                }),
             );
         }
         if self.timing_draw != 0 {
@@ -656,7 +677,7 @@ impl<'a> Driver<'a> {
                     self.counts.woken_on_other_idle_cpu += 1;
                 }
                 // Placed on an idle CPU other than the interrupt's, it runs once that CPU is
-                // woken (`Machine::read_wake_ns`).
+                // woken (`Machine::read_wake_on_ns`).
                 let wake = self.machine.read_wake_on_ns(c, now);
                 self.task_woken(&mut tasks, &mut cpus, i, c, now, wake);
             }
@@ -1847,6 +1868,73 @@ mod tests {
             "{both} vs {kept_off}"
         );
         assert_eq!(fault(&["tab_cpus=1"], flat(7_000.0)), both + 7_000);
+    }
+
+    #[test]
+    fn a_cpu_the_host_still_polls_for_wakes_at_the_polled_cost() {
+        use nvmswap_core::device::WakePoint;
+        use nvmswap_core::halt_poll::{HaltPollCosts, HaltPolling};
+        let point = |idle_ns: f64, extra_ns: f64| WakePoint {
+            idle_ns,
+            extra_ns,
+            extra_p90_ns: None,
+        };
+        let halt_poll = HaltPollCosts {
+            polled_wake_ns: 5_000.0,
+            unpolled_wake_curve: vec![point(100_000.0, 40_000.0), point(2_100_000.0, 60_000.0)],
+            host: HaltPolling::default(),
+        };
+        let mut d = driver_with(&[]);
+        // Neither the flat charge nor the curve by idle time is used where the host's
+        // polling is modelled.
+        d.machine.costs.cpu_wake = 99_000;
+        d.machine.costs.cpu_wake_curve = Some(vec![point(1.0, 77_000.0)]);
+        d.machine.costs.cpu_halt_poll = Some(halt_poll.clone());
+        let m = &mut d.machine;
+        let tab = crate::tlb::Mm::Tab(0);
+        m.task_runs(0, 1_000_000, 1_100_000, tab);
+        // 100 µs tasks woken after 150 µs halts: the host's interval grows 10, 20, 40, 80,
+        // 160 µs on the first five (each unpolled: the curve's 40.5 µs at 150 µs), then polls
+        // long enough. Each halt counts once, though asked at the wake-up and again when the
+        // task runs (twice counted, the interval would outgrow the halts two halts sooner).
+        let mut t = 1_100_000;
+        let mut wake_after = |m: &mut crate::engine::Machine, halt: u64| {
+            let woken = t + halt;
+            let w = m.idle_cpu_wake_ns(0, woken);
+            m.task_runs(0, woken + w, woken + w + 100_000, tab);
+            t = woken + w + 100_000;
+            w
+        };
+        let waits: Vec<u64> = (0..7).map(|_| wake_after(m, 150_000)).collect();
+        assert_eq!(
+            waits,
+            [40_500, 40_500, 40_500, 40_500, 40_500, 5_000, 5_000]
+        );
+        // A halt past the host's most polling is unpolled and halves the interval (80 µs): a
+        // 50 µs halt then is polled for, a 100 µs one is not.
+        assert_eq!(wake_after(m, 2_100_000), 60_000);
+        assert_eq!(wake_after(m, 50_000), 5_000);
+        assert_eq!(wake_after(m, 100_000), 40_000);
+        // Nothing where a task still runs; the interrupt's CPU is not the machine's to charge
+        // for a read.
+        m.task_runs(0, t, t + 100_000, tab);
+        assert_eq!(m.idle_cpu_wake_ns(0, t + 50_000), 0);
+        assert_eq!(m.read_wake_on_ns(1, t + 5_000_000), 0);
+        // The foreground kept off the interrupt's CPU halts its own for its read's wait, the
+        // first halt there: unpolled, at the curve's wait (a flat one here).
+        let fault = |overrides: &[&str]| {
+            let mut d = driver_with(overrides);
+            d.machine.costs.cpu_halt_poll = Some(HaltPollCosts {
+                unpolled_wake_curve: vec![point(1.0, 7_000.0)],
+                ..halt_poll.clone()
+            });
+            d.open(0, 0).unwrap();
+            push_out(&mut d, 0, &[0]);
+            d.machine.use_tab(0);
+            let p = d.machine.tabs[0].page(0);
+            d.machine.touch(p, false).unwrap()
+        };
+        assert_eq!(fault(&["tab_cpus=1"]), fault(&[]) + 7_000);
     }
 
     #[test]

@@ -25,6 +25,7 @@
 
 use nvmswap_core::config::SystemConfig;
 use nvmswap_core::discard::{DiscardTarget, MemorySnapshot, TabRecency};
+use nvmswap_core::halt_poll::VcpuHalts;
 use nvmswap_core::lru::AnonLru;
 use nvmswap_core::progress::Progress;
 use nvmswap_core::reclaim::ScanBalance;
@@ -241,6 +242,12 @@ pub struct Machine<'a> {
     /// The CPUs as reclaim's remote TLB flushes see them (who runs where, who idles on
     /// `init_mm`), kept by the driver's schedule.
     pub tlbs: Tlbs,
+    /// Each CPU's halt polling by the host, carried from halt to halt where the costs price
+    /// wake-ups by it (`costs.cpu_halt_poll`; [`Machine::halt_wake_ns`]).
+    vcpu_halts: Vec<VcpuHalts>,
+    /// The charged wake-ups under the host's halt polling: each halt's length, ns, and
+    /// whether the host was polling for it (`extra.cpu_halt_wakes`).
+    pub halt_wakes: Vec<(u64, bool)>,
     /// The CPU of the task the machine runs: the foreground's (CPU 0) or, in a second, the
     /// tab's the driver runs ([`Machine::foreground`]).
     pub running_on: usize,
@@ -346,6 +353,8 @@ impl<'a> Machine<'a> {
             tabs: Vec::new(),
             recency: TabRecency::default(),
             discards: 0,
+            vcpu_halts: vec![VcpuHalts::default(); cfg.cpus.max(1) as usize],
+            halt_wakes: Vec::new(),
             tlbs: Tlbs::new(cfg.tab_cpus(), costs.remote_flush, costs.cpu_wake)
                 .with_idle_flush(costs.remote_flush_idle)
                 .with_target_cost(costs.remote_flush_target)
@@ -377,6 +386,11 @@ impl<'a> Machine<'a> {
     /// tabs' second, and the foreground on CPU 0 after it): what reclaim's flushes find there.
     pub fn task_runs(&mut self, cpu: usize, from: u64, until: u64, mm: Mm) {
         self.other_processes_until(from);
+        // The CPU's halt, if it idled, ends here (counted once: a wake-up charged for it
+        // already counted it).
+        if let Some(since) = self.tlbs.idle_since(cpu, from) {
+            self.halt_ends(cpu, since, from);
+        }
         if self.tlbs.runs(cpu, from, until, mm) {
             self.obs.emit(Event::TlbInitMm {
                 t: from,
@@ -1116,13 +1130,37 @@ impl<'a> Machine<'a> {
         completion_cpu(self.cfg.cpus) as usize
     }
 
-    /// How long an idle CPU `cpu` takes to run a task that slept on a read, once the read
-    /// completed, that CPU having idled `idle_ns`. On the interrupt's own CPU nothing: the task
-    /// is woken where the completion runs, and that CPU's wake-up from halt is inside the
-    /// device's calibrated wake-up curve (calibrate's wake probe runs its reads there: `nvmswap
+    /// [`Machine::read_wake_on_ns`] at a set idle time, the host's halt polling left out.
+    #[cfg(test)]
+    pub fn read_wake_ns(&self, cpu: usize, idle_ns: u64) -> u64 {
+        if !self.read_wakes_by_ipi(cpu) {
+            return 0;
+        }
+        self.costs.idle_cpu_wake(idle_ns)
+    }
+
+    /// Whether a read's completion wakes its task on `cpu` by an IPI from the interrupt's CPU.
+    fn read_wakes_by_ipi(&self, cpu: usize) -> bool {
+        cpu != self.irq_cpu() && self.backend.read_woken_by_interrupt()
+    }
+
+    /// How long idle CPU `cpu` takes at `t` to run a task woken onto it, by how long it has
+    /// idled as the tasks sim runs there tell ([`Machine::halt_wake_ns`]; crate::tlb
+    /// `Tlbs::idle_since`). 0 if a task runs there at `t`.
+    pub fn idle_cpu_wake_ns(&mut self, cpu: usize, t: u64) -> u64 {
+        match self.tlbs.idle_since(cpu, t) {
+            Some(since) => self.halt_wake_ns(cpu, since, t),
+            None => 0,
+        }
+    }
+
+    /// How long idle CPU `cpu` takes at `t` to run a task that slept on a read, once the read
+    /// completed ([`Machine::idle_cpu_wake_ns`] by its idle time). On the interrupt's own CPU
+    /// nothing: the task is woken where the completion runs, and that CPU's wake-up from halt is
+    /// inside the device's calibrated wake-up curve (calibrate's wake probe runs its reads there: `nvmswap
     /// linux check-device --completion-cpu`, 1,499 of 1,500 completions woke an unpinned reader
     /// on it). On another CPU the interrupt's CPU wakes it with an IPI and the halted vCPU must
-    /// be run again: [`crate::costs::Costs::idle_cpu_wake`], as the driver's told tabs pay it.
+    /// be run again ([`Machine::halt_wake_ns`]), as the driver's told tabs pay it.
     /// Nothing without an interrupt to wake the task (polling, hybrid polling's timer, a
     /// pool's synchronous read).
     ///
@@ -1131,46 +1169,60 @@ impl<'a> Machine<'a> {
     /// probe's 28.7 µs (docs/experiments/validation.md, "Where a read's completion wakes the
     /// tabs, traced"), and `nvmswap linux cpu-wake` (2026-12-04) found the wait growing with
     /// the CPU's idle time, 14-17 µs after 10-30 µs idle to 95-117 µs after 20 ms: a vCPU
-    /// halted briefly is still in the host's halt polling, one halted long is not.
-    pub fn read_wake_ns(&self, cpu: usize, idle_ns: u64) -> u64 {
-        if cpu == self.irq_cpu() || !self.backend.read_woken_by_interrupt() {
+    /// halted briefly is still in the host's halt polling, one halted long is not; and the
+    /// probe's orders show the polling adapting to the halts before (crate::costs `cpu_halt_poll`).
+    pub fn read_wake_on_ns(&mut self, cpu: usize, t: u64) -> u64 {
+        if !self.read_wakes_by_ipi(cpu) {
             return 0;
         }
-        self.costs.idle_cpu_wake(idle_ns)
+        self.idle_cpu_wake_ns(cpu, t)
     }
 
-    /// How long idle CPU `cpu` takes at `t` to run a task woken onto it, by how long it has
-    /// idled as the tasks sim runs there tell ([`crate::costs::Costs::idle_cpu_wake`];
-    /// crate::tlb `Tlbs::idle_since`). 0 if a task runs there at `t`.
-    pub fn idle_cpu_wake_ns(&self, cpu: usize, t: u64) -> u64 {
-        match self.tlbs.idle_since(cpu, t) {
-            Some(since) => self.costs.idle_cpu_wake(t - since),
-            None => 0,
+    /// The wake-up at `t` of CPU `cpu`, halted since `since`. With the host's halt polling
+    /// modelled (`costs.cpu_halt_poll`) the halt ends on that CPU's polling interval, which it
+    /// adapts, and costs the polled wake-up or the unpolled curve's; a halt counted before
+    /// (the same `since`) is not counted again. Else [`crate::costs::Costs::idle_cpu_wake`]
+    /// at the idle time.
+    fn halt_wake_ns(&mut self, cpu: usize, since: u64, t: u64) -> u64 {
+        let halt_ns = t.saturating_sub(since);
+        let Some(polled) = self.halt_ends(cpu, since, t) else {
+            return self.costs.idle_cpu_wake(halt_ns);
+        };
+        if halt_ns == 0 {
+            return 0;
         }
+        self.halt_wakes.push((halt_ns, polled));
+        let h = self
+            .costs
+            .cpu_halt_poll
+            .as_ref()
+            .expect("halt polling modelled");
+        h.wake_ns(polled, halt_ns)
     }
 
-    /// [`Machine::read_wake_ns`] for a task a read's completion places on idle CPU `cpu` at
-    /// `t`, that CPU's idle time as [`Machine::idle_cpu_wake_ns`] reads it (and, as there,
-    /// nothing where a task sim runs there at `t`: that CPU is awake).
-    pub fn read_wake_on_ns(&self, cpu: usize, t: u64) -> u64 {
-        match self.tlbs.idle_since(cpu, t) {
-            Some(since) => self.read_wake_ns(cpu, t - since),
-            None => 0,
+    /// CPU `cpu`'s halt since `since` ends at `t`: whether the host was polling for it, its
+    /// polling interval adapted (counted once per halt); None where the host's halt polling is
+    /// not modelled.
+    fn halt_ends(&mut self, cpu: usize, since: u64, t: u64) -> Option<bool> {
+        let h = self.costs.cpu_halt_poll.as_ref()?;
+        if cpu >= self.vcpu_halts.len() {
+            self.vcpu_halts.resize(cpu + 1, VcpuHalts::default());
         }
+        Some(self.vcpu_halts[cpu].halt_ends(&h.host, since, t))
     }
 
-    /// [`Machine::read_wake_ns`] for the foreground's task, which sim does not place: it runs
+    /// [`Machine::read_wake_on_ns`] for the foreground's task, which sim does not place: it runs
     /// between the tabs' seconds with the other CPUs idle, and its own CPU idles from its sleep
     /// on the read (`slept_at`) to the read's completion (`ready_at`). Where the tabs may run
     /// on the interrupt's CPU it is taken to run there (the kernel's tab in front: traced on
     /// 2026-12-04, 1,620 of its 1,625 read wake-ups on two CPUs landed on the interrupt's CPU,
     /// validation.md); where they may not (`tab_cpus` below `cpus`), every read wakes it on
     /// its own idle CPU.
-    fn foreground_read_wake_ns(&self, slept_at: u64, ready_at: u64) -> u64 {
-        if self.irq_cpu() < self.cfg.tab_cpus() as usize {
+    fn foreground_read_wake_ns(&mut self, slept_at: u64, ready_at: u64) -> u64 {
+        if self.irq_cpu() < self.cfg.tab_cpus() as usize || !self.read_wakes_by_ipi(0) {
             return 0;
         }
-        self.read_wake_ns(0, ready_at.saturating_sub(slept_at))
+        self.halt_wake_ns(0, slept_at, ready_at)
     }
 
     /// When the back-end's next event is due, if any.

@@ -21,6 +21,7 @@ enum WakeOrder {
     Shuffled,
     Blocks,
     AfterLong,
+    AfterOneLong,
 }
 
 #[derive(Subcommand)]
@@ -127,9 +128,17 @@ enum Action {
         /// CPU has idled the same gap before each; `after-long`: as shuffled, each wake-up
         /// after five unmeasured ones that follow 2 ms of idle (a host that adapts its halt
         /// polling to a vCPU's recent halts polls for the second order's short gaps and not
-        /// for the third's).
+        /// for the third's); `after-one-long`: as shuffled, each wake-up after eight
+        /// unmeasured ones after 190 µs of idle and one after 2 ms (a host that halves its
+        /// polling on a long halt, as KVM's default does, still polls for the short gaps; one
+        /// that resets it does not).
         #[arg(long, value_enum, default_value_t = WakeOrder::Shuffled)]
         order: WakeOrder,
+        /// Run what `calibrate` runs for the host's halt polling instead: the blocks,
+        /// after-long and after-one-long orders, then the `cpu_halt_poll` line they give (or
+        /// why none).
+        #[arg(long, conflicts_with = "order")]
+        halt_poll: bool,
         #[arg(long, default_value_t = 1)]
         seed: u64,
         /// Print the measurements as JSON on stdout.
@@ -319,14 +328,35 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         Action::CpuWake {
             rounds,
             order,
+            halt_poll,
             seed,
             json,
         } => {
             use nvmswap_linux::cpu_wake_probe as probe;
+            if halt_poll {
+                let p = probe::probe_halt_poll(rounds as usize, seed)?;
+                if json {
+                    let costs = p.costs();
+                    let v = serde_json::json!({
+                        "schema": "nvmswap.cpu_wake/1",
+                        "halt_poll": p,
+                        "cpu_halt_poll": costs.as_ref().ok(),
+                        "cpu_halt_poll_none": costs.as_ref().err(),
+                    });
+                    println!("{}", serde_json::to_string_pretty(&v)?);
+                    return Ok(());
+                }
+                for one in [&p.blocks, &p.after_long, &p.after_one_long] {
+                    print_cpu_wake_gaps(one);
+                }
+                print!("{}", probe::halt_poll_costs_lines(&p));
+                return Ok(());
+            }
             let order = match order {
                 WakeOrder::Shuffled => probe::GapOrder::Shuffled,
                 WakeOrder::Blocks => probe::GapOrder::Blocks,
                 WakeOrder::AfterLong => probe::GapOrder::AfterLong,
+                WakeOrder::AfterOneLong => probe::GapOrder::AfterOneLong,
             };
             let p = probe::probe(rounds as usize, order, seed)?;
             if json {
@@ -334,20 +364,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
                 println!("{}", serde_json::to_string_pretty(&v)?);
                 return Ok(());
             }
-            println!(
-                "A thread on CPU {} woken from CPU {}, {} wake-ups per gap, {:?} (µs from the write to its running)",
-                p.sleeper_cpu, p.waker_cpu, p.rounds, p.order
-            );
-            println!(
-                "{:>8} {:>10} {:>8} {:>8} {:>8}",
-                "gap", "idle p50", "p50", "p90", "p99"
-            );
-            for g in &p.gaps {
-                println!(
-                    "{:>8} {:>10.1} {:>8.1} {:>8.1} {:>8.1}",
-                    g.gap_us, g.idle_us_p50, g.wait_us.p50, g.wait_us.p90, g.wait_us.p99
-                );
-            }
+            print_cpu_wake_gaps(&p);
             print!("{}", probe::costs_lines(&p));
             Ok(())
         }
@@ -874,6 +891,24 @@ fn d2c_row(
         "{label} | {:8.0} {:6.0} | {:8.0} {:6.0} | {:8.0} {:6.0} | {:9.0} {:6.0}",
         disk.p50, model.p50, disk.p90, model.p90, disk.p99, model.p99, disk.mean, model.mean
     )
+}
+
+/// `nvmswap linux cpu-wake`'s table of one probe's gaps.
+fn print_cpu_wake_gaps(p: &nvmswap_linux::cpu_wake_probe::CpuWakeProbe) {
+    println!(
+            "A thread on CPU {} woken from CPU {}, {} wake-ups per gap, {:?} (µs from the write to its running)",
+            p.sleeper_cpu, p.waker_cpu, p.rounds, p.order
+        );
+    println!(
+        "{:>8} {:>10} {:>8} {:>8} {:>8}",
+        "gap", "idle p50", "p50", "p90", "p99"
+    );
+    for g in &p.gaps {
+        println!(
+            "{:>8} {:>10.1} {:>8.1} {:>8.1} {:>8.1}",
+            g.gap_us, g.idle_us_p50, g.wait_us.p50, g.wait_us.p90, g.wait_us.p99
+        );
+    }
 }
 
 #[cfg(test)]
