@@ -2,6 +2,26 @@
 
 use clap::{Parser, Subcommand};
 
+/// std's `println!`, except that a closed standard output stops the printing, not the
+/// command (crate::stdout).
+macro_rules! println {
+    () => {
+        $crate::stdout::write(format_args!(""), true)
+    };
+    ($($arg:tt)*) => {
+        $crate::stdout::write(format_args!($($arg)*), true)
+    };
+}
+
+/// std's `print!`, with `println!`'s care for a closed standard output.
+macro_rules! print {
+    ($($arg:tt)*) => {
+        $crate::stdout::write(format_args!($($arg)*), false)
+    };
+}
+
+mod stdout;
+
 mod args;
 mod cmd;
 mod longtable;

@@ -417,3 +417,24 @@ fn sizes_with_units_are_accepted_in_set_and_toml() {
     assert_eq!(bytes, file);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// A reader that goes away (`nvmswap ... | head`) stops the printing, not the command: no
+/// panic, the command's own exit status, and its stderr as ever. The read end of the pipe is
+/// closed before the command starts, so its first write finds no reader.
+#[test]
+fn a_closed_standard_output_stops_the_printing_not_the_command() {
+    for args in [&["devices"][..], &["devices", "--json"][..]] {
+        let (reader, writer) = std::io::pipe().unwrap();
+        drop(reader);
+        let out = Command::new(env!("CARGO_BIN_EXE_nvmswap"))
+            .args(args)
+            .stdout(writer)
+            .stderr(std::process::Stdio::piped())
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "{args:?}: {:?}: {stderr}", out.status);
+        assert!(!stderr.contains("panicked"), "{args:?}: {stderr}");
+        assert!(!stderr.contains("Broken pipe"), "{args:?}: {stderr}");
+    }
+}

@@ -109,13 +109,13 @@ pub struct Costs {
     /// scheduled (every tab is told at the second's start).
     pub driver: Option<DriverCosts>,
     /// A task woken onto an idle CPU waits this long for it (`costs.cpu_wake_ns`, calibrated),
-    /// else 0. Used, where no `cpu_wake_curve` is given, for the tabs the driver tells and for
-    /// a task a read's completion interrupt wakes onto an idle CPU other than its own
-    /// ([`Costs::idle_cpu_wake`]), and always as the least a remote TLB flush to an idle CPU on
-    /// `init_mm` costs its reclaimer (crate::tlb).
+    /// else 0. Used, where neither `cpu_wake_curve` nor `cpu_halt_poll` is given, for the tabs
+    /// the driver tells and for a task a read's completion interrupt wakes onto an idle CPU
+    /// other than its own ([`Costs::idle_cpu_wake`]), and always as the least a remote TLB
+    /// flush to an idle CPU on `init_mm` costs its reclaimer (crate::tlb).
     pub cpu_wake: u64,
     /// The same wake-up by how long the CPU idled (`costs.cpu_wake_curve`, calibrated): where
-    /// set, [`Costs::idle_cpu_wake`] reads it instead of `cpu_wake`.
+    /// set (and `cpu_halt_poll` not), [`Costs::idle_cpu_wake`] reads it instead of `cpu_wake`.
     pub cpu_wake_curve: Option<Vec<nvmswap_core::device::WakePoint>>,
     /// The same wake-up as the host's adaptive halt polling prices it (`costs.cpu_halt_poll`,
     /// calibrated; nvmswap_core::halt_poll): where set, the machine carries each CPU's polling
