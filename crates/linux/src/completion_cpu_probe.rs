@@ -3,7 +3,8 @@
 //!
 //! Why: this machine's swap disk (vda) has one hardware queue, whose interrupt
 //! (`virtio1-req.0`) the kernel delivers to CPU 1 of 2 only. The guest's idle loop halts at once
-//! (cpuidle driver `haltpoll` with `guest_halt_poll_ns` 0: no polling in the guest), so an
+//! (no polling in the guest: cpuidle driver `haltpoll` with `guest_halt_poll_ns` 0 on earlier
+//! machines, no cpuidle driver at all on 2026-12-04's), so an
 //! interrupt aimed at an idle vCPU first has the host wake it. In the kernel's pressure runs with
 //! the tabs confined to CPU 0 (`linux-swapfile-cpu0`) CPU 1 is idle but for those interrupts, and
 //! the lone writes' D2C p50 was 142-220 µs where the runs on both CPUs had 104-180 (the matrix of

@@ -10,7 +10,8 @@
 //! halt polling, at most `halt_poll_ns`, 200 µs by default; the host's value is not visible
 //! from the guest) and runs again almost at once; otherwise the host has to schedule its
 //! thread again. The guest itself does not poll (cpuidle `haltpoll` with `guest_halt_poll_ns`
-//! 0 on this machine).
+//! 0 on earlier machines; on 2026-12-04's no cpuidle driver at all, `current_driver` `none`,
+//! so `haltpoll`'s `guest_halt_poll_ns` of 200 µs there was not in use).
 //!
 //! The probe: two threads joined by a Unix socket pair, the waker confined to the machine's last
 //! CPU (where this machine, and sim, take the swap disk's completion interrupt) and the sleeper
@@ -391,8 +392,8 @@ pub const SHORT_GAP_US: u64 = 50;
 
 /// How much quicker, at most, the back-to-back short wake-ups must be than those after long
 /// idles for the probe to say the host polls (an assumption, not a measurement: on this
-/// project's machine they were 0.5-0.6 times as long, 2026-12-04; one host that does not poll
-/// would give about 1).
+/// project's machine they were 0.4-0.55 times as long in five runs, 2026-12-04; a host that
+/// does not poll would give about 1).
 pub const POLLED_SHARE_MOST: f64 = 0.75;
 
 /// The three orders that show the host's adaptive halt polling (nvmswap_core::halt_poll), and

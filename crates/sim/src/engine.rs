@@ -1157,9 +1157,9 @@ impl<'a> Machine<'a> {
     /// How long idle CPU `cpu` takes at `t` to run a task that slept on a read, once the read
     /// completed ([`Machine::idle_cpu_wake_ns`] by its idle time). On the interrupt's own CPU
     /// nothing: the task is woken where the completion runs, and that CPU's wake-up from halt is
-    /// inside the device's calibrated wake-up curve (calibrate's wake probe runs its reads there: `nvmswap
-    /// linux check-device --completion-cpu`, 1,499 of 1,500 completions woke an unpinned reader
-    /// on it). On another CPU the interrupt's CPU wakes it with an IPI and the halted vCPU must
+    /// inside the device's calibrated wake-up curve (calibrate's wake probe runs its reads
+    /// there: `nvmswap linux check-device --completion-cpu`, 1,499 of 1,500 completions woke an
+    /// unpinned reader on it). On another CPU the interrupt's CPU wakes it with an IPI and the halted vCPU must
     /// be run again ([`Machine::halt_wake_ns`]), as the driver's told tabs pay it.
     /// Nothing without an interrupt to wake the task (polling, hybrid polling's timer, a
     /// pool's synchronous read).
