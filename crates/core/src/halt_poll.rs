@@ -97,7 +97,9 @@ impl HaltPolling {
                 s => poll_ns / s,
             }
         } else if poll_ns < self.max_ns && halt_ns < self.max_ns && self.grow > 0 {
-            (poll_ns * self.grow)
+            // Saturating: a costs file may give any `max_ns` and `grow`.
+            poll_ns
+                .saturating_mul(self.grow)
                 .max(self.grow_start_ns)
                 .min(self.max_ns)
         } else {
@@ -234,6 +236,14 @@ mod tests {
         w.halt_ends(&reset, 10_000_000, 12_000_000);
         assert_eq!(w.poll_ns(), 0);
         assert!(!w.halt_ends(&reset, 13_000_000, 13_010_000));
+        // Parameters as large as a costs file may give: the interval grows to the most
+        // without overflowing.
+        let huge = HaltPolling {
+            max_ns: u64::MAX,
+            grow: u64::MAX,
+            ..p
+        };
+        assert_eq!(huge.next_interval(10_000, 20_000), u64::MAX);
     }
 
     #[test]
