@@ -218,6 +218,10 @@ pub struct SecondPhases {
     /// Each told tab's wait, and whether it began on another CPU than the one the driver told
     /// it from (a remote wake-up).
     pub tab_waits_ns: Vec<(u64, bool)>,
+    /// The driver's tells by the CPU it told from, one count per CPU of the machine: where the
+    /// driver runs decides where its sync wake-ups place the tabs and whom the disk's
+    /// interrupt CPU (the machine's last on both substrates) finds running.
+    pub tells_by_cpu: Vec<u64>,
 }
 
 impl SecondPhases {
@@ -245,8 +249,18 @@ impl SecondPhases {
         self.tab_waits_ns.extend(tab_waits_ns);
     }
 
+    /// The driver told a tab from CPU `cpu` of a machine of `cpus` CPUs (a CPU beyond them
+    /// widens the count).
+    pub fn told_from(&mut self, cpu: usize, cpus: usize) {
+        let n = cpus.max(cpu + 1);
+        if self.tells_by_cpu.len() < n {
+            self.tells_by_cpu.resize(n, 0);
+        }
+        self.tells_by_cpu[cpu] += 1;
+    }
+
     /// `{seconds, touch_sets_s, telling_s, working_s, reading_s, driver_cpu_s,
-    /// driver_preempted_telling, tabs_told,
+    /// driver_preempted_telling, tabs_told, tells_by_cpu,
     /// remote_wake_share, tab_wait_us, tab_wait_remote_us, tab_wait_local_us}`, each wait
     /// `{mean, p50, p99, max}`.
     pub fn to_json(&self) -> serde_json::Value {
@@ -273,6 +287,7 @@ impl SecondPhases {
             "driver_cpu_s": s(self.driver_cpu_ns),
             "driver_preempted_telling": self.driver_preempted_telling,
             "tabs_told": self.tab_waits_ns.len(),
+            "tells_by_cpu": self.tells_by_cpu,
             "tab_wait_us": waits(None),
         })
     }
@@ -750,6 +765,14 @@ mod tests {
         assert_eq!(j["tab_wait_remote_us"]["max"], 0.005);
         assert_eq!(j["tab_wait_local_us"]["max"], 0.04);
         assert_eq!(j["tab_wait_us"]["p50"], 0.005);
+        assert_eq!(j["tells_by_cpu"], serde_json::json!([]));
+        // Tells by CPU: one count per CPU of the machine, whichever the driver told from.
+        p.told_from(1, 2);
+        p.told_from(1, 2);
+        assert_eq!(p.to_json()["tells_by_cpu"], serde_json::json!([0, 2]));
+        p.told_from(0, 2);
+        p.told_from(3, 2);
+        assert_eq!(p.tells_by_cpu, vec![1, 2, 0, 1]);
     }
 
     #[test]

@@ -757,6 +757,10 @@ fn live_second(
     let second = life.second();
     let sets_done = worker::monotonic_ns();
     let preempted0 = worker::thread_preemptions();
+    // The machine's online CPUs (not the driver's affinity), for the driver's tells by CPU.
+    // SAFETY: sysconf reads a system value and touches no memory of ours.
+    let online = unsafe { libc::sysconf(libc::_SC_NPROCESSORS_ONLN) };
+    let cpus = usize::try_from(online).unwrap_or(1).max(1);
     let mut asked = Vec::new();
     let mut grown = 0u64;
     for ts in second {
@@ -768,6 +772,10 @@ fn live_second(
         }
         let driver_cpu = crate::tab::this_cpu();
         if p.live(ts.background_second, ts.grow) {
+            // (None where the kernel could not say: `this_cpu` gives u64::MAX.)
+            if let Some(c) = usize::try_from(driver_cpu).ok().filter(|&c| c < cpus) {
+                phases.told_from(c, cpus);
+            }
             asked.push((ts.tab, worker::monotonic_ns(), driver_cpu, ts.touches.len()));
         }
     }

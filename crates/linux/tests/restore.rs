@@ -275,6 +275,21 @@ fn swap_file_run_traces_the_swap_device_and_unmounts_what_it_mounted() {
         "{phases} life {life}"
     );
     assert!(phases["tabs_told"].as_u64().unwrap() > 0, "{phases}");
+    // Every tell counted by the CPU the driver told from, one count per online CPU (a tab
+    // told but killed before its answer counts there and not in `tabs_told`).
+    let by_cpu: Vec<u64> = phases["tells_by_cpu"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|n| n.as_u64().unwrap())
+        .collect();
+    assert!(
+        by_cpu.iter().sum::<u64>() >= phases["tabs_told"].as_u64().unwrap(),
+        "{phases}"
+    );
+    // SAFETY: sysconf reads a system value and touches no memory of ours.
+    let online = unsafe { libc::sysconf(libc::_SC_NPROCESSORS_ONLN) };
+    assert_eq!(by_cpu.len() as i64, online as i64, "{phases}");
     assert!(
         (0.0..=1.0).contains(&phase("remote_wake_share")),
         "{phases}"

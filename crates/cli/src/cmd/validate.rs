@@ -342,6 +342,21 @@ fn usual_lowest_priority(r: &RunResult) -> Option<f64> {
         .map(|(p, _)| p)
 }
 
+/// The share of the driver's tells made from the machine's last CPU, the one both substrates
+/// take the disk's completion interrupt on (`life_second_phases.tells_by_cpu`), in %.
+fn tells_from_last_cpu_pct(r: &RunResult) -> Option<f64> {
+    let by_cpu: Vec<f64> = r
+        .extra
+        .get("life_second_phases")?
+        .get("tells_by_cpu")?
+        .as_array()?
+        .iter()
+        .filter_map(|n| n.as_f64())
+        .collect();
+    let all: f64 = by_cpu.iter().sum();
+    (all > 0.0).then(|| 100.0 * by_cpu.last().copied().unwrap_or(0.0) / all)
+}
+
 /// Pages per write request on the swap device.
 fn linux_pages_per_write(r: &RunResult) -> Option<f64> {
     let requests = extra_at(r, &["blktrace", "write_requests"])?;
@@ -868,6 +883,10 @@ const MECHANISMS: &[Mechanism] = &[
         &["life_second_phases", "remote_wake_share"],
         100.0,
     ),
+    Mechanism {
+        label: "driver's tells from the interrupt's CPU %",
+        read: Read::Each(tells_from_last_cpu_pct, tells_from_last_cpu_pct),
+    },
     both(
         "told tab's wait to run us p50",
         &["life_second_phases", "tab_wait_us", "p50"],
