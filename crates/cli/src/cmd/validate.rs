@@ -702,6 +702,38 @@ const MECHANISMS: &[Mechanism] = &[
         "read D2C us p99, device empty",
         &["blktrace", "read_d2c_alone_us", "p99"],
     ),
+    // The same by request size: a device model that prices each further page too low or too
+    // high shows as a gap that grows with the size.
+    both(
+        "read D2C us p50, device empty, 1 page",
+        &["blktrace", "read_d2c_alone_by_pages_us", "1", "p50"],
+    ),
+    both(
+        "read D2C us p50, device empty, 2 pages",
+        &["blktrace", "read_d2c_alone_by_pages_us", "2", "p50"],
+    ),
+    both(
+        "read D2C us p50, device empty, 5-8 pages",
+        &["blktrace", "read_d2c_alone_by_pages_us", "5-8", "p50"],
+    ),
+    // One-page reads into an empty device by how long it had idled: the wake-up curve
+    // (`read_wake`) against the disk's, class by class.
+    both(
+        "read D2C us p50, 1 page, device idle 0-50 us",
+        &["blktrace", "read_d2c_alone_by_idle_us", "0-50", "p50"],
+    ),
+    both(
+        "read D2C us p50, 1 page, device idle 50-200 us",
+        &["blktrace", "read_d2c_alone_by_idle_us", "50-200", "p50"],
+    ),
+    both(
+        "read D2C us p50, 1 page, device idle 0.2-1 ms",
+        &["blktrace", "read_d2c_alone_by_idle_us", "200-1000", "p50"],
+    ),
+    both(
+        "read D2C us p50, 1 page, device idle 5 ms+",
+        &["blktrace", "read_d2c_alone_by_idle_us", "5000+", "p50"],
+    ),
     both("write Q2D us p50", &["blktrace", "write_q2d_us", "p50"]),
     both("write Q2D us p99", &["blktrace", "write_q2d_us", "p99"]),
     // Of Q2D, the waits for the writeback throttle and a request tag (blktrace's Q2G).

@@ -297,6 +297,13 @@ pub fn depth_at_dispatch(requests: &[(Op, Nanos, Nanos)]) -> [Vec<u64>; 2] {
 
 /// [`depth_at_dispatch`] per request, in the order given.
 fn depths_by_request(requests: &[(Op, Nanos, Nanos)]) -> Vec<u64> {
+    occupancy_by_request(requests).0
+}
+
+/// Per request, in the order given: the requests the device held at its dispatch, and, for one
+/// dispatched into an empty device after an earlier request, how long the device had been empty
+/// (its dispatch less the last completion before it).
+fn occupancy_by_request(requests: &[(Op, Nanos, Nanos)]) -> (Vec<u64>, Vec<Option<Nanos>>) {
     // Completions before dispatches at the same instant: a request that ended as another was
     // dispatched is no longer in the device.
     let mut events: Vec<(Nanos, u8, usize)> = Vec::with_capacity(2 * requests.len());
@@ -306,17 +313,52 @@ fn depths_by_request(requests: &[(Op, Nanos, Nanos)]) -> Vec<u64> {
     }
     events.sort_unstable();
     let mut depths = vec![0; requests.len()];
+    let mut idle = vec![None; requests.len()];
     let mut in_device: u64 = 0;
-    for (_, kind, i) in events {
+    let mut emptied_at: Option<Nanos> = None;
+    for (t, kind, i) in events {
         if kind == 0 {
             in_device -= 1;
+            if in_device == 0 {
+                emptied_at = Some(t);
+            }
         } else {
             depths[i] = in_device;
+            if in_device == 0 {
+                idle[i] = emptied_at.map(|e| t - e);
+            }
             in_device += 1;
         }
     }
     debug_assert_eq!(in_device, 0, "every dispatched request completed");
-    depths
+    (depths, idle)
+}
+
+/// The request sizes (pages, inclusive ranges) by which `{read,write}_d2c_alone_by_pages_us`
+/// splits the requests that found the device empty: a device that pays per page shows it as a
+/// rise from bucket to bucket, whatever the mix of sizes a run's read-ahead and plugs make. A
+/// definition of the statistic, not a model parameter.
+pub const ALONE_PAGE_BUCKETS: [(u64, u64); 6] =
+    [(1, 1), (2, 2), (3, 4), (5, 8), (9, 32), (33, u64::MAX)];
+
+/// The device's idle time before a dispatch (µs, half-open ranges) by which
+/// `{read,write}_d2c_alone_by_idle_us` splits the one-page requests that found the device
+/// empty: a device that wakes slowly after idling (the profile's `read_wake` / `write_wake`)
+/// shows as a rise from class to class, and a device slower than the model whatever its idle
+/// time as a gap in every class. A definition of the statistic, not a model parameter.
+pub const ALONE_IDLE_BUCKETS_US: [(u64, u64); 5] = [
+    (0, 50),
+    (50, 200),
+    (200, 1_000),
+    (1_000, 5_000),
+    (5_000, u64::MAX),
+];
+
+/// One size or idle class of the requests that found the device empty: its requests and their
+/// D2C's mean, p50 and p90 (µs).
+fn alone_class(rec: &crate::metrics::LatencyRecorder) -> serde_json::Value {
+    let s = rec.summary(crate::NS_PER_US);
+    serde_json::json!({ "requests": rec.count(), "mean": s.mean, "p50": s.p50, "p90": s.p90 })
 }
 
 /// The statistics of the requests' dispatch that both substrates report in `extra.blktrace`,
@@ -324,7 +366,12 @@ fn depths_by_request(requests: &[(Op, Nanos, Nanos)]) -> Vec<u64> {
 /// reads, the batches and the share of them completed together, per direction the device's
 /// depth at dispatch and the pages per request, and the D2C (µs) of the requests dispatched into
 /// an empty device (`{read,write}_d2c_alone_us`): the device's own service with nothing else in
-/// it, which compares the device model with the disk directly, whatever the arrivals.
+/// it, which compares the device model with the disk directly, whatever the arrivals; the same
+/// by request size (`{read,write}_d2c_alone_by_pages_us`, [`ALONE_PAGE_BUCKETS`]: requests, mean,
+/// p50, p90 per size), which separates what a request costs from what each page of it costs,
+/// and the one-page ones by how long the device had been empty before
+/// (`{read,write}_d2c_alone_by_idle_us`, [`ALONE_IDLE_BUCKETS_US`]; not the run's first
+/// request), which separates the device's wake-up from its service.
 pub fn dispatch_statistics(
     requests: &[(Op, Nanos, Nanos, u64)],
 ) -> serde_json::Map<String, serde_json::Value> {
@@ -337,7 +384,7 @@ pub fn dispatch_statistics(
         out.insert("batches".into(), batches.into());
         out.insert("batch_share_completed_together".into(), share.into());
     }
-    let depths = depths_by_request(&spans);
+    let (depths, idle_before) = occupancy_by_request(&spans);
     for (dir, name) in ["read", "write"].into_iter().enumerate() {
         let of_dir = || {
             requests
@@ -345,6 +392,25 @@ pub fn dispatch_statistics(
                 .zip(&depths)
                 .filter(move |(r, _)| (r.0 == Op::Write) as usize == dir)
         };
+        let mut by_idle: Vec<crate::metrics::LatencyRecorder> = ALONE_IDLE_BUCKETS_US
+            .iter()
+            .map(|_| crate::metrics::LatencyRecorder::new())
+            .collect();
+        let one_page_alone = requests
+            .iter()
+            .zip(&idle_before)
+            .filter(|(r, _)| (r.0 == Op::Write) as usize == dir && r.3 == 1);
+        for (r, idle) in one_page_alone {
+            let Some(idle_us) = idle.map(|ns| ns / crate::NS_PER_US) else {
+                continue;
+            };
+            let bucket = ALONE_IDLE_BUCKETS_US
+                .iter()
+                .position(|&(lo, hi)| (lo..hi).contains(&idle_us));
+            if let Some(b) = bucket {
+                by_idle[b].record_ns(r.2.saturating_sub(r.1));
+            }
+        }
         let counts = [
             ("depth_at_dispatch", of_dir().map(|(_, &d)| d).collect()),
             ("pages_per_request", of_dir().map(|(r, _)| r.3).collect()),
@@ -356,13 +422,50 @@ pub fn dispatch_statistics(
             }
         }
         let mut alone = crate::metrics::LatencyRecorder::new();
+        let mut by_pages: Vec<crate::metrics::LatencyRecorder> = ALONE_PAGE_BUCKETS
+            .iter()
+            .map(|_| crate::metrics::LatencyRecorder::new())
+            .collect();
         for (r, _) in of_dir().filter(|&(_, &d)| d == 0) {
-            alone.record_ns(r.2.saturating_sub(r.1));
+            let d2c = r.2.saturating_sub(r.1);
+            alone.record_ns(d2c);
+            let bucket = ALONE_PAGE_BUCKETS
+                .iter()
+                .position(|&(lo, hi)| (lo..=hi).contains(&r.3));
+            if let Some(b) = bucket {
+                by_pages[b].record_ns(d2c);
+            }
         }
         if alone.count() > 0 {
             let v = serde_json::to_value(alone.summary(crate::NS_PER_US))
                 .expect("a summary serialises");
             out.insert(format!("{name}_d2c_alone_us"), v);
+            let mut sizes = serde_json::Map::new();
+            for (&(lo, hi), rec) in ALONE_PAGE_BUCKETS.iter().zip(&by_pages) {
+                if rec.count() == 0 {
+                    continue;
+                }
+                let key = match (lo, hi) {
+                    (lo, hi) if lo == hi => lo.to_string(),
+                    (lo, u64::MAX) => format!("{lo}+"),
+                    (lo, hi) => format!("{lo}-{hi}"),
+                };
+                sizes.insert(key, alone_class(rec));
+            }
+            out.insert(format!("{name}_d2c_alone_by_pages_us"), sizes.into());
+        }
+        let mut idles = serde_json::Map::new();
+        for (&(lo, hi), rec) in ALONE_IDLE_BUCKETS_US.iter().zip(&by_idle) {
+            if rec.count() > 0 {
+                let key = match hi {
+                    u64::MAX => format!("{lo}+"),
+                    hi => format!("{lo}-{hi}"),
+                };
+                idles.insert(key, alone_class(rec));
+            }
+        }
+        if !idles.is_empty() {
+            out.insert(format!("{name}_d2c_alone_by_idle_us"), idles.into());
         }
     }
     out
@@ -552,6 +655,71 @@ mod tests {
         assert_eq!(s["read_depth_at_dispatch"]["max"].as_u64(), Some(1));
         assert_eq!(s["write_pages_per_request"]["mean"].as_f64(), Some(8.0));
         assert_eq!(s["read_pages_per_request"]["mean"].as_f64(), Some(2.0));
+        // By size: the one-page read (100 us) and the three-page one (60 us) apart; the
+        // two-page read was not alone; no bucket without requests.
+        let sizes = s["read_d2c_alone_by_pages_us"].as_object().unwrap();
+        assert_eq!(sizes.keys().collect::<Vec<_>>(), ["1", "3-4"], "{s:?}");
+        assert_eq!(sizes["1"]["requests"].as_u64(), Some(1));
+        assert!(near(&sizes["1"]["p50"], 100.0), "{s:?}");
+        assert!(near(&sizes["3-4"]["mean"], 60.0), "{s:?}");
+        assert!(!s.contains_key("write_d2c_alone_by_pages_us"), "{s:?}");
+        // By idle time, one-page requests only: the first read had no request before it, the
+        // two- and three-page ones are not of one page: no class.
+        assert!(!s.contains_key("read_d2c_alone_by_idle_us"), "{s:?}");
+    }
+
+    #[test]
+    fn one_page_requests_into_an_empty_device_are_split_by_how_long_it_idled() {
+        use super::{dispatch_statistics, Op};
+        let us = 1_000;
+        let reqs = [
+            // The first: no idle time before it (the device's history is unknown).
+            (Op::Read, 0, 20 * us, 1),
+            // 30 us after the device emptied: class 0-50.
+            (Op::Read, 50 * us, 75 * us, 1),
+            // A write overlapping the next read: the read is not alone.
+            (Op::Write, 80 * us, 400 * us, 8),
+            (Op::Read, 90 * us, 120 * us, 1),
+            // 600 us after the write, the device's last request, ended: class 200-1000.
+            (Op::Read, 1_000 * us, 1_040 * us, 1),
+            // 10 ms after: class 5000+.
+            (Op::Read, 11_040 * us, 11_140 * us, 1),
+        ];
+        let s = dispatch_statistics(&reqs);
+        let idle = s["read_d2c_alone_by_idle_us"].as_object().unwrap();
+        assert_eq!(
+            idle.keys().collect::<Vec<_>>(),
+            ["0-50", "200-1000", "5000+"],
+            "{s:?}"
+        );
+        let near = |v: &serde_json::Value, want: f64| (v.as_f64().unwrap() - want).abs() < 0.1;
+        assert!(near(&idle["0-50"]["p50"], 25.0), "{s:?}");
+        assert!(near(&idle["200-1000"]["p50"], 40.0), "{s:?}");
+        assert!(near(&idle["5000+"]["mean"], 100.0), "{s:?}");
+        assert_eq!(idle["0-50"]["requests"].as_u64(), Some(1));
+        // The write found the device empty (5 us after the second read) but is of eight pages:
+        // no idle class for writes.
+        assert!(!s.contains_key("write_d2c_alone_by_idle_us"), "{s:?}");
+    }
+
+    #[test]
+    fn the_idle_classes_cover_every_idle_time_once() {
+        use super::ALONE_IDLE_BUCKETS_US as B;
+        assert_eq!(B[0].0, 0);
+        assert_eq!(B[B.len() - 1].1, u64::MAX);
+        for w in B.windows(2) {
+            assert!(w[0].0 < w[0].1 && w[1].0 == w[0].1, "{w:?}");
+        }
+    }
+
+    #[test]
+    fn the_alone_size_buckets_cover_every_size_once() {
+        use super::ALONE_PAGE_BUCKETS as B;
+        assert_eq!(B[0].0, 1);
+        assert_eq!(B[B.len() - 1].1, u64::MAX);
+        for w in B.windows(2) {
+            assert!(w[0].0 <= w[0].1 && w[1].0 == w[0].1 + 1, "{w:?}");
+        }
     }
 
     #[test]
