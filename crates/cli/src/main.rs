@@ -3,24 +3,38 @@
 use clap::{Parser, Subcommand};
 
 /// std's `println!`, except that a closed standard output stops the printing, not the
-/// command (crate::stdout).
+/// command (crate::output).
 macro_rules! println {
     () => {
-        $crate::stdout::write(format_args!(""), true)
+        $crate::output::write($crate::output::Stream::Out, format_args!(""), true)
     };
     ($($arg:tt)*) => {
-        $crate::stdout::write(format_args!($($arg)*), true)
+        $crate::output::write($crate::output::Stream::Out, format_args!($($arg)*), true)
     };
 }
 
 /// std's `print!`, with `println!`'s care for a closed standard output.
 macro_rules! print {
     ($($arg:tt)*) => {
-        $crate::stdout::write(format_args!($($arg)*), false)
+        $crate::output::write($crate::output::Stream::Out, format_args!($($arg)*), false)
     };
 }
 
-mod stdout;
+/// std's `eprintln!`, except that a closed standard error stops the printing, not the command.
+macro_rules! eprintln {
+    ($($arg:tt)*) => {
+        $crate::output::write($crate::output::Stream::Err, format_args!($($arg)*), true)
+    };
+}
+
+/// std's `eprint!`, with `eprintln!`'s care for a closed standard error.
+macro_rules! eprint {
+    ($($arg:tt)*) => {
+        $crate::output::write($crate::output::Stream::Err, format_args!($($arg)*), false)
+    };
+}
+
+mod output;
 
 mod args;
 mod cmd;

@@ -28,7 +28,7 @@ pub fn init(quiet: bool, verbose: u8) {
         _ => tracing::Level::TRACE,
     };
     let _ = tracing_subscriber::fmt()
-        .with_writer(std::io::stderr)
+        .with_writer(|| crate::output::Stderr)
         .with_max_level(max)
         .with_ansi(std::io::stderr().is_terminal())
         .event_format(Plain)

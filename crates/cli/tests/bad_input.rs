@@ -438,3 +438,40 @@ fn a_closed_standard_output_stops_the_printing_not_the_command() {
         assert!(!stderr.contains("Broken pipe"), "{args:?}: {stderr}");
     }
 }
+
+/// The same for standard error (`nvmswap ... 2>&1 | head`): a refused command still exits with
+/// its error status (2, not a panic's 101), and a run whose progress lines find no reader
+/// still runs to its end and prints its results. The read end is closed before the command
+/// starts.
+#[test]
+fn a_closed_standard_error_stops_the_diagnostics_not_the_command() {
+    let dir = scratch("closed-stderr");
+    let run = |args: &[&str]| {
+        let (reader, writer) = std::io::pipe().unwrap();
+        drop(reader);
+        Command::new(env!("CARGO_BIN_EXE_nvmswap"))
+            .args(args)
+            .current_dir(&dir)
+            .stdout(std::process::Stdio::piped())
+            .stderr(writer)
+            .output()
+            .unwrap()
+    };
+    let refused = run(&["pressure", "--config", "no-such-configuration"]);
+    assert_eq!(refused.status.code(), Some(2), "{:?}", refused.status);
+    let out = dir.join("out");
+    let ran = run(&[
+        "pressure",
+        "--config",
+        "optane",
+        "--scale",
+        "0.02",
+        "--json",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert!(ran.status.success(), "{:?}", ran.status);
+    let v: serde_json::Value = serde_json::from_slice(&ran.stdout).unwrap();
+    assert!(v["runs"][0]["tabs_opened"].as_u64() > Some(0), "{v}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
