@@ -396,6 +396,7 @@ pub fn dispatch_statistics(
             .iter()
             .map(|_| crate::metrics::LatencyRecorder::new())
             .collect();
+        // Only a request that found the device empty has an idle time before it.
         let one_page_alone = requests
             .iter()
             .zip(&idle_before)
