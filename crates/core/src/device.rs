@@ -297,6 +297,23 @@ pub struct DeviceProfile {
     pub read_wake: Option<Vec<WakePoint>>,
     #[serde(default)]
     pub write_wake: Option<Vec<WakePoint>>,
+    /// Block devices: the same curves measured with the completion interrupt's CPU kept running
+    /// (`nvmswap linux calibrate`: a low-priority thread spins on that CPU and the probe's
+    /// requests are issued from it, so the completion never finds it halted): the disk's own
+    /// wake-up. `read_wake` / `write_wake` are measured with that CPU halting between requests,
+    /// so they also hold the halted virtual CPU's wake-up for the interrupt, which a run pays
+    /// only where its interrupt CPU idles (the split by gap on this project's machine,
+    /// 2026-12-05: 7-21 µs of a lone read after 0.5-5 ms idle was the halted CPU's,
+    /// docs/experiments/validation.md). Their waits are against the halted curves' baseline,
+    /// requests back to back with that CPU halting through each and polled for, as the 4 KiB
+    /// times were measured. A substrate that charges that delivery itself (sim with
+    /// `costs.cpu_halt_poll`: `nvmswap_core::halt_poll::InterruptCpu`, what a wake-up costs
+    /// beyond a polled one) wakes the device by these; any other by the halted curves. Both
+    /// directions or neither, each beside its halted curve, with a `[sources]` entry.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub read_wake_irq_busy: Option<Vec<WakePoint>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub write_wake_irq_busy: Option<Vec<WakePoint>>,
     /// Block devices: the share of batches (requests handed to the device at one instant: one
     /// plug's flush, one notification of the host) whose completions the device signals
     /// together, when the last of the batch is done, instead of each as it is done. On a virtio
@@ -689,8 +706,16 @@ impl DeviceProfile {
                 if self.serial_fields().iter().any(|(_, v)| v.is_some()) {
                     return Err("the serial_* fields apply to block devices only".into());
                 }
-                if self.read_wake.is_some() || self.write_wake.is_some() {
-                    return Err("read_wake and write_wake apply to block devices only".into());
+                if self.read_wake.is_some()
+                    || self.write_wake.is_some()
+                    || self.read_wake_irq_busy.is_some()
+                    || self.write_wake_irq_busy.is_some()
+                {
+                    return Err(
+                        "the wake-up curves (read_wake, write_wake and their _irq_busy \
+                                forms) apply to block devices only"
+                            .into(),
+                    );
                 }
                 if self.batch_completion_share.is_some() {
                     return Err("batch_completion_share applies to block devices only".into());
@@ -786,9 +811,29 @@ impl DeviceProfile {
                 }
             }
         }
+        if self.read_wake_irq_busy.is_some() != self.write_wake_irq_busy.is_some() {
+            return Err(
+                "read_wake_irq_busy and write_wake_irq_busy go together (a substrate that uses \
+                 them charges the interrupt's delivery for both directions)"
+                    .into(),
+            );
+        }
+        for (busy, halted, field) in [
+            (&self.read_wake_irq_busy, &self.read_wake, "read_wake"),
+            (&self.write_wake_irq_busy, &self.write_wake, "write_wake"),
+        ] {
+            if busy.is_some() && halted.is_none() {
+                return Err(format!(
+                    "{field}_irq_busy needs {field} (the same probe with the interrupt's CPU \
+                     halting), which substrates that do not charge the interrupt's delivery use"
+                ));
+            }
+        }
         for (field, curve) in [
             ("read_wake", &self.read_wake),
             ("write_wake", &self.write_wake),
+            ("read_wake_irq_busy", &self.read_wake_irq_busy),
+            ("write_wake_irq_busy", &self.write_wake_irq_busy),
         ] {
             let Some(curve) = curve else { continue };
             check_wake_curve(field, curve)?;
@@ -835,6 +880,8 @@ const SOURCED_FIELDS: &[&str] = &[
     "write_serial_page_ns",
     "read_wake",
     "write_wake",
+    "read_wake_irq_busy",
+    "write_wake_irq_busy",
     "batch_completion_share",
     "call_read_4k_p50_ns",
     "call_write_4k_p50_ns",

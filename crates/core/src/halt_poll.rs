@@ -203,6 +203,143 @@ impl VcpuHalts {
     }
 }
 
+/// The CPU that takes a block device's completion interrupts, for a substrate that charges the
+/// interrupt's delivery to it: whether a task runs there (the spans the substrate tells it),
+/// when its last interrupt ran, and the host's polling for its halts.
+///
+/// On a virtual machine a completion that finds its interrupt's vCPU halted waits for the host
+/// to run that vCPU again, as a task woken onto a halted CPU does: soon if the host is still
+/// polling for it, else after the unpolled wake-up of a halt that long
+/// ([`HaltPollCosts::wake_ns`]). The device's own times were measured with requests back to
+/// back from a thread on that CPU, which halts through each request and is polled for (the
+/// calibration's service probe): they hold a polled wake-up already, so a completion is charged
+/// what its wake-up costs beyond a polled one (nothing when polled for), and the device wakes
+/// by the curves measured with the CPU running against that same back-to-back baseline
+/// (crates/linux/src/wake_probe.rs). Calibrate's wake-up probe shows the part: a lone 4 KiB read
+/// after 1 ms of quiet took 16 µs longer at the median with the interrupt's CPU halting in the
+/// gap than with a low-priority thread keeping it running, 5 of them also back to back, and
+/// after 100 µs 8 (docs/experiments/validation.md, "The interrupt's CPU, halted or running");
+/// KVM's polling gives that edge: the requests back to back grow the vCPU's interval past their
+/// 30-40 µs halts, a gap under the most polling (200 µs) grows it further, one beyond it halves
+/// it below them, and the next request's halt is then not polled for.
+///
+/// Every interrupt ends a halt, so a run of completions close together keeps the vCPU polled
+/// for. A completion that comes while the vCPU handles the one before (a batch signalled in one
+/// interrupt) is delivered with it. A task woken onto or started on this CPU ends its halt too
+/// ([`InterruptCpu::halt_ends`]): one record of the vCPU's halts for both.
+#[derive(Debug, Clone)]
+pub struct InterruptCpu {
+    costs: HaltPollCosts,
+    /// The last task span told, `[busy_from, busy_until)` (`u64::MAX`: until told it idles),
+    /// and the end of the span before it.
+    busy_from: u64,
+    busy_until: u64,
+    before_until: u64,
+    /// When the last interrupt was delivered (the vCPU ran its handler).
+    last_interrupt: u64,
+    halts: VcpuHalts,
+    /// Each completion that found the vCPU halted: its halt, whether polled, its wait (ns).
+    delivered: Vec<(u64, bool, u64)>,
+    /// Completions that found it running (a task, or an interrupt's handler).
+    found_running: u64,
+}
+
+impl InterruptCpu {
+    pub fn new(costs: HaltPollCosts) -> Self {
+        InterruptCpu {
+            costs,
+            busy_from: 0,
+            busy_until: 0,
+            before_until: 0,
+            last_interrupt: 0,
+            halts: VcpuHalts::default(),
+            delivered: Vec::new(),
+            found_running: 0,
+        }
+    }
+
+    /// A task runs on the CPU from `from` until `until` (`u64::MAX`: until [`Self::idles_from`]).
+    pub fn runs(&mut self, from: u64, until: u64) {
+        if from >= self.busy_from {
+            self.before_until = self.busy_until.min(from);
+            self.busy_from = from;
+            self.busy_until = until.max(from);
+        }
+    }
+
+    /// The CPU's task left it at `t`, nothing runs there after.
+    pub fn idles_from(&mut self, t: u64) {
+        if self.busy_from <= t && t < self.busy_until {
+            self.busy_until = t;
+        }
+    }
+
+    /// Since when the CPU has halted at `t`: None while a task runs there, as far as the spans
+    /// told say (a time before the last span's start is judged by the span before it), or while
+    /// an interrupt delivered after `t` is handled.
+    pub fn idle_since(&self, t: u64) -> Option<u64> {
+        if t < self.last_interrupt {
+            return None;
+        }
+        let ended = if t >= self.busy_from {
+            if t < self.busy_until {
+                return None;
+            }
+            self.busy_until
+        } else {
+            if t < self.before_until {
+                return None;
+            }
+            self.before_until
+        };
+        Some(ended.max(self.last_interrupt))
+    }
+
+    /// A device completion at `c` raises the interrupt: when the CPU runs it, `c` itself if
+    /// it is running or polled for, else after its unpolled wake-up less a polled one (which
+    /// the device's times hold). Completions must come in time order.
+    pub fn deliver(&mut self, c: u64) -> u64 {
+        if c < self.last_interrupt {
+            // The vCPU is awake for the interrupt before: this one is handled with it.
+            self.found_running += 1;
+            return self.last_interrupt;
+        }
+        let Some(since) = self.idle_since(c) else {
+            self.found_running += 1;
+            self.last_interrupt = c;
+            return c;
+        };
+        let halt_ns = c - since;
+        let polled = self.halts.halt_ends(&self.costs.host, since, c);
+        let wait = if halt_ns == 0 {
+            0
+        } else {
+            let polled_ns = self.costs.wake_ns(true, halt_ns);
+            self.costs
+                .wake_ns(polled, halt_ns)
+                .saturating_sub(polled_ns)
+        };
+        self.delivered.push((halt_ns, polled, wait));
+        self.last_interrupt = c + wait;
+        c + wait
+    }
+
+    /// A task is woken onto the CPU, or starts there, at `t`, its halt begun at `since` as the
+    /// substrate's schedule knows it: whether the host was polling for it then, and when the
+    /// halt really began (a later interrupt, or a task this record knows of, ended the one
+    /// before). None while the CPU runs at `t` (an interrupt's handler, a task told here).
+    pub fn halt_ends(&mut self, since: u64, t: u64) -> Option<(bool, u64)> {
+        let since = since.max(self.idle_since(t)?).min(t);
+        Some((self.halts.halt_ends(&self.costs.host, since, t), since))
+    }
+
+    /// The completions' deliveries so far: those that found the CPU halted (halt ns, polled,
+    /// wait ns), and how many found it running.
+    pub fn deliveries(&self) -> (&[(u64, bool, u64)], u64) {
+        (&self.delivered, self.found_running)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -262,5 +399,83 @@ mod tests {
         let mut w = VcpuHalts::default();
         assert!(!w.halt_ends(&off, 0, 5_000));
         assert_eq!(w.poll_ns(), 0);
+    }
+    fn interrupt_cpu() -> InterruptCpu {
+        // Polled: 5 µs; unpolled: 15 µs after a 50 µs halt, 115 µs after 20 ms (linear between,
+        // from 0 at 0).
+        InterruptCpu::new(HaltPollCosts {
+            polled_wake_ns: 5_000.0,
+            unpolled_wake_curve: vec![
+                crate::device::WakePoint {
+                    idle_ns: 50_000.0,
+                    extra_ns: 15_000.0,
+                    extra_p90_ns: None,
+                },
+                crate::device::WakePoint {
+                    idle_ns: 20_050_000.0,
+                    extra_ns: 115_000.0,
+                    extra_p90_ns: None,
+                },
+            ],
+            host: HaltPolling::default(),
+        })
+    }
+
+    #[test]
+    fn a_completion_waits_for_a_halted_interrupt_cpu_as_the_hosts_polling_prices_it() {
+        let mut irq = interrupt_cpu();
+        // Halted from the start: 50 µs halts between completions are not polled for until the
+        // interval has grown past them (10, 20, 40, 80 µs): 15 µs less the polled 5 µs, which
+        // the device's times hold, then nothing.
+        let mut t = 0;
+        let mut waits = Vec::new();
+        for _ in 0..6 {
+            t += 50_000;
+            let at = irq.deliver(t);
+            waits.push(at - t);
+            t = at;
+        }
+        assert_eq!(waits, [10_000, 10_000, 10_000, 10_000, 0, 0]);
+        // A halt beyond the most polling (1 ms) is not polled for and halves the interval (40
+        // µs): the next 50 µs halt is not polled for either, as calibrate's probe found after
+        // gaps of 0.5 ms and more.
+        t += 1_000_000;
+        assert_eq!(irq.deliver(t) - t, 14_750);
+        t += 14_750 + 50_000;
+        assert_eq!(irq.deliver(t) - t, 10_000);
+        // A task running on the CPU takes the interrupt at once; a completion signalled in the
+        // same interrupt as one being delivered is handled with it.
+        t += 100_000;
+        irq.runs(t, u64::MAX);
+        assert_eq!(irq.deliver(t + 30_000), t + 30_000);
+        irq.idles_from(t + 40_000);
+        let c = t + 1_040_000;
+        assert_eq!(
+            irq.deliver(c),
+            c + 14_750,
+            "1 ms halted since the task left"
+        );
+        assert_eq!(
+            irq.deliver(c + 5_000),
+            c + 14_750,
+            "with the interrupt before"
+        );
+        let (delivered, found_running) = irq.deliveries();
+        assert_eq!((delivered.len(), found_running), (9, 2));
+        assert_eq!(delivered[6], (1_000_000, false, 14_750));
+        assert_eq!(delivered[7], (50_000, false, 10_000));
+        // A completion behind the schedule told (the span after it already began) is judged by
+        // the span before: halted from that span's end, running inside it.
+        let mut irq = interrupt_cpu();
+        irq.runs(100_000, 200_000);
+        irq.runs(1_300_000, u64::MAX);
+        assert_eq!(irq.idle_since(150_000), None);
+        assert_eq!(irq.idle_since(1_250_000), Some(200_000));
+        assert_eq!(irq.deliver(1_250_000), 1_250_000 + 15_000);
+        // A task woken onto the CPU ends its halt at the later of the schedule's idle start and
+        // the last interrupt; none while an interrupt is being handled or a task runs there.
+        assert_eq!(irq.halt_ends(200_000, 1_260_000), None);
+        assert_eq!(irq.halt_ends(200_000, 1_290_000), Some((false, 1_265_000)));
+        assert_eq!(irq.halt_ends(200_000, 1_400_000), None);
     }
 }

@@ -3713,9 +3713,21 @@ mod tests {
             back_to_back_us: s(40.0),
             gaps: vec![gap(200, 204.0, 70.0), gap(5000, 5003.0, 240.0)],
         };
+        // With the interrupt's CPU running: 20 us over the halted pass's warm 40 us after 0.2
+        // ms, 80 us after 5 ms (its own warm is 35 us).
+        let busy_direction = crate::wake_probe::WakeDirection {
+            back_to_back_us: s(35.0),
+            gaps: vec![gap(200, 203.0, 60.0), gap(5000, 5002.0, 120.0)],
+        };
         let wake = crate::wake_probe::WakeProbe {
             read: wake_direction.clone(),
             write: wake_direction,
+            irq_busy: Some(crate::wake_probe::IrqBusyPasses {
+                cpu: 1,
+                read: busy_direction.clone(),
+                write: busy_direction,
+            }),
+            irq_busy_unavailable: None,
             requests_per_gap: 80,
         };
         let cal = Calibration {
@@ -3833,6 +3845,20 @@ mod tests {
             "{text}"
         );
         assert!(text.contains("#     5000 |       5003   240"), "{text}");
+        // And with the interrupt's CPU running, beside them.
+        let busy = p.read_wake_irq_busy.as_deref().unwrap();
+        assert_eq!(
+            busy.iter()
+                .map(|w| (w.idle_ns, w.extra_ns))
+                .collect::<Vec<_>>(),
+            [(203_000.0, 20_000.0), (5_002_000.0, 80_000.0)]
+        );
+        assert_eq!(p.write_wake_irq_busy.as_deref(), Some(busy));
+        assert!(
+            p.sources["read_wake_irq_busy"].contains("interrupt CPU 1 kept running"),
+            "{text}"
+        );
+        assert!(text.contains("#     5000 |       5002   120"), "{text}");
         assert!(
             text.contains("#      32 |        215.0   215.0 |         670.0   670.0"),
             "{text}"

@@ -132,7 +132,12 @@ pub fn merge_disk(runs: &[String]) -> Result<String, String> {
     render(what, runs, &spread, &merged)
 }
 
-const WAKE_KEYS: [&str; 2] = ["read_wake", "write_wake"];
+const WAKE_KEYS: [&str; 4] = [
+    "read_wake",
+    "write_wake",
+    "read_wake_irq_busy",
+    "write_wake_irq_busy",
+];
 
 /// The `q` quantile of the equal mixture of the waits (median, p90) of several runs: where the
 /// mean of their distribution functions reaches `q` (bisection; the distributions are capped, so

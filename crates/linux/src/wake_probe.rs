@@ -32,6 +32,15 @@
 //! difference. The followers' medians by position are kept
 //! (`WakeGap::followers_p50_us`) and printed in the profile's comment; sim does not model them
 //! (only the waking request waits).
+//!
+//! The probe runs twice per direction: as above (the interrupt's CPU halts through each gap),
+//! and with that CPU kept running ([`IrqBusyPasses`]): a thread at nice 19 spins on it and the
+//! probe's thread is pinned there, so its timer and its completions each preempt the spinner
+//! and the completion never finds the CPU halted. The second pass is the disk's own wake-up
+//! (the profile's `read_wake_irq_busy` / `write_wake_irq_busy`), the first that plus the halted
+//! CPU's: hand runs of the same kind (2026-12-05 06:44, docs/experiments/validation.md, "A lone
+//! read's device time by size and by the device's idle time") gave lone read D2C p50 38-41 µs
+//! running against 45-60 halted after 0.5-2 ms gaps, and the same after 100 µs.
 
 use crate::error::LinuxError;
 use crate::worker;
@@ -88,15 +97,19 @@ impl WakeDirection {
     /// None when the measured idle times do not increase with the gaps (the thread overslept:
     /// the points would not describe the gaps asked for).
     pub fn curve(&self) -> Option<Vec<WakePoint>> {
+        self.curve_against(&self.back_to_back_us)
+    }
+
+    /// [`WakeDirection::curve`] against another pass's warm baseline `warm`.
+    pub fn curve_against(&self, warm: &LatencySummary) -> Option<Vec<WakePoint>> {
         let mut out: Vec<WakePoint> = Vec::new();
         for g in &self.gaps {
             let idle_ns = g.idle_us_p50 * NS_PER_US as f64;
             if out.last().is_some_and(|p| idle_ns <= p.idle_ns) || idle_ns <= 0.0 {
                 return None;
             }
-            let extra_ns =
-                ((g.latency_us.p50 - self.back_to_back_us.p50) * NS_PER_US as f64).max(0.0);
-            let p90_ns = (g.latency_us.p90 - self.back_to_back_us.p90) * NS_PER_US as f64;
+            let extra_ns = ((g.latency_us.p50 - warm.p50) * NS_PER_US as f64).max(0.0);
+            let p90_ns = (g.latency_us.p90 - warm.p90) * NS_PER_US as f64;
             out.push(WakePoint {
                 idle_ns,
                 extra_ns,
@@ -112,21 +125,103 @@ impl WakeDirection {
 pub struct WakeProbe {
     pub read: WakeDirection,
     pub write: WakeDirection,
+    /// The same with the completion interrupt's CPU kept running; None where it could not run
+    /// (`irq_busy_unavailable` says why).
+    pub irq_busy: Option<IrqBusyPasses>,
+    pub irq_busy_unavailable: Option<String>,
     pub requests_per_gap: usize,
 }
 
-/// Runs the probe on `file` (O_DIRECT, `size_pages` pages long, written), reads then writes.
+/// The probe with the disk's completion interrupt's CPU kept running (module docs).
+#[derive(Debug, Clone, Serialize)]
+pub struct IrqBusyPasses {
+    /// The interrupt's CPU (`nvmswap linux check-device --completion-cpu`'s way of finding it).
+    pub cpu: u32,
+    pub read: WakeDirection,
+    pub write: WakeDirection,
+}
+
+impl WakeProbe {
+    /// The four curves the profile takes when every one of them came out: the halted ones
+    /// (`read_wake`, `write_wake`) and the running ones (`read_wake_irq_busy`,
+    /// `write_wake_irq_busy`), which go only beside all the others.
+    ///
+    /// The running curves are taken against the halted pass's warm baseline, not their own: the
+    /// device's times were measured back to back with the interrupt's CPU halting through each
+    /// request (the calibration's service probe, whose thread runs where its completions wake
+    /// it), so they hold that CPU's polled wake-up, which a substrate charging the delivery adds
+    /// only beyond a polled one (`nvmswap_core::halt_poll::InterruptCpu`). The two warm
+    /// baselines' difference is that polled wake-up (reads 5.1 µs at the median, 2026-12-05 07:57).
+    fn busy_curves(&self) -> Option<(Vec<WakePoint>, Vec<WakePoint>)> {
+        let busy = self.irq_busy.as_ref()?;
+        self.read.curve()?;
+        self.write.curve()?;
+        Some((
+            busy.read.curve_against(&self.read.back_to_back_us)?,
+            busy.write.curve_against(&self.write.back_to_back_us)?,
+        ))
+    }
+}
+
+/// Runs the probe on `file` (O_DIRECT, `size_pages` pages long, written): reads then writes
+/// with the interrupt's CPU free to halt, then both with it kept running.
 pub fn probe(file: &std::fs::File, size_pages: u64, seed: u64) -> Result<WakeProbe, LinuxError> {
     let old_slack = worker::set_timer_slack_ns(1);
     let result = (|| {
+        let read = probe_direction(file, size_pages, false, seed)?;
+        let write = probe_direction(file, size_pages, true, seed ^ 1)?;
+        let (irq_busy, irq_busy_unavailable) = match probe_irq_busy(file, size_pages, seed) {
+            Ok(p) => (Some(p), None),
+            Err(LinuxError::Interrupted) => return Err(LinuxError::Interrupted),
+            Err(e) => (None, Some(e.to_string())),
+        };
         Ok(WakeProbe {
-            read: probe_direction(file, size_pages, false, seed)?,
-            write: probe_direction(file, size_pages, true, seed ^ 1)?,
+            read,
+            write,
+            irq_busy,
+            irq_busy_unavailable,
             requests_per_gap: WAKE_PROBE_REQUESTS,
         })
     })();
     worker::set_timer_slack_ns(old_slack.max(1));
     result
+}
+
+/// The passes with the interrupt's CPU kept running: a spinning thread at nice 19 pinned
+/// there, the probe's own thread pinned there too. An error where the disk has no one
+/// interrupt CPU or this process may not run on it.
+fn probe_irq_busy(
+    file: &std::fs::File,
+    size_pages: u64,
+    seed: u64,
+) -> Result<IrqBusyPasses, LinuxError> {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    let mut rng = ChaCha8Rng::seed_from_u64(seed ^ 0x1ab);
+    let cpu = crate::completion_cpu_probe::find(file, size_pages, &mut rng)?.cpu;
+    let on = crate::affinity::CpuSet::of("calibrate's wake probe", &[cpu])?;
+    let stop = AtomicBool::new(false);
+    std::thread::scope(|s| {
+        let (stop, on) = (&stop, &on);
+        s.spawn(move || {
+            // SAFETY: setpriority reads its arguments only; on Linux PRIO_PROCESS with 0 is the
+            // calling thread.
+            let niced = unsafe { libc::setpriority(libc::PRIO_PROCESS as _, 0, 19) } == 0;
+            if niced && on.apply_no_alloc() {
+                while !stop.load(Ordering::Relaxed) {
+                    std::hint::spin_loop();
+                }
+            }
+        });
+        let passes = crate::affinity::forking_on(Some(on), || -> Result<_, LinuxError> {
+            Ok((
+                probe_direction(file, size_pages, false, seed ^ 2)?,
+                probe_direction(file, size_pages, true, seed ^ 3)?,
+            ))
+        });
+        stop.store(true, Ordering::Relaxed);
+        let (read, write) = passes??;
+        Ok(IrqBusyPasses { cpu, read, write })
+    })
 }
 
 fn probe_direction(
@@ -153,6 +248,9 @@ fn probe_direction(
     let mut warm = LatencyRecorder::new();
     let (_, mut last_done) = io(&mut rng)?;
     for g in order {
+        if crate::signals::interrupted() {
+            return Err(LinuxError::Interrupted);
+        }
         worker::sleep_until_monotonic_ns(last_done + WAKE_PROBE_GAPS_US[g] * NS_PER_US);
         let (issued, done) = io(&mut rng)?;
         latency[g].record_ns(done - issued);
@@ -198,24 +296,23 @@ pub fn comment(p: &WakeProbe) -> String {
          #      gap |  read idle   p50   p90 |  write idle   p50   p90\n",
         p.requests_per_gap, WAKE_PROBE_FOLLOWERS, WAKE_PROBE_WARM_FROM
     );
-    out.push_str(&format!(
-        "#        0 |          0 {:5.0} {:5.0} |           0 {:5.0} {:5.0}\n",
-        p.read.back_to_back_us.p50,
-        p.read.back_to_back_us.p90,
-        p.write.back_to_back_us.p50,
-        p.write.back_to_back_us.p90
-    ));
-    for (r, w) in p.read.gaps.iter().zip(&p.write.gaps) {
-        out.push_str(&format!(
-            "# {:8} | {:10.0} {:5.0} {:5.0} | {:11.0} {:5.0} {:5.0}\n",
-            r.gap_us,
-            r.idle_us_p50,
-            r.latency_us.p50,
-            r.latency_us.p90,
-            w.idle_us_p50,
-            w.latency_us.p50,
-            w.latency_us.p90
-        ));
+    latency_rows(&mut out, &p.read, &p.write);
+    match &p.irq_busy {
+        Some(b) => {
+            out.push_str(&format!(
+                "# The same with the interrupt's CPU {} kept running (a nice-19 thread spinning on\n\
+                 # it, the probe's thread pinned there), idle and latency (us):\n\
+                 #      gap |  read idle   p50   p90 |  write idle   p50   p90\n",
+                b.cpu
+            ));
+            latency_rows(&mut out, &b.read, &b.write);
+        }
+        None => out.push_str(&format!(
+            "# Not run with the interrupt's CPU kept running: {}\n",
+            p.irq_busy_unavailable
+                .as_deref()
+                .unwrap_or("no reason given")
+        )),
     }
     // The followers' medians at a few positions: how long the disk stays slow after waking
     // (not modelled in sim).
@@ -253,29 +350,66 @@ pub fn comment(p: &WakeProbe) -> String {
     out
 }
 
-/// The `read_wake` / `write_wake` lines, or a comment saying why a direction has none.
+/// One direction pair's rows of the comment's latency table: the warm baseline, then each gap.
+fn latency_rows(out: &mut String, read: &WakeDirection, write: &WakeDirection) {
+    out.push_str(&format!(
+        "#        0 |          0 {:5.0} {:5.0} |           0 {:5.0} {:5.0}\n",
+        read.back_to_back_us.p50,
+        read.back_to_back_us.p90,
+        write.back_to_back_us.p50,
+        write.back_to_back_us.p90
+    ));
+    for (r, w) in read.gaps.iter().zip(&write.gaps) {
+        out.push_str(&format!(
+            "# {:8} | {:10.0} {:5.0} {:5.0} | {:11.0} {:5.0} {:5.0}\n",
+            r.gap_us,
+            r.idle_us_p50,
+            r.latency_us.p50,
+            r.latency_us.p90,
+            w.idle_us_p50,
+            w.latency_us.p50,
+            w.latency_us.p90
+        ));
+    }
+}
+
+/// A curve as the profile's TOML array.
+fn curve_line(field: &str, points: &[WakePoint]) -> String {
+    let points: Vec<String> = points
+        .iter()
+        .map(|w| {
+            format!(
+                "{{ idle_ns = {:.0}, extra_ns = {:.0}, extra_p90_ns = {:.0} }}",
+                w.idle_ns,
+                w.extra_ns,
+                w.extra_p90_ns.unwrap_or(w.extra_ns)
+            )
+        })
+        .collect();
+    format!("{field} = [{}]\n", points.join(", "))
+}
+
+/// The `read_wake` / `write_wake` lines, or a comment saying why a direction has none; the
+/// `_irq_busy` lines beside them when all four curves came out.
 pub fn profile_fields(p: &WakeProbe) -> String {
     let mut out = String::new();
     for (field, dir) in [("read_wake", &p.read), ("write_wake", &p.write)] {
         match dir.curve() {
-            Some(points) => {
-                let points: Vec<String> = points
-                    .iter()
-                    .map(|w| {
-                        format!(
-                            "{{ idle_ns = {:.0}, extra_ns = {:.0}, extra_p90_ns = {:.0} }}",
-                            w.idle_ns,
-                            w.extra_ns,
-                            w.extra_p90_ns.unwrap_or(w.extra_ns)
-                        )
-                    })
-                    .collect();
-                out.push_str(&format!("{field} = [{}]\n", points.join(", ")));
-            }
+            Some(points) => out.push_str(&curve_line(field, &points)),
             None => out.push_str(&format!(
                 "# {field}: none (the measured idle times did not increase with the gaps)\n"
             )),
         }
+    }
+    match p.busy_curves() {
+        Some((read, write)) => {
+            out.push_str(&curve_line("read_wake_irq_busy", &read));
+            out.push_str(&curve_line("write_wake_irq_busy", &write));
+        }
+        None => out.push_str(
+            "# read_wake_irq_busy, write_wake_irq_busy: none (the probe with the interrupt's CPU \
+             running did not run, or a curve did not come out)\n",
+        ),
     }
     out
 }
@@ -296,6 +430,21 @@ pub fn sources(p: &WakeProbe) -> String {
                 dir.back_to_back_us.p50,
                 WAKE_PROBE_WARM_FROM,
                 dir.back_to_back_us.p90
+            ));
+        }
+    }
+    if let (Some(b), Some(_)) = (&p.irq_busy, p.busy_curves()) {
+        for (field, op, dir, halted) in [
+            ("read_wake_irq_busy", "reads", &b.read, &p.read),
+            ("write_wake_irq_busy", "writes", &b.write, &p.write),
+        ] {
+            out.push_str(&format!(
+                "{field} = \"measured: nvmswap linux calibrate, as the halted curve's probe with the disk's interrupt CPU {} kept running (a nice-19 thread spinning on it, the probe's thread pinned there), single 4 KiB O_DIRECT {op}, {} each after the same gaps; per gap the median latency less the halted pass's warm median ({:.1} us; this pass's own {:.1} us: the difference is the polled wake-up of the halting CPU, which the device's times hold) and the p90 less the halted pass's warm p90 ({:.1} us) (second table in the comment above)\"\n",
+                b.cpu,
+                p.requests_per_gap,
+                halted.back_to_back_us.p50,
+                dir.back_to_back_us.p50,
+                halted.back_to_back_us.p90
             ));
         }
     }
@@ -321,6 +470,21 @@ mod tests {
             idle_us_p50,
             latency_us: summary(p50),
             followers_p50_us: vec![p50 / 2.0; WAKE_PROBE_FOLLOWERS],
+        }
+    }
+
+    /// Both passes alike, each direction `dir`.
+    fn probe_with_running_pass(dir: WakeDirection) -> WakeProbe {
+        WakeProbe {
+            read: dir.clone(),
+            write: dir.clone(),
+            irq_busy: Some(IrqBusyPasses {
+                cpu: 1,
+                read: dir.clone(),
+                write: dir,
+            }),
+            irq_busy_unavailable: None,
+            requests_per_gap: 80,
         }
     }
 
@@ -351,7 +515,9 @@ mod tests {
         );
         let fields = profile_fields(&WakeProbe {
             read: dir.clone(),
-            write: dir,
+            write: dir.clone(),
+            irq_busy: None,
+            irq_busy_unavailable: Some("test".into()),
             requests_per_gap: 80,
         });
         assert!(fields.starts_with(
@@ -367,11 +533,32 @@ mod tests {
                 back_to_back_us: summary(40.0),
                 gaps: vec![gap(200, 204.0, 90.0)],
             },
+            irq_busy: None,
+            irq_busy_unavailable: Some("no CPU".into()),
             requests_per_gap: 80,
         });
         assert!(
             table.contains("#      200 |         35   35   35   35   35   35 |          45"),
             "{table}"
+        );
+        assert!(
+            table.contains("# Not run with the interrupt's CPU kept running: no CPU"),
+            "{table}"
+        );
+        // Without the running pass the profile has no running curves, and says so.
+        assert!(fields.contains("# read_wake_irq_busy, write_wake_irq_busy: none"));
+        // With it, both beside the halted ones, each sourced.
+        let with_busy = probe_with_running_pass(dir);
+        let fields = profile_fields(&with_busy);
+        assert!(
+            fields.contains("\nread_wake_irq_busy = [{ idle_ns = 23000, extra_ns = 0"),
+            "{fields}"
+        );
+        assert!(fields.contains("\nwrite_wake_irq_busy = ["), "{fields}");
+        let sources = sources(&with_busy);
+        assert!(
+            sources.contains("write_wake_irq_busy = \"measured"),
+            "{sources}"
         );
     }
 
@@ -382,12 +569,10 @@ mod tests {
             gaps: vec![gap(20, 300.0, 50.0), gap(50, 290.0, 60.0)],
         };
         assert!(dir.curve().is_none());
-        let p = WakeProbe {
-            read: dir.clone(),
-            write: dir,
-            requests_per_gap: 80,
-        };
+        let p = probe_with_running_pass(dir);
         assert!(profile_fields(&p).contains("# read_wake: none"));
+        // A running pass's curves go only beside the halted ones.
+        assert!(!profile_fields(&p).contains("read_wake_irq_busy = ["));
         assert!(sources(&p).is_empty());
     }
 }

@@ -280,6 +280,7 @@ impl<'a> Driver<'a> {
     ) -> Result<RunOutput, SimError> {
         let m = &mut self.machine;
         m.progress.stage(&m.cfg.name, workload.progress().1);
+        m.foreground_runs_from(m.now);
         loop {
             let (done, total) = workload.progress();
             self.machine.progress.set_total(total);
@@ -435,7 +436,10 @@ impl<'a> Driver<'a> {
     /// `ns` of workload time asleep: the machine idles `sleep_share` of it.
     fn pass(&mut self, ns: u64) {
         let idle = (ns as f64 * self.sleep_share).round() as u64;
-        self.machine.advance(idle, false);
+        let m = &mut self.machine;
+        m.foreground_sleeps_from(m.now);
+        m.advance(idle, false);
+        m.foreground_runs_from(m.now);
         self.skipped += ns - idle.min(ns);
     }
 
@@ -580,10 +584,12 @@ impl<'a> Driver<'a> {
         let polls = self.machine.polls_while_waiting();
         let n_cpus = self.tab_cpus.max(1) as usize;
         // The CPU whose completion interrupt wakes a reader (`Machine::irq_cpu`, the machine's
-        // last: beyond the tabs' queues where they are kept off it). Whether that CPU is awake
-        // is not asked: the device's calibrated wake-up waits include its wake-up from halt
-        // (`nvmswap linux check-device --completion-cpu`: 30-45 µs on vda), which the kernel
-        // skips when it is running a task.
+        // last: beyond the tabs' queues where they are kept off it). Its own wake-up from halt
+        // for the interrupt is in the read's completion: charged by the block back-end from
+        // this schedule (`Machine::task_runs`, `cpu_idles` tell it the CPU's spans;
+        // nvmswap_core::halt_poll::InterruptCpu) where the profile has the wake-up curves
+        // measured with that CPU running, else inside the device's halted curves, which then
+        // charge it whether the CPU runs a task or not.
         let irq_cpu = self.machine.irq_cpu();
         let machine_cpus = n_cpus.max(irq_cpu + 1);
         let mut cpus = TabCpus {
@@ -1129,6 +1135,7 @@ impl<'a> Driver<'a> {
         self.machine.running_on = 0;
         let now = self.machine.now;
         self.machine.task_runs(0, now, now, Mm::Driver);
+        self.machine.foreground_runs_from(now);
         self.lived += self.machine.now - start;
         self.machine.chrome_discards();
         Ok(())

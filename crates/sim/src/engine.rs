@@ -389,7 +389,12 @@ impl<'a> Machine<'a> {
         // The CPU's halt, if it idled, ends here (counted once: a wake-up charged for it
         // already counted it).
         if let Some(since) = self.tlbs.idle_since(cpu, from) {
-            self.halt_ends(cpu, since, from);
+            if self.costs.cpu_halt_poll.is_some() {
+                self.halt_ends(cpu, since, from);
+            }
+        }
+        if cpu == self.irq_cpu() {
+            self.backend.interrupt_cpu_runs(from, until);
         }
         if self.tlbs.runs(cpu, from, until, mm) {
             self.obs.emit(Event::TlbInitMm {
@@ -423,6 +428,9 @@ impl<'a> Machine<'a> {
     /// raced the sleep (crate::tlb).
     pub fn cpu_idles(&mut self, cpu: usize, t: u64) {
         self.other_processes_until(t);
+        if cpu == self.irq_cpu() {
+            self.backend.interrupt_cpu_idles_from(t);
+        }
         let ipis = self.tlbs.idles_from(cpu, t);
         if ipis > 0 {
             self.obs.emit(Event::TlbIpisIntoIdle {
@@ -512,9 +520,11 @@ impl<'a> Machine<'a> {
         match self.start_touch(p, write)? {
             Touch::Mapped(latency) | Touch::Done(latency) => Ok(latency),
             Touch::Waiting(fault) => {
+                self.foreground_sleeps_from(fault.sleeps_at());
                 self.wait_sync(fault.read_id());
                 let ready = self.read_ready_at(fault.read_id()).unwrap_or(self.now);
                 let wake = self.foreground_read_wake_ns(fault.sleeps_at(), ready);
+                self.foreground_runs_from(ready + wake);
                 Ok(self.finish_fault(fault, wake))
             }
             Touch::Charging(_) => unreachable!("the foreground's charges run whole"),
@@ -1157,10 +1167,12 @@ impl<'a> Machine<'a> {
     /// How long idle CPU `cpu` takes at `t` to run a task that slept on a read, once the read
     /// completed ([`Machine::idle_cpu_wake_ns`] by its idle time). On the interrupt's own CPU
     /// nothing: the task is woken where the completion runs, and that CPU's wake-up from halt is
-    /// inside the device's calibrated wake-up curve (calibrate's wake probe runs its reads
-    /// there: `nvmswap linux check-device --completion-cpu`, 1,499 of 1,500 completions woke an
-    /// unpinned reader on it). On another CPU the interrupt's CPU wakes it with an IPI and the halted vCPU must
-    /// be run again ([`Machine::halt_wake_ns`]), as the driver's told tabs pay it.
+    /// in the completion already, charged by the block back-end where it keeps that CPU's halts
+    /// (nvmswap_core::halt_poll::InterruptCpu), else inside the device's calibrated wake-up
+    /// curve (calibrate's wake probe runs its reads there: `nvmswap linux check-device
+    /// --completion-cpu`, 1,499 of 1,500 completions woke an unpinned reader on it). On another
+    /// CPU the interrupt's CPU wakes it with an IPI and the halted vCPU must be run again
+    /// ([`Machine::halt_wake_ns`]), as the driver's told tabs pay it.
     /// Nothing without an interrupt to wake the task (polling, hybrid polling's timer, a
     /// pool's synchronous read).
     ///
@@ -1184,10 +1196,14 @@ impl<'a> Machine<'a> {
     /// (the same `since`) is not counted again. Else [`crate::costs::Costs::idle_cpu_wake`]
     /// at the idle time.
     fn halt_wake_ns(&mut self, cpu: usize, since: u64, t: u64) -> u64 {
-        let halt_ns = t.saturating_sub(since);
-        let Some(polled) = self.halt_ends(cpu, since, t) else {
-            return self.costs.idle_cpu_wake(halt_ns);
+        if self.costs.cpu_halt_poll.is_none() {
+            return self.costs.idle_cpu_wake(t.saturating_sub(since));
+        }
+        // None: the interrupt's CPU is awake for an interrupt at `t`.
+        let Some((polled, since)) = self.halt_ends(cpu, since, t) else {
+            return 0;
         };
+        let halt_ns = t.saturating_sub(since);
         if halt_ns == 0 {
             return 0;
         }
@@ -1200,15 +1216,48 @@ impl<'a> Machine<'a> {
         h.wake_ns(polled, halt_ns)
     }
 
-    /// CPU `cpu`'s halt since `since` ends at `t`: whether the host was polling for it, its
-    /// polling interval adapted (counted once per halt); None where the host's halt polling is
-    /// not modelled.
-    fn halt_ends(&mut self, cpu: usize, since: u64, t: u64) -> Option<bool> {
-        let h = self.costs.cpu_halt_poll.as_ref()?;
+    /// CPU `cpu`'s halt since `since` ends at `t` (the host's halt polling modelled): whether
+    /// the host was polling for it, its polling interval adapted (counted once per halt), and
+    /// when the halt began. The completion interrupt's CPU, where the back-end charges the
+    /// interrupts' delivery, keeps its halts there, one record for its interrupts and its tasks
+    /// (`nvmswap_core::halt_poll::InterruptCpu`): its halt began at its last interrupt if that
+    /// came later, and None while it handles one at `t`.
+    fn halt_ends(&mut self, cpu: usize, since: u64, t: u64) -> Option<(bool, u64)> {
+        if cpu == self.irq_cpu() && self.backend.tracks_interrupt_cpu() {
+            return self.backend.interrupt_cpu_halt_ends(since, t);
+        }
+        let h = self
+            .costs
+            .cpu_halt_poll
+            .as_ref()
+            .expect("halt polling modelled");
         if cpu >= self.vcpu_halts.len() {
             self.vcpu_halts.resize(cpu + 1, VcpuHalts::default());
         }
-        Some(self.vcpu_halts[cpu].halt_ends(&h.host, since, t))
+        Some((self.vcpu_halts[cpu].halt_ends(&h.host, since, t), since))
+    }
+
+    /// Whether sim takes the foreground to run on the completion interrupt's CPU: where the
+    /// tabs may run there ([`Machine::foreground_read_wake_ns`] says why).
+    fn foreground_on_irq_cpu(&self) -> bool {
+        self.irq_cpu() < self.cfg.tab_cpus() as usize
+    }
+
+    /// The foreground sleeps from `t` (on a read, or idle between the workload's actions): the
+    /// interrupt's CPU halts then where sim takes the foreground to run there.
+    pub fn foreground_sleeps_from(&mut self, t: u64) {
+        if self.foreground_on_irq_cpu() {
+            self.backend.interrupt_cpu_idles_from(t);
+        }
+    }
+
+    /// The foreground runs again from `t` (after the tabs' second, or woken from a read): on
+    /// the interrupt's CPU where sim takes it to run there, which a completion then finds
+    /// running.
+    pub fn foreground_runs_from(&mut self, t: u64) {
+        if self.foreground_on_irq_cpu() {
+            self.backend.interrupt_cpu_runs(t, u64::MAX);
+        }
     }
 
     /// [`Machine::read_wake_on_ns`] for the foreground's task, which sim does not place: it runs
@@ -1219,7 +1268,7 @@ impl<'a> Machine<'a> {
     /// validation.md); where they may not (`tab_cpus` below `cpus`), every read wakes it on
     /// its own idle CPU.
     fn foreground_read_wake_ns(&mut self, slept_at: u64, ready_at: u64) -> u64 {
-        if self.irq_cpu() < self.cfg.tab_cpus() as usize || !self.read_wakes_by_ipi(0) {
+        if self.foreground_on_irq_cpu() || !self.read_wakes_by_ipi(0) {
             return 0;
         }
         self.halt_wake_ns(0, slept_at, ready_at)

@@ -11,6 +11,7 @@ use nvmswap_core::block::wbt::Wbt;
 use nvmswap_core::block::{Op, Request};
 use nvmswap_core::config::SystemConfig;
 use nvmswap_core::device::DeviceProfile;
+use nvmswap_core::halt_poll::InterruptCpu;
 use nvmswap_core::PAGE_SIZE;
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
@@ -59,6 +60,14 @@ pub struct Io {
     /// Requests in flight that met `clock` ahead of their submitter's (`BlockQueued::behind_ns`):
     /// id -> how far.
     behind: BTreeMap<u64, u64>,
+    /// The completion interrupt's CPU, where sim charges each completion's delivery to it
+    /// (`nvmswap_core::halt_poll::InterruptCpu`: interrupt completion, `costs.cpu_halt_poll`,
+    /// and a profile with the wake-up curves measured with that CPU running, which the device
+    /// then wakes by); None where the device's halted curves hold that CPU's wake-up. A
+    /// completion's C and its waiter's wake move to the delivery; the layer's own bookkeeping
+    /// (the tag, the next dispatch, the writeback throttle, the pages' writeback end) stays at
+    /// the device's completion, up to the delivery's wait earlier than the kernel's.
+    interrupt_cpu: Option<InterruptCpu>,
 }
 
 impl Io {
@@ -70,6 +79,14 @@ impl Io {
         // elsewhere does not shift every later draw of the run.
         let device = Device::new(profile, ChaCha8Rng::seed_from_u64(seed ^ 0xb10c))
             .map_err(|e| config_error(&e))?;
+        let mode = CompletionMode::by_name(cfg.completion.name()).map_err(|e| config_error(&e))?;
+        let (device, interrupt_cpu) = match (&cfg.costs.cpu_halt_poll, mode) {
+            (Some(halts), CompletionMode::Interrupt) => {
+                let (device, charged) = device.with_interrupt_delivery(profile);
+                (device, charged.then(|| InterruptCpu::new(halts.clone())))
+            }
+            _ => (device, None),
+        };
         // Request tags: the device's depth without a scheduler; with one, twice the smaller of
         // the depth and BLKDEV_DEFAULT_RQ (block/blk-mq-sched.c `blk_mq_init_sched`).
         let depth = device.queue_depth as usize;
@@ -78,7 +95,6 @@ impl Io {
         } else {
             2 * depth.min(BLOCK_MAX_REQUESTS)
         };
-        let mode = CompletionMode::by_name(cfg.completion.name()).map_err(|e| config_error(&e))?;
         let scheduler = nvmswap_core::block::with_tunables(
             cfg.io_scheduler.name(),
             &cfg.iosched,
@@ -124,7 +140,58 @@ impl Io {
             wbt,
             throttled: Default::default(),
             behind: BTreeMap::new(),
+            interrupt_cpu,
         })
+    }
+
+    /// A task runs on the completion interrupt's CPU from `from` until `until` (`u64::MAX`:
+    /// until [`Io::interrupt_cpu_idles_from`]); nothing where the delivery is not charged.
+    pub fn interrupt_cpu_runs(&mut self, from: u64, until: u64) {
+        if let Some(irq) = self.interrupt_cpu.as_mut() {
+            irq.runs(from, until);
+        }
+    }
+
+    /// The interrupt's CPU idles from `t`.
+    pub fn interrupt_cpu_idles_from(&mut self, t: u64) {
+        if let Some(irq) = self.interrupt_cpu.as_mut() {
+            irq.idles_from(t);
+        }
+    }
+
+    /// A task woken onto or started on the interrupt's CPU at `t` ends its halt, begun at
+    /// `since` as the schedule knows it: whether the host was polling, and when the halt
+    /// really began ([`InterruptCpu::halt_ends`]). None where the delivery is not charged, or
+    /// while the CPU handles an interrupt at `t`.
+    pub fn interrupt_cpu_halt_ends(&mut self, since: u64, t: u64) -> Option<(bool, u64)> {
+        self.interrupt_cpu.as_mut()?.halt_ends(since, t)
+    }
+
+    /// Whether the interrupt's CPU is tracked here (its delivery charged).
+    pub fn tracks_interrupt_cpu(&self) -> bool {
+        self.interrupt_cpu.is_some()
+    }
+
+    /// `extra.interrupt_delivery`: the completions that found the interrupt's CPU halted (how
+    /// many, polled for or not, their halts and waits) and those that found it running.
+    pub fn interrupt_delivery_json(&self) -> Option<serde_json::Value> {
+        let (delivered, found_running) = self.interrupt_cpu.as_ref()?.deliveries();
+        let us = |v: Vec<u64>| {
+            if v.is_empty() {
+                serde_json::Value::Null
+            } else {
+                nvmswap_core::metrics::exact_distribution(&v, nvmswap_core::NS_PER_US as f64)
+            }
+        };
+        let polled = delivered.iter().filter(|d| d.1).count();
+        Some(serde_json::json!({
+            "found_running": found_running,
+            "found_halted": delivered.len(),
+            "polled": polled,
+            "unpolled": delivered.len() - polled,
+            "halt_us": us(delivered.iter().map(|d| d.0).collect()),
+            "wait_us": us(delivered.iter().map(|d| d.2).collect()),
+        }))
     }
 
     /// The block layer's work up to `t`, if it is behind (the foreground's clock moved).
@@ -155,7 +222,12 @@ impl Io {
     fn complete_until(&mut self, t: u64, obs: &mut Observers) {
         let t = t.max(self.clock);
         self.clock = t;
-        for done in self.layer.advance_to(t) {
+        for mut done in self.layer.advance_to(t) {
+            if let Some(irq) = self.interrupt_cpu.as_mut() {
+                let delivered = irq.deliver(done.c);
+                done.ready_at += delivered - done.c;
+                done.c = delivered;
+            }
             if let Some(wbt) = self.wbt.as_mut() {
                 let tracked = self.throttled.remove(&done.id);
                 wbt.completed(done.op == Op::Read, tracked, done.d2c());
@@ -439,6 +511,70 @@ mod tests {
         let q2g = &obs.metrics.trace[1][3];
         assert_eq!(q2g.count(), 17);
         assert!(waits[16] > 0);
+    }
+
+    #[test]
+    fn a_completion_waits_for_the_interrupts_halted_cpu_where_the_device_wakes_by_the_running_curves(
+    ) {
+        // Reads wake the device in 100 us after 1 ms idle or more with the interrupt's CPU
+        // halting (the halted curve), 30 us with it running; a halted vCPU takes 15 us after a
+        // 50 us halt to 115 us after 20.05 ms, linear between (5 us when polled for).
+        let point = |extra_ns| {
+            vec![nvmswap_core::device::WakePoint {
+                idle_ns: 1_000_000.0,
+                extra_ns,
+                extra_p90_ns: None,
+            }]
+        };
+        let halt_poll = "costs.cpu_halt_poll={ polled_wake_ns = 5000, unpolled_wake_curve = \
+                         [{ idle_ns = 50000, extra_ns = 15000 }, \
+                         { idle_ns = 20050000, extra_ns = 115000 }] }";
+        let io = |set: &[&str], busy_curves: bool| {
+            let set: Vec<String> = set.iter().map(|s| s.to_string()).collect();
+            let cfg = SystemConfig::load("nand", &set).unwrap();
+            let mut profile = DeviceProfile::resolve(&cfg.swap_profile).unwrap();
+            profile.read_wake = Some(point(100_000.0));
+            profile.write_wake = Some(point(100_000.0));
+            if busy_curves {
+                profile.read_wake_irq_busy = Some(point(30_000.0));
+                profile.write_wake_irq_busy = Some(point(30_000.0));
+            }
+            Io::new(&cfg, &profile, 1).unwrap()
+        };
+        let mut obs = Observers {
+            metrics: Metrics::new(2),
+            others: Vec::new(),
+        };
+        // One synchronous read 10 ms into the run: its completion and its waiter's wake.
+        let mut read = |io: &mut Io| {
+            let (id, _) =
+                io.submit_pages(Op::Read, true, 7, 1, 10_000_000, 10_000_000, BY, &mut obs);
+            io.advance(u64::MAX / 4, &mut obs);
+            let done = io.take_finished(id);
+            (done.c, done.ready_at)
+        };
+        // The interrupt's CPU runs a task throughout: the disk's own wake-up, no wait for it.
+        let mut running = io(&[halt_poll], true);
+        running.interrupt_cpu_runs(0, u64::MAX);
+        let (c_running, ready_running) = read(&mut running);
+        // Halted since the start: its unpolled wake-up at the halt's length.
+        let mut halted = io(&[halt_poll], true);
+        let (c_halted, ready_halted) = read(&mut halted);
+        let halt = c_running as f64;
+        // Less the polled 5 us, which the device's times hold.
+        let wait = (15_000.0 + (halt - 50_000.0) / 20_000_000.0 * 100_000.0).round() as u64 - 5_000;
+        assert_eq!(c_halted - c_running, wait);
+        assert_eq!(ready_halted - ready_running, wait);
+        let stats = halted.interrupt_delivery_json().unwrap();
+        assert_eq!(stats["found_halted"], 1);
+        assert_eq!(stats["unpolled"], 1);
+        // No halt polling in the costs, or no running curves: the halted curve, and no
+        // delivery charged.
+        for (set, busy) in [(&[][..], true), (&[halt_poll][..], false)] {
+            let mut plain = io(set, busy);
+            assert!(plain.interrupt_delivery_json().is_none());
+            assert_eq!(read(&mut plain).0 - c_running, 70_000);
+        }
     }
 
     /// The completions' `behind_ns`, by request id.

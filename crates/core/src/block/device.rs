@@ -26,7 +26,12 @@
 //! arrives before it is awake waits with it. A curve with p90s spreads the wait: each wake-up
 //! draws its own from the log-normal through the curve's median and p90 at that idle time
 //! (`device::wake_draw_ns`). Requests issued back to back never find it asleep,
-//! which is how the profile's other numbers were measured.
+//! which is how the profile's other numbers were measured. The profile's halted curves hold the
+//! completion interrupt's CPU's own wake-up too (calibrate's probe lets that CPU halt); a
+//! substrate that charges the interrupt's delivery to a halted CPU itself
+//! ([`Device::with_interrupt_delivery`], `crate::halt_poll::InterruptCpu`) wakes the device by
+//! the curves measured with that CPU kept running (`read_wake_irq_busy` / `write_wake_irq_busy`),
+//! so that the halted CPU is counted once, where it halts.
 //!
 //! A profile with `batch_completion_share` signals a batch's completions together: the requests
 //! handed to the device at one instant (a plug's flush, the dispatch a completion starts) form a
@@ -172,6 +177,21 @@ impl Device {
             batch: Batch::default(),
             rng,
         })
+    }
+
+    /// The device as a substrate that charges the completion interrupt's delivery to a halted
+    /// CPU itself sees it: it wakes by the profile's curves measured with that CPU kept running
+    /// (`read_wake_irq_busy` / `write_wake_irq_busy`), the disk's own wake-up. False, and the
+    /// device unchanged, where the profile has none: its halted curves hold the delivery.
+    pub fn with_interrupt_delivery(mut self, profile: &DeviceProfile) -> (Self, bool) {
+        match (&profile.read_wake_irq_busy, &profile.write_wake_irq_busy) {
+            (Some(_), Some(_)) => {
+                self.read_wake = Wake::new(&profile.read_wake_irq_busy);
+                self.write_wake = Wake::new(&profile.write_wake_irq_busy);
+                (self, true)
+            }
+            _ => (self, false),
+        }
     }
 
     /// Every request draws its own service, batch or not: the alternative the calibration's
@@ -426,6 +446,8 @@ pub(crate) fn test_profile(mean_ns: f64, p99_ns: f64, channels: u32, qd: u32) ->
         write_serial_page_ns: None,
         read_wake: None,
         write_wake: None,
+        read_wake_irq_busy: None,
+        write_wake_irq_busy: None,
         batch_completion_share: None,
         call_read_4k_p50_ns: None,
         call_write_4k_p50_ns: None,
@@ -814,6 +836,54 @@ mod tests {
         p.parallelism = None;
         let e = p.validate().unwrap_err();
         assert!(e.contains("block devices only"), "{e}");
+    }
+
+    #[test]
+    fn the_curves_with_the_interrupt_cpu_running_come_in_pairs_beside_the_halted_ones() {
+        let point = |idle_ns, extra_ns| WakePoint {
+            idle_ns,
+            extra_ns,
+            extra_p90_ns: None,
+        };
+        let mut p = test_profile(50_000.0, 50_000.0, 4, 128);
+        for f in [
+            "read_wake",
+            "write_wake",
+            "read_wake_irq_busy",
+            "write_wake_irq_busy",
+        ] {
+            p.sources.insert(f.into(), "test".into());
+        }
+        p.read_wake_irq_busy = Some(vec![point(1e6, 2e4)]);
+        let e = p.validate().unwrap_err();
+        assert!(e.contains("go together"), "{e}");
+        p.write_wake_irq_busy = Some(vec![point(1e6, 1e4)]);
+        let e = p.validate().unwrap_err();
+        assert!(e.contains("read_wake_irq_busy needs read_wake"), "{e}");
+        p.read_wake = Some(vec![point(1e6, 1.2e5)]);
+        p.write_wake = Some(vec![point(1e6, 3e4)]);
+        p.validate().unwrap();
+        // Constant 50 us service. A substrate that charges the interrupt's delivery wakes the
+        // device by the running CPU's curves (20 us after 10 ms idle); any other by the halted
+        // ones (120 us).
+        let device = |p: &DeviceProfile| Device::new(p, ChaCha8Rng::seed_from_u64(1)).unwrap();
+        let (mut charged, used) = device(&p).with_interrupt_delivery(&p);
+        assert!(used);
+        assert_eq!(charged.submit(req(1, Op::Read, 0), 10_000_000), 10_070_000);
+        assert_eq!(charged.submit(req(2, Op::Write, 0), 30_000_000), 30_060_000);
+        assert_eq!(
+            device(&p).submit(req(1, Op::Read, 0), 10_000_000),
+            10_170_000
+        );
+        // Without the running curves the device stays as it was.
+        p.read_wake_irq_busy = None;
+        p.write_wake_irq_busy = None;
+        let (mut unchanged, used) = device(&p).with_interrupt_delivery(&p);
+        assert!(!used);
+        assert_eq!(
+            unchanged.submit(req(1, Op::Read, 0), 10_000_000),
+            10_170_000
+        );
     }
 
     #[test]

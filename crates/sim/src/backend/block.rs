@@ -883,6 +883,9 @@ impl BlockSwap {
             super::swap_in_use_mib(self.swap_slots, self.peak_used_slots, self.used_slots),
         );
         extra.insert("swpout_zero".into(), self.swpout_zero.into());
+        if let Some(d) = self.io.interrupt_delivery_json() {
+            extra.insert("interrupt_delivery".into(), d);
+        }
         extra
     }
 
@@ -1192,6 +1195,22 @@ impl SwapBackend for BlockSwap {
     fn advance_to(&mut self, t: u64, obs: &mut Observers) {
         self.io.advance(t, obs);
         self.collect_written();
+    }
+
+    fn interrupt_cpu_runs(&mut self, from: u64, until: u64) {
+        self.io.interrupt_cpu_runs(from, until);
+    }
+
+    fn interrupt_cpu_idles_from(&mut self, t: u64) {
+        self.io.interrupt_cpu_idles_from(t);
+    }
+
+    fn interrupt_cpu_halt_ends(&mut self, since: u64, t: u64) -> Option<(bool, u64)> {
+        self.io.interrupt_cpu_halt_ends(since, t)
+    }
+
+    fn tracks_interrupt_cpu(&self) -> bool {
+        self.io.tracks_interrupt_cpu()
     }
 
     fn polls_while_waiting(&self) -> bool {

@@ -297,6 +297,27 @@ pub trait SwapBackend {
     }
 
     /// What the back-end adds to the results.
+    /// A task runs on the completion interrupt's CPU from `from` until `until` (`u64::MAX`:
+    /// until `interrupt_cpu_idles_from`): what a completion finds there, where the back-end
+    /// charges the interrupt's delivery (crate::io `Io::interrupt_cpu_runs`).
+    fn interrupt_cpu_runs(&mut self, _from: u64, _until: u64) {}
+
+    /// The interrupt's CPU idles from `t`.
+    fn interrupt_cpu_idles_from(&mut self, _t: u64) {}
+
+    /// A task woken onto or started on the interrupt's CPU at `t` ends its halt begun at
+    /// `since`: whether the host was polling for it and when it really began, where the
+    /// back-end keeps that CPU's halts (`Io::interrupt_cpu_halt_ends`); None elsewhere.
+    fn interrupt_cpu_halt_ends(&mut self, _since: u64, _t: u64) -> Option<(bool, u64)> {
+        None
+    }
+
+    /// Whether the back-end keeps the interrupt's CPU's halts (it charges the interrupts'
+    /// delivery).
+    fn tracks_interrupt_cpu(&self) -> bool {
+        false
+    }
+
     fn report(&self) -> BackendReport;
 
     /// Keys the back-end adds to the results' `extra` at the run's end `end` (NVM-Swap's

@@ -427,6 +427,22 @@ impl SwapBackend for Zswap {
         self.dev.advance_to(t, obs);
     }
 
+    fn interrupt_cpu_runs(&mut self, from: u64, until: u64) {
+        self.dev.interrupt_cpu_runs(from, until);
+    }
+
+    fn interrupt_cpu_idles_from(&mut self, t: u64) {
+        self.dev.interrupt_cpu_idles_from(t);
+    }
+
+    fn interrupt_cpu_halt_ends(&mut self, since: u64, t: u64) -> Option<(bool, u64)> {
+        self.dev.interrupt_cpu_halt_ends(since, t)
+    }
+
+    fn tracks_interrupt_cpu(&self) -> bool {
+        self.dev.tracks_interrupt_cpu()
+    }
+
     fn polls_while_waiting(&self) -> bool {
         self.dev.polls_while_waiting()
     }
