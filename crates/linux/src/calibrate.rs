@@ -22,7 +22,8 @@
 //!   of each further page of a request (the profile's `read_page_ns` / `write_page_ns`), with its
 //!   R² and largest residual saying whether the cost is linear in the size.
 //! - **Wake-up and batches**: how long the disk takes to wake after idle gaps
-//!   ([`crate::wake_probe`], `read_wake` / `write_wake`), and whether it reports a batch of
+//!   ([`crate::wake_probe`], `read_wake` / `write_wake`, and with the disk's interrupt CPU kept
+//!   running `read_wake_irq_busy` / `write_wake_irq_busy`), and whether it reports a batch of
 //!   requests submitted together at once ([`crate::batch_probe`], `batch_completion_share`).
 //! - **Queue depth**: the hardware queues' tags (`/sys/block/<disk>/mq/*/nr_tags`, summed), what
 //!   the device takes; the scheduler's `nr_requests` is a software limit sim derives itself.
