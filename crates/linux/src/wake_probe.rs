@@ -195,23 +195,41 @@ fn probe_irq_busy(
     size_pages: u64,
     seed: u64,
 ) -> Result<IrqBusyPasses, LinuxError> {
-    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
+    // The spinner's state: starting, spinning on the CPU at nice 19, or unable to.
+    const STARTING: u8 = 0;
+    const SPINNING: u8 = 1;
+    const FAILED: u8 = 2;
     let mut rng = ChaCha8Rng::seed_from_u64(seed ^ 0x1ab);
     let cpu = crate::completion_cpu_probe::find(file, size_pages, &mut rng)?.cpu;
     let on = crate::affinity::CpuSet::of("calibrate's wake probe", &[cpu])?;
     let stop = AtomicBool::new(false);
+    let state = AtomicU8::new(STARTING);
     std::thread::scope(|s| {
-        let (stop, on) = (&stop, &on);
+        let (stop, state, on) = (&stop, &state, &on);
         s.spawn(move || {
             // SAFETY: setpriority reads its arguments only; on Linux PRIO_PROCESS with 0 is the
             // calling thread.
             let niced = unsafe { libc::setpriority(libc::PRIO_PROCESS as _, 0, 19) } == 0;
-            if niced && on.apply_no_alloc() {
-                while !stop.load(Ordering::Relaxed) {
-                    std::hint::spin_loop();
-                }
+            if !(niced && on.apply_no_alloc()) {
+                state.store(FAILED, Ordering::Release);
+                return;
+            }
+            state.store(SPINNING, Ordering::Release);
+            while !stop.load(Ordering::Relaxed) {
+                std::hint::spin_loop();
             }
         });
+        // A pass without the spinner would measure the halted CPU again under the running
+        // curves' name.
+        while state.load(Ordering::Acquire) == STARTING {
+            std::thread::yield_now();
+        }
+        if state.load(Ordering::Acquire) == FAILED {
+            return Err(LinuxError::Worker(format!(
+                "the spinning thread could not take CPU {cpu} at nice 19"
+            )));
+        }
         let passes = crate::affinity::forking_on(Some(on), || -> Result<_, LinuxError> {
             Ok((
                 probe_direction(file, size_pages, false, seed ^ 2)?,
@@ -439,7 +457,7 @@ pub fn sources(p: &WakeProbe) -> String {
             ("write_wake_irq_busy", "writes", &b.write, &p.write),
         ] {
             out.push_str(&format!(
-                "{field} = \"measured: nvmswap linux calibrate, as the halted curve's probe with the disk's interrupt CPU {} kept running (a nice-19 thread spinning on it, the probe's thread pinned there), single 4 KiB O_DIRECT {op}, {} each after the same gaps; per gap the median latency less the halted pass's warm median ({:.1} us; this pass's own {:.1} us: the difference is the polled wake-up of the halting CPU, which the device's times hold) and the p90 less the halted pass's warm p90 ({:.1} us) (second table in the comment above)\"\n",
+                "{field} = \"measured: nvmswap linux calibrate, as the halted curve's probe with the disk's interrupt CPU {} kept running (a nice-19 thread spinning on it, the probe's thread pinned there), single 4 KiB O_DIRECT {op}, {} each after the same gaps; per gap the median latency less the halted pass's warm median ({:.1} us; this pass's own {:.1} us), the baseline the device's times were measured at, and the p90 less the halted pass's warm p90 ({:.1} us) (second table in the comment above)\"\n",
                 b.cpu,
                 p.requests_per_gap,
                 halted.back_to_back_us.p50,
