@@ -296,7 +296,6 @@ pub trait SwapBackend {
         false
     }
 
-    /// What the back-end adds to the results.
     /// A task runs on the completion interrupt's CPU from `from` until `until` (`u64::MAX`:
     /// until `interrupt_cpu_idles_from`): what a completion finds there, where the back-end
     /// charges the interrupt's delivery (crate::io `Io::interrupt_cpu_runs`).
@@ -318,6 +317,7 @@ pub trait SwapBackend {
         false
     }
 
+    /// What the back-end adds to the results.
     fn report(&self) -> BackendReport;
 
     /// Keys the back-end adds to the results' `extra` at the run's end `end` (NVM-Swap's
