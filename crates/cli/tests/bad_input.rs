@@ -226,6 +226,10 @@ const CASES: &[(&[&str], &[&str])] = &[
     (&["wear", "--fill", "-0.5"], &["--fill"]),
     (&["pressure", "-q", "-v"], &["--quiet", "--verbose"]),
     (&["devices", "show", "pcn"], &["did you mean 'pcm'"]),
+    (
+        &["linux", "wakeup-replay", "no-such-trace.txt"],
+        &["reading no-such-trace.txt", "No such file"],
+    ),
 ];
 
 fn run_in(dir: &Path, args: &[&str]) -> Output {
@@ -264,6 +268,19 @@ fn every_bad_input_is_refused_clearly_and_writes_nothing() {
     for (args, wanted) in CASES {
         assert_refused(&dir, args, wanted);
     }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A file that is not a scheduler trace is refused, saying what it lacks.
+#[test]
+fn a_wakeup_replay_of_a_file_without_scheduler_events_says_what_is_missing() {
+    let dir = scratch("replay");
+    let trace = dir.join("trace.txt");
+    std::fs::write(&trace, "# tracer: nop\n").unwrap();
+    let o = run_in(&dir, &["linux", "wakeup-replay", "trace.txt"]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(!o.status.success() && !err.contains("panicked"), "{err}");
+    assert!(err.contains("no sched_process_fork"), "{err}");
     let _ = std::fs::remove_dir_all(&dir);
 }
 

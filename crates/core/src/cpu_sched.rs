@@ -245,6 +245,22 @@ impl FairQueue {
         self.tasks[i].deadline
     }
 
+    /// Queued task `i`'s lag now (`V - v`), ns.
+    pub fn current_lag(&self, i: usize) -> i64 {
+        self.avg() - self.tasks[i].v
+    }
+
+    /// Whether queued task `i` is eligible (`v <= V`).
+    pub fn is_eligible(&self, i: usize) -> bool {
+        self.eligible(i)
+    }
+
+    /// Whether task `i` is still within the slice it was picked with (`protect_slice`).
+    pub fn is_protected(&self, i: usize) -> bool {
+        let e = &self.tasks[i];
+        e.picked_with == Some(e.deadline)
+    }
+
     /// A CPU takes task `i`: it is protected until it has used this slice.
     pub fn picked(&mut self, i: usize) {
         let e = &mut self.tasks[i];
@@ -268,17 +284,23 @@ impl FairQueue {
     /// with keeps its CPU; else the woken one preempts when the pick over them all (the running
     /// one only while eligible) is it (`check_preempt_wakeup_fair`: `pick_eevdf() == pse`).
     pub fn preempts(&self, woken: usize, running: usize, ready: &[usize]) -> bool {
-        let r = &self.tasks[running];
-        if self.eligible(running) && r.picked_with == Some(r.deadline) {
+        if self.eligible(running) && self.is_protected(running) {
             return false;
         }
+        let others: Vec<usize> = ready.iter().copied().chain([woken]).collect();
+        self.pick_with_running(running, &others) == Some(woken)
+    }
+
+    /// The pick `pick_eevdf` makes among `ready` and running task `running` when the running
+    /// task's protection does not count: the eligible one with the earliest deadline (ties: the
+    /// lowest index), the running one among them only while eligible.
+    pub fn pick_with_running(&self, running: usize, ready: &[usize]) -> Option<usize> {
         ready
             .iter()
             .copied()
-            .chain([woken, running])
+            .chain([running])
             .filter(|&i| self.eligible(i))
             .min_by_key(|&i| (self.tasks[i].deadline, i))
-            == Some(woken)
     }
 
     /// Whether running task `running` gives its CPU to one of `ready` at a scheduling point:
@@ -299,6 +321,77 @@ impl FairQueue {
         let better = self.eligible(best)
             && (!self.eligible(running) || (b.deadline, best) < (r.deadline, running));
         better.then_some(best)
+    }
+}
+
+/// A running task's standing when a task is woken onto its CPU.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Standing {
+    /// Eligible and within the slice it was picked with: it keeps its CPU.
+    Protected,
+    /// Within its slice but not eligible: the woken task preempts if the pick is it.
+    NotEligible,
+    /// Its slice used: the kernel reschedules it, and the pick decides.
+    SliceUsed,
+}
+
+/// Whom the pick over a CPU's queue chooses at a wake-up, the running task's protection not
+/// counted ([`RunQueues::pick_with_running`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Pick {
+    Woken,
+    Running,
+    Another,
+}
+
+/// What a woken task finds on the CPU it is queued on ([`RunQueues::standing_at_wake`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct WakeStanding {
+    pub standing: Standing,
+    pub pick: Pick,
+    /// Tasks queued there besides the running and the woken one (waiting, or delayed), and
+    /// of them the delayed.
+    pub others_queued: usize,
+    pub others_delayed: usize,
+    /// The woken and the running task's lag against the queue's average (`V - v`), ns.
+    pub woken_lag_ns: i64,
+    pub running_lag_ns: i64,
+}
+
+/// What woken tasks found on their CPUs' queues, summed up: the mean of the other tasks
+/// queued there (and of the delayed among them), and the woken and the running tasks' lags
+/// (µs: p10, p50, p90).
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct WakeQueueSummary {
+    pub wakeups: usize,
+    pub others_queued_mean: f64,
+    pub others_delayed_mean: f64,
+    pub woken_lag_us: [f64; 3],
+    pub running_lag_us: [f64; 3],
+}
+
+impl WakeQueueSummary {
+    /// None for no wake-ups.
+    pub fn of(found: &[WakeStanding]) -> Option<WakeQueueSummary> {
+        if found.is_empty() {
+            return None;
+        }
+        let quantiles = |f: fn(&WakeStanding) -> i64| {
+            let mut v: Vec<i64> = found.iter().map(f).collect();
+            v.sort_unstable();
+            [0.1, 0.5, 0.9].map(|p| v[((v.len() - 1) as f64 * p).round() as usize] as f64 / 1e3)
+        };
+        Some(WakeQueueSummary {
+            wakeups: found.len(),
+            others_queued_mean: found.iter().map(|w| w.others_queued).sum::<usize>() as f64
+                / found.len() as f64,
+            others_delayed_mean: found.iter().map(|w| w.others_delayed).sum::<usize>() as f64
+                / found.len() as f64,
+            woken_lag_us: quantiles(|w| w.woken_lag_ns),
+            running_lag_us: quantiles(|w| w.running_lag_ns),
+        })
     }
 }
 
@@ -539,6 +632,87 @@ impl RunQueues {
         self.queues[self.home[i]].deadline(i)
     }
 
+    /// The CPU whose queue holds task `i` (or held it last).
+    pub fn home(&self, i: usize) -> usize {
+        self.home[i]
+    }
+
+    /// Whether task `i` is eligible on its queue ([`FairQueue::is_eligible`]).
+    pub fn is_eligible(&self, i: usize) -> bool {
+        self.queues[self.home[i]].is_eligible(i)
+    }
+
+    /// Whether task `i` is within the slice it was picked with ([`FairQueue::is_protected`]).
+    pub fn is_protected(&self, i: usize) -> bool {
+        self.queues[self.home[i]].is_protected(i)
+    }
+
+    /// The pick on CPU `c` over its queued tasks and its running one, the running one's
+    /// protection not counted ([`FairQueue::pick_with_running`]). None when nothing runs there.
+    pub fn pick_with_running(&self, c: usize) -> Option<usize> {
+        let running = self.curr[c]?;
+        self.queues[c].pick_with_running(running, &self.queued_on(c, running))
+    }
+
+    /// Where woken task `woken`, queued on CPU `c`, finds the task running there: its
+    /// standing, the pick's choice (what [`RunQueues::preempts`] decides from) and the queue
+    /// around them. None when nothing runs there.
+    pub fn standing_at_wake(&self, woken: usize, c: usize) -> Option<WakeStanding> {
+        let running = self.curr[c]?;
+        let standing = if !self.is_protected(running) {
+            Standing::SliceUsed
+        } else if self.is_eligible(running) {
+            Standing::Protected
+        } else {
+            Standing::NotEligible
+        };
+        // The woken task is queued there, waiting or not yet.
+        let mut queued = self.queued_on(c, running);
+        let others = queued.iter().filter(|&&w| w != woken).count();
+        let delayed = self.delayed[c].iter().filter(|&&w| w != woken).count();
+        if !queued.contains(&woken) {
+            queued.push(woken);
+        }
+        let q = &self.queues[c];
+        let pick = match q.pick_with_running(running, &queued) {
+            Some(p) if p == woken => Pick::Woken,
+            Some(p) if p == running => Pick::Running,
+            _ => Pick::Another,
+        };
+        Some(WakeStanding {
+            standing,
+            pick,
+            others_queued: others,
+            others_delayed: delayed,
+            woken_lag_ns: q.current_lag(woken),
+            running_lag_ns: q.current_lag(running),
+        })
+    }
+
+    /// The tasks queued on CPU `c` besides the one it runs (waiting, or delayed).
+    pub fn others_queued(&self, c: usize) -> usize {
+        self.waiting[c].len() + self.delayed[c].len()
+    }
+
+    /// CPU `c`'s running task is picked again (a reschedule whose pick chose it:
+    /// `set_next_entity` protects it for the slice it now has).
+    pub fn repick(&mut self, c: usize) {
+        if let Some(i) = self.curr[c] {
+            self.queues[c].picked(i);
+        }
+    }
+
+    /// Waiting task `i` moves to CPU `to`'s queue with its lag and waits there (load
+    /// balancing's `detach_task`/`attach_task`).
+    pub fn migrate(&mut self, i: usize, to: usize) {
+        let from = self.home[i];
+        debug_assert!(self.curr[from] != Some(i), "task {i} runs: it cannot move");
+        self.waiting[from].retain(|&w| w != i);
+        self.queues[from].dequeue(i);
+        self.enqueue(i, to);
+        self.waiting[to].push(i);
+    }
+
     pub fn slice_ended_within(&self, i: usize, last_ns: u64) -> bool {
         self.queues[self.home[i]].slice_ended_within(i, last_ns)
     }
@@ -688,10 +862,8 @@ impl RunQueues {
         debug_assert!(self.is_idle(c), "only an idle CPU pulls");
         let src = self.busiest_other(c)?;
         let at = self.waiting[src].iter().position(|&w| !self.hot(w, t))?;
-        let i = self.waiting[src].remove(at);
-        self.queues[src].dequeue(i);
-        self.enqueue(i, c);
-        self.waiting[c].push(i);
+        let i = self.waiting[src][at];
+        self.migrate(i, c);
         Some(i)
     }
 
@@ -1116,5 +1288,69 @@ mod tests {
         assert!(!f.is_delayed(0));
         assert_eq!(f.tasks[0].v, f.avg(), "placed at the average, lag 0");
         assert_eq!(f.deadline(0), f.tasks[0].v + 1_000_000);
+    }
+
+    /// `cpus` CPUs, three tasks, slice 1 ms: task 0 runs `ns` on CPU 0 while task 1 waits there.
+    fn task_0_ran_while_1_waited(cpus: usize, ns: u64) -> RunQueues {
+        let mut q = RunQueues::new(cpus, 3, 1_000_000);
+        q.enqueue(0, 0);
+        q.enqueue(1, 0);
+        q.wait(1);
+        q.run(0, 0, 0);
+        q.ran(0, ns);
+        q
+    }
+
+    /// One CPU: task 0 ran 900 µs (not eligible, still within its slice); task 2 may wake.
+    fn task_0_ran_ahead() -> RunQueues {
+        task_0_ran_while_1_waited(1, 900_000)
+    }
+
+    #[test]
+    fn a_woken_task_finds_the_running_ones_standing_and_the_pick_among_the_queue() {
+        let mut q = task_0_ran_ahead();
+        // Task 2 joins at V (450 µs): task 1 (v 0, deadline 1 ms) is the earliest eligible.
+        q.enqueue(2, 0);
+        let w = q.standing_at_wake(2, 0).unwrap();
+        assert_eq!((w.standing, w.pick), (Standing::NotEligible, Pick::Another));
+        assert_eq!((w.others_queued, w.others_delayed), (1, 0));
+        assert_eq!(w.woken_lag_ns, 0);
+        assert_eq!(w.running_lag_ns, 450_000 - 900_000);
+        assert!(!q.preempts(2, 0), "the pick is task 1: the woken one waits");
+        // The same before it waits and after: the woken task counts once.
+        q.wait(2);
+        assert_eq!(q.standing_at_wake(2, 0), Some(w));
+        // Nothing runs: no standing.
+        q.stop(0, 900_000);
+        assert_eq!(q.standing_at_wake(2, 0), None);
+        let summary = WakeQueueSummary::of(&[w, w]).unwrap();
+        assert_eq!(summary.wakeups, 2);
+        assert_eq!(summary.others_queued_mean, 1.0);
+        assert_eq!(summary.woken_lag_us, [0.0; 3]);
+        assert_eq!(summary.running_lag_us, [-450.0; 3]);
+        assert!(WakeQueueSummary::of(&[]).is_none());
+    }
+
+    #[test]
+    fn a_running_task_past_its_slice_is_protected_again_when_picked_again() {
+        let mut q = task_0_ran_ahead();
+        assert!(q.is_protected(0));
+        q.ran(0, 200_000);
+        assert!(!q.is_protected(0), "its slice is used: 1.1 ms ran");
+        assert_eq!(q.pick_with_running(0), Some(1), "task 1 is the pick");
+        q.repick(0);
+        assert!(q.is_protected(0), "picked again: a new slice's protection");
+    }
+
+    #[test]
+    fn a_waiting_task_moves_to_another_cpus_queue_with_its_lag() {
+        let mut q = task_0_ran_while_1_waited(2, 600_000);
+        // Task 1 waited while task 0 ran: its lag is 300 µs.
+        q.migrate(1, 1);
+        assert_eq!(q.home(1), 1);
+        assert_eq!(q.waiting(0), &[] as &[usize]);
+        assert_eq!(q.waiting(1), &[1]);
+        assert_eq!(q.history(1).lag, 300_000);
+        assert_eq!(q.pick(1), Some(1));
     }
 }

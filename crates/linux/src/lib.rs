@@ -35,6 +35,7 @@ pub mod sysfs;
 pub mod tab;
 pub mod tracefs;
 pub mod wake_probe;
+pub mod wakeup_replay;
 pub mod worker;
 
 pub use config::{bundled_configs, LinuxConfig, SwapSetup};

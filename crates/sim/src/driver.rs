@@ -25,7 +25,9 @@ use crate::engine::{ChargingFault, Loc, Machine, PendingFault, Touch};
 use crate::observe::Event;
 use crate::tlb::Mm;
 use crate::{RunOptions, SimError};
-use nvmswap_core::cpu_sched::{self as sched, CpuUtil, RunQueues, TaskCpuHistory, Wakeup};
+use nvmswap_core::cpu_sched::{
+    self as sched, CpuUtil, Pick, RunQueues, Standing, TaskCpuHistory, Wakeup,
+};
 
 /// What the tabs' life did over the run (the results' `extra`).
 #[derive(Debug, Default)]
@@ -47,6 +49,12 @@ struct LifeCounts {
     woken_cpu_wait: Vec<u64>,
     /// Woken tabs that took a running tab's CPU at once (core's `cpu_sched`).
     wakeup_preemptions: u64,
+    /// Tabs a read woke onto a CPU running a task, by that task's standing and the pick there
+    /// (core's `RunQueues::standing_at_wake`; the kernel's from a trace: `nvmswap linux
+    /// wakeup-replay`).
+    read_woken_onto_busy: std::collections::BTreeMap<(Standing, Pick), u64>,
+    /// Of those, what each found on its CPU's queue.
+    read_woken_onto_busy_found: Vec<sched::WakeStanding>,
     /// Woken tabs that found a CPU idle.
     woken_on_idle_cpu: u64,
     /// Of those, the ones placed on an idle CPU other than the read's interrupt's (each waits
@@ -364,6 +372,30 @@ impl<'a> Driver<'a> {
                 ("woken_irq_cpu_idle", counts.woken_irq_cpu_idle),
             ] {
                 out.result.extra.insert(k.into(), v.into());
+            }
+            let by_standing: serde_json::Map<String, serde_json::Value> = counts
+                .read_woken_onto_busy
+                .iter()
+                .map(|((standing, pick), n)| {
+                    let key = serde_json::to_value((standing, pick)).expect("plain enums");
+                    (
+                        format!(
+                            "{}/{}",
+                            key[0].as_str().unwrap_or("?"),
+                            key[1].as_str().unwrap_or("?")
+                        ),
+                        (*n).into(),
+                    )
+                })
+                .collect();
+            out.result
+                .extra
+                .insert("read_woken_onto_busy_cpu".into(), by_standing.into());
+            if let Some(q) = sched::WakeQueueSummary::of(&counts.read_woken_onto_busy_found) {
+                out.result.extra.insert(
+                    "read_woken_onto_busy_queue".into(),
+                    serde_json::to_value(q).expect("plain numbers"),
+                );
             }
             out.result.extra.insert(
                 "flush_ipi_time_taken_from_tasks_ms".into(),
@@ -1243,10 +1275,17 @@ impl<'a> Driver<'a> {
             self.start_on(tasks, cpus, i, cpu, at);
             return;
         }
-        let victim = cpus
-            .rq
-            .curr(cpu)
-            .filter(|&j| tasks[j].sleeping.is_none() && cpus.rq.preempts(i, cpu));
+        let running = cpus.rq.curr(cpu).filter(|&j| tasks[j].sleeping.is_none());
+        if from_read && running.is_some() {
+            if let Some(at) = cpus.rq.standing_at_wake(i, cpu) {
+                let c = &mut self.counts;
+                *c.read_woken_onto_busy
+                    .entry((at.standing, at.pick))
+                    .or_default() += 1;
+                c.read_woken_onto_busy_found.push(at);
+            }
+        }
+        let victim = running.filter(|_| cpus.rq.preempts(i, cpu));
         let Some(j) = victim else {
             cpus.rq.wait(i);
             return;

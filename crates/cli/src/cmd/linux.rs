@@ -181,6 +181,19 @@ enum Action {
         #[arg(long)]
         json: bool,
     },
+    /// Replay core's EEVDF model (what sim schedules the tabs with) on the kernel's own
+    /// schedule: for every wake-up of the driver's tasks onto a CPU running another of them,
+    /// the model's decision (preempt or wait, and why) beside how the kernel's running task
+    /// left that CPU. The trace is tracefs text with sched_switch, sched_wakeup and
+    /// sched_process_fork, e.g. `sudo scripts/tlb-init-mm-trace OUT nvmswap pressure
+    /// --substrate linux ...`. Reads the file only.
+    WakeupReplay {
+        /// The trace (tracefs `trace` text).
+        trace: PathBuf,
+        /// Print the replay as JSON on stdout.
+        #[arg(long)]
+        json: bool,
+    },
     /// Print the swap-related state (active swaps, zswap, sysctls, schedulers, zram, cgroups)
     /// and any pending state file.
     Status {
@@ -366,6 +379,19 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             }
             print_cpu_wake_gaps(&p);
             print!("{}", probe::costs_lines(&p));
+            Ok(())
+        }
+        Action::WakeupReplay { trace, json } => {
+            let text = std::fs::read_to_string(&trace)
+                .with_context(|| format!("reading {}", trace.display()))?;
+            let r = nvmswap_linux::wakeup_replay::replay(&text)
+                .with_context(|| format!("replaying {}", trace.display()))?;
+            if json {
+                let v = serde_json::json!({ "schema": "nvmswap.wakeup_replay/1", "replay": r });
+                println!("{}", serde_json::to_string_pretty(&v)?);
+            } else {
+                print_wakeup_replay(&r);
+            }
             Ok(())
         }
         Action::CheckDevice {
@@ -891,6 +917,79 @@ fn d2c_row(
         "{label} | {:8.0} {:6.0} | {:8.0} {:6.0} | {:8.0} {:6.0} | {:9.0} {:6.0}",
         disk.p50, model.p50, disk.p90, model.p90, disk.p99, model.p99, disk.mean, model.mean
     )
+}
+
+/// `nvmswap linux wakeup-replay`'s table.
+fn print_wakeup_replay(r: &nvmswap_linux::wakeup_replay::WakeupReplay) {
+    println!(
+        "driver {} and {} tasks of its group on {} CPUs: {} wake-ups, {} onto an idle CPU, {} onto a CPU running another task, {} onto a CPU running a group task (decisions)",
+        r.driver_pid,
+        r.group_tasks - 1,
+        r.cpus,
+        r.wakeups,
+        r.onto_idle,
+        r.onto_other_task,
+        r.onto_group_task
+    );
+    println!(
+        "trace gaps: {} switched in unwoken, {} resyncs, {} delayed tasks woken elsewhere",
+        r.switched_in_unwoken, r.resyncs, r.delayed_woken_elsewhere
+    );
+    println!(
+        "of the decisions: the model preempts {:.1} %, the kernel's rule switches {:.1} %; the kernel's running task was switched out runnable within {} us of {:.1} % ({:.1} % for the woken task)",
+        100.0 * r.model_preempt_share,
+        100.0 * r.kernel_rule_switch_share,
+        nvmswap_linux::wakeup_replay::AT_ONCE_NS / 1_000,
+        100.0 * r.kernel_preempted_at_once_share,
+        100.0 * r.kernel_preempted_at_once_for_woken_share
+    );
+    println!(
+        "{:<14} {:<12} {:<8} {:>6} {:>6} {:>6} | kernel: R at once for woken / later woken / another / outside, R later, S at once, S later, lost | running for us p50 p90",
+        "woken", "running", "pick", "model", "rule", "n"
+    );
+    for d in &r.decisions {
+        let k = &d.kernel;
+        let says = |b: bool| if b { "switch" } else { "wait" };
+        println!(
+            "{:<14} {:<12} {:<8} {:>6} {:>6} {:>6} | {:>6} {:>6} {:>6} {:>6} {:>6} {:>6} {:>6} {:>5} | {:>6.0} {:>6.0}",
+            format!("{:?}", d.woken),
+            format!("{:?}", d.standing),
+            format!("{:?}", d.pick),
+            says(d.model_preempts),
+            says(d.kernel_rule_switches),
+            k.total(),
+            k.preempted_at_once_for_woken,
+            k.preempted_at_once_for_later_woken,
+            k.preempted_at_once_for_another,
+            k.preempted_at_once_for_outside,
+            k.preempted_later,
+            k.slept_at_once,
+            k.slept_later,
+            k.unresolved,
+            d.running_for_us.p50,
+            d.running_for_us.p90
+        );
+    }
+    if let Some(q) = &r.read_woken_queue {
+        println!(
+            "tabs woken from a block onto a busy CPU ({}): {:.2} other tasks queued there on average ({:.2} of them delayed); lag us p10/p50/p90 woken {:.0}/{:.0}/{:.0}, running {:.0}/{:.0}/{:.0}",
+            q.wakeups,
+            q.others_queued_mean,
+            q.others_delayed_mean,
+            q.woken_lag_us[0],
+            q.woken_lag_us[1],
+            q.woken_lag_us[2],
+            q.running_lag_us[0],
+            q.running_lag_us[1],
+            q.running_lag_us[2]
+        );
+    }
+    if r.picks_compared > 0 {
+        println!(
+            "picks: the model's pick was the kernel's in {} of {} switch-ins with two or more waiting",
+            r.picks_agreeing, r.picks_compared
+        );
+    }
 }
 
 /// `nvmswap linux cpu-wake`'s table of one probe's gaps.
