@@ -261,6 +261,9 @@ pub struct WakeupReplay {
     pub read_woken_queue: Option<nvmswap_core::cpu_sched::WakeQueueSummary>,
 }
 
+/// The most CPUs a trace may name (the replay keeps a queue per CPU).
+const MAX_CPUS: usize = 4096;
+
 /// The driver's task index (its children follow).
 const DRIVER: usize = 0;
 
@@ -371,7 +374,7 @@ impl Replay {
                         Some(_) => Next::Another,
                         None => Next::Outside,
                     };
-                    self.rows.outcomes[p.row].add(state == 'R', t - p.at, next)
+                    self.rows.outcomes[p.row].add(state == 'R', t.saturating_sub(p.at), next)
                 }
                 _ => self.rows.outcomes[p.row].unresolved += 1,
             }
@@ -534,11 +537,14 @@ impl Replay {
 /// Replays the group's wake-ups in `trace` (tracefs text). Errors when the trace has no
 /// process that forks others, or no scheduler events.
 pub fn replay(trace: &str) -> Result<WakeupReplay, LinuxError> {
-    let lines: Vec<Line> = trace
+    let mut lines: Vec<Line> = trace
         .lines()
         .filter(|l| !l.starts_with('#'))
         .filter_map(parse_line)
         .collect();
+    // tracefs merges its CPUs' buffers in time order; a file put together otherwise is put back
+    // in order (stable: events of one instant keep theirs).
+    lines.sort_by_key(|l| l.t_ns);
     let mut children: HashMap<i32, Vec<i32>> = HashMap::new();
     for l in &lines {
         if let Traced::Fork { parent, child } = l.event {
@@ -568,6 +574,12 @@ pub fn replay(trace: &str) -> Result<WakeupReplay, LinuxError> {
         })
         .max()
         .ok_or_else(|| bad("no sched_switch or sched_wakeup in the trace"))?;
+    if cpus > MAX_CPUS {
+        return Err(bad(&format!(
+            "the trace names CPU {} (at most {MAX_CPUS} are replayed): not a tracefs trace?",
+            cpus - 1
+        )));
+    }
     let tasks = index.len();
     let mut replay = Replay {
         rq: RunQueues::new(cpus, tasks, base_slice_ns(cpus as u32)),
@@ -815,6 +827,34 @@ mod tests {
             .collect();
         assert_eq!(rows, vec![(Standing::Protected, Pick::Running, false, 1)]);
         assert_eq!((r.onto_idle, r.onto_group_task), (2, 1));
+    }
+
+    /// Lines out of time order (a file put together by hand) replay as the sorted trace does,
+    /// and a CPU number no machine has is refused, not allocated.
+    #[test]
+    fn lines_out_of_order_are_sorted_and_impossible_cpus_refused() {
+        let ordered = [
+            fork(101),
+            fork(102),
+            wakeup(0, 101),
+            switch(1, 0, "R", 101),
+            wakeup(100, 102),
+            switch(200, 101, "S", 102),
+        ];
+        let mut shuffled = ordered.clone();
+        shuffled.reverse();
+        let a = replay(&ordered.join("\n")).unwrap();
+        let b = replay(&shuffled.join("\n")).unwrap();
+        assert_eq!(
+            serde_json::to_string(&a).unwrap(),
+            serde_json::to_string(&b).unwrap()
+        );
+        assert_eq!(b.onto_group_task, 1);
+        let far = switch(0, 0, "R", 101).replace("[000]", "[99999]");
+        let e = replay(&[fork(101), far].join("\n"))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("CPU 99999"), "{e}");
     }
 
     #[test]
