@@ -374,6 +374,37 @@ pub struct CostOverrides {
     /// classes its kernel runs measured, as a diagnostic; without it, every such touch a hit.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mapped_access_classes: Option<Vec<crate::mapped_access::MappedAccessClass>>,
+    /// What a touch of a mapped page costs by its reuse distance (the distinct other pages
+    /// touched since the page's previous touch): points of (`footprint_mib`, `access_ns`), the
+    /// tab's timed access to a page that comes back after that many MiB of other pages, stalls
+    /// left out (`[{ footprint_mib = 16.0, access_ns = 85.0 }, ...]`; crate::mapped_access::
+    /// MemoryByReuse). Sim adds to each touch of a mapped page the curve at its distance beyond
+    /// the smallest footprint's access (the hit `tab_touch_ns` holds), or `mapped_access_by_idle`'s
+    /// extra where that is larger. Measured by `nvmswap linux calibrate` (the footprint probe:
+    /// 16 MiB to 1 GiB cycled in one random order); without it, such a touch is a hit whatever
+    /// its distance.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mapped_access_by_footprint: Option<Vec<crate::mapped_access::FootprintPoint>>,
+    /// How often a touch of a mapped page stalls in the host by how long the page was left
+    /// idle, and for how long: points of (`idle_ms`, `share`, `stall_ns`) (crate::mapped_access::
+    /// IdleStallCurve). A virtual machine's host reclaims guest memory it sees idle and makes
+    /// its next access wait, with no guest fault, as the touching task's CPU. Sim draws a stall
+    /// for each touch of a mapped page at the share for its page's idle time. Measured by
+    /// `nvmswap linux calibrate` (the idle-stall probe: 64 MiB written, then again after 0, 1,
+    /// 3 and 10 s of sleep); without it, no touch stalls.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub idle_stalls: Option<Vec<crate::mapped_access::IdleStallPoint>>,
+    /// What a touch of a mapped page costs by how long the page was left idle: points of
+    /// (`idle_ms`, `access_ns`), the tab's timed access to a small footprint (4 MiB) left that
+    /// long, stalls left out (crate::mapped_access::MemoryByIdle). Where the machine's caches
+    /// are shared (a host's other guests), a line left alone is gone after a while however
+    /// little the guest touched. Sim takes for each touch of a mapped page the larger of this
+    /// curve's extra at its page's idle time and `mapped_access_by_footprint`'s at its reuse
+    /// distance (crate::mapped_access::cache_extra_ns). Measured by `nvmswap linux calibrate`
+    /// (the idle-access probe: 4 MiB touched, left 0 ms to 3 s, touched again); without it,
+    /// the idle time costs nothing but its stalls.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mapped_access_by_idle: Option<Vec<crate::mapped_access::IdleAccessPoint>>,
 }
 
 impl CostOverrides {
@@ -485,6 +516,33 @@ impl CostOverrides {
         if let Some(classes) = &self.mapped_access_classes {
             crate::mapped_access::MappedAccessClass::check(classes)
                 .map_err(|e| ("costs.mapped_access_classes", e))?;
+        }
+        if let Some(points) = &self.mapped_access_by_footprint {
+            crate::mapped_access::MemoryByReuse::new(points)
+                .map_err(|e| ("costs.mapped_access_by_footprint", e))?;
+        }
+        if let Some(points) = &self.idle_stalls {
+            crate::mapped_access::IdleStallCurve::new(points)
+                .map_err(|e| ("costs.idle_stalls", e))?;
+        }
+        if let Some(points) = &self.mapped_access_by_idle {
+            crate::mapped_access::MemoryByIdle::new(points)
+                .map_err(|e| ("costs.mapped_access_by_idle", e))?;
+        }
+        // The drawn classes are a kernel run's whole memory, cache misses and stalls alike: with
+        // either derived part beside them a touch would pay twice.
+        if self.mapped_access_classes.is_some()
+            && (self.mapped_access_by_footprint.is_some()
+                || self.mapped_access_by_idle.is_some()
+                || self.idle_stalls.is_some())
+        {
+            return Err((
+                "costs.mapped_access_classes",
+                "describes the memory's access times that costs.mapped_access_by_footprint, \
+                 costs.mapped_access_by_idle and costs.idle_stalls derive; give the classes or \
+                 the curves, not both"
+                    .into(),
+            ));
         }
         // The driver is scheduled with all four of its costs or not at all, a tab's fill costs
         // come as three and the other processes as a rate and a run: a file with some of a
@@ -1033,6 +1091,46 @@ mod tests {
             "mapped_access_classes = [{ share = 0.1, extra = 1.0 }]"
         )
         .is_err());
+    }
+
+    #[test]
+    fn the_memorys_curves_read_from_toml_and_do_not_come_with_drawn_classes() {
+        let text = "mapped_access_by_footprint = [{ footprint_mib = 16.0, access_ns = 85.0 }, \
+                    { footprint_mib = 256.0, access_ns = 400.0 }]\n\
+                    idle_stalls = [{ idle_ms = 0.0, share = 0.0005, stall_ns = 140000.0 }, \
+                    { idle_ms = 10000.0, share = 0.002, stall_ns = 150000.0 }]\n\
+                    mapped_access_by_idle = [{ idle_ms = 0.0, access_ns = 80.0 }, \
+                    { idle_ms = 1000.0, access_ns = 230.0 }]";
+        let costs: CostOverrides = toml::from_str(text).unwrap();
+        assert!(costs.check().is_ok());
+        let again: CostOverrides = toml::from_str(&toml::to_string(&costs).unwrap()).unwrap();
+        assert_eq!(again, costs);
+        let falling: CostOverrides = toml::from_str(
+            "mapped_access_by_footprint = [{ footprint_mib = 64.0, access_ns = 85.0 }, \
+             { footprint_mib = 16.0, access_ns = 400.0 }]",
+        )
+        .unwrap();
+        let (field, why) = falling.check().unwrap_err();
+        assert_eq!(field, "costs.mapped_access_by_footprint");
+        assert!(why.contains("rise"), "{why}");
+        let share: CostOverrides =
+            toml::from_str("idle_stalls = [{ idle_ms = 0.0, share = 2.0, stall_ns = 1.0 }]")
+                .unwrap();
+        assert_eq!(share.check().unwrap_err().0, "costs.idle_stalls");
+        let idle: CostOverrides =
+            toml::from_str("mapped_access_by_idle = [{ idle_ms = -1.0, access_ns = 1.0 }]")
+                .unwrap();
+        assert_eq!(idle.check().unwrap_err().0, "costs.mapped_access_by_idle");
+        let both = CostOverrides {
+            mapped_access_classes: Some(vec![crate::mapped_access::MappedAccessClass {
+                share: 0.3,
+                extra_ns: 500.0,
+            }]),
+            ..costs
+        };
+        let (field, why) = both.check().unwrap_err();
+        assert_eq!(field, "costs.mapped_access_classes");
+        assert!(why.contains("not both"), "{why}");
     }
 
     #[test]

@@ -68,6 +68,7 @@
 //!   reclaimed and pages kept ([`fit_charge_cost`]) gives reclaim's cost per page it looks at
 //!   and keeps (`reclaim_keep_page_ns`, [`probe_kept_pages`]).
 
+use std::fmt::Write as _;
 use std::io::{Read, Seek, SeekFrom, Write};
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::Path;
@@ -131,11 +132,16 @@ pub struct Calibration {
     /// where the probe could not clear the bits (`/proc/self/clear_refs` refused).
     pub accessed_bit: Option<crate::tab::AccessedBitProbe>,
     /// The tab's timed access to mapped pages against the footprint it cycles over ([`crate::
-    /// tab::probe_access_by_footprint`]): not a cost sim takes, the curve a run's reuse
-    /// distances (`extra.touch_reuse`) are read against. Empty where the probe failed.
+    /// tab::probe_access_by_footprint`]): `costs.mapped_access_by_footprint`, and the curve a
+    /// run's reuse distances (`extra.touch_reuse`) are read against. Empty where the probe
+    /// failed.
     pub access_by_footprint: Vec<crate::tab::FootprintAccess>,
+    /// The tab's timed access to a small footprint by how long it was left idle ([`crate::
+    /// tab::probe_access_by_idle`]): `costs.mapped_access_by_idle`. Empty where the probe
+    /// failed.
+    pub access_by_idle: Vec<crate::tab::IdleAccess>,
     /// Whether the host makes an access to guest memory left idle wait ([`crate::host_speed::
-    /// probe_idle_stalls`]): a pass per idle time. Not a cost sim takes; empty where the probe
+    /// probe_idle_stalls`]): a pass per idle time, `costs.idle_stalls`. Empty where the probe
     /// failed.
     pub idle_stalls: Vec<crate::host_speed::IdleStalls>,
     /// A tab's CPU per background second apart from its touches ([`crate::tab::
@@ -2022,6 +2028,9 @@ pub fn run(swap_dir: &Path, seed: u64) -> Result<Calibration, LinuxError> {
     let access_by_footprint = crate::tab::probe_access_by_footprint(seed)
         .map_err(|e| tracing::warn!("footprint probe did not run: {e}"))
         .unwrap_or_default();
+    let access_by_idle = crate::tab::probe_access_by_idle(seed)
+        .map_err(|e| tracing::warn!("idle-access probe did not run: {e}"))
+        .unwrap_or_default();
     let idle_stalls = crate::host_speed::probe_idle_stalls(
         crate::host_speed::IDLE_PROBE_PAGES,
         &crate::host_speed::IDLE_PROBE_SECONDS,
@@ -2061,6 +2070,7 @@ pub fn run(swap_dir: &Path, seed: u64) -> Result<Calibration, LinuxError> {
         tab_fill,
         accessed_bit,
         access_by_footprint,
+        access_by_idle,
         idle_stalls,
         tab_second,
         tab_second_unavailable,
@@ -2563,6 +2573,7 @@ pub fn costs_toml(cal: &Calibration) -> String {
             a.accessed_bit_ns().round()
         ));
     }
+    out.push_str(&memory_curves_toml(cal));
     if let Some(t) = &cal.tab_second {
         out.push_str(&crate::tab::tab_second_comment(t));
         out.push_str(&format!(
@@ -2680,6 +2691,117 @@ pub fn costs_toml(cal: &Calibration) -> String {
 /// The pool paths' part of [`costs_toml`]: `zswap_store_page_ns`, `zram_store_page_ns` (p50 per
 /// page of the page-out batches), `pool_swap_in_software_ns` (zswap hit fault p50 less the
 /// probe compressor's decompress mean through zram) and `pool_probe_compressor`.
+/// The costs file's two curves of the machine's memory under touches of mapped pages
+/// (`costs.mapped_access_by_footprint`, `costs.idle_stalls`), from the footprint and idle-stall
+/// probes, with what each point measured; nothing where a probe did not run.
+fn memory_curves_toml(cal: &Calibration) -> String {
+    let mut out = String::new();
+    if !cal.access_by_footprint.is_empty() {
+        let _ = writeln!(
+            out,
+            "# A tab's timed access to a mapped page by the footprint it cycles over (the footprint\n\
+             # probe: each footprint filled, then touched twice in one random order, the second pass\n\
+             # timed, so every access comes back after the footprint's other pages; accesses of {} us\n\
+             # or more, the host's stalls, left out: idle_stalls holds them). Per footprint, the mean\n\
+             # with the stalls and the share at {} ns or more:",
+            crate::host_speed::STALL_NS / NS_PER_US,
+            crate::tab::ACCESS_CLASS_NS[0]
+        );
+        for f in &cal.access_by_footprint {
+            let _ = writeln!(
+                out,
+                "#   {} MiB: {:.0} ns without the stalls, {:.0} ns with them, {:.1} % slow",
+                f.footprint_mib,
+                f.access_below_stall_ns,
+                f.access_ns,
+                f.slow_share * 100.0
+            );
+        }
+        let points: Vec<String> = cal
+            .access_by_footprint
+            .iter()
+            .map(|f| {
+                format!(
+                    "{{ footprint_mib = {:.1}, access_ns = {:.1} }}",
+                    f.footprint_mib as f64, f.access_below_stall_ns
+                )
+            })
+            .collect();
+        let _ = writeln!(out, "mapped_access_by_footprint = [{}]", points.join(", "));
+    }
+    if !cal.access_by_idle.is_empty() {
+        let _ = writeln!(
+            out,
+            "# A tab's timed access to a mapped page of a {} MiB footprint by how long it was left\n\
+             # idle (the idle-access probe: {} rounds per idle time of a pass, the sleep and a timed\n\
+             # pass in one random order; accesses of {} us or more left out). Per idle time, the\n\
+             # share at {} ns or more:",
+            (crate::tab::IDLE_ACCESS_PAGES * PAGE_SIZE) >> 20,
+            crate::tab::IDLE_ACCESS_ROUNDS,
+            crate::host_speed::STALL_NS / NS_PER_US,
+            crate::tab::ACCESS_CLASS_NS[0]
+        );
+        for a in &cal.access_by_idle {
+            let _ = writeln!(
+                out,
+                "#   {} ms: {:.0} ns, {:.1} % slow",
+                a.idle_ms,
+                a.access_ns,
+                a.slow_share * 100.0
+            );
+        }
+        let points: Vec<String> = cal
+            .access_by_idle
+            .iter()
+            .map(|a| {
+                format!(
+                    "{{ idle_ms = {:.1}, access_ns = {:.1} }}",
+                    a.idle_ms as f64, a.access_ns
+                )
+            })
+            .collect();
+        let _ = writeln!(out, "mapped_access_by_idle = [{}]", points.join(", "));
+    }
+    if !cal.idle_stalls.is_empty() {
+        let _ = writeln!(
+            out,
+            "# Accesses to mapped pages of {} us or more after the pages idled (the idle-stall probe:\n\
+             # {} MiB written once, then again after each sleep, every access timed; a page's idle\n\
+             # time is the sleep plus the pass before it, taken as long as its own pass). Per pass:",
+            crate::host_speed::STALL_NS / NS_PER_US,
+            (crate::host_speed::IDLE_PROBE_PAGES * PAGE_SIZE as usize) >> 20
+        );
+        for p in &cal.idle_stalls {
+            let _ = writeln!(
+                out,
+                "#   after {} s: {} of {} stalled, mean {:.0} us; the others {:.0} ns; pass CPU {:.1} ms, \
+                 {} guest faults",
+                p.idle_s,
+                p.stalls,
+                p.accesses,
+                p.stall_mean_us,
+                p.access_below_stall_ns,
+                p.pass_cpu_ms,
+                p.guest_faults
+            );
+        }
+        let points: Vec<String> = cal
+            .idle_stalls
+            .iter()
+            .map(|p| {
+                format!(
+                    "{{ idle_ms = {:.1}, share = {:.6}, stall_ns = {:.0} }}",
+                    p.idle_s as f64 * 1e3 + p.pass_cpu_ms,
+                    p.stalls as f64 / p.accesses.max(1) as f64,
+                    p.stall_mean_us * 1e3
+                )
+            })
+            .collect();
+        let _ = writeln!(out, "idle_stalls = [{}]", points.join(", "));
+    }
+    out
+}
+
 fn pool_costs_toml(cal: &Calibration) -> String {
     let ns = |us: f64| (us * NS_PER_US as f64).round();
     let mut out = String::new();
@@ -3030,6 +3152,12 @@ struct CostsFile {
     other_process_runs_per_s: Option<f64>,
     #[serde(default)]
     other_process_run_ns: Option<f64>,
+    #[serde(default)]
+    mapped_access_by_footprint: Option<Vec<nvmswap_core::mapped_access::FootprintPoint>>,
+    #[serde(default)]
+    mapped_access_by_idle: Option<Vec<nvmswap_core::mapped_access::IdleAccessPoint>>,
+    #[serde(default)]
+    idle_stalls: Option<Vec<nvmswap_core::mapped_access::IdleStallPoint>>,
     /// The compressor the pool paths were measured with.
     #[serde(default)]
     pool_probe_compressor: Option<String>,
@@ -3094,9 +3222,12 @@ pub fn load_costs(
         cpu_halt_poll: file.cpu_halt_poll,
         other_process_runs_per_s: file.other_process_runs_per_s,
         other_process_run_ns: file.other_process_run_ns,
-        // No probe measures it: the warm probe's misses are inside `tab_touch_ns`
-        // (`nvmswap validate --kernel-memory` gives sim a kernel run's classes).
+        // No probe measures it: the curves below derive the memory from each touch
+        // (`nvmswap validate --kernel-memory` gives sim a kernel run's classes instead).
         mapped_access_classes: None,
+        mapped_access_by_footprint: file.mapped_access_by_footprint,
+        mapped_access_by_idle: file.mapped_access_by_idle,
+        idle_stalls: file.idle_stalls,
         minor_fault_ns: Some(file.minor_fault_ns),
         swap_write_page_ns: file.swap_write_page_ns,
         swap_in_software_ns: file.swap_in_software_ns,
@@ -3349,8 +3480,52 @@ mod tests {
                 cold_ns: 700.0,
                 cleared_ns: 1_250.0,
             }),
-            access_by_footprint: Vec::new(),
-            idle_stalls: Vec::new(),
+            access_by_footprint: vec![
+                crate::tab::FootprintAccess {
+                    footprint_mib: 16,
+                    access_ns: 120.0,
+                    access_below_stall_ns: 85.0,
+                    slow_share: 0.02,
+                },
+                crate::tab::FootprintAccess {
+                    footprint_mib: 256,
+                    access_ns: 450.0,
+                    access_below_stall_ns: 410.0,
+                    slow_share: 0.6,
+                },
+            ],
+            access_by_idle: vec![
+                crate::tab::IdleAccess {
+                    idle_ms: 0,
+                    access_ns: 80.0,
+                    slow_share: 0.01,
+                },
+                crate::tab::IdleAccess {
+                    idle_ms: 1_000,
+                    access_ns: 230.0,
+                    slow_share: 0.4,
+                },
+            ],
+            idle_stalls: vec![
+                crate::host_speed::IdleStalls {
+                    idle_s: 0,
+                    accesses: 16_384,
+                    stalls: 8,
+                    stall_mean_us: 140.0,
+                    access_below_stall_ns: 250.0,
+                    pass_cpu_ms: 4.0,
+                    guest_faults: 0,
+                },
+                crate::host_speed::IdleStalls {
+                    idle_s: 1,
+                    accesses: 16_384,
+                    stalls: 0,
+                    stall_mean_us: 0.0,
+                    access_below_stall_ns: 400.0,
+                    pass_cpu_ms: 3.0,
+                    guest_faults: 0,
+                },
+            ],
             tab_second: Some(crate::tab::TabSecondProbe {
                 fixed_ns: 19_400.4,
                 per_touch_ns: 747.0,
@@ -3563,6 +3738,39 @@ mod tests {
         assert_eq!(lzo.other_process_runs_per_s, Some(20.5));
         assert_eq!(lzo.other_process_run_ns, Some(35_000.0));
         assert_eq!(lzo.driver_answer_ns, Some(3_300.0));
+        // The memory's curves: the footprints' means without the stalls; each idle pass's
+        // share of stalls at its sleep plus its own pass.
+        assert_eq!(
+            lzo.mapped_access_by_footprint
+                .as_deref()
+                .unwrap()
+                .iter()
+                .map(|p| (p.footprint_mib, p.access_ns))
+                .collect::<Vec<_>>(),
+            [(16.0, 85.0), (256.0, 410.0)]
+        );
+        assert_eq!(
+            lzo.idle_stalls
+                .as_deref()
+                .unwrap()
+                .iter()
+                .map(|p| (p.idle_ms, p.share, p.stall_ns))
+                .collect::<Vec<_>>(),
+            [(4.0, 0.000488, 140_000.0), (1_003.0, 0.0, 0.0)]
+        );
+        assert!(
+            text.contains("#   after 0 s: 8 of 16384 stalled, mean 140 us; the others 250 ns"),
+            "{text}"
+        );
+        assert_eq!(
+            lzo.mapped_access_by_idle
+                .as_deref()
+                .unwrap()
+                .iter()
+                .map(|p| (p.idle_ms, p.access_ns))
+                .collect::<Vec<_>>(),
+            [(0.0, 80.0), (1_000.0, 230.0)]
+        );
         // lzo-rle compresses 300 ns slower on average: the measured paths move by that.
         let rle = rle.unwrap();
         assert_eq!(rle.zswap_store_page_ns, Some(14_300.0));
@@ -3762,6 +3970,7 @@ mod tests {
             },
             accessed_bit: None,
             access_by_footprint: Vec::new(),
+            access_by_idle: Vec::new(),
             idle_stalls: Vec::new(),
             tab_second: None,
             tab_second_unavailable: Some("test".into()),

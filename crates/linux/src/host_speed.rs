@@ -203,6 +203,9 @@ pub struct IdleStalls {
     pub stalls: u64,
     /// Mean of the stalls, µs (0 without any).
     pub stall_mean_us: f64,
+    /// Mean of the other accesses, ns: whether the pages' lines and translations outlived
+    /// the sleep in the host's caches.
+    pub access_below_stall_ns: f64,
     /// The thread's CPU time over the pass, ms: a stall the guest sees as its own CPU.
     pub pass_cpu_ms: f64,
     /// The guest's page faults over the pass (minor + major): 0 where the stalls are not the
@@ -238,7 +241,7 @@ pub fn probe_idle_stalls(
         std::thread::sleep(std::time::Duration::from_secs(idle));
         let (maj0, min0) = crate::worker::thread_faults();
         let cpu0 = crate::worker::thread_cpu_ns();
-        let (mut stalls, mut stall_ns) = (0u64, 0u64);
+        let (mut stalls, mut stall_ns, mut other_ns) = (0u64, 0u64, 0u64);
         for p in 0..pages {
             let at = page(p);
             let a = crate::worker::monotonic_ns();
@@ -248,6 +251,8 @@ pub fn probe_idle_stalls(
             if ns >= STALL_NS {
                 stalls += 1;
                 stall_ns += ns;
+            } else {
+                other_ns += ns;
             }
         }
         let cpu = crate::worker::thread_cpu_ns() - cpu0;
@@ -261,6 +266,7 @@ pub fn probe_idle_stalls(
             } else {
                 0.0
             },
+            access_below_stall_ns: other_ns as f64 / (pages as u64 - stalls).max(1) as f64,
             pass_cpu_ms: cpu as f64 / 1e6,
             guest_faults: (maj1 + min1) - (maj0 + min0),
         });

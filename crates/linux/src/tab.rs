@@ -1200,8 +1200,27 @@ pub struct FootprintAccess {
     pub footprint_mib: u64,
     /// Mean of the timed accesses (each between its two clock reads), ns.
     pub access_ns: f64,
+    /// Mean of those below [`ACCESS_CLASS_NS`]`[2]` (10 µs): the accesses the host did not
+    /// stall (`crate::host_speed::probe_idle_stalls` measures those apart), ns.
+    pub access_below_stall_ns: f64,
     /// Share of them at [`ACCESS_CLASS_NS`]`[0]` (250 ns) or more.
     pub slow_share: f64,
+}
+
+/// Pages `0..pages` in a random order of `seed` (Fisher-Yates with splitmix64 draws), so that
+/// a pass in it defeats the prefetchers as a tab's scattered touches do.
+fn random_order(pages: u64, seed: u64) -> Vec<u32> {
+    let mut order: Vec<u32> = (0..pages as u32).collect();
+    let mut x = seed;
+    for i in (1..order.len()).rev() {
+        x = x.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = x;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^= z >> 31;
+        order.swap(i, (z % (i as u64 + 1)) as usize);
+    }
+    order
 }
 
 /// How the tab's own access to a mapped page costs with the footprint it cycles over: for each
@@ -1223,17 +1242,8 @@ pub fn probe_access_by_footprint(seed: u64) -> Result<Vec<FootprintAccess>, Linu
             // SAFETY: page `p` is inside the mapping of `pages` pages; the write faults it in.
             unsafe { base.add(p * PAGE_SIZE as usize).write_volatile(1) };
         }
-        // Fisher-Yates with splitmix64 draws: one order for both passes.
-        let mut order: Vec<u32> = (0..pages as u32).collect();
-        let mut x = seed ^ mib;
-        for i in (1..order.len()).rev() {
-            x = x.wrapping_add(0x9e37_79b9_7f4a_7c15);
-            let mut z = x;
-            z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-            z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-            z ^= z >> 31;
-            order.swap(i, (z % (i as u64 + 1)) as usize);
-        }
+        // One order for both passes.
+        let order = random_order(pages, seed ^ mib);
         let mut done = Touches::default();
         for pass in 0..2 {
             done = Touches::default();
@@ -1248,10 +1258,82 @@ pub fn probe_access_by_footprint(seed: u64) -> Result<Vec<FootprintAccess>, Linu
                 "footprint probe: every touch of the {mib} MiB footprint faulted"
             )));
         }
+        let unstalled: u64 = done.resident[..3].iter().sum();
         out.push(FootprintAccess {
             footprint_mib: mib,
             access_ns: done.resident_ns.iter().sum::<u64>() as f64 / timed as f64,
+            access_below_stall_ns: done.resident_ns[..3].iter().sum::<u64>() as f64
+                / unstalled.max(1) as f64,
             slow_share: (timed - done.resident[0]) as f64 / timed as f64,
+        });
+    }
+    Ok(out)
+}
+
+/// The tab's timed access to a small footprint's mapped pages after they idled
+/// ([`probe_access_by_idle`]).
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize)]
+pub struct IdleAccess {
+    pub idle_ms: u64,
+    /// Mean of the timed accesses below [`ACCESS_CLASS_NS`]`[2]` (10 µs; the host's stalls
+    /// are `crate::host_speed::probe_idle_stalls`'), ns.
+    pub access_ns: f64,
+    /// Share of them at [`ACCESS_CLASS_NS`]`[0]` (250 ns) or more.
+    pub slow_share: f64,
+}
+
+/// Idle times the idle-access probe leaves its pages for, ms: from back to back past the
+/// hundred milliseconds in which this VM's caches lost a small footprint (2026-12-05, a C loop
+/// over 4 and 16 MiB: 75-128 ns up to 10 ms, 144-269 ns from 100 ms on) to the seconds between
+/// a background tab's touches.
+pub const IDLE_ACCESS_MS: [u64; 6] = [0, 1, 10, 100, 1_000, 3_000];
+/// Pages the idle-access probe cycles over: 4 MiB, which the caches and the TLB's reach hold
+/// back to back (the footprint probe's smallest point, 16 MiB, already misses 1-2.5 %).
+pub const IDLE_ACCESS_PAGES: u64 = 1_024;
+/// Rounds per idle time (each a pass to warm, the sleep and a timed pass).
+pub const IDLE_ACCESS_ROUNDS: usize = 3;
+
+/// How the tab's own access to a mapped page costs with the time its page was left alone,
+/// its footprint held small: [`IDLE_ACCESS_PAGES`] pages filled, then for each of
+/// [`IDLE_ACCESS_MS`] [`IDLE_ACCESS_ROUNDS`] rounds of a pass in one random order, the sleep
+/// and a timed pass in the same order with the tab's timed [`touch`]. On a machine whose
+/// caches nobody else uses the curve is flat; where others share them (a host's other
+/// guests) the lines a guest left alone go after a while however little it touched. A few
+/// seconds per round (about 12 s in all).
+pub fn probe_access_by_idle(seed: u64) -> Result<Vec<IdleAccess>, LinuxError> {
+    let pages = IDLE_ACCESS_PAGES;
+    let memory = Mapping::new((pages * PAGE_SIZE) as usize, false)?;
+    let faults = Mapping::new(8, true)?;
+    let base = memory.as_ptr();
+    for p in 0..pages as usize {
+        // SAFETY: page `p` is inside the mapping of `pages` pages; the write faults it in.
+        unsafe { base.add(p * PAGE_SIZE as usize).write_volatile(1) };
+    }
+    let order = random_order(pages, seed ^ 0x1d1e);
+    let mut out = Vec::new();
+    for idle_ms in IDLE_ACCESS_MS {
+        let mut timed = Touches::default();
+        for _ in 0..IDLE_ACCESS_ROUNDS {
+            let mut warm = Touches::default();
+            for &p in &order {
+                touch(base, &mut warm, faults.words(), p, true);
+            }
+            std::thread::sleep(std::time::Duration::from_millis(idle_ms));
+            for (i, &p) in order.iter().enumerate() {
+                // The tab's write share is most of its touches (78-81 %, the classes' writes).
+                touch(base, &mut timed, faults.words(), p, i % 5 != 0);
+            }
+        }
+        let unstalled: u64 = timed.resident[..3].iter().sum();
+        if unstalled == 0 {
+            return Err(LinuxError::Worker(format!(
+                "idle-access probe: no timed access after {idle_ms} ms left unfaulted and unstalled"
+            )));
+        }
+        out.push(IdleAccess {
+            idle_ms,
+            access_ns: timed.resident_ns[..3].iter().sum::<u64>() as f64 / unstalled as f64,
+            slow_share: (unstalled - timed.resident[0]) as f64 / unstalled as f64,
         });
     }
     Ok(out)
@@ -1375,6 +1457,21 @@ mod touch_probe_tests {
                 && (0.0..=1.0).contains(&c.slow_share)),
             "{curve:?}"
         );
+    }
+
+    #[test]
+    fn the_idle_access_probe_times_every_idle_time() {
+        let points = super::probe_access_by_idle(1).unwrap();
+        eprintln!("access by idle time: {points:?}");
+        assert_eq!(
+            points.iter().map(|p| p.idle_ms).collect::<Vec<_>>(),
+            super::IDLE_ACCESS_MS
+        );
+        for p in &points {
+            // Each mean is of timed accesses below 10 µs, and every access costs something.
+            assert!(p.access_ns > 0.0 && p.access_ns < 10_000.0, "{p:?}");
+            assert!((0.0..=1.0).contains(&p.slow_share), "{p:?}");
+        }
     }
 
     #[test]

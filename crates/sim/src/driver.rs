@@ -1695,6 +1695,9 @@ mod tests {
                         }]
                     })
                     .as_deref(),
+                None,
+                None,
+                None,
                 1,
             )
             .unwrap();

@@ -256,8 +256,9 @@ pub struct Machine<'a> {
     /// curve the run's accesses lie. A statistic: it costs nothing in the model.
     reuse: ReuseDistance,
     touch_reuse: TouchReuse,
-    /// The machine's memory under touches of mapped pages (`costs.mapped_access_classes`):
-    /// `None` without classes, every such touch a cache hit.
+    /// The machine's memory under touches of mapped pages (`costs.mapped_access_by_footprint`,
+    /// `mapped_access_by_idle` and `idle_stalls`, or `costs.mapped_access_classes`): `None`
+    /// without any, every such touch a cache hit.
     pub(crate) mapped_access: Option<MappedAccess>,
     /// While set, a fault a touch completes at once is held in `held_fault` instead of
     /// reported: the driver's background tasks report a fault when they know whether another
@@ -364,6 +365,9 @@ impl<'a> Machine<'a> {
             touch_reuse: TouchReuse::default(),
             mapped_access: MappedAccess::new(
                 cfg.costs.mapped_access_classes.as_deref(),
+                cfg.costs.mapped_access_by_footprint.as_deref(),
+                cfg.costs.mapped_access_by_idle.as_deref(),
+                cfg.costs.idle_stalls.as_deref(),
                 timing_seed,
             )?,
             costs,
@@ -542,6 +546,8 @@ impl<'a> Machine<'a> {
             self.same_filled_written[pi] = true;
         }
         let reuse = self.reuse.access(p);
+        let now = self.now;
+        let idle = self.mapped_access.as_mut().and_then(|m| m.accessed(p, now));
         let (latency, kind) = match self.loc[pi] {
             Loc::Resident => {
                 let young = self.lru.is_accessed(p);
@@ -556,7 +562,10 @@ impl<'a> Machine<'a> {
                     // since it was last touched; the touch's page walk sets it again. The
                     // access itself takes its memory's time beyond a hit, if the run has one.
                     let bit = if young { 0 } else { self.costs.accessed_bit };
-                    let memory = self.mapped_access.as_mut().map_or(0, MappedAccess::touch);
+                    let memory = self
+                        .mapped_access
+                        .as_mut()
+                        .map_or(0, |m| m.touch(reuse, idle));
                     return Ok(Touch::Mapped(bit + memory));
                 }
                 // Read ahead, in the swap cache: the touch maps it (a minor fault). Its cost is

@@ -345,6 +345,95 @@ fn a_run_given_the_memorys_classes_is_deterministic_and_draws_them() {
 }
 
 #[test]
+fn a_run_given_the_memorys_curves_charges_each_touch_by_its_reuse_and_idle_time() {
+    // costs.mapped_access_by_footprint: a hit within 16 MiB, 1 µs more from 17 MiB on;
+    // costs.mapped_access_by_idle: 200 ns more for a page left 500 ms or more;
+    // costs.idle_stalls: 2 % of the touches of pages idle 1 s or more stall 100 µs, none of
+    // those touched just before. All follow from the run's own touches: the footprint's part
+    // lies between 1 µs times the share that came back after more than 64 MiB and after more
+    // than 16 (the run's `touch_reuse`, over the same touches); a touch pays the larger of
+    // the two cache curves; the stalls at most 2 %, more than none where the tabs' touches
+    // come back seconds later.
+    use nvmswap_core::mapped_access::{FootprintPoint, IdleAccessPoint, IdleStallPoint};
+    let with = |curves: bool| {
+        let mut cfg = SystemConfig::load("baseline-zram", &[]).unwrap();
+        cfg.costs.tab_touch_ns = Some(300.0);
+        if curves {
+            cfg.costs.mapped_access_by_footprint = Some(vec![
+                FootprintPoint {
+                    footprint_mib: 16.0,
+                    access_ns: 100.0,
+                },
+                FootprintPoint {
+                    footprint_mib: 17.0,
+                    access_ns: 1_100.0,
+                },
+            ]);
+            cfg.costs.mapped_access_by_idle = Some(vec![
+                IdleAccessPoint {
+                    idle_ms: 0.0,
+                    access_ns: 100.0,
+                },
+                IdleAccessPoint {
+                    idle_ms: 500.0,
+                    access_ns: 300.0,
+                },
+            ]);
+            cfg.costs.idle_stalls = Some(vec![
+                IdleStallPoint {
+                    idle_ms: 0.0,
+                    share: 0.0,
+                    stall_ns: 0.0,
+                },
+                IdleStallPoint {
+                    idle_ms: 1_000.0,
+                    share: 0.02,
+                    stall_ns: 100_000.0,
+                },
+            ]);
+        }
+        run_pressure(&cfg, &RunOptions::new(7, 0.05), &NoProgress).unwrap()
+    };
+    let (a, b) = (with(true), with(true));
+    let m = a.result.extra["mapped_access"].clone();
+    let reuse = a.result.extra["touch_reuse"].clone();
+    let cpu =
+        |r: &nvmswap_core::results::RunOutput| r.result.extra["background_cpu_s"].as_f64().unwrap();
+    let cpu_with = cpu(&a);
+    assert_eq!(without_wall(a), without_wall(b), "not deterministic");
+    let touches = m["touches"].as_u64().unwrap();
+    assert!(touches > 10_000, "{m}");
+    assert_eq!(touches, reuse["touches"].as_u64().unwrap(), "{m} {reuse}");
+    let beyond = |mib: &str| reuse["share_beyond_mib"][mib].as_f64().unwrap();
+    let footprint = m["by_footprint"]["extra_ns_per_touch"].as_f64().unwrap();
+    assert!(
+        footprint >= 1_000.0 * beyond("64") && footprint <= 1_000.0 * beyond("16") + 1e-9,
+        "{footprint} ns per touch, beyond 16 MiB {}, beyond 64 MiB {}",
+        beyond("16"),
+        beyond("64")
+    );
+    let stalls = &m["idle_stalls"];
+    let share = stalls["share"].as_f64().unwrap();
+    let se = (0.02 * 0.98 / touches as f64).sqrt();
+    assert!(share > 0.0 && share < 0.02 + 5.0 * se, "{stalls}");
+    let per_touch = stalls["stall_ns_per_touch"].as_f64().unwrap();
+    assert!((per_touch - share * 100_000.0).abs() < 1e-6, "{stalls}");
+    assert!(m["idle_s_mean"].as_f64().unwrap() > 0.0, "{m}");
+    let idle = m["by_idle"]["extra_ns_per_touch"].as_f64().unwrap();
+    assert!(idle > 0.0 && idle <= 200.0, "{m}");
+    let cache = m["cache_ns_per_touch"].as_f64().unwrap();
+    assert!(
+        cache >= footprint.max(idle) && cache <= footprint + idle + 1e-9,
+        "{m}"
+    );
+    let total = m["extra_ns_per_touch"].as_f64().unwrap();
+    assert!((total - cache - per_touch).abs() < 1.0, "{m}");
+    let plain = with(false);
+    assert!(plain.result.extra.get("mapped_access").is_none());
+    assert!(cpu(&plain) < cpu_with, "{} {cpu_with}", cpu(&plain));
+}
+
+#[test]
 fn another_timing_draw_is_another_run_of_the_same_scenario() {
     // nand-zswap: the device's service times and the compressors' jitter are drawn; the same
     // draw gives the same bytes, draw 0 is the seed's run, another draw changes the times.

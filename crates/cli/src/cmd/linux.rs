@@ -816,18 +816,39 @@ fn print_calibration(cal: &nvmswap_linux::calibrate::Calibration) {
             points.join(", ")
         );
     }
+    if !cal.access_by_idle.is_empty() {
+        let points: Vec<String> = cal
+            .access_by_idle
+            .iter()
+            .map(|a| {
+                format!(
+                    "{} ms {:.0} ns ({:.1} % at {} ns or more)",
+                    a.idle_ms,
+                    a.access_ns,
+                    a.slow_share * 100.0,
+                    nvmswap_linux::tab::ACCESS_CLASS_NS[0]
+                )
+            })
+            .collect();
+        println!(
+            "a tab's access to a {} MiB footprint by how long it idled: {}",
+            (nvmswap_linux::tab::IDLE_ACCESS_PAGES * nvmswap_core::PAGE_SIZE) >> 20,
+            points.join(", ")
+        );
+    }
     if !cal.idle_stalls.is_empty() {
         let passes: Vec<String> = cal
             .idle_stalls
             .iter()
             .map(|p| {
                 format!(
-                    "{} s: {} of {} ({:.2} %, mean {:.0} us, pass CPU {:.1} ms, {} guest faults)",
+                    "{} s: {} of {} ({:.2} %, mean {:.0} us; the others {:.0} ns; pass CPU {:.1} ms, {} guest faults)",
                     p.idle_s,
                     p.stalls,
                     p.accesses,
                     p.stalls as f64 * 100.0 / p.accesses.max(1) as f64,
                     p.stall_mean_us,
+                    p.access_below_stall_ns,
                     p.pass_cpu_ms,
                     p.guest_faults
                 )

@@ -100,8 +100,10 @@ pub struct Args {
     /// measured. Their touches of mapped pages by time class (`extra.resident_tab_seconds.
     /// access_classes`: from the caches, from memory, stalled by the host), pooled over the
     /// scenario's runs, become sim's `costs.mapped_access_classes` (each class's share and its
-    /// mean beyond the fastest class's). Tests how much of a gap the machine's memory explains;
-    /// the figures then depend on one of the kernel runs' own measurements.
+    /// mean beyond the fastest class's), in place of the calibration's memory curves
+    /// (`costs.mapped_access_by_footprint`, `costs.idle_stalls`). Tests how much of a gap the
+    /// machine's memory explains; the figures then depend on one of the kernel runs' own
+    /// measurements.
     #[arg(long)]
     kernel_memory: bool,
     /// Diagnostic, not a validation: give each scenario's sim run the disk of its kernel runs'
@@ -1033,8 +1035,10 @@ const MECHANISMS: &[Mechanism] = &[
             |r| drawn_access_share(r, 3),
         ),
     },
-    // What the accesses above the fastest class add per resident access; sim's is drawn from
-    // the classes it was given (`validate --kernel-memory`), else absent (every access a hit).
+    // What the accesses above the fastest class add per resident access; sim's comes from the
+    // calibration's curves (`costs.mapped_access_by_footprint`, `costs.idle_stalls`) or is
+    // drawn from the classes it was given (`validate --kernel-memory`), else absent (every
+    // access a hit).
     Mechanism {
         label: "resident access beyond a hit: ns per access",
         read: Read::Each(linux_access_beyond_hit_ns, |r| {
@@ -1073,15 +1077,19 @@ fn resident_access_share(r: &RunResult, k: usize) -> Option<f64> {
 }
 
 /// The share (%) of a sim run's touches of mapped pages that drew class `k` of the linux
-/// classes (`extra.mapped_access.classes`, which holds those above the fastest: k - 1).
+/// classes (`extra.mapped_access.classes`, which holds those above the fastest: k - 1); with
+/// the calibration's curves instead, the stalls drawn (`extra.mapped_access.idle_stalls`) are
+/// the class of 10 µs or more, and the footprint curve's part is a time, not a class.
 fn drawn_access_share(r: &RunResult, k: usize) -> Option<f64> {
-    r.extra
-        .get("mapped_access")?
-        .get("classes")?
-        .get(k.checked_sub(1)?)?
-        .get("drawn_share")?
-        .as_f64()
-        .map(|s| s * 100.0)
+    let m = r.extra.get("mapped_access")?;
+    let share = match m.get("classes") {
+        Some(classes) => classes.get(k.checked_sub(1)?)?.get("drawn_share")?,
+        None if k == nvmswap_linux::tab::ACCESS_CLASS_NS.len() => {
+            m.get("idle_stalls")?.get("share")?
+        }
+        None => return None,
+    };
+    share.as_f64().map(|s| s * 100.0)
 }
 
 /// A linux run's time per resident access above its fastest class's mean
@@ -1651,6 +1659,10 @@ fn validate_scenario(common: &Common, scenario: &Scenario) -> anyhow::Result<Com
         let classes = kernel_mapped_access(&linux_runs)
             .with_context(|| format!("--kernel-memory, {}", scenario.label()))?;
         sim_cfg.costs.mapped_access_classes = Some(classes);
+        // The kernel runs' classes are their whole memory: the calibration's curves, which
+        // derive the same from each touch, make way for them.
+        sim_cfg.costs.mapped_access_by_footprint = None;
+        sim_cfg.costs.idle_stalls = None;
     }
     let mut drift = None;
     if common.disk_drift && sim_cfg.swap_profile == common.disk {
@@ -2601,6 +2613,33 @@ mod tests {
             }).collect::<Vec<_>>()}),
         );
         r
+    }
+
+    #[test]
+    fn sims_stalls_from_the_curves_stand_beside_the_kernels_slowest_class() {
+        // A sim run with the calibration's curves: its drawn stalls are the class of 10 µs or
+        // more; the footprint curve's time belongs to no class.
+        let mut sim = run_with(22, 100, None);
+        sim.extra.insert(
+            "mapped_access".into(),
+            serde_json::json!({
+                "touches": 1000, "extra_ns_per_touch": 300.0,
+                "by_footprint": {"extra_ns_per_touch": 150.0, "given": []},
+                "idle_stalls": {"stalls": 1, "share": 0.001, "stall_ns_per_touch": 150.0,
+                                "idle_s_mean": 1.2, "given": []},
+            }),
+        );
+        assert_eq!(drawn_access_share(&sim, 3), Some(0.1));
+        assert_eq!(drawn_access_share(&sim, 1), None);
+        // With drawn classes, class k is the (k - 1)th given.
+        sim.extra.insert(
+            "mapped_access".into(),
+            serde_json::json!({"classes": [{"drawn_share": 0.3}, {"drawn_share": 0.02},
+                                           {"drawn_share": 0.005}]}),
+        );
+        assert_eq!(drawn_access_share(&sim, 1), Some(30.0));
+        assert_eq!(drawn_access_share(&sim, 3), Some(0.5));
+        assert_eq!(drawn_access_share(&run_with(22, 100, None), 3), None);
     }
 
     #[test]
