@@ -2688,12 +2688,10 @@ pub fn costs_toml(cal: &Calibration) -> String {
     out
 }
 
-/// The pool paths' part of [`costs_toml`]: `zswap_store_page_ns`, `zram_store_page_ns` (p50 per
-/// page of the page-out batches), `pool_swap_in_software_ns` (zswap hit fault p50 less the
-/// probe compressor's decompress mean through zram) and `pool_probe_compressor`.
-/// The costs file's two curves of the machine's memory under touches of mapped pages
-/// (`costs.mapped_access_by_footprint`, `costs.idle_stalls`), from the footprint and idle-stall
-/// probes, with what each point measured; nothing where a probe did not run.
+/// The costs file's three curves of the machine's memory under touches of mapped pages
+/// (`costs.mapped_access_by_footprint`, `costs.mapped_access_by_idle`, `costs.idle_stalls`),
+/// from the footprint, idle-access and idle-stall probes, with what each point measured; none
+/// where its probe did not run.
 fn memory_curves_toml(cal: &Calibration) -> String {
     let mut out = String::new();
     if !cal.access_by_footprint.is_empty() {
@@ -2802,6 +2800,9 @@ fn memory_curves_toml(cal: &Calibration) -> String {
     out
 }
 
+/// The pool paths' part of [`costs_toml`]: `zswap_store_page_ns`, `zram_store_page_ns` (p50 per
+/// page of the page-out batches), `pool_swap_in_software_ns` (zswap hit fault p50 less the
+/// probe compressor's decompress mean through zram) and `pool_probe_compressor`.
 fn pool_costs_toml(cal: &Calibration) -> String {
     let ns = |us: f64| (us * NS_PER_US as f64).round();
     let mut out = String::new();
