@@ -262,6 +262,22 @@ pub struct CostOverrides {
     /// while it ran (crates/core/src/tlb.rs); without it, a flush costs only the reclaimer.
     #[serde(default)]
     pub remote_flush_target_ns: Option<f64>,
+    /// What one completion of a swap-disk read takes from the task running on the CPU its
+    /// interrupt comes to (the handler, the bio's end, the reader's wake-up; charged to that
+    /// task by a kernel without `CONFIG_IRQ_TIME_ACCOUNTING`). Measured by `nvmswap linux
+    /// calibrate` (the completion probe: a thread spinning on the interrupt's CPU, its pauses
+    /// in each lone 4 KiB O_DIRECT read's window less their rate outside the windows). Sim adds
+    /// it to that task's clock at its next step for each completion while a task ran there
+    /// (crates/core/src/interrupted.rs); without it (or its write twin) completions cost no
+    /// task.
+    #[serde(default)]
+    pub completion_irq_target_read_ns: Option<f64>,
+    /// The same for a write's completion (`end_swap_bio_write`: the page's writeback ends, no
+    /// task is woken), from the probe's lone reads that nobody waits for (an io_uring whose
+    /// issuer spins; the probe's O_DIRECT writes end through the filesystem, a swap write
+    /// does not).
+    #[serde(default)]
+    pub completion_irq_target_write_ns: Option<f64>,
     /// A tab's own CPU per background touch of a resident page (the linux substrate's tab model
     /// times every touch: two clock reads and a `getrusage` before and after), measured by
     /// `nvmswap linux calibrate` (the tab-touch probe runs the tab's timed access over resident
@@ -449,6 +465,16 @@ impl CostOverrides {
             (
                 "costs.remote_flush_target_ns",
                 self.remote_flush_target_ns,
+                true,
+            ),
+            (
+                "costs.completion_irq_target_read_ns",
+                self.completion_irq_target_read_ns,
+                true,
+            ),
+            (
+                "costs.completion_irq_target_write_ns",
+                self.completion_irq_target_write_ns,
                 true,
             ),
             ("costs.tab_touch_ns", self.tab_touch_ns, true),

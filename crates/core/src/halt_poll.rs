@@ -27,6 +27,8 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::interrupted::TaskSpans;
+
 /// KVM's default most polling of a vCPU on x86: `KVM_HALT_POLL_NS_DEFAULT`, 200 µs
 /// (arch/x86/include/asm/kvm_host.h), the module parameter `halt_poll_ns`. `nvmswap linux
 /// cpu-wake --order blocks` finds the edge between polled and unpolled wake-ups at the 200 µs
@@ -230,11 +232,7 @@ impl VcpuHalts {
 #[derive(Debug, Clone)]
 pub struct InterruptCpu {
     costs: HaltPollCosts,
-    /// The last task span told, `[busy_from, busy_until)` (`u64::MAX`: until told it idles),
-    /// and the end of the span before it.
-    busy_from: u64,
-    busy_until: u64,
-    before_until: u64,
+    spans: TaskSpans,
     /// When the last interrupt was delivered (the vCPU ran its handler).
     last_interrupt: u64,
     halts: VcpuHalts,
@@ -248,9 +246,7 @@ impl InterruptCpu {
     pub fn new(costs: HaltPollCosts) -> Self {
         InterruptCpu {
             costs,
-            busy_from: 0,
-            busy_until: 0,
-            before_until: 0,
+            spans: TaskSpans::default(),
             last_interrupt: 0,
             halts: VcpuHalts::default(),
             delivered: Vec::new(),
@@ -260,18 +256,12 @@ impl InterruptCpu {
 
     /// A task runs on the CPU from `from` until `until` (`u64::MAX`: until [`Self::idles_from`]).
     pub fn runs(&mut self, from: u64, until: u64) {
-        if from >= self.busy_from {
-            self.before_until = self.busy_until.min(from);
-            self.busy_from = from;
-            self.busy_until = until.max(from);
-        }
+        self.spans.runs(from, until);
     }
 
     /// The CPU's task left it at `t`, nothing runs there after.
     pub fn idles_from(&mut self, t: u64) {
-        if self.busy_from <= t && t < self.busy_until {
-            self.busy_until = t;
-        }
+        self.spans.idles_from(t);
     }
 
     /// Since when the CPU has halted at `t`: None while a task runs there, as far as the spans
@@ -281,18 +271,7 @@ impl InterruptCpu {
         if t < self.last_interrupt {
             return None;
         }
-        let ended = if t >= self.busy_from {
-            if t < self.busy_until {
-                return None;
-            }
-            self.busy_until
-        } else {
-            if t < self.before_until {
-                return None;
-            }
-            self.before_until
-        };
-        Some(ended.max(self.last_interrupt))
+        Some(self.spans.idle_since(t)?.max(self.last_interrupt))
     }
 
     /// A device completion at `c` raises the interrupt: when the CPU runs it, `c` itself if

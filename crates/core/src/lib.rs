@@ -14,6 +14,7 @@ pub mod device;
 pub mod discard;
 pub mod dual_use;
 pub mod halt_poll;
+pub mod interrupted;
 pub mod kinds;
 pub mod lru;
 pub mod mapped_access;

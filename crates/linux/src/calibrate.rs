@@ -225,6 +225,11 @@ pub struct Calibration {
     /// shootdown, [`crate::shootdown`]; None when it could not be probed, with why).
     pub remote_shootdown: Option<crate::shootdown::ShootdownProbe>,
     pub remote_shootdown_unavailable: Option<String>,
+    /// What a completion takes from the task running on the disk's interrupt CPU (the
+    /// completion probe's busy placement, [`crate::completion_cpu_probe`]; None when it could
+    /// not be probed, with why).
+    pub completion_interrupt: Option<crate::completion_cpu_probe::CompletionCpuProbe>,
+    pub completion_interrupt_unavailable: Option<String>,
 }
 
 impl Calibration {
@@ -2019,6 +2024,18 @@ pub fn run(swap_dir: &Path, seed: u64) -> Result<Calibration, LinuxError> {
             Ok(p) => (Some(p), None),
             Err(e) => (None, Some(e.to_string())),
         };
+    let (completion_interrupt, completion_interrupt_unavailable) =
+        match crate::completion_cpu_probe::run(
+            swap_dir,
+            &crate::completion_cpu_probe::CALIBRATE_PLACEMENTS,
+            crate::completion_cpu_probe::CALIBRATE_ROUNDS,
+            crate::completion_cpu_probe::COMPLETION_PROBE_REQUESTS,
+            seed,
+            &state_path,
+        ) {
+            Ok(p) => (Some(p), None),
+            Err(e) => (None, Some(e.to_string())),
+        };
     let (minor_fault_us, minor_fault_burst_p50_us) = probe_minor_fault(8192)?;
     let tab_touch_ns_rounds = crate::tab::probe_touch_ns()?;
     let tab_fill = crate::tab::probe_fill_ns(seed)?;
@@ -2080,6 +2097,8 @@ pub fn run(swap_dir: &Path, seed: u64) -> Result<Calibration, LinuxError> {
         cpu_halt_poll_unavailable,
         remote_shootdown,
         remote_shootdown_unavailable,
+        completion_interrupt,
+        completion_interrupt_unavailable,
         kept_pages,
         kept_pages_unavailable,
         limit_reclaim,
@@ -2667,6 +2686,11 @@ pub fn costs_toml(cal: &Calibration) -> String {
             out.push_str(&format!("remote_flush_target_ns = {}\n", each.round()));
         }
     }
+    // Sim charges each completion to the task running on the interrupt's CPU then
+    // (crates/core/src/interrupted.rs).
+    if let Some(p) = &cal.completion_interrupt {
+        out.push_str(&crate::completion_cpu_probe::costs_toml(p));
+    }
     for c in &cal.compression {
         out.push_str(&format!("\n[compressor.{}]\n", c.algorithm));
         out.push_str(&format!("compress_mean_ns = {}\n", ns(c.compress_us.mean)));
@@ -3124,6 +3148,10 @@ struct CostsFile {
     #[serde(default)]
     remote_flush_target_ns: Option<f64>,
     #[serde(default)]
+    completion_irq_target_read_ns: Option<f64>,
+    #[serde(default)]
+    completion_irq_target_write_ns: Option<f64>,
+    #[serde(default)]
     tab_touch_ns: Option<f64>,
     #[serde(default)]
     tab_fill_same_page_ns: Option<f64>,
@@ -3208,6 +3236,8 @@ pub fn load_costs(
         remote_flush_ns: file.remote_flush_ns,
         remote_flush_idle_ns: file.remote_flush_idle_ns,
         remote_flush_target_ns: file.remote_flush_target_ns,
+        completion_irq_target_read_ns: file.completion_irq_target_read_ns,
+        completion_irq_target_write_ns: file.completion_irq_target_write_ns,
         tab_touch_ns: file.tab_touch_ns,
         tab_fill_same_page_ns: file.tab_fill_same_page_ns,
         tab_fill_copy_page_ns: file.tab_fill_copy_page_ns,
@@ -3263,11 +3293,25 @@ mod tests {
         let ok = load("minor_fault_ns = 3000\nreclaim_scan_page_ns = 0\n");
         let negative = load("minor_fault_ns = 3000\nblock_dispatch_ns = -40\n");
         let nan = load("minor_fault_ns = 3000\nreclaim_keep_page_ns = nan\n");
+        let irq = load(
+            "minor_fault_ns = 3000\ncompletion_irq_target_read_ns = 8538\n\
+             completion_irq_target_write_ns = 7725\n",
+        );
+        let irq_negative = load("minor_fault_ns = 3000\ncompletion_irq_target_write_ns = -1\n");
         std::fs::remove_file(&path).unwrap();
         assert_eq!(ok.unwrap().reclaim_scan_page_ns, Some(0.0));
+        let irq = irq.unwrap();
+        assert_eq!(
+            (
+                irq.completion_irq_target_read_ns,
+                irq.completion_irq_target_write_ns
+            ),
+            (Some(8_538.0), Some(7_725.0))
+        );
         for (e, field) in [
             (negative, "costs.block_dispatch_ns"),
             (nan, "costs.reclaim_keep_page_ns"),
+            (irq_negative, "costs.completion_irq_target_write_ns"),
         ] {
             let e = e.unwrap_err().to_string();
             assert!(e.contains(field) && e.contains("0 or more"), "{e}");
@@ -3616,6 +3660,8 @@ mod tests {
             kept_pages_unavailable: None,
             remote_shootdown: None,
             remote_shootdown_unavailable: None,
+            completion_interrupt: None,
+            completion_interrupt_unavailable: None,
         };
         let text = costs_toml(&cal);
         assert!(text.contains("\nminor_fault_ns = 1900\n"), "{text}");
@@ -4010,6 +4056,8 @@ mod tests {
             kept_pages_unavailable: None,
             remote_shootdown: None,
             remote_shootdown_unavailable: None,
+            completion_interrupt: None,
+            completion_interrupt_unavailable: None,
         };
         let text = device_profile_toml(&cal);
         let p = nvmswap_core::device::DeviceProfile::from_toml_str(&text, "test").unwrap();

@@ -40,6 +40,17 @@ pub const COMPLETION_PROBE_ROUNDS: u32 = 6;
 /// Requests per placement, direction and round: 6 x 250 = 1,500 per case, ~20 s in all on vda.
 pub const COMPLETION_PROBE_REQUESTS: usize = 250;
 
+/// Calibrate's share of the probe: the busy placements only (what a completion takes from the
+/// task on the interrupt's CPU, waited for and not), in this many rounds of
+/// [`COMPLETION_PROBE_REQUESTS`] per placement and direction (~6 s on vda).
+pub const CALIBRATE_ROUNDS: u32 = 3;
+
+/// The placements calibrate runs.
+pub const CALIBRATE_PLACEMENTS: [Placement; 2] = [
+    Placement::InterruptCpuBusy,
+    Placement::InterruptCpuBusyUnwaited,
+];
+
 /// The idle gap before each request, µs: past the KVM default `halt_poll_ns` (200 µs), so that
 /// a halted vCPU has left the host's polling. The disk's own wake-up wait after such a gap (the
 /// device profile's wake curve; it stops growing at about 5 ms on vda) is the same for every
@@ -57,13 +68,14 @@ const SCRATCH_BYTES: u64 = 64 << 20;
 /// to `state_path`. Needs root (the check's set-up); the machine is restored on every path.
 pub fn run(
     dir: &std::path::Path,
+    placements: &[Placement],
     rounds: u32,
     requests: usize,
     seed: u64,
     state_path: &std::path::Path,
 ) -> Result<CompletionCpuProbe, LinuxError> {
     // Refused before the machine is touched (the probe refuses them too).
-    if rounds == 0 || requests == 0 {
+    if rounds == 0 || requests == 0 || placements.is_empty() {
         return Err(refused_counts());
     }
     crate::require_root()?;
@@ -79,9 +91,9 @@ pub fn run(
                 file,
                 SCRATCH_BYTES / PAGE_SIZE,
                 &allowed,
+                placements,
                 rounds,
                 requests,
-                COMPLETION_PROBE_GAP_US,
                 seed,
             )
         },
@@ -91,7 +103,7 @@ pub fn run(
 fn refused_counts() -> LinuxError {
     LinuxError::Config {
         name: "check-device --completion-cpu".into(),
-        detail: "--rounds and the requests per round must be at least 1".into(),
+        detail: "--rounds and the requests per round must be at least 1, with a placement".into(),
     }
 }
 
@@ -105,20 +117,35 @@ pub enum Placement {
     InterruptCpuBusy,
     /// The issuer on the interrupt's CPU; the others idle.
     IssuerOnInterruptCpu,
+    /// As [`Placement::InterruptCpuBusy`], but the issuer waits for nothing: it spins on
+    /// another CPU, entering the kernel without sleeping until the completion shows
+    /// ([`UnwaitedIo`]), so the completion wakes no task, as a swap write's (nobody waits for
+    /// it) or a read's whose reader runs on.
+    InterruptCpuBusyUnwaited,
 }
 
 impl Placement {
-    pub const ALL: [Placement; 3] = [
+    pub const ALL: [Placement; 4] = [
         Placement::InterruptCpuIdle,
         Placement::InterruptCpuBusy,
         Placement::IssuerOnInterruptCpu,
+        Placement::InterruptCpuBusyUnwaited,
     ];
+
+    /// Whether a thread spins on the interrupt's CPU meanwhile.
+    pub fn interrupt_cpu_busy(self) -> bool {
+        matches!(
+            self,
+            Placement::InterruptCpuBusy | Placement::InterruptCpuBusyUnwaited
+        )
+    }
 
     pub fn describe(self) -> &'static str {
         match self {
             Placement::InterruptCpuIdle => "issuer elsewhere, interrupt's CPU idle",
             Placement::InterruptCpuBusy => "issuer elsewhere, interrupt's CPU busy",
             Placement::IssuerOnInterruptCpu => "issuer on the interrupt's CPU",
+            Placement::InterruptCpuBusyUnwaited => "issuer spinning elsewhere, interrupt's busy",
         }
     }
 }
@@ -140,6 +167,130 @@ pub struct Interrupt {
     pub requests: u64,
 }
 
+/// A gap in the spinner's clock reads longer than this is the host's, not an interrupt's: the
+/// host ran something else on the spinner's vCPU (steal time, which a guest kernel with
+/// `CONFIG_PARAVIRT_TIME_ACCOUNTING` does not charge to the task it stole from), where one
+/// completion's handling takes microseconds. Left out on both sides of the difference.
+pub const HOST_GAP_NS: u64 = 200_000;
+
+/// The most gaps the spinner keeps in a round (~60 a round from the 250 Hz tick and the
+/// requests' interrupts; more is a machine interrupted without pause, counted and dropped).
+const MAX_GAPS: usize = 1 << 16;
+
+/// What the completions took from a task running on the interrupt's CPU: the spinner's gaps
+/// (every pause of more than [`crate::shootdown::SPIN_GAP_NS`] between two of its clock reads)
+/// inside each request's window, from its issue to the issuer's return, less what a window of
+/// that length holds outside the requests (the tick, other devices). On a kernel without
+/// `CONFIG_IRQ_TIME_ACCOUNTING` that time is the interrupted task's own CPU time.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct TakenFromTask {
+    /// Requests whose windows were looked at (each round's first, untimed, too).
+    pub requests: u64,
+    /// Of them, those whose window held a gap.
+    pub requests_with_gap: u64,
+    /// The gaps in a request's window, mean over the requests, ns.
+    pub in_window_ns: f64,
+    /// What a window of the mean length holds at the rate of gaps outside the windows, ns.
+    pub baseline_ns: f64,
+    /// `in_window_ns - baseline_ns`: one completion taken from the task it interrupted, ns.
+    pub per_completion_ns: f64,
+    /// Gaps left out as the host's ([`HOST_GAP_NS`]), and gaps not kept ([`MAX_GAPS`]).
+    pub host_gaps: u64,
+    pub dropped_gaps: u64,
+}
+
+impl TakenFromTask {
+    /// Rounds taken together (each round's windows against its own spinner's gaps): their
+    /// means weighted by their requests. None without rounds.
+    pub fn pooled(rounds: &[TakenFromTask]) -> Option<TakenFromTask> {
+        let requests: u64 = rounds.iter().map(|r| r.requests).sum();
+        if requests == 0 {
+            return None;
+        }
+        let mean = |f: fn(&TakenFromTask) -> f64| {
+            rounds.iter().map(|r| f(r) * r.requests as f64).sum::<f64>() / requests as f64
+        };
+        Some(TakenFromTask {
+            requests,
+            requests_with_gap: rounds.iter().map(|r| r.requests_with_gap).sum(),
+            in_window_ns: mean(|r| r.in_window_ns),
+            baseline_ns: mean(|r| r.baseline_ns),
+            per_completion_ns: mean(|r| r.per_completion_ns),
+            host_gaps: rounds.iter().map(|r| r.host_gaps).sum(),
+            dropped_gaps: rounds.iter().map(|r| r.dropped_gaps).sum(),
+        })
+    }
+}
+
+/// [`TakenFromTask`] of requests in `windows` (issue, return; in time order, apart) and the
+/// spinner's `gaps` (start, end; in time order) over the windows' span. None without windows
+/// or without time between them.
+pub fn taken_from_task(
+    windows: &[(u64, u64)],
+    gaps: &[(u64, u64)],
+    dropped_gaps: u64,
+) -> Option<TakenFromTask> {
+    let (&(from, _), &(_, until)) = (windows.first()?, windows.last()?);
+    let windows_ns: u64 = windows.iter().map(|&(t, done)| done - t).sum();
+    let outside_ns = (until - from).checked_sub(windows_ns).filter(|&n| n > 0)?;
+    let mut in_window = vec![0u64; windows.len()];
+    let (mut gap_ns, mut host_gaps) = (0u64, 0u64);
+    for &(start, end) in gaps {
+        if end - start > HOST_GAP_NS {
+            host_gaps += 1;
+            continue;
+        }
+        let (start, end) = (start.max(from), end.min(until));
+        if start >= end {
+            continue;
+        }
+        gap_ns += end - start;
+        // The windows this gap overlaps: from the first that ends after its start.
+        let first = windows.partition_point(|&(_, done)| done <= start);
+        for (k, &(t, done)) in windows.iter().enumerate().skip(first) {
+            if t >= end {
+                break;
+            }
+            in_window[k] += end.min(done) - start.max(t);
+        }
+    }
+    let inside: u64 = in_window.iter().sum();
+    let rate = (gap_ns - inside) as f64 / outside_ns as f64;
+    let n = windows.len() as f64;
+    let in_window_ns = inside as f64 / n;
+    let baseline_ns = rate * windows_ns as f64 / n;
+    Some(TakenFromTask {
+        requests: windows.len() as u64,
+        requests_with_gap: in_window.iter().filter(|&&g| g > 0).count() as u64,
+        in_window_ns,
+        baseline_ns,
+        per_completion_ns: in_window_ns - baseline_ns,
+        host_gaps,
+        dropped_gaps,
+    })
+}
+
+/// Spins on the calling thread until `stop`, keeping each gap between two clock reads longer
+/// than [`crate::shootdown::SPIN_GAP_NS`] (start, end), at most [`MAX_GAPS`]; returns them and
+/// how many it did not keep.
+fn spin_keeping_gaps(stop: &AtomicBool) -> (Vec<(u64, u64)>, u64) {
+    let mut gaps = Vec::with_capacity(MAX_GAPS);
+    let mut dropped = 0;
+    let mut last = worker::monotonic_ns();
+    while !stop.load(Ordering::Relaxed) {
+        let now = worker::monotonic_ns();
+        if now - last > crate::shootdown::SPIN_GAP_NS {
+            if gaps.len() < MAX_GAPS {
+                gaps.push((last, now));
+            } else {
+                dropped += 1;
+            }
+        }
+        last = now;
+    }
+    (gaps, dropped)
+}
+
 /// One placement and direction, all rounds.
 #[derive(Debug, Clone, Serialize)]
 pub struct CaseRow {
@@ -153,6 +304,10 @@ pub struct CaseRow {
     pub latency_us: LatencySummary,
     /// The median of each round, µs (how much the case moved during the probe).
     pub round_p50_us: Vec<f64>,
+    /// With a thread spinning on the interrupt's CPU: what each completion took from it, all
+    /// rounds' requests together.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub taken_from_task: Option<TakenFromTask>,
 }
 
 /// The probe's result.
@@ -173,11 +328,172 @@ impl CompletionCpuProbe {
             .find(|r| r.placement == placement && r.write == write)
     }
 
+    /// What one completion of `placement` (a busy one) in one direction took from the task
+    /// running on the interrupt's CPU, ns ([`TakenFromTask::per_completion_ns`]).
+    pub fn taken_from_task_ns(&self, placement: Placement, write: bool) -> Option<f64> {
+        let busy = self.row(placement, write)?;
+        Some(busy.taken_from_task.as_ref()?.per_completion_ns)
+    }
+
     /// The idle interrupt CPU's cost at p50 in one direction, µs: idle less busy.
     pub fn idle_cost_p50_us(&self, write: bool) -> Option<f64> {
         let idle = self.row(Placement::InterruptCpuIdle, write)?;
         let busy = self.row(Placement::InterruptCpuBusy, write)?;
         Some(idle.latency_us.p50 - busy.latency_us.p50)
+    }
+}
+
+/// The costs file's lines for what a completion takes from the task running on the interrupt's
+/// CPU, with their source as comments: `completion_irq_target_read_ns` from the lone reads
+/// waited for in a system call (the handler, the block layer's and the bio's end, and the
+/// reader's wake-up on another CPU: a swap-in's completion wakes its faulting task), and
+/// `completion_irq_target_write_ns` from the reads nobody waits for ([`UnwaitedIo`]: the
+/// handler and the ends alone). Not from the probe's writes: an O_DIRECT write's completion
+/// goes on through the filesystem's direct-I/O end (a workqueue, or the issuer's task work),
+/// where a swap write's ends in the interrupt (`end_swap_bio_write`, the page's writeback ends
+/// and nobody is woken). A comment only for a figure not timed or negative (the pauses between
+/// the windows outweighed those inside).
+pub fn costs_toml(p: &CompletionCpuProbe) -> String {
+    let i = &p.interrupt;
+    let mut out = format!(
+        "# Completion interrupt {} ({}) on CPU {}: lone 4 KiB O_DIRECT requests {} us apart from\n\
+         # another CPU, {} rounds x {} per case, a thread spinning on CPU {}; its pauses over\n\
+         # {} ns in each request's window (issue to return) less their rate between the windows\n\
+         # (pauses over {} us left out as the host's) are what one completion takes from the task\n\
+         # running there, charged to it by a kernel without IRQ time accounting. Reads are waited\n\
+         # for in a system call (the reader woken on its CPU) or not at all (io_uring, the issuer\n\
+         # spinning); the writes are for the record (their completion goes on through the\n\
+         # filesystem, a swap write's does not): a swap write's completion is taken as an unwaited\n\
+         # read's.\n",
+        i.irq,
+        i.name,
+        i.cpu,
+        p.gap_us,
+        p.rounds,
+        p.requests_per_round,
+        i.cpu,
+        crate::shootdown::SPIN_GAP_NS,
+        HOST_GAP_NS / 1_000,
+    );
+    for r in p.rows.iter() {
+        let Some(t) = &r.taken_from_task else {
+            continue;
+        };
+        out.push_str(&format!(
+            "# {} {}: {:.0} ns a completion ({:.0} ns in a window, {:.0} ns at the rate outside; \
+             {} of {} windows with a pause; {} host pauses left out)\n",
+            if r.write { "writes" } else { "reads" },
+            if r.placement == Placement::InterruptCpuBusyUnwaited {
+                "unwaited"
+            } else {
+                "waited"
+            },
+            t.per_completion_ns,
+            t.in_window_ns,
+            t.baseline_ns,
+            t.requests_with_gap,
+            t.requests,
+            t.host_gaps,
+        ));
+    }
+    for (placement, key) in [
+        (Placement::InterruptCpuBusy, "completion_irq_target_read_ns"),
+        (
+            Placement::InterruptCpuBusyUnwaited,
+            "completion_irq_target_write_ns",
+        ),
+    ] {
+        match p
+            .row(placement, false)
+            .and_then(|r| r.taken_from_task.as_ref())
+            .map(|t| t.per_completion_ns)
+        {
+            Some(ns) if ns.is_finite() && ns >= 0.0 => {
+                out.push_str(&format!("{key} = {}\n", ns.round()))
+            }
+            Some(_) => out.push_str(&format!(
+                "# {key}: none (negative: more pauses between the windows than in them)\n"
+            )),
+            None => out.push_str(&format!("# {key}: none (not timed)\n")),
+        }
+    }
+    out
+}
+
+/// `io_uring_enter`'s flag to run completion work (include/uapi/linux/io_uring.h; the io-uring
+/// crate keeps its copy private).
+const IORING_ENTER_GETEVENTS: u32 = 1;
+
+/// One request at a time through an io_uring whose completions wake no task: the ring defers
+/// its completion work to its one issuer (`IORING_SETUP_DEFER_TASKRUN`, kernel 6.1 and later),
+/// which spins entering the kernel without waiting (`IORING_ENTER_GETEVENTS`, no minimum)
+/// until the completion shows. The interrupt's handler ends the request and its bio and queues
+/// that work, but has no sleeping task to wake and no IPI to send.
+struct UnwaitedIo {
+    ring: io_uring::IoUring,
+    page: worker::Mapping,
+}
+
+impl UnwaitedIo {
+    fn new() -> Result<Self, LinuxError> {
+        let ring = io_uring::IoUring::builder()
+            .setup_single_issuer()
+            .setup_defer_taskrun()
+            .build(2)
+            .map_err(|e| LinuxError::Worker(format!("io_uring_setup (defer task run): {e}")))?;
+        let page = worker::Mapping::new(PAGE_SIZE as usize, false)?;
+        // SAFETY: the mapping is one page long and owned here.
+        unsafe { std::slice::from_raw_parts_mut(page.as_ptr(), PAGE_SIZE as usize) }.fill(0x5a);
+        Ok(UnwaitedIo { ring, page })
+    }
+
+    /// Issues one 4 KiB request at `offset` and spins until it completed: (issued, seen done).
+    fn timed_io(
+        &mut self,
+        file: &std::fs::File,
+        write: bool,
+        offset: u64,
+    ) -> Result<(u64, u64), LinuxError> {
+        use io_uring::{opcode, types};
+        use std::os::fd::AsRawFd;
+        let uring = |e: std::io::Error| LinuxError::Worker(format!("io_uring_enter: {e}"));
+        let fd = types::Fd(file.as_raw_fd());
+        let len = PAGE_SIZE as u32;
+        let entry = if write {
+            opcode::Write::new(fd, self.page.as_ptr(), len)
+                .offset(offset)
+                .build()
+        } else {
+            opcode::Read::new(fd, self.page.as_ptr(), len)
+                .offset(offset)
+                .build()
+        };
+        // SAFETY: the entry's buffer is this struct's page, which outlives the request: the
+        // loop below returns only once the request completed.
+        unsafe { self.ring.submission().push(&entry) }
+            .map_err(|_| LinuxError::Worker("io_uring submission queue full".into()))?;
+        let t = worker::monotonic_ns();
+        self.ring.submit().map_err(uring)?;
+        loop {
+            if let Some(cqe) = self.ring.completion().next() {
+                let done = worker::monotonic_ns();
+                if cqe.result() != len as i32 {
+                    return Err(LinuxError::Worker(format!(
+                        "a probe request of {len} bytes returned {}",
+                        cqe.result()
+                    )));
+                }
+                return Ok((t, done));
+            }
+            // SAFETY: no submissions, no wait, no argument: only the deferred completion work
+            // runs.
+            unsafe {
+                self.ring
+                    .submitter()
+                    .enter::<libc::sigset_t>(0, 0, IORING_ENTER_GETEVENTS, None)
+            }
+            .map_err(uring)?;
+        }
     }
 }
 
@@ -318,31 +634,42 @@ fn read_interrupts() -> Result<Vec<IrqLine>, LinuxError> {
 }
 
 /// Runs the probe on `file` (O_DIRECT, `size_pages` pages long, written): finds the interrupt,
-/// then `rounds` rounds of `requests` lone requests per placement and direction, `gap_us`
-/// apart. `allowed` are the CPUs this process may use (the issuer's is the first of them that
-/// is not the interrupt's).
+/// then `rounds` rounds of `requests` lone requests in each of `placements` and direction,
+/// [`COMPLETION_PROBE_GAP_US`] apart. `allowed` are the CPUs this process may use (the
+/// issuer's is the first of them that is not the interrupt's).
 pub fn probe(
     file: &std::fs::File,
     size_pages: u64,
     allowed: &[u32],
+    placements: &[Placement],
     rounds: u32,
     requests: usize,
-    gap_us: u64,
     seed: u64,
 ) -> Result<CompletionCpuProbe, LinuxError> {
+    let gap_us = COMPLETION_PROBE_GAP_US;
     let refuse = |detail: String| LinuxError::Config {
         name: "check-device --completion-cpu".into(),
         detail,
     };
-    if rounds == 0 || requests == 0 {
+    if rounds == 0 || requests == 0 || placements.is_empty() {
         return Err(refused_counts());
     }
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
     let interrupt = find(file, size_pages, &mut rng)?;
     let mut page = worker::DirectPage::new()?;
-    let mut io = |write: bool, rng: &mut ChaCha8Rng| -> Result<(u64, u64), LinuxError> {
+    let mut unwaited = None;
+    if placements.contains(&Placement::InterruptCpuBusyUnwaited) {
+        unwaited = Some(UnwaitedIo::new()?);
+    }
+    let mut io = |placement: Placement,
+                  write: bool,
+                  rng: &mut ChaCha8Rng|
+     -> Result<(u64, u64), LinuxError> {
         let offset = rng.random_range(0..size_pages) * PAGE_SIZE;
-        page.timed_io(file, write, offset, "the completion probe's scratch file")
+        match (placement, unwaited.as_mut()) {
+            (Placement::InterruptCpuBusyUnwaited, Some(u)) => u.timed_io(file, write, offset),
+            _ => page.timed_io(file, write, offset, "the completion probe's scratch file"),
+        }
     };
     let Some(&issuer) = allowed.iter().find(|&&c| c != interrupt.cpu) else {
         return Err(refuse(format!(
@@ -359,12 +686,13 @@ pub fn probe(
     let issuer_set = CpuSet::of("check-device", &[issuer])?;
     let irq_set = CpuSet::of("check-device", &[interrupt.cpu])?;
 
-    let cases: Vec<(Placement, bool)> = Placement::ALL
+    let cases: Vec<(Placement, bool)> = placements
         .iter()
         .flat_map(|&p| [(p, false), (p, true)])
         .collect();
     let mut latency = vec![LatencyRecorder::new(); cases.len()];
     let mut round_p50 = vec![Vec::new(); cases.len()];
+    let mut taken: Vec<Vec<TakenFromTask>> = vec![Vec::new(); cases.len()];
     let old_slack = worker::set_timer_slack_ns(1);
     let result = (|| -> Result<(), LinuxError> {
         for _ in 0..rounds {
@@ -375,28 +703,29 @@ pub fn probe(
                 };
                 let stop = AtomicBool::new(false);
                 let mut round = LatencyRecorder::new();
+                let mut windows = Vec::with_capacity(requests + 1);
                 std::thread::scope(|s| -> Result<(), LinuxError> {
-                    if placement == Placement::InterruptCpuBusy {
+                    let spinner = placement.interrupt_cpu_busy().then(|| {
                         let (stop, irq_set) = (&stop, &irq_set);
-                        s.spawn(move || {
-                            if irq_set.apply_no_alloc() {
-                                while !stop.load(Ordering::Relaxed) {
-                                    std::hint::spin_loop();
-                                }
-                            }
-                        });
-                    }
+                        s.spawn(move || irq_set.apply_no_alloc().then(|| spin_keeping_gaps(stop)))
+                    });
                     let issued = forking_on(Some(on), || -> Result<(), LinuxError> {
-                        let (_, mut last_done) = io(write, &mut rng)?;
+                        // The first request's window too: its interrupt is not the baseline's.
+                        let (t0, mut last_done) = io(placement, write, &mut rng)?;
+                        windows.push((t0, last_done));
                         for _ in 0..requests {
                             worker::sleep_until_monotonic_ns(last_done + gap_us * NS_PER_US);
-                            let (t, done) = io(write, &mut rng)?;
+                            let (t, done) = io(placement, write, &mut rng)?;
                             round.record_ns(done - t);
+                            windows.push((t, done));
                             last_done = done;
                         }
                         Ok(())
                     });
                     stop.store(true, Ordering::Relaxed);
+                    if let Some(Ok(Some((gaps, dropped)))) = spinner.map(|h| h.join()) {
+                        taken[k].extend(taken_from_task(&windows, &gaps, dropped));
+                    }
                     issued?
                 })?;
                 round_p50[k].push(round.summary(NS_PER_US).p50);
@@ -412,8 +741,8 @@ pub fn probe(
     result?;
     let rows = cases
         .iter()
-        .zip(latency.iter().zip(round_p50))
-        .map(|(&(placement, write), (l, rp))| CaseRow {
+        .zip(latency.iter().zip(round_p50).zip(taken))
+        .map(|(&(placement, write), ((l, rp), taken))| CaseRow {
             placement,
             write,
             issuer_cpu: match placement {
@@ -423,6 +752,7 @@ pub fn probe(
             requests: l.count(),
             latency_us: l.summary(NS_PER_US),
             round_p50_us: rp,
+            taken_from_task: TakenFromTask::pooled(&taken),
         })
         .collect();
     Ok(CompletionCpuProbe {
@@ -483,11 +813,124 @@ mod tests {
     }
 
     #[test]
+    fn a_completions_take_is_the_gaps_in_its_window_less_the_rate_outside() {
+        let windows = [(1_000, 2_000), (5_000, 6_000), (9_000, 10_000)];
+        let gaps = [
+            (1_500, 1_600),
+            // Across a window's end: 100 ns in it, 100 outside.
+            (1_900, 2_100),
+            (3_000, 3_060),
+            (5_100, 5_400),
+            (7_000, 7_060),
+            // The host's: left out.
+            (7_100, 7_100 + HOST_GAP_NS + 1),
+            // Past the last window: clipped to it.
+            (9_950, 10_100),
+        ];
+        let t = taken_from_task(&windows, &gaps, 2).unwrap();
+        // 550 ns in three windows; 220 ns in the 6,000 ns between them.
+        assert_eq!((t.requests, t.requests_with_gap, t.host_gaps), (3, 3, 1));
+        assert!((t.in_window_ns - 550.0 / 3.0).abs() < 1e-9);
+        assert!((t.baseline_ns - 220.0 / 6.0).abs() < 1e-9);
+        assert!((t.per_completion_ns - (550.0 / 3.0 - 220.0 / 6.0)).abs() < 1e-9);
+        assert_eq!(t.dropped_gaps, 2);
+        // No gaps: nothing taken; no windows, or no time between them: no answer.
+        assert_eq!(
+            taken_from_task(&windows, &[], 0).unwrap().per_completion_ns,
+            0.0
+        );
+        assert!(taken_from_task(&[], &gaps, 0).is_none());
+        assert!(taken_from_task(&[(0, 10), (10, 20)], &gaps, 0).is_none());
+        // Two rounds pooled by their requests.
+        let one = TakenFromTask {
+            requests: 1,
+            ..t.clone()
+        };
+        let pooled = TakenFromTask::pooled(&[t.clone(), one]).unwrap();
+        assert_eq!(pooled.requests, 4);
+        assert!((pooled.per_completion_ns - t.per_completion_ns).abs() < 1e-9);
+        assert!(TakenFromTask::pooled(&[]).is_none());
+    }
+
+    #[test]
+    fn the_costs_take_a_swap_reads_from_waited_reads_and_a_swap_writes_from_unwaited_ones() {
+        let taken = |ns: f64| TakenFromTask {
+            requests: 10,
+            requests_with_gap: 9,
+            in_window_ns: ns + 1_000.0,
+            baseline_ns: 1_000.0,
+            per_completion_ns: ns,
+            host_gaps: 0,
+            dropped_gaps: 0,
+        };
+        let row = |placement, write, ns: Option<f64>| CaseRow {
+            placement,
+            write,
+            issuer_cpu: 0,
+            requests: 10,
+            latency_us: LatencyRecorder::new().summary(NS_PER_US),
+            round_p50_us: vec![],
+            taken_from_task: ns.map(taken),
+        };
+        let probe = |unwaited_read: Option<f64>| CompletionCpuProbe {
+            interrupt: Interrupt {
+                irq: 36,
+                name: "virtio1-req.0".into(),
+                cpu: 1,
+                cpu_share: 1.0,
+                counted: 400,
+                requests: 400,
+            },
+            gap_us: COMPLETION_PROBE_GAP_US,
+            rounds: 3,
+            requests_per_round: 250,
+            rows: vec![
+                row(Placement::InterruptCpuBusy, false, Some(6_600.0)),
+                row(Placement::InterruptCpuBusy, true, Some(6_300.0)),
+                row(Placement::InterruptCpuBusyUnwaited, false, unwaited_read),
+                row(Placement::InterruptCpuBusyUnwaited, true, Some(8_500.0)),
+            ],
+        };
+        let text = costs_toml(&probe(Some(4_900.0)));
+        let costs: toml::Table = toml::from_str(&text).unwrap();
+        assert_eq!(
+            costs["completion_irq_target_read_ns"].as_integer(),
+            Some(6_600)
+        );
+        assert_eq!(
+            costs["completion_irq_target_write_ns"].as_integer(),
+            Some(4_900)
+        );
+        assert!(text.contains("# writes unwaited: 8500 ns"), "{text}");
+        // A negative figure, or none, is a comment and no key.
+        for missing in [Some(-50.0), None] {
+            let text = costs_toml(&probe(missing));
+            let costs: toml::Table = toml::from_str(&text).unwrap();
+            assert!(
+                !costs.contains_key("completion_irq_target_write_ns"),
+                "{text}"
+            );
+            assert!(
+                text.contains("# completion_irq_target_write_ns: none"),
+                "{text}"
+            );
+        }
+    }
+
+    #[test]
     fn no_rounds_or_requests_are_refused_before_the_machine_is_touched() {
         // A directory that does not exist: had the set-up begun, the error would be its own.
         let nowhere = std::path::Path::new("/nonexistent-nvmswap");
         for (rounds, requests) in [(0, 250), (6, 0)] {
-            let e = run(nowhere, rounds, requests, 1, &nowhere.join("state.json")).unwrap_err();
+            let e = run(
+                nowhere,
+                &Placement::ALL,
+                rounds,
+                requests,
+                1,
+                &nowhere.join("state.json"),
+            )
+            .unwrap_err();
             assert!(matches!(e, LinuxError::Config { .. }), "{e}");
         }
     }

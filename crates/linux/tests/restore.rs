@@ -743,7 +743,16 @@ fn the_completion_cpu_probe_finds_the_disks_interrupt_times_every_placement_and_
     let (rounds, requests) = (2, 20);
     let Some(p) = probe_restores_exactly(
         "completion_cpu_probe",
-        |path| probe::run(std::path::Path::new("/var/tmp"), rounds, requests, 5, path),
+        |path| {
+            probe::run(
+                std::path::Path::new("/var/tmp"),
+                &Placement::ALL,
+                rounds,
+                requests,
+                5,
+                path,
+            )
+        },
         // One CPU, or a disk that polls or completes on every CPU: nothing to probe.
         |e| matches!(e, LinuxError::Kernel { .. } | LinuxError::Config { .. }),
     ) else {
@@ -755,13 +764,26 @@ fn the_completion_cpu_probe_finds_the_disks_interrupt_times_every_placement_and_
     // says; and the calling thread may run where it could before.
     let i = &p.interrupt;
     assert!(i.counted * 2 >= i.requests && i.cpu_share >= 0.8, "{i:?}");
-    assert_eq!(p.rows.len(), 6);
+    assert_eq!(p.rows.len(), 2 * Placement::ALL.len());
     for r in &p.rows {
         assert_eq!(r.requests, (rounds as usize * requests) as u64, "{r:?}");
         assert_eq!(r.round_p50_us.len(), rounds as usize);
         assert!(r.latency_us.p50 > 0.0, "{r:?}");
         let on_interrupt_cpu = r.placement == Placement::IssuerOnInterruptCpu;
         assert_eq!(r.issuer_cpu == i.cpu, on_interrupt_cpu, "{r:?}");
+        // Only the spinner's placement says what a completion takes from it, over every
+        // request's window (each round's first, untimed, too).
+        let busy = r.placement.interrupt_cpu_busy();
+        assert_eq!(r.taken_from_task.is_some(), busy, "{r:?}");
+        if let Some(t) = &r.taken_from_task {
+            assert_eq!(
+                t.requests,
+                (rounds as usize * (requests + 1)) as u64,
+                "{t:?}"
+            );
+            assert!(t.in_window_ns >= 0.0 && t.baseline_ns >= 0.0, "{t:?}");
+            assert!(t.per_completion_ns.is_finite(), "{t:?}");
+        }
     }
     assert_eq!(nvmswap_linux::affinity::allowed_cpus().unwrap(), affinity);
 }

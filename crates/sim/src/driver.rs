@@ -72,6 +72,14 @@ struct LifeCounts {
     /// The time flush IPIs took from the tasks of the seconds (`remote_flush_target_ns` per IPI
     /// to a CPU running one, `extra.flush_ipi_time_taken_from_tasks_ms`).
     flush_ipi_target_ns: u64,
+    /// The time the swap device's completion interrupts took from the tasks of the seconds
+    /// running on their CPU (`completion_irq_target_*_ns` per completion,
+    /// `extra.completion_irq_time_taken_from_tasks_ms`).
+    completion_irq_target_ns: u64,
+    /// The same found while the foreground was taken to run on the interrupt's CPU between
+    /// the seconds (`extra.completion_irq_time_foreground_ms`): not charged, sim does not
+    /// lengthen the foreground's work by it.
+    completion_irq_foreground_ns: u64,
     /// The tabs' time on a CPU in their seconds (their touches' own work and their faults'
     /// kernel work, a polled read's spin included), as the linux substrate's thread CPU clocks
     /// (`background_cpu_s`).
@@ -224,6 +232,8 @@ struct TabCpus {
     /// CPU time the tasks used this second, in all and each.
     used_ns: u64,
     task_ns: Vec<u64>,
+    /// The task each CPU ran last this second.
+    last_on: Vec<Option<usize>>,
 }
 
 impl TabCpus {
@@ -401,6 +411,17 @@ impl<'a> Driver<'a> {
                 "flush_ipi_time_taken_from_tasks_ms".into(),
                 (counts.flush_ipi_target_ns as f64 / nvmswap_core::NS_PER_MS as f64).into(),
             );
+            if counts.completion_irq_target_ns + counts.completion_irq_foreground_ns > 0 {
+                let ms = |ns: u64| ns as f64 / nvmswap_core::NS_PER_MS as f64;
+                out.result.extra.insert(
+                    "completion_irq_time_taken_from_tasks_ms".into(),
+                    ms(counts.completion_irq_target_ns).into(),
+                );
+                out.result.extra.insert(
+                    "completion_irq_time_foreground_ms".into(),
+                    ms(counts.completion_irq_foreground_ns).into(),
+                );
+            }
         }
         if !halt_wakes.is_empty() {
             let polled: Vec<u64> = halt_wakes.iter().filter(|w| w.1).map(|w| w.0).collect();
@@ -527,8 +548,9 @@ impl<'a> Driver<'a> {
             }
         }
         let start = self.machine.now;
-        // Flushes before the second (the foreground's charges) interrupted no task of it.
-        self.machine.tlbs.clear_interrupted();
+        // Flushes and completions before the second (the foreground's charges) interrupted no
+        // task of it.
+        self.counts.completion_irq_foreground_ns += self.machine.clear_interrupted();
         let mut tasks = Vec::new();
         for ts in self.life.second() {
             let tab = ts.tab;
@@ -629,6 +651,7 @@ impl<'a> Driver<'a> {
             free_at: vec![start; n_cpus],
             used_ns: 0,
             task_ns: vec![0; tasks.len()],
+            last_on: vec![None; n_cpus],
         };
         // The CPUs' utilisation carries over from the seconds before, decaying in between (the
         // foreground's work between seconds is not in it: sim does not schedule it).
@@ -796,9 +819,10 @@ impl<'a> Driver<'a> {
             self.machine.pass_to(at);
             if let Some((d, dc)) = driver.filter(|&(d, _)| d == i) {
                 // The flush IPIs its CPU took since its last step delay it as they do a tab.
-                let interrupted = self.machine.tlbs.take_interrupted(cpu);
-                self.counts.flush_ipi_target_ns += interrupted;
-                let began = at.max(self.machine.now) + interrupted;
+                let interrupted = self.machine.take_interrupted(cpu);
+                self.counts.flush_ipi_target_ns += interrupted.flush_ipis;
+                self.counts.completion_irq_target_ns += interrupted.completions;
+                let began = at.max(self.machine.now) + interrupted.total();
                 self.machine.running_on = cpu;
                 tasks[d].first_ran.get_or_insert(began);
                 let prog = tasks[d].driver.as_mut().expect("the driver's task");
@@ -919,12 +943,14 @@ impl<'a> Driver<'a> {
             // A second's first run begins with the tab's own work apart from its touches (its
             // command's arguments, its touch set, its answer: `costs.tab_second`), which like a
             // touch may pass the horizon. Before it, the flush IPIs its CPU took since its last
-            // step (another CPU's charge wrote pages): their handling was this task's time, as
-            // the kernel without IRQ time accounting charges a handler to the task it
-            // interrupted.
-            let interrupted = self.machine.tlbs.take_interrupted(cpu);
-            self.counts.flush_ipi_target_ns += interrupted;
-            let mut clock = resumed + interrupted + std::mem::take(&mut task.setup);
+            // step (another CPU's charge wrote pages) and, on the interrupt's CPU, the swap
+            // device's completions there (another tab's read, reclaim's writes): their
+            // handling was this task's time, as the kernel without IRQ time accounting charges
+            // a handler to the task it interrupted.
+            let interrupted = self.machine.take_interrupted(cpu);
+            self.counts.flush_ipi_target_ns += interrupted.flush_ipis;
+            self.counts.completion_irq_target_ns += interrupted.completions;
+            let mut clock = resumed + interrupted.total() + std::mem::take(&mut task.setup);
             let mut took = None;
             // A touch whose charge is under way: one step of it, then its fault once it is over.
             let mut charged = None;
@@ -1119,6 +1145,21 @@ impl<'a> Driver<'a> {
                 t.faults = self.report_held(t.faults, h.fault, 0, None);
             }
         }
+        // What interrupts took from each CPU's last task in its last step (no later step there
+        // took it): that task's CPU time too. Counted, not moved into the schedule (its step
+        // is over).
+        for (cpu, last) in cpus.last_on.clone().into_iter().enumerate() {
+            let left = self.machine.take_interrupted(cpu);
+            let Some(i) = last.filter(|_| left.total() > 0) else {
+                continue;
+            };
+            self.counts.flush_ipi_target_ns += left.flush_ipis;
+            self.counts.completion_irq_target_ns += left.completions;
+            cpus.ran(i, left.total());
+            if let Some(p) = tasks[i].driver.as_mut() {
+                p.cpu_ns += left.total();
+            }
+        }
         let end = tasks.iter().map(|t| t.at).max().unwrap_or(start);
         let last_answered = tasks.iter().filter_map(|t| t.answered).max();
         let (sets_done, last_told, driver_cpu) = match driver {
@@ -1187,6 +1228,7 @@ impl<'a> Driver<'a> {
         // layer that a step of another task's charge had moved past the CPU's clock.
         let t = tasks[i].woken.map_or(t, |woken| t.max(woken));
         cpus.rq.run(i, cpu, t);
+        cpus.last_on[cpu] = Some(i);
         self.machine.running_on = cpu;
         // The CPU runs tasks from `t` until it idles (`cpu_frees`).
         let mm = match tasks[i].driver {

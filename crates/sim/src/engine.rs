@@ -191,6 +191,19 @@ macro_rules! env {
 }
 pub(crate) use env;
 
+/// What interrupts took from a task since its last step ([`Machine::take_interrupted`]), ns.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Interrupted {
+    pub flush_ipis: u64,
+    pub completions: u64,
+}
+
+impl Interrupted {
+    pub fn total(self) -> u64 {
+        self.flush_ipis + self.completions
+    }
+}
+
 pub struct Machine<'a> {
     pub cfg: SystemConfig,
     /// The machine's timing stream: software costs' jitter, NVM latencies, in draw order
@@ -1142,6 +1155,30 @@ impl<'a> Machine<'a> {
     /// Whether a task waiting for the back-end's I/O spins on its CPU (polled completion).
     pub fn polls_while_waiting(&self) -> bool {
         self.backend.polls_while_waiting()
+    }
+
+    /// What interrupts took from the task running on `cpu` since its last step: flush IPIs
+    /// (crate::tlb `Tlbs::take_interrupted`) and, on the completion interrupt's CPU, the swap
+    /// device's completions (nvmswap_core::interrupted). A kernel without IRQ time accounting
+    /// charges a handler to the task it interrupted; the task's clock moves on by both.
+    pub fn take_interrupted(&mut self, cpu: usize) -> Interrupted {
+        Interrupted {
+            flush_ipis: self.tlbs.take_interrupted(cpu),
+            completions: if cpu == self.irq_cpu() {
+                self.backend.take_interrupted()
+            } else {
+                0
+            },
+        }
+    }
+
+    /// Forgets what interrupts took from tasks not yet charged with it (a second's start: the
+    /// last second's tasks paid theirs at its end, so what is left came while the foreground
+    /// was taken to run there, and sim does not lengthen the foreground's work by it); returns
+    /// the completions' part.
+    pub fn clear_interrupted(&mut self) -> u64 {
+        self.tlbs.clear_interrupted();
+        self.backend.clear_interrupted()
     }
 
     /// The CPU that takes the swap device's completion interrupts ([`completion_cpu`]).

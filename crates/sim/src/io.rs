@@ -12,6 +12,7 @@ use nvmswap_core::block::{Op, Request};
 use nvmswap_core::config::SystemConfig;
 use nvmswap_core::device::DeviceProfile;
 use nvmswap_core::halt_poll::InterruptCpu;
+use nvmswap_core::interrupted::CompletionInterrupts;
 use nvmswap_core::PAGE_SIZE;
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
@@ -68,6 +69,10 @@ pub struct Io {
     /// (the tag, the next dispatch, the writeback throttle, the pages' writeback end) stays at
     /// the device's completion, up to the delivery's wait earlier than the kernel's.
     interrupt_cpu: Option<InterruptCpu>,
+    /// What each completion's interrupt takes from the task running on its CPU
+    /// (`costs.completion_irq_target_read_ns` and `_write_ns`, interrupt completion only);
+    /// None without them.
+    completion_interrupts: Option<CompletionInterrupts>,
 }
 
 impl Io {
@@ -86,6 +91,19 @@ impl Io {
                 (device, charged.then(|| InterruptCpu::new(halts.clone())))
             }
             _ => (device, None),
+        };
+        let completion_interrupts = match (
+            mode,
+            cfg.costs.completion_irq_target_read_ns,
+            cfg.costs.completion_irq_target_write_ns,
+        ) {
+            (CompletionMode::Interrupt, Some(read), Some(write)) => {
+                Some(CompletionInterrupts::new(
+                    read.max(0.0).round() as u64,
+                    write.max(0.0).round() as u64,
+                ))
+            }
+            _ => None,
         };
         // Request tags: the device's depth without a scheduler; with one, twice the smaller of
         // the depth and BLKDEV_DEFAULT_RQ (block/blk-mq-sched.c `blk_mq_init_sched`).
@@ -141,6 +159,7 @@ impl Io {
             throttled: Default::default(),
             behind: BTreeMap::new(),
             interrupt_cpu,
+            completion_interrupts,
         })
     }
 
@@ -150,6 +169,9 @@ impl Io {
         if let Some(irq) = self.interrupt_cpu.as_mut() {
             irq.runs(from, until);
         }
+        if let Some(c) = self.completion_interrupts.as_mut() {
+            c.runs(from, until);
+        }
     }
 
     /// The interrupt's CPU idles from `t`.
@@ -157,6 +179,35 @@ impl Io {
         if let Some(irq) = self.interrupt_cpu.as_mut() {
             irq.idles_from(t);
         }
+        if let Some(c) = self.completion_interrupts.as_mut() {
+            c.idles_from(t);
+        }
+    }
+
+    /// What the completions' interrupts took from the tasks on their CPU since the last call
+    /// ([`CompletionInterrupts::take_owed`]): the task stepping there next pays it.
+    pub fn take_interrupted(&mut self) -> u64 {
+        self.completion_interrupts
+            .as_mut()
+            .map_or(0, CompletionInterrupts::take_owed)
+    }
+
+    /// Forgets what no task was charged with yet (a second's start); returns it.
+    pub fn clear_interrupted(&mut self) -> u64 {
+        self.completion_interrupts
+            .as_mut()
+            .map_or(0, CompletionInterrupts::clear_owed)
+    }
+
+    /// `extra.completion_interrupts`: the completions that found a task on the interrupt's CPU
+    /// (charged) or found it idle, and the time charged.
+    pub fn completion_interrupts_json(&self) -> Option<serde_json::Value> {
+        let c = self.completion_interrupts.as_ref()?.charges();
+        Some(serde_json::json!({
+            "found_task": c.found_task,
+            "found_idle": c.found_idle,
+            "charged_s": c.charged_ns as f64 / nvmswap_core::NS_PER_S as f64,
+        }))
     }
 
     /// A task woken onto or started on the interrupt's CPU at `t` ends its halt, begun at
@@ -227,6 +278,9 @@ impl Io {
                 let delivered = irq.deliver(done.c);
                 done.ready_at += delivered - done.c;
                 done.c = delivered;
+            }
+            if let Some(c) = self.completion_interrupts.as_mut() {
+                c.completed(done.op, done.c);
             }
             if let Some(wbt) = self.wbt.as_mut() {
                 let tracked = self.throttled.remove(&done.id);

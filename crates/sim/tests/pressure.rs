@@ -471,3 +471,57 @@ fn another_timing_draw_is_another_run_of_the_same_scenario() {
         assert!(!seeds[..i].contains(s), "draw {i} repeats a timing seed");
     }
 }
+
+#[test]
+fn a_completion_interrupt_costs_the_task_running_on_its_cpu() {
+    // costs.completion_irq_target_*_ns: each swap-disk completion that comes while a tab runs
+    // on the interrupt's CPU (the last) adds 5 µs (reads) or 3 µs (writes) to that tab's clock
+    // at its next step; one that finds the CPU idle costs nothing. Deterministic; the tabs'
+    // CPU grows; the time added is at most what the charged completions took, and those are
+    // at most 5 µs each.
+    let with = |charged: bool| {
+        let mut o = vec!["page_cluster=0"];
+        if charged {
+            o.extend([
+                "costs.completion_irq_target_read_ns=5000",
+                "costs.completion_irq_target_write_ns=3000",
+            ]);
+        }
+        run("nand", &o, 3, 0.05)
+    };
+    let (a, b, plain) = (with(true), with(true), with(false));
+    let cpu =
+        |r: &nvmswap_core::results::RunOutput| r.result.extra["background_cpu_s"].as_f64().unwrap();
+    let (cpu_with, cpu_plain) = (cpu(&a), cpu(&plain));
+    let c = a.result.extra["completion_interrupts"].clone();
+    let ms = |key: &str| a.result.extra[key].as_f64().unwrap();
+    let (taken_ms, a_foreground) = (
+        ms("completion_irq_time_taken_from_tasks_ms"),
+        ms("completion_irq_time_foreground_ms"),
+    );
+    assert_eq!(without_wall(a), without_wall(b), "not deterministic");
+    assert!(plain.result.extra.get("completion_interrupts").is_none());
+    assert!(plain
+        .result
+        .extra
+        .get("completion_irq_time_taken_from_tasks_ms")
+        .is_none());
+    let (task, idle) = (
+        c["found_task"].as_u64().unwrap(),
+        c["found_idle"].as_u64().unwrap(),
+    );
+    assert!(task > 0 && idle > 0, "{c}");
+    let charged_ms = c["charged_s"].as_f64().unwrap() * 1e3;
+    assert!(charged_ms <= task as f64 * 0.005 + 1e-9, "{c}");
+    assert!(charged_ms >= task as f64 * 0.003 - 1e-9, "{c}");
+    // A charge is paid by a tab of a second, or was found while the foreground was taken to
+    // run on the interrupt's CPU (each second's tabs paid theirs by its end), or came after
+    // the last second.
+    let foreground_ms = a_foreground;
+    assert!(taken_ms > 0.0 && foreground_ms > 0.0, "{c}");
+    assert!(
+        taken_ms + foreground_ms <= charged_ms + 1e-6,
+        "{taken_ms} + {foreground_ms} ms of {c}"
+    );
+    eprintln!("{cpu_with} s against {cpu_plain} s; {taken_ms} + {foreground_ms} ms of {c}");
+}

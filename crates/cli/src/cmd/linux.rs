@@ -409,6 +409,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
                 let rounds = rounds.unwrap_or(probe::COMPLETION_PROBE_ROUNDS);
                 let p = probe::run(
                     &swap_dir,
+                    &probe::Placement::ALL,
                     rounds,
                     probe::COMPLETION_PROBE_REQUESTS,
                     seed,
@@ -559,6 +560,30 @@ fn print_completion_probe(p: &nvmswap_linux::completion_cpu_probe::CompletionCpu
             println!(
                 "{}: the idle interrupt CPU adds {cost:.0} us at p50 (idle less busy)",
                 if write { "write" } else { "read" }
+            );
+        }
+    }
+    for r in &p.rows {
+        if let Some(t) = &r.taken_from_task {
+            println!(
+                "{} {}: a completion takes {:.1} us from the task spinning on the interrupt's CPU \
+                 ({:.1} us of gaps in a request's window, {:.1} us at the rate outside; {} of {} \
+                 windows with a gap; {} host gaps over {} us left out)",
+                if r.write { "write" } else { "read" },
+                if r.placement
+                    == nvmswap_linux::completion_cpu_probe::Placement::InterruptCpuBusyUnwaited
+                {
+                    "nobody waits for"
+                } else {
+                    "waited for"
+                },
+                t.per_completion_ns / 1e3,
+                t.in_window_ns / 1e3,
+                t.baseline_ns / 1e3,
+                t.requests_with_gap,
+                t.requests,
+                t.host_gaps,
+                nvmswap_linux::completion_cpu_probe::HOST_GAP_NS / 1_000
             );
         }
     }
@@ -859,6 +884,41 @@ fn print_calibration(cal: &nvmswap_linux::calibrate::Calibration) {
             nvmswap_linux::host_speed::STALL_NS / 1_000,
             passes.join("; ")
         );
+    }
+    match (
+        &cal.completion_interrupt,
+        &cal.completion_interrupt_unavailable,
+    ) {
+        (Some(p), _) => {
+            use nvmswap_linux::completion_cpu_probe::Placement;
+            let taken: Vec<String> = [
+                (Placement::InterruptCpuBusy, false, "read waited for"),
+                (
+                    Placement::InterruptCpuBusyUnwaited,
+                    false,
+                    "read nobody waits for",
+                ),
+                (Placement::InterruptCpuBusy, true, "write waited for"),
+                (
+                    Placement::InterruptCpuBusyUnwaited,
+                    true,
+                    "write nobody waits for",
+                ),
+            ]
+            .iter()
+            .filter_map(|&(placement, write, what)| {
+                p.taken_from_task_ns(placement, write)
+                    .map(|ns| format!("{what} {:.1} us", ns / 1e3))
+            })
+            .collect();
+            println!(
+                "a completion takes from the task on the interrupt's CPU {}: {}",
+                p.interrupt.cpu,
+                taken.join(", ")
+            );
+        }
+        (None, Some(why)) => println!("completion-interrupt probe did not run: {why}"),
+        (None, None) => {}
     }
     match (&cal.tab_second, &cal.tab_second_unavailable) {
         (Some(t), _) => {

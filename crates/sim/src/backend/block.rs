@@ -886,6 +886,9 @@ impl BlockSwap {
         if let Some(d) = self.io.interrupt_delivery_json() {
             extra.insert("interrupt_delivery".into(), d);
         }
+        if let Some(c) = self.io.completion_interrupts_json() {
+            extra.insert("completion_interrupts".into(), c);
+        }
         extra
     }
 
@@ -1211,6 +1214,14 @@ impl SwapBackend for BlockSwap {
 
     fn tracks_interrupt_cpu(&self) -> bool {
         self.io.tracks_interrupt_cpu()
+    }
+
+    fn take_interrupted(&mut self) -> u64 {
+        self.io.take_interrupted()
+    }
+
+    fn clear_interrupted(&mut self) -> u64 {
+        self.io.clear_interrupted()
     }
 
     fn polls_while_waiting(&self) -> bool {

@@ -317,6 +317,19 @@ pub trait SwapBackend {
         false
     }
 
+    /// What the device's completion interrupts took from the tasks running on their CPU since
+    /// the last call (crate::io `Io::take_interrupted`); 0 where nothing completes by
+    /// interrupt or the cost is not given.
+    fn take_interrupted(&mut self) -> u64 {
+        0
+    }
+
+    /// Forgets what the completions took from tasks not yet charged with it (a second's
+    /// start: the foreground's time); returns it.
+    fn clear_interrupted(&mut self) -> u64 {
+        0
+    }
+
     /// What the back-end adds to the results.
     fn report(&self) -> BackendReport;
 

@@ -443,6 +443,14 @@ impl SwapBackend for Zswap {
         self.dev.tracks_interrupt_cpu()
     }
 
+    fn take_interrupted(&mut self) -> u64 {
+        self.dev.take_interrupted()
+    }
+
+    fn clear_interrupted(&mut self) -> u64 {
+        self.dev.clear_interrupted()
+    }
+
     fn polls_while_waiting(&self) -> bool {
         self.dev.polls_while_waiting()
     }
