@@ -268,8 +268,8 @@ pub struct CostOverrides {
     /// calibrate` (the completion probe: a thread spinning on the interrupt's CPU, its pauses
     /// in each lone 4 KiB O_DIRECT read's window less their rate outside the windows). Sim adds
     /// it to that task's clock at its next step for each completion while a task ran there
-    /// (crates/core/src/interrupted.rs); without it (or its write twin) completions cost no
-    /// task.
+    /// (crates/core/src/interrupted.rs); given with its write twin or not at all (without
+    /// them completions cost no task).
     #[serde(default)]
     pub completion_irq_target_read_ns: Option<f64>,
     /// The same for a write's completion (`end_swap_bio_write`: the page's writeback ends, no
@@ -571,9 +571,10 @@ impl CostOverrides {
             ));
         }
         // The driver is scheduled with all four of its costs or not at all, a tab's fill costs
-        // come as three and the other processes as a rate and a run: a file with some of a
-        // group is a mistake, not work that is free.
-        let groups: [(&'static str, &[CostField]); 3] = [
+        // come as three, the other processes as a rate and a run, and the completions' charge
+        // as a read's and a write's: a file with some of a group is a mistake, not work that
+        // is free.
+        let groups: [(&'static str, &[CostField]); 4] = [
             (
                 "costs.driver_*",
                 &[
@@ -596,6 +597,19 @@ impl CostOverrides {
                 &[
                     ("other_process_runs_per_s", self.other_process_runs_per_s),
                     ("other_process_run_ns", self.other_process_run_ns),
+                ],
+            ),
+            (
+                "costs.completion_irq_target_*",
+                &[
+                    (
+                        "completion_irq_target_read_ns",
+                        self.completion_irq_target_read_ns,
+                    ),
+                    (
+                        "completion_irq_target_write_ns",
+                        self.completion_irq_target_write_ns,
+                    ),
                 ],
             ),
         ];

@@ -3297,7 +3297,11 @@ mod tests {
             "minor_fault_ns = 3000\ncompletion_irq_target_read_ns = 8538\n\
              completion_irq_target_write_ns = 7725\n",
         );
-        let irq_negative = load("minor_fault_ns = 3000\ncompletion_irq_target_write_ns = -1\n");
+        let irq_negative = load(
+            "minor_fault_ns = 3000\ncompletion_irq_target_read_ns = 1\n\
+             completion_irq_target_write_ns = -1\n",
+        );
+        let irq_half = load("minor_fault_ns = 3000\ncompletion_irq_target_read_ns = 8538\n");
         std::fs::remove_file(&path).unwrap();
         assert_eq!(ok.unwrap().reclaim_scan_page_ns, Some(0.0));
         let irq = irq.unwrap();
@@ -3316,6 +3320,9 @@ mod tests {
             let e = e.unwrap_err().to_string();
             assert!(e.contains(field) && e.contains("0 or more"), "{e}");
         }
+        // The completions' charge comes as a pair.
+        let e = irq_half.unwrap_err().to_string();
+        assert!(e.contains("costs.completion_irq_target_*"), "{e}");
     }
 
     fn point(depth: u32, iops: f64, mean_us: f64) -> DepthPoint {

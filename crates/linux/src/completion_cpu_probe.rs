@@ -351,8 +351,9 @@ impl CompletionCpuProbe {
 /// handler and the ends alone). Not from the probe's writes: an O_DIRECT write's completion
 /// goes on through the filesystem's direct-I/O end (a workqueue, or the issuer's task work),
 /// where a swap write's ends in the interrupt (`end_swap_bio_write`, the page's writeback ends
-/// and nobody is woken). A comment only for a figure not timed or negative (the pauses between
-/// the windows outweighed those inside).
+/// and nobody is woken). Both keys or neither (a configuration with one is refused): a figure
+/// not timed or negative (the pauses between the windows outweighed those inside) makes both
+/// comments.
 pub fn costs_toml(p: &CompletionCpuProbe) -> String {
     let i = &p.interrupt;
     let mut out = format!(
@@ -396,25 +397,37 @@ pub fn costs_toml(p: &CompletionCpuProbe) -> String {
             t.host_gaps,
         ));
     }
-    for (placement, key) in [
+    // The two go together (a configuration with one is refused): a figure missing makes both
+    // comments.
+    let keys = [
         (Placement::InterruptCpuBusy, "completion_irq_target_read_ns"),
         (
             Placement::InterruptCpuBusyUnwaited,
             "completion_irq_target_write_ns",
         ),
-    ] {
-        match p
-            .row(placement, false)
-            .and_then(|r| r.taken_from_task.as_ref())
-            .map(|t| t.per_completion_ns)
-        {
-            Some(ns) if ns.is_finite() && ns >= 0.0 => {
-                out.push_str(&format!("{key} = {}\n", ns.round()))
+    ];
+    let figures: Vec<Result<f64, &str>> = keys
+        .iter()
+        .map(|&(placement, _)| {
+            match p
+                .row(placement, false)
+                .and_then(|r| r.taken_from_task.as_ref())
+                .map(|t| t.per_completion_ns)
+            {
+                Some(ns) if ns.is_finite() && ns >= 0.0 => Ok(ns),
+                Some(_) => Err("negative: more pauses between the windows than in them"),
+                None => Err("not timed"),
             }
-            Some(_) => out.push_str(&format!(
-                "# {key}: none (negative: more pauses between the windows than in them)\n"
+        })
+        .collect();
+    let all_given = figures.iter().all(Result::is_ok);
+    for ((_, key), figure) in keys.iter().zip(figures) {
+        match figure {
+            Ok(ns) if all_given => out.push_str(&format!("{key} = {}\n", ns.round())),
+            Ok(ns) => out.push_str(&format!(
+                "# {key}: none ({ns:.0} ns, but its twin has no figure and the two go together)\n"
             )),
-            None => out.push_str(&format!("# {key}: none (not timed)\n")),
+            Err(why) => out.push_str(&format!("# {key}: none ({why})\n")),
         }
     }
     out
@@ -902,12 +915,13 @@ mod tests {
             Some(4_900)
         );
         assert!(text.contains("# writes unwaited: 8500 ns"), "{text}");
-        // A negative figure, or none, is a comment and no key.
+        // A negative figure, or none, is a comment and no key, and its twin goes with it.
         for missing in [Some(-50.0), None] {
             let text = costs_toml(&probe(missing));
             let costs: toml::Table = toml::from_str(&text).unwrap();
+            assert!(costs.is_empty(), "{text}");
             assert!(
-                !costs.contains_key("completion_irq_target_write_ns"),
+                text.contains("# completion_irq_target_read_ns: none (6600 ns"),
                 "{text}"
             );
             assert!(

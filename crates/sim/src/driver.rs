@@ -818,7 +818,8 @@ impl<'a> Driver<'a> {
             };
             self.machine.pass_to(at);
             if let Some((d, dc)) = driver.filter(|&(d, _)| d == i) {
-                // The flush IPIs its CPU took since its last step delay it as they do a tab.
+                // The flush IPIs and completions its CPU took since its last step delay it as
+                // they do a tab.
                 let interrupted = self.machine.take_interrupted(cpu);
                 self.counts.flush_ipi_target_ns += interrupted.flush_ipis;
                 self.counts.completion_irq_target_ns += interrupted.completions;
@@ -1148,8 +1149,8 @@ impl<'a> Driver<'a> {
         // What interrupts took from each CPU's last task in its last step (no later step there
         // took it): that task's CPU time too. Counted, not moved into the schedule (its step
         // is over).
-        for (cpu, last) in cpus.last_on.clone().into_iter().enumerate() {
-            let left = self.machine.take_interrupted(cpu);
+        for cpu in 0..cpus.last_on.len() {
+            let (last, left) = (cpus.last_on[cpu], self.machine.take_interrupted(cpu));
             let Some(i) = last.filter(|_| left.total() > 0) else {
                 continue;
             };
