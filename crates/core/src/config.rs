@@ -320,6 +320,15 @@ pub struct CostOverrides {
     /// begins; without it, a second costs only its touches and faults.
     #[serde(default)]
     pub tab_second_ns: Option<f64>,
+    /// How that fixed part grows with the time the tab idled since it last ran: points of
+    /// (`idle_ms`, `fixed_ns`), the tab-second probe's fit per phase, its tabs told in turn and
+    /// then after sleeps (crate::mapped_access::TabSecondByIdle). The tab's code, stack and the
+    /// kernel's paths for its command lose their lines while it idles, as its pages do
+    /// (`mapped_access_by_idle`). Sim adds to `tab_second_ns` the curve's fixed part at the
+    /// tab's idle time beyond its first point's. Measured by `nvmswap linux calibrate`;
+    /// without it, a second's fixed part is `tab_second_ns` however long the tab idled.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tab_second_by_idle: Option<Vec<crate::mapped_access::TabSecondIdlePoint>>,
     /// The driver's CPU per tab it tells a second (the linux substrate's driver, and a browser
     /// process that wakes its renderers): working out the tab's touch set, writing its command
     /// when the tab is woken on the driver's CPU (local) or on another, idle one (remote: an
@@ -554,6 +563,10 @@ impl CostOverrides {
         if let Some(points) = &self.mapped_access_by_idle {
             crate::mapped_access::MemoryByIdle::new(points)
                 .map_err(|e| ("costs.mapped_access_by_idle", e))?;
+        }
+        if let Some(points) = &self.tab_second_by_idle {
+            crate::mapped_access::TabSecondByIdle::new(points)
+                .map_err(|e| ("costs.tab_second_by_idle", e))?;
         }
         // The drawn classes are a kernel run's whole memory, cache misses and stalls alike: with
         // either derived part beside them a touch would pay twice.
@@ -1161,6 +1174,23 @@ mod tests {
             toml::from_str("mapped_access_by_idle = [{ idle_ms = -1.0, access_ns = 1.0 }]")
                 .unwrap();
         assert_eq!(idle.check().unwrap_err().0, "costs.mapped_access_by_idle");
+        let tab: CostOverrides = toml::from_str(
+            "tab_second_by_idle = [{ idle_ms = 0.4, fixed_ns = 9000.0 }, \
+             { idle_ms = 1000.0, fixed_ns = 15000.0 }]",
+        )
+        .unwrap();
+        assert!(tab.check().is_ok());
+        let again: CostOverrides = toml::from_str(&toml::to_string(&tab).unwrap()).unwrap();
+        assert_eq!(again, tab);
+        let tab_falling: CostOverrides = toml::from_str(
+            "tab_second_by_idle = [{ idle_ms = 100.0, fixed_ns = 9000.0 }, \
+             { idle_ms = 10.0, fixed_ns = 15000.0 }]",
+        )
+        .unwrap();
+        assert_eq!(
+            tab_falling.check().unwrap_err().0,
+            "costs.tab_second_by_idle"
+        );
         let both = CostOverrides {
             mapped_access_classes: Some(vec![crate::mapped_access::MappedAccessClass {
                 share: 0.3,

@@ -224,6 +224,53 @@ impl MemoryByIdle {
     }
 }
 
+/// One phase of calibrate's tab-second probe: its tab-seconds' median idle time (from the
+/// tab's previous answer to its next command) and the fixed part of their CPU's fit.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TabSecondIdlePoint {
+    pub idle_ms: f64,
+    pub fixed_ns: f64,
+}
+
+/// What a tab's own work per second apart from its touches (its command, its touch set, its
+/// answer: `costs.tab_second_ns`) costs more when the tab idled since it last ran: the same
+/// loss of lines as [`MemoryByIdle`]'s, for the tab's code, stack and the kernel's paths for
+/// its command instead of its pages. Calibrate's tab-second probe fits each phase apart (tabs
+/// in turn, then after sleeps of 10 ms to 1 s), so a phase's touches go to its per-touch part
+/// and the fixed part is the rest; linear in the idle time between the points, the first
+/// point's fixed part the base (`tab_second_ns` is that phase's), the last's held beyond.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TabSecondByIdle {
+    /// (idle ms, fixed part over the first point's, 0 or more), the idle times rising.
+    points: Vec<(f64, f64)>,
+}
+
+impl TabSecondByIdle {
+    /// The curve through `points` (at least one, idle times 0 or more and rising, fixed parts
+    /// finite and 0 or more), or why it cannot be one.
+    pub fn new(points: &[TabSecondIdlePoint]) -> Result<Self, String> {
+        check_curve(points, "idle times", |p| {
+            [
+                ("idle_ms", p.idle_ms, false),
+                ("fixed_ns", p.fixed_ns, false),
+            ]
+        })?;
+        let first = points[0];
+        Ok(TabSecondByIdle {
+            points: points
+                .iter()
+                .map(|p| (p.idle_ms, (p.fixed_ns - first.fixed_ns).max(0.0)))
+                .collect(),
+        })
+    }
+
+    /// What a second of a tab that idled `idle_ns` costs beyond the first point's, ns.
+    pub fn extra_ns(&self, idle_ns: u64) -> f64 {
+        interpolate(&self.points, idle_ns as f64 / crate::NS_PER_MS as f64)
+    }
+}
+
 /// A touch's time beyond a hit from the caches, where both curves are given: the larger of
 /// the two. A line is gone when the guest's own pages since pushed it out (its reuse distance)
 /// or when the time since let others take its place (its idle time); each curve measured one
@@ -469,6 +516,33 @@ mod tests {
                 .unwrap_err()
                 .contains("rise")
         );
+    }
+
+    #[test]
+    fn a_tab_second_costs_its_fixed_part_by_how_long_the_tab_idled() {
+        let point = |idle_ms: f64, fixed_ns: f64| TabSecondIdlePoint { idle_ms, fixed_ns };
+        let c = TabSecondByIdle::new(&[
+            point(0.5, 9_000.0),
+            point(10.0, 8_800.0),
+            point(100.0, 14_000.0),
+            point(1_000.0, 19_000.0),
+        ])
+        .unwrap();
+        // At or before the first point: the base (tab_second_ns) alone.
+        assert_eq!(c.extra_ns(0), 0.0);
+        assert_eq!(c.extra_ns(500_000), 0.0);
+        // A phase fitted below the first is no saving: 0, not negative.
+        assert_eq!(c.extra_ns(10_000_000), 0.0);
+        // Linear between 10 ms (0) and 100 ms (5,000): 2,500 at 55 ms.
+        assert!((c.extra_ns(55_000_000) - 2_500.0).abs() < 1e-6);
+        assert!((c.extra_ns(1_000_000_000) - 10_000.0).abs() < 1e-6);
+        // The longest phase's holds beyond it.
+        assert!((c.extra_ns(30_000_000_000) - 10_000.0).abs() < 1e-6);
+        // Refused: no point, falling idle times, a negative or NaN fixed part.
+        assert!(TabSecondByIdle::new(&[]).is_err());
+        assert!(TabSecondByIdle::new(&[point(10.0, 1.0), point(5.0, 2.0)]).is_err());
+        assert!(TabSecondByIdle::new(&[point(1.0, -1.0)]).is_err());
+        assert!(TabSecondByIdle::new(&[point(1.0, f64::NAN)]).is_err());
     }
 
     #[test]

@@ -2599,6 +2599,7 @@ pub fn costs_toml(cal: &Calibration) -> String {
             "tab_second_ns = {}\n",
             t.fixed_ns.max(0.0).round()
         ));
+        out.push_str(&crate::tab::tab_second_by_idle_toml(t));
         out.push_str(&crate::tab::driver_second_comment(t));
         out.push_str(&format!(
             "driver_touch_set_ns = {}\ndriver_tell_local_ns = {}\ndriver_tell_remote_ns = {}\n\
@@ -3164,6 +3165,8 @@ struct CostsFile {
     #[serde(default)]
     tab_second_ns: Option<f64>,
     #[serde(default)]
+    tab_second_by_idle: Option<Vec<nvmswap_core::mapped_access::TabSecondIdlePoint>>,
+    #[serde(default)]
     driver_touch_set_ns: Option<f64>,
     #[serde(default)]
     driver_tell_local_ns: Option<f64>,
@@ -3244,6 +3247,7 @@ pub fn load_costs(
         tab_fill_fresh_page_ns: file.tab_fill_fresh_page_ns,
         accessed_bit_ns: file.accessed_bit_ns,
         tab_second_ns: file.tab_second_ns,
+        tab_second_by_idle: file.tab_second_by_idle,
         driver_touch_set_ns: file.driver_touch_set_ns,
         driver_tell_local_ns: file.driver_tell_local_ns,
         driver_tell_remote_ns: file.driver_tell_remote_ns,
@@ -3586,6 +3590,23 @@ mod tests {
                 touches_min_median_max: (18, 93, 519),
                 access_ns_per_touch: 120.0,
                 resident: serde_json::Value::Null,
+                by_idle: [
+                    (0.41, 19_400.4),
+                    (10.3, 19_000.0),
+                    (100.2, 24_000.0),
+                    (1000.4, 27_500.0),
+                ]
+                .iter()
+                .map(|&(idle_ms, fixed_ns)| crate::tab::TabSecondAtIdle {
+                    idle_ms,
+                    fixed_ns,
+                    per_touch_ns: 750.0,
+                    r2: 0.9,
+                    seconds: 96,
+                    first_of_round_ns: fixed_ns * 2.0,
+                    rest_of_round_ns: fixed_ns,
+                })
+                .collect(),
                 driver: crate::tab::DriverSecond {
                     touch_set_ns: 2_100.4,
                     tell_local_ns: 2_400.0,
@@ -3736,6 +3757,15 @@ mod tests {
         // The tab-second probe's fixed part, rounded, with its fit in the comment.
         assert!(text.contains("\ntab_second_ns = 19400\n"), "{text}");
         assert!(text.contains("19400 ns + 747 ns x touches"), "{text}");
+        // Its fixed part per phase, by the phase's idle time, as a curve.
+        assert!(
+            text.contains(
+                "\ntab_second_by_idle = [{ idle_ms = 0.41, fixed_ns = 19400.4 }, \
+                 { idle_ms = 10.30, fixed_ns = 19000.0 }, { idle_ms = 100.20, fixed_ns = 24000.0 }, \
+                 { idle_ms = 1000.40, fixed_ns = 27500.0 }]\n"
+            ),
+            "{text}"
+        );
         // The accessed bit's cost: the cleared pass less the cold one.
         assert!(text.contains("\naccessed_bit_ns = 550\n"), "{text}");
         let path =
@@ -3753,6 +3783,12 @@ mod tests {
         // Not moved by the compressor: the work around the page-out.
         assert_eq!(lzo.reclaim_scan_page_ns, Some(16_500.0));
         assert_eq!(lzo.tab_second_ns, Some(19_400.0));
+        let by_idle = lzo.tab_second_by_idle.as_ref().unwrap();
+        assert_eq!(by_idle.len(), 4);
+        assert_eq!(
+            (by_idle[3].idle_ms, by_idle[3].fixed_ns),
+            (1000.4, 27_500.0)
+        );
         assert_eq!(lzo.driver_touch_set_ns, Some(2_100.0));
         assert_eq!(lzo.accessed_bit_ns, Some(550.0));
         assert_eq!(lzo.tab_fill_same_page_ns, Some(430.0));

@@ -619,6 +619,16 @@ impl Drop for TabProcess {
 pub const SECOND_PROBE_TABS: u32 = 8;
 pub const SECOND_PROBE_SECONDS: u64 = 40;
 pub const SECOND_PROBE_SCALE: f64 = 0.1;
+/// Sleeps the tab-second probe leaves before each round of its later phases, ms: every tab then
+/// idles that long between its seconds, as a run's background tabs idle through the rest of
+/// each second's wall time (sim's tabs 0.125 s at x0.1, 0.075 s at x0.05; validation.md, "A
+/// tab's own work after it idled"), where the first phase's tabs idle only while the other
+/// seven run theirs. On this VM a small footprint's lines are gone after ~100 ms
+/// however little the guest touched ([`IDLE_ACCESS_MS`]); the tab's own code, stack and the
+/// kernel's paths for its command are such a footprint.
+pub const SECOND_PROBE_IDLE_MS: [u64; 3] = [10, 100, 1_000];
+/// Rounds (every tab told one second) of each of those phases: 96 tab-seconds to fit, ~13 s.
+pub const SECOND_PROBE_IDLE_ROUNDS: u64 = 12;
 
 /// Tab-seconds whose touches all found their page mapped (no fault), split into the touches'
 /// own timed accesses (the answer's `latency_ns`: each access between its two clock reads) and
@@ -725,11 +735,30 @@ pub struct TabSecondProbe {
     /// Those seconds' accesses by class, and the writes among them
     /// ([`ResidentSeconds::to_json`]).
     pub resident: serde_json::Value,
+    /// The same fit per phase, by how long its tabs idled between their seconds: the first
+    /// phase's (tabs in turn) and one per [`SECOND_PROBE_IDLE_MS`] (empty where a phase did
+    /// not fit; the costs file then takes none).
+    pub by_idle: Vec<TabSecondAtIdle>,
     /// The driver's side of a tab's second, medians over every tab-second of the probe, in
     /// the driver's thread CPU: working out the tab's touch set (core's `Life::second` collects
     /// it), telling the tab (the command's pipe write, which wakes it) and taking its answer
     /// (the answer's read once written, its fault latencies' copy).
     pub driver: DriverSecond,
+}
+
+/// One phase of the tab-second probe: its tab-seconds' median idle time (from the tab's
+/// previous answer to its reading this command, `CLOCK_MONOTONIC`) and the fit of their CPU.
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize)]
+pub struct TabSecondAtIdle {
+    pub idle_ms: f64,
+    pub fixed_ns: f64,
+    pub per_touch_ns: f64,
+    pub r2: f64,
+    pub seconds: usize,
+    /// The median of each second's CPU less its touches at `per_touch_ns`, for the round's
+    /// first tab-seconds (the first task after the phase's sleep) and for the others.
+    pub first_of_round_ns: f64,
+    pub rest_of_round_ns: f64,
 }
 
 /// The driver's CPU per tab told a second, ns (medians): see [`TabSecondProbe::driver`]. A told
@@ -756,6 +785,10 @@ pub struct DriverSecond {
 /// resident (the root memory cgroup: no limit), each told [`SECOND_PROBE_SECONDS`] seconds, the
 /// tabs in turn and one at a time (no CPU contention; the probe's own pipe round trip is the
 /// run's). Each second's CPU against its touch count, fitted as `fixed + per_touch x touches`.
+/// Then the same tabs again, [`SECOND_PROBE_IDLE_ROUNDS`] rounds after each sleep of
+/// [`SECOND_PROBE_IDLE_MS`], each phase fitted apart ([`TabSecondProbe::by_idle`]): what a
+/// second costs a tab that idled as long as a run's background tabs do between theirs. The
+/// driver's figures and the accesses' split are the first phase's.
 pub fn probe_tab_second(seed: u64) -> Result<TabSecondProbe, LinuxError> {
     let procs_path = crate::cgroup::memory_root().join("cgroup.procs");
     let procs =
@@ -787,52 +820,83 @@ pub fn probe_tab_second(seed: u64) -> Result<TabSecondProbe, LinuxError> {
     // and (remote) the tab's wait to run.
     let (mut tells_local, mut tells_remote, mut wakes_remote) =
         (Vec::new(), Vec::new(), Vec::new());
-    for second in 0..SECOND_PROBE_SECONDS {
-        for (tab, shape, proc_) in tabs.iter_mut() {
-            let c0 = worker::thread_cpu_ns();
-            let set: Vec<(u32, bool)> = shape
-                .life
-                .background_touches(*tab, shape.life.pages, second)
-                .collect();
-            let touches = std::hint::black_box(set).len();
-            let c1 = worker::thread_cpu_ns();
-            let driver_cpu = this_cpu();
-            if !proc_.live(Some(second), None) {
-                return Err(LinuxError::Worker(format!(
-                    "tab-second probe: tab {tab} died"
-                )));
+    // Phases: the tabs in turn, then after each sleep. Per phase the resident seconds'
+    // `(touches, cpu_ns)` and each one's idle time since its tab's previous answer, ns.
+    let phases: Vec<(u64, u64)> = std::iter::once((0, SECOND_PROBE_SECONDS))
+        .chain(
+            SECOND_PROBE_IDLE_MS
+                .iter()
+                .map(|&ms| (ms, SECOND_PROBE_IDLE_ROUNDS)),
+        )
+        .collect();
+    let mut phase_samples: Vec<PhaseSeconds> = Vec::new();
+    let mut last_answer: Vec<Option<u64>> = vec![None; tabs.len()];
+    let mut second = 0u64;
+    for (phase, &(sleep_ms, rounds)) in phases.iter().enumerate() {
+        let mut seconds = PhaseSeconds::default();
+        for _ in 0..rounds {
+            if sleep_ms > 0 {
+                std::thread::sleep(std::time::Duration::from_millis(sleep_ms));
             }
-            let c2 = worker::thread_cpu_ns();
-            let told = worker::monotonic_ns();
-            // The answer is waited for apart, so that its read finds it written (the run's
-            // driver mostly does: it reads the answers in order after telling every tab).
-            if !proc_.wait_for_answer() {
-                return Err(LinuxError::Worker(format!(
-                    "tab-second probe: tab {tab} died"
-                )));
-            }
-            let c3 = worker::thread_cpu_ns();
-            let Some((answer, _)) = proc_.answer() else {
-                return Err(LinuxError::Worker(format!(
-                    "tab-second probe: tab {tab} died"
-                )));
-            };
-            let c4 = worker::thread_cpu_ns();
-            sets.push((c1 - c0) as f64);
-            if answer.began_cpu == driver_cpu {
-                tells_local.push((c2 - c1) as f64);
-            } else {
-                tells_remote.push((c2 - c1) as f64);
-                wakes_remote.push(answer.began_ns.saturating_sub(told) as f64);
-            }
-            answers.push((c4 - c3) as f64);
-            // A second whose touches faulted (a page the host or DAMON took) is not the
-            // resident case the fit is for.
-            if answer.faulting_touches == 0 {
-                samples.push((touches as f64, answer.cpu_ns as f64));
-                resident.record(touches as u64, answer.latency_ns, answer.cpu_ns, &answer);
+            for (k, (tab, shape, proc_)) in tabs.iter_mut().enumerate() {
+                let c0 = worker::thread_cpu_ns();
+                let set: Vec<(u32, bool)> = shape
+                    .life
+                    .background_touches(*tab, shape.life.pages, second)
+                    .collect();
+                let touches = std::hint::black_box(set).len();
+                let c1 = worker::thread_cpu_ns();
+                let driver_cpu = this_cpu();
+                if !proc_.live(Some(second), None) {
+                    return Err(LinuxError::Worker(format!(
+                        "tab-second probe: tab {tab} died"
+                    )));
+                }
+                let c2 = worker::thread_cpu_ns();
+                let told = worker::monotonic_ns();
+                // The answer is waited for apart, so that its read finds it written (the run's
+                // driver mostly does: it reads the answers in order after telling every tab).
+                if !proc_.wait_for_answer() {
+                    return Err(LinuxError::Worker(format!(
+                        "tab-second probe: tab {tab} died"
+                    )));
+                }
+                let c3 = worker::thread_cpu_ns();
+                let Some((answer, _)) = proc_.answer() else {
+                    return Err(LinuxError::Worker(format!(
+                        "tab-second probe: tab {tab} died"
+                    )));
+                };
+                let c4 = worker::thread_cpu_ns();
+                let idle = last_answer[k].map(|a| answer.began_ns.saturating_sub(a));
+                last_answer[k] = Some(answer.answered_ns);
+                if phase == 0 {
+                    sets.push((c1 - c0) as f64);
+                    if answer.began_cpu == driver_cpu {
+                        tells_local.push((c2 - c1) as f64);
+                    } else {
+                        tells_remote.push((c2 - c1) as f64);
+                        wakes_remote.push(answer.began_ns.saturating_sub(told) as f64);
+                    }
+                    answers.push((c4 - c3) as f64);
+                }
+                // A second whose touches faulted (a page the host or DAMON took) is not the
+                // resident case the fit is for; nor a tab's first, which has no idle time.
+                if answer.faulting_touches == 0 {
+                    if phase == 0 {
+                        samples.push((touches as f64, answer.cpu_ns as f64));
+                        resident.record(touches as u64, answer.latency_ns, answer.cpu_ns, &answer);
+                    }
+                    if let Some(idle) = idle {
+                        seconds.fitted.push((touches as f64, answer.cpu_ns as f64));
+                        seconds.first_of_round.push(k == 0);
+                        seconds.idles.push(idle as f64);
+                    }
+                }
+                second += 1;
             }
         }
+        phase_samples.push(seconds);
     }
     drop(tabs);
     let mut fit = fit_tab_second(&samples).ok_or_else(|| {
@@ -843,6 +907,7 @@ pub fn probe_tab_second(seed: u64) -> Result<TabSecondProbe, LinuxError> {
     })?;
     fit.access_ns_per_touch = resident.access_ns_per_touch().unwrap_or(0.0);
     fit.resident = resident.to_json();
+    fit.by_idle = by_idle(phase_samples);
     use crate::calibrate::median;
     let told = (tells_local.len() + tells_remote.len()).max(1);
     let remote_share = tells_remote.len() as f64 / told as f64;
@@ -871,6 +936,44 @@ pub fn tab_second_comment(t: &TabSecondProbe) -> String {
     )
 }
 
+/// The costs file's `tab_second_by_idle` with its comment (each phase's fit), or nothing where
+/// a phase did not fit.
+pub fn tab_second_by_idle_toml(t: &TabSecondProbe) -> String {
+    if t.by_idle.is_empty() {
+        return "# tab_second_by_idle: not measured (a phase of the probe gave no fit)\n".into();
+    }
+    let mut out = format!(
+        "# The same tabs' seconds in phases apart: in turn as above, then {SECOND_PROBE_IDLE_ROUNDS} rounds after\n\
+         # each sleep of {SECOND_PROBE_IDLE_MS:?} ms; per phase its seconds' median idle time (since the\n\
+         # tab's previous answer) and fit:\n"
+    );
+    for p in &t.by_idle {
+        out.push_str(&format!(
+            "#   {:.2} ms: {:.0} ns + {:.0} ns x touches (R² {:.3}, {} seconds); past the touches,\n\
+             #     median {:.0} ns for a round's first tab, {:.0} ns for the others\n",
+            p.idle_ms,
+            p.fixed_ns,
+            p.per_touch_ns,
+            p.r2,
+            p.seconds,
+            p.first_of_round_ns,
+            p.rest_of_round_ns
+        ));
+    }
+    let points: Vec<String> = t
+        .by_idle
+        .iter()
+        .map(|p| {
+            format!(
+                "{{ idle_ms = {:.2}, fixed_ns = {:.1} }}",
+                p.idle_ms, p.fixed_ns
+            )
+        })
+        .collect();
+    out.push_str(&format!("tab_second_by_idle = [{}]\n", points.join(", ")));
+    out
+}
+
 /// The costs file's comment on the driver's side of the probe's seconds.
 pub fn driver_second_comment(t: &TabSecondProbe) -> String {
     let d = &t.driver;
@@ -887,6 +990,54 @@ pub fn driver_second_comment(t: &TabSecondProbe) -> String {
         d.wake_remote_ns,
         d.answer_ns
     )
+}
+
+/// One phase's resident tab-seconds that had an idle time: `(touches, cpu_ns)`, whether each
+/// was its round's first (the first task to run after the phase's sleep), and its idle ns.
+#[derive(Default)]
+struct PhaseSeconds {
+    fitted: Vec<(f64, f64)>,
+    first_of_round: Vec<bool>,
+    idles: Vec<f64>,
+}
+
+/// Each phase's fit at its seconds' median idle time, the phases in rising idle time; empty
+/// when any phase does not fit (a curve with a hole would be read as flat there).
+fn by_idle(phases: Vec<PhaseSeconds>) -> Vec<TabSecondAtIdle> {
+    let mut points = Vec::new();
+    for phase in phases {
+        let (Some(fit), Some(idle)) = (
+            fit_tab_second(&phase.fitted),
+            crate::calibrate::median(phase.idles),
+        ) else {
+            return Vec::new();
+        };
+        // What is left of each second's CPU past its touches at the phase's per-touch cost,
+        // the round's first apart from the rest: after a sleep the first meets the whole
+        // machine cold (the code all tabs share, the kernel's paths), the rest only their own.
+        let (mut first, mut rest) = (Vec::new(), Vec::new());
+        for (&(touches, cpu), &is_first) in phase.fitted.iter().zip(&phase.first_of_round) {
+            let left = cpu - fit.per_touch_ns * touches;
+            if is_first {
+                first.push(left);
+            } else {
+                rest.push(left);
+            }
+        }
+        points.push(TabSecondAtIdle {
+            idle_ms: idle / 1e6,
+            fixed_ns: fit.fixed_ns,
+            per_touch_ns: fit.per_touch_ns,
+            r2: fit.r2,
+            seconds: fit.seconds,
+            first_of_round_ns: crate::calibrate::median(first).unwrap_or(f64::NAN),
+            rest_of_round_ns: crate::calibrate::median(rest).unwrap_or(f64::NAN),
+        });
+    }
+    if points.windows(2).any(|w| w[1].idle_ms <= w[0].idle_ms) {
+        return Vec::new();
+    }
+    points
 }
 
 /// Least squares of `cpu = fixed + per_touch x touches` over `(touches, cpu_ns)` (core's
@@ -915,6 +1066,7 @@ fn fit_tab_second(samples: &[(f64, f64)]) -> Option<TabSecondProbe> {
         ),
         access_ns_per_touch: 0.0,
         resident: serde_json::Value::Null,
+        by_idle: Vec::new(),
         driver: DriverSecond::default(),
     })
 }
@@ -1050,6 +1202,17 @@ mod second_probe_tests {
         let p = probe_tab_second(1).unwrap();
         eprintln!("tab second: {p:?}");
         assert!(p.seconds > 20, "{p:?}");
+        // One fit per phase, their idle times rising: the tabs in turn idle while the other
+        // seven run (well under the first sleep), the others at least their phase's sleep.
+        assert_eq!(p.by_idle.len(), 1 + SECOND_PROBE_IDLE_MS.len(), "{p:?}");
+        assert!(
+            p.by_idle[0].idle_ms < SECOND_PROBE_IDLE_MS[0] as f64,
+            "{p:?}"
+        );
+        for (point, &ms) in p.by_idle[1..].iter().zip(&SECOND_PROBE_IDLE_MS) {
+            assert!(point.idle_ms >= ms as f64, "{p:?}");
+            assert!(point.fixed_ns.is_finite() && point.seconds > 40, "{p:?}");
+        }
         assert!(p.per_touch_ns > 0.0 && p.per_touch_ns < 100_000.0, "{p:?}");
         assert!(p.fixed_ns.is_finite(), "{p:?}");
         // Every fitted second timed its touches' accesses: a mapped page's access takes some

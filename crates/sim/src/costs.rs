@@ -103,6 +103,9 @@ pub struct Costs {
     /// A tab's own CPU when its background second begins, apart from its touches:
     /// `costs.tab_second_ns` (calibrated), else 0.
     pub tab_second: u64,
+    /// What that work costs more after the tab idled: `costs.tab_second_by_idle`
+    /// (calibrated), else nothing ([`Costs::tab_second_after`]).
+    pub tab_second_by_idle: Option<nvmswap_core::mapped_access::TabSecondByIdle>,
     /// The driver's CPU per tab it tells a second (`costs.driver_touch_set_ns`,
     /// `driver_tell_local_ns`, `driver_tell_remote_ns`, `driver_answer_ns`, calibrated): its
     /// touch set, its command, its answer. `None` unless all four are given: then no driver is
@@ -211,6 +214,12 @@ impl Costs {
             },
             accessed_bit: o.accessed_bit_ns.map_or(0, |v| v.max(0.0).round() as u64),
             tab_second: o.tab_second_ns.map_or(0, |v| v.max(0.0).round() as u64),
+            tab_second_by_idle: o
+                .tab_second_by_idle
+                .as_deref()
+                .map(nvmswap_core::mapped_access::TabSecondByIdle::new)
+                .transpose()
+                .map_err(|e| SimError::Config(format!("costs.tab_second_by_idle: {e}")))?,
             driver: match (
                 o.driver_touch_set_ns,
                 o.driver_tell_local_ns,
@@ -246,6 +255,17 @@ impl Costs {
                 o.decompress_p99_ns.unwrap_or(decompress.p99_ns),
             ),
         })
+    }
+
+    /// A tab's own work when its background second begins, apart from its touches, after it
+    /// idled `idle_ns` since it last ran (`None`: it never ran): `tab_second` plus the idle
+    /// curve's extra there (the curve's longest point for a tab that never ran), ns; and that
+    /// extra alone.
+    pub fn tab_second_after(&self, idle_ns: Option<u64>) -> (u64, u64) {
+        let extra = self.tab_second_by_idle.as_ref().map_or(0, |c| {
+            c.extra_ns(idle_ns.unwrap_or(u64::MAX)).max(0.0).round() as u64
+        });
+        (self.tab_second + extra, extra)
     }
 
     /// How long a task woken onto a CPU that has idled `idle_ns` waits for it to run: the

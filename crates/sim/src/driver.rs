@@ -88,6 +88,11 @@ struct LifeCounts {
     phases: nvmswap_core::metrics::SecondPhases,
     /// Each tab-second's CPU against its touches and faults (`tab_second_fit`).
     tab_costs: nvmswap_core::metrics::TabSecondCosts,
+    /// The tab-seconds that began after their tab idled, the idle times summed and what
+    /// `costs.tab_second_by_idle` added to them (`extra.tab_second_after_idle`).
+    idled_seconds: u64,
+    idled_ns: u64,
+    idled_extra_ns: u64,
 }
 
 pub struct Driver<'a> {
@@ -115,6 +120,9 @@ pub struct Driver<'a> {
     /// next, and the tabs' CPUs' utilisation (core's `cpu_sched::RunQueues`).
     cpu_history: std::collections::BTreeMap<u32, TaskCpuHistory>,
     cpu_util: Vec<CpuUtil>,
+    /// When each tab last ran: the end of its load, of a switch or scroll in front, of its
+    /// last background second (how long it idled before its next second).
+    last_ran: std::collections::BTreeMap<u32, u64>,
 }
 
 /// One touch of a tab's second: page `off` of the tab, a write or a read; `grown`: a page the
@@ -272,6 +280,7 @@ impl<'a> Driver<'a> {
             timing_draw: opts.timing_draw,
             cpu_history: Default::default(),
             cpu_util: Vec::new(),
+            last_ran: Default::default(),
         })
     }
 
@@ -407,6 +416,19 @@ impl<'a> Driver<'a> {
                     serde_json::to_value(q).expect("plain numbers"),
                 );
             }
+            if counts.idled_extra_ns > 0 {
+                out.result.extra.insert(
+                    "tab_second_after_idle".into(),
+                    serde_json::json!({
+                        "seconds": counts.idled_seconds,
+                        "idle_s_mean": counts.idled_ns as f64
+                            / counts.idled_seconds.max(1) as f64
+                            / nvmswap_core::NS_PER_S as f64,
+                        "extra_ms": counts.idled_extra_ns as f64
+                            / nvmswap_core::NS_PER_MS as f64,
+                    }),
+                );
+            }
             out.result.extra.insert(
                 "flush_ipi_time_taken_from_tasks_ms".into(),
                 (counts.flush_ipi_target_ns as f64 / nvmswap_core::NS_PER_MS as f64).into(),
@@ -516,6 +538,7 @@ impl<'a> Driver<'a> {
                 let t = m.touch(p, write)?;
                 m.advance(t, true);
             }
+            self.last_ran.insert(tab, self.machine.now);
             self.sleep(pause_ns)?;
         }
         self.sleep(steps as u64 * pause_ns)
@@ -571,6 +594,14 @@ impl<'a> Driver<'a> {
                 }));
             }
             let touches = ts.touches.len() as u64;
+            let idled = self.last_ran.get(&tab).map(|&t| start.saturating_sub(t));
+            let (setup, extra) = self.machine.costs.tab_second_after(idled);
+            // A tab with nothing to do this second is not told (below): it does not run.
+            if let Some(idle) = idled.filter(|_| !work.is_empty() || touches > 0) {
+                self.counts.idled_seconds += 1;
+                self.counts.idled_ns += idle;
+                self.counts.idled_extra_ns += extra;
+            }
             work.extend(ts.touches.into_iter().map(|(off, write)| BackgroundTouch {
                 off,
                 write,
@@ -583,7 +614,7 @@ impl<'a> Driver<'a> {
                 sleeping: None,
                 spinning_on: None,
                 woken: None,
-                setup: self.machine.costs.tab_second,
+                setup,
                 ahead: 0,
                 first_ran: None,
                 told: start,
@@ -1199,6 +1230,9 @@ impl<'a> Driver<'a> {
         );
         for (i, t) in tasks.iter().enumerate() {
             self.cpu_history.insert(t.tab, cpus.rq.history(i));
+            if t.driver.is_none() && t.first_ran.is_some() {
+                self.last_ran.insert(t.tab, t.answered.unwrap_or(t.at));
+            }
         }
         self.cpu_util = cpus.rq.util().to_vec();
         self.machine.pass_to(end.max(self.machine.now));
@@ -1403,6 +1437,7 @@ impl<'a> Driver<'a> {
             site,
         });
         let opened_at = m.now + self.skipped - self.lived;
+        self.last_ran.insert(tab, m.now);
         self.life.opened(tab, life, opened_at);
         self.site.push(site);
         Ok(())
@@ -1427,6 +1462,7 @@ impl<'a> Driver<'a> {
         m.charge_user(render);
         m.advance(render, true);
         let tabs_open = m.alive_tabs();
+        self.last_ran.insert(tab, m.now);
         m.obs.emit(Event::Switch {
             t: start,
             end: m.now,
@@ -2116,22 +2152,32 @@ mod tests {
         );
     }
 
-    #[test]
-    fn the_tab_second_fit_gives_back_the_costs_a_resident_tab_is_charged() {
-        // Two living tabs of different shares, resident and not growing: each tab-second costs
-        // its tab `tab_second` and `tab_touch` per touch and nothing else, so the run's fit
-        // gives exactly those back.
+    /// Resident sites that do not grow: one living site per touch share (no overlap from one
+    /// second to the next), then one whose tab never touches in the background.
+    fn resident_sites(shares: &[f64]) -> Vec<SiteType> {
         let still = SiteType {
             footprint_bytes: 40_000 * nvmswap_core::PAGE_SIZE,
             growth_bytes_per_s: 0.0,
             ..default_sites()[0].clone()
         };
-        let living = |share| SiteType {
-            background_touch_share_per_s: share,
-            background_overlap: 0.0,
-            ..still.clone()
-        };
-        let mut d = driver(vec![living(0.05), living(0.12), still]);
+        let mut sites: Vec<SiteType> = shares
+            .iter()
+            .map(|&share| SiteType {
+                background_touch_share_per_s: share,
+                background_overlap: 0.0,
+                ..still.clone()
+            })
+            .collect();
+        sites.push(still);
+        sites
+    }
+
+    #[test]
+    fn the_tab_second_fit_gives_back_the_costs_a_resident_tab_is_charged() {
+        // Two living tabs of different shares, resident and not growing: each tab-second costs
+        // its tab `tab_second` and `tab_touch` per touch and nothing else, so the run's fit
+        // gives exactly those back.
+        let mut d = driver(resident_sites(&[0.05, 0.12]));
         d.machine.costs.tab_second = 20_000;
         d.machine.costs.tab_touch = 700;
         d.open(0, 0).unwrap();
@@ -2150,6 +2196,77 @@ mod tests {
         assert!((per_touch - 700.0).abs() < 1e-6, "{per_touch}");
         assert_eq!((per_minor, per_major), (0.0, 0.0));
         assert!(r2 > 1.0 - 1e-9, "{r2}");
+    }
+
+    #[test]
+    fn a_tab_that_idled_pays_the_idle_curves_extra_when_its_second_begins() {
+        // Resident tabs as in the fit's test, with `tab_second_by_idle` rising linearly by
+        // 1 ns per ms of idle from 5,000 at 0 ms to 15,000 at 10 s: each tab-second costs
+        // `tab_second` plus the curve beyond its first point at the tab's idle time (its
+        // previous second's end, or its load's, to this second's start), its touches as before.
+        let run = |gap_ns: u64| {
+            let mut d = driver(resident_sites(&[0.05, 0.12]));
+            d.machine.costs.tab_second = 20_000;
+            d.machine.costs.tab_touch = 700;
+            let point = |idle_ms, fixed_ns| nvmswap_core::mapped_access::TabSecondIdlePoint {
+                idle_ms,
+                fixed_ns,
+            };
+            d.machine.costs.tab_second_by_idle = Some(
+                nvmswap_core::mapped_access::TabSecondByIdle::new(&[
+                    point(0.0, 5_000.0),
+                    point(10_000.0, 15_000.0),
+                ])
+                .unwrap(),
+            );
+            for tab in 0..3 {
+                d.open(tab, tab as usize).unwrap();
+            }
+            for _ in 0..4 {
+                d.machine.advance(gap_ns, false);
+                d.live_second().unwrap();
+            }
+            d
+        };
+        // A second of idle before each: ~1,000 ns more per tab-second, the curve at each idle.
+        let d = run(NS_PER_S);
+        let c = &d.counts.tab_costs;
+        let [touches, _, _, cpu] = c.sums();
+        let seconds = c.len() as u64;
+        assert!(seconds >= 8, "two tabs told each second: {seconds}");
+        assert_eq!(d.counts.idled_seconds, seconds, "every tab ran before");
+        assert!(
+            d.counts.idled_ns >= seconds * NS_PER_S,
+            "{}",
+            d.counts.idled_ns
+        );
+        assert_eq!(
+            cpu,
+            seconds * 20_000 + touches * 700 + d.counts.idled_extra_ns,
+            "the base, the touches and the extra, nothing else"
+        );
+        // 1 ns per ms of idle, each second's extra rounded to the ns.
+        let by_curve = d.counts.idled_ns as f64 / nvmswap_core::NS_PER_MS as f64;
+        assert!(
+            (d.counts.idled_extra_ns as f64 - by_curve).abs() <= seconds as f64 * 0.5,
+            "{} ns for {by_curve} ms of idle",
+            d.counts.idled_extra_ns
+        );
+        // Twenty seconds of idle: past the curve's last point, the whole 10,000 each.
+        let d = run(20 * NS_PER_S);
+        let [touches, _, _, cpu] = d.counts.tab_costs.sums();
+        let seconds = d.counts.tab_costs.len() as u64;
+        assert_eq!(d.counts.idled_extra_ns, seconds * 10_000);
+        assert_eq!(cpu, seconds * 30_000 + touches * 700);
+        // Without the curve no tab-second pays more than `tab_second`, however long it idled.
+        let mut d = driver(resident_sites(&[0.05]));
+        d.machine.costs.tab_second = 20_000;
+        d.open(0, 0).unwrap();
+        d.open(1, 1).unwrap();
+        d.machine.advance(20 * NS_PER_S, false);
+        d.live_second().unwrap();
+        assert_eq!(d.counts.idled_extra_ns, 0);
+        assert!(d.counts.idled_seconds >= 1);
     }
 
     #[test]

@@ -923,8 +923,9 @@ fn print_calibration(cal: &nvmswap_linux::calibrate::Calibration) {
     match (&cal.tab_second, &cal.tab_second_unavailable) {
         (Some(t), _) => {
             print!(
-                "{}{}",
+                "{}{}{}",
                 nvmswap_linux::tab::tab_second_comment(t),
+                nvmswap_linux::tab::tab_second_by_idle_toml(t),
                 nvmswap_linux::tab::driver_second_comment(t)
             );
             println!(
