@@ -966,7 +966,10 @@ pub fn tab_second_by_idle_toml(t: &TabSecondProbe) -> String {
         .map(|p| {
             format!(
                 "{{ idle_ms = {:.2}, fixed_ns = {:.1} }}",
-                p.idle_ms, p.fixed_ns
+                p.idle_ms,
+                // A fit's intercept can come out below 0 on a noisy phase; the costs check
+                // refuses a negative point, as `tab_second_ns` is written at 0 or more.
+                p.fixed_ns.max(0.0)
             )
         })
         .collect();
@@ -1189,6 +1192,34 @@ mod second_probe_tests {
             "{j}"
         );
         assert!((j["r2"].as_f64().unwrap() - 1.0).abs() < 1e-9, "{j}");
+    }
+
+    #[test]
+    fn a_phase_fitted_below_zero_is_written_as_a_point_the_costs_check_takes() {
+        let point = |idle_ms, fixed_ns| TabSecondAtIdle {
+            idle_ms,
+            fixed_ns,
+            per_touch_ns: 700.0,
+            r2: 0.5,
+            seconds: 96,
+            first_of_round_ns: f64::NAN,
+            rest_of_round_ns: 1.0,
+        };
+        let mut t = fit_tab_second(&[(1.0, 10.0), (2.0, 20.0), (3.0, 30.0)]).unwrap();
+        t.by_idle = vec![point(1.0, -500.0), point(100.0, 9_000.0)];
+        let text = tab_second_by_idle_toml(&t);
+        assert!(
+            text.contains(
+                "tab_second_by_idle = [{ idle_ms = 1.00, fixed_ns = 0.0 }, \
+                 { idle_ms = 100.00, fixed_ns = 9000.0 }]"
+            ),
+            "{text}"
+        );
+        let costs: nvmswap_core::config::CostOverrides =
+            toml::from_str(text.lines().last().unwrap()).unwrap();
+        assert!(costs.check().is_ok(), "{costs:?}");
+        t.by_idle.clear();
+        assert!(tab_second_by_idle_toml(&t).contains("not measured"));
     }
 
     #[test]
