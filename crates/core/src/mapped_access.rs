@@ -24,6 +24,11 @@
 //!
 //! The draws come from their own random stream so that giving a run the memory moves nothing
 //! else it draws.
+//!
+//! The same loss of lines with idle time reaches a tab's work apart from its touches (its
+//! command, touch set and answer: the tab's code, stack and the kernel's paths for them):
+//! [`TabSecondByIdle`], calibrate's tab-second probe per phase of idle, adds to
+//! `costs.tab_second_ns` by how long the tab idled since it last ran.
 
 use rand::Rng;
 use serde::{Deserialize, Serialize};

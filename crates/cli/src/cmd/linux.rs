@@ -654,6 +654,17 @@ pub fn calibrate_runs(
         nvmswap_linux::calibration_median::merge_disk(&profiles).map_err(anyhow::Error::msg)?;
     nvmswap_core::device::DeviceProfile::from_toml_str(&profile, "calibration")
         .context("the merged profile does not validate")?;
+    // A host's slow spell reaches every probe of a run; the merged file's header records the
+    // runs' pace, and a slow run is worth a word where the user reads.
+    if let Some(pace) =
+        nvmswap_linux::calibration_median::RunsPace::of(&costs).map_err(anyhow::Error::msg)?
+    {
+        if pace.slow_runs().is_empty() {
+            tracing::info!("calibration runs' pace: {}", pace.describe());
+        } else {
+            tracing::warn!("calibration runs' pace: {}", pace.describe());
+        }
+    }
     let costs =
         nvmswap_linux::calibration_median::merge_costs(&costs).map_err(anyhow::Error::msg)?;
     Ok((cals, profile, costs))
