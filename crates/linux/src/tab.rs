@@ -625,12 +625,12 @@ pub const SECOND_PROBE_SCALE: f64 = 0.1;
 /// tab's own work after it idled"), where the first phase's tabs idle only while the other
 /// seven run theirs. On this VM a small footprint's lines are gone after ~100 ms
 /// however little the guest touched ([`IDLE_ACCESS_MS`]); the tab's own code, stack and the
-/// kernel's paths for its command are such a footprint. The 40 ms phase measures the steep
-/// part between 10 and 100 ms where x0.05's tabs idle, which the curve would otherwise draw as
-/// a straight line (stop 79 found sim's x0.05 tabs above the kernel's there).
+/// kernel's paths for its command are such a footprint. The 40 ms phase measures between 10
+/// and 100 ms, where x0.05's tabs idle (75 ms), instead of drawing a line across it: on
+/// 2026-12-06 its point lay 0-1 µs above that line (validation.md, "The probe's 40 ms phase").
 pub const SECOND_PROBE_IDLE_MS: [u64; 4] = [10, 40, 100, 1_000];
-/// Rounds (every tab told one second) of each of those phases: 96 tab-seconds to fit, ~14 s
-/// for the four.
+/// Rounds (every tab told one second) of each of those phases: 96 tab-seconds to fit; the four
+/// phases take ~14 s.
 pub const SECOND_PROBE_IDLE_ROUNDS: u64 = 12;
 
 /// Tab-seconds whose touches all found their page mapped (no fault), split into the touches'
@@ -887,14 +887,14 @@ pub fn probe_tab_second(seed: u64) -> Result<TabSecondProbe, LinuxError> {
                 // resident case the fit is for; nor a tab's first, which has no idle time (the
                 // tab just spawned: its fixed part came 2-3 µs above the in-turn phase's others
                 // on 2026-12-05, and sim adds the idle curve's steps to this fit's).
-                if answer.faulting_touches == 0 && idle.is_some() {
+                if let (0, Some(idle)) = (answer.faulting_touches, idle) {
                     if phase == 0 {
                         samples.push((touches as f64, answer.cpu_ns as f64));
                         resident.record(touches as u64, answer.latency_ns, answer.cpu_ns, &answer);
                     }
                     seconds.fitted.push((touches as f64, answer.cpu_ns as f64));
                     seconds.first_of_round.push(k == 0);
-                    seconds.idles.push(idle.unwrap_or(0) as f64);
+                    seconds.idles.push(idle as f64);
                 }
                 second += 1;
             }

@@ -248,6 +248,12 @@ impl TabCpus {
     /// Task `i` ran `ns` on its CPU.
     fn ran(&mut self, i: usize, ns: u64) {
         self.rq.ran(i, ns);
+        self.charged(i, ns);
+    }
+
+    /// Task `i`'s CPU time grows by `ns` after its last step of the second: it is asleep and
+    /// off its run queue, which is done with it, so only the time is counted.
+    fn charged(&mut self, i: usize, ns: u64) {
         self.used_ns += ns;
         self.task_ns[i] += ns;
     }
@@ -1188,7 +1194,7 @@ impl<'a> Driver<'a> {
             };
             self.counts.flush_ipi_target_ns += left.flush_ipis;
             self.counts.completion_irq_target_ns += left.completions;
-            cpus.ran(i, left.total());
+            cpus.charged(i, left.total());
             if let Some(p) = tasks[i].driver.as_mut() {
                 p.cpu_ns += left.total();
             }
