@@ -170,8 +170,9 @@ fn pooled_wait_quantile(waits: &[(f64, f64)], q: f64) -> f64 {
 }
 
 /// How much slower a run's CPU-only figures may come than the fastest run's before the run is
-/// called slow: three quiet runs on 2026-12-05 22:53 spread by at most x1.13 on them (lz4
-/// compress 6.2-7.0 µs a page, the driver's touch set 7.9-8.7 µs), where two of the matrix's
+/// called slow: three quiet runs on 2026-12-05 22:53 spread by at most x1.13 on the two of
+/// these figures recorded then (lz4 compress 6.2-7.0 µs a page, the driver's touch set 7.9-8.7
+/// µs; the 2026-12-06 01:24 calibration's two quiet runs x1.00 and x1.14 on all seven), where two of the matrix's
 /// three calibration runs at 22:15, in a slow hour of the host, came x1.5-x2.8 on compress
 /// and x1.1-x1.9 on the touch set (docs/experiments/validation.md, "A tab's own work after it
 /// idled").
