@@ -4006,6 +4006,7 @@ mod tests {
             gap_us,
             idle_us_p50,
             latency_us: s(p50),
+            first_lone_us: s(p50),
             followers_p50_us: vec![45.0; crate::wake_probe::WAKE_PROBE_FOLLOWERS],
         };
         let wake_direction = crate::wake_probe::WakeDirection {

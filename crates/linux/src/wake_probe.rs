@@ -13,9 +13,27 @@
 //! The probe: single 4 KiB O_DIRECT requests at random offsets of the calibration's scratch
 //! file, each issued a set gap after the one before completed (the thread sleeps the gap, as a
 //! faulting task sleeps on its read; its timer slack set to 1 ns so the gap is what was asked),
-//! the gaps in shuffled order so drift does not follow the gap, and each followed by
-//! [`WAKE_PROBE_FOLLOWERS`] requests back to back. A gap's wait is its median latency less the
-//! baseline's (not below 0), at the median idle time actually measured before its requests.
+//! in rounds: [`WAKE_PROBE_LONE_RUN`] such lone requests in a row, then
+//! [`WAKE_PROBE_FOLLOWERS`] back to back, the rounds' gaps in shuffled order so drift does not
+//! follow the gap. A gap's samples are its rounds' lone requests from position
+//! [`WAKE_PROBE_TIMED_FROM`] on; its wait is their median latency less the baseline's (not
+//! below 0), at the median idle time actually measured before them.
+//!
+//! Why rounds: the disk wakes by its recent history, not only its last idle gap. Hand runs on
+//! this machine's vda (2026-12-06 04:07-04:11, Python loops of 4 KiB O_DIRECT writes of a 16
+//! MiB file, the thread pinned to the interrupt's CPU 1 and spinning through the gaps, so the
+//! CPU never halted; p50 µs by position after 24 writes back to back): gap 0.5 ms 25, 21, 100,
+//! 161, 156, 157; gap 1 ms 25, 24, 182, 184, 200, 167; gap 2 ms 25, 166, 160, 159; after 24
+//! reads instead, writes 0.5 ms apart stayed at 21-23 µs; lone writes every 10-50 ms took 200-206
+//! µs (reads 160-236), back to back 20-24. Until 2026-12-06 each gap's request came right after
+//! the followers of the one before, so the writes' curves described a disk that had just
+//! worked: the running pass's write curve was 0 at every gap up to 2 ms (04:01), while the
+//! runs' swap writes that found the disk empty took D2C p50 252 µs against sim's 38 (`nvmswap
+//! validate --configs linux-swapfile --scale 0.1 --repeat 3`, 04:03; a run's reclaim writes a
+//! few requests every ~50 ms). With the rounds the same curve waits 145-158 µs after 0.5-2 ms
+//! (04:11). The timed positions are those the hand runs found past the followers' effect at
+//! 0.5 ms and more.
+//!
 //! The thread is not pinned, so it runs where its completions wake it, on the disk's interrupt
 //! CPU (1,499 of 1,500 lone reads on vda, 2026-12-04): each wait includes that CPU's own
 //! wake-up from halt, 30-45 µs of it here (`nvmswap linux check-device --completion-cpu`).
@@ -59,10 +77,26 @@ use serde::Serialize;
 pub const WAKE_PROBE_GAPS_US: [u64; 10] =
     [20, 50, 100, 200, 500, 1_000, 2_000, 5_000, 10_000, 20_000];
 
-/// Requests per gap and direction: ~3 s of sleeping per direction.
-pub const WAKE_PROBE_REQUESTS: usize = 80;
+/// Rounds per gap and direction. A round is a run of [`WAKE_PROBE_LONE_RUN`] lone requests,
+/// each issued the gap after the one before completed, then [`WAKE_PROBE_FOLLOWERS`] back to
+/// back; the run's requests from position [`WAKE_PROBE_TIMED_FROM`] on are the gap's samples.
+/// ~9 s of sleeping per direction and pass.
+pub const WAKE_PROBE_ROUNDS: usize = 40;
 
-/// Requests issued back to back after each gap's request (~0.6 s per direction on vda).
+/// Lone requests in a row per round, each after the round's gap (module docs: a disk whose
+/// last requests came back to back wakes faster than one whose requests have been coming
+/// that gap apart, as a run's swap requests do).
+pub const WAKE_PROBE_LONE_RUN: usize = 6;
+
+/// The run's positions from this one on (1 = the first lone request after the followers) are
+/// timed: by then the requests before it came the gap apart too (module docs).
+pub const WAKE_PROBE_TIMED_FROM: usize = 4;
+
+/// Timed requests per gap and direction.
+pub const WAKE_PROBE_REQUESTS: usize =
+    WAKE_PROBE_ROUNDS * (WAKE_PROBE_LONE_RUN + 1 - WAKE_PROBE_TIMED_FROM);
+
+/// Requests issued back to back after each round's lone ones (~0.3 s per direction on vda).
 pub const WAKE_PROBE_FOLLOWERS: usize = 24;
 
 /// The followers from this position on (1 = the first after the waking request) are the warm
@@ -78,6 +112,9 @@ pub struct WakeGap {
     /// one before to the issue of this one), median, µs.
     pub idle_us_p50: f64,
     pub latency_us: LatencySummary,
+    /// The rounds' first lone request, right after the followers of the round before: what the
+    /// probe timed before 2026-12-06 (a disk that had just worked), kept for comparison.
+    pub first_lone_us: LatencySummary,
     /// The median latency of the requests issued back to back after this gap's, by position
     /// (the first follower first), µs.
     pub followers_p50_us: Vec<f64>,
@@ -248,18 +285,34 @@ fn probe_direction(
     write: bool,
     seed: u64,
 ) -> Result<WakeDirection, LinuxError> {
-    let mut rng = ChaCha8Rng::seed_from_u64(seed);
     let mut page = worker::DirectPage::new()?;
-    let mut io = |rng: &mut ChaCha8Rng| -> Result<(u64, u64), LinuxError> {
-        let offset = rng.random_range(0..size_pages) * PAGE_SIZE;
-        page.timed_io(file, write, offset, "the wake probe's scratch file")
-    };
+    probe_rounds(
+        seed,
+        |rng| {
+            let offset = rng.random_range(0..size_pages) * PAGE_SIZE;
+            page.timed_io(file, write, offset, "the wake probe's scratch file")
+        },
+        worker::sleep_until_monotonic_ns,
+    )
+}
+
+/// The probe's rounds on `io` (one request at a random offset drawn from the rng: its issue
+/// and completion times, ns) and `sleep_until` (the clock `io` reads): per round, the gap's
+/// [`WAKE_PROBE_LONE_RUN`] lone requests, those from [`WAKE_PROBE_TIMED_FROM`] on timed, then
+/// the followers.
+fn probe_rounds(
+    seed: u64,
+    mut io: impl FnMut(&mut ChaCha8Rng) -> Result<(u64, u64), LinuxError>,
+    mut sleep_until: impl FnMut(u64),
+) -> Result<WakeDirection, LinuxError> {
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
     let gap_count = WAKE_PROBE_GAPS_US.len();
     let mut order: Vec<usize> = (0..gap_count)
-        .flat_map(|g| std::iter::repeat_n(g, WAKE_PROBE_REQUESTS))
+        .flat_map(|g| std::iter::repeat_n(g, WAKE_PROBE_ROUNDS))
         .collect();
     order.shuffle(&mut rng);
     let mut latency = vec![LatencyRecorder::new(); gap_count];
+    let mut first_lone = vec![LatencyRecorder::new(); gap_count];
     let mut idle: Vec<Vec<u64>> = vec![Vec::new(); gap_count];
     // Per gap and follower position, every latency (ns).
     let mut followers = vec![vec![Vec::new(); WAKE_PROBE_FOLLOWERS]; gap_count];
@@ -269,11 +322,18 @@ fn probe_direction(
         if crate::signals::interrupted() {
             return Err(LinuxError::Interrupted);
         }
-        worker::sleep_until_monotonic_ns(last_done + WAKE_PROBE_GAPS_US[g] * NS_PER_US);
-        let (issued, done) = io(&mut rng)?;
-        latency[g].record_ns(done - issued);
-        idle[g].push(issued.saturating_sub(last_done));
-        last_done = done;
+        for position in 1..=WAKE_PROBE_LONE_RUN {
+            sleep_until(last_done + WAKE_PROBE_GAPS_US[g] * NS_PER_US);
+            let (issued, done) = io(&mut rng)?;
+            if position >= WAKE_PROBE_TIMED_FROM {
+                latency[g].record_ns(done - issued);
+                idle[g].push(issued.saturating_sub(last_done));
+            }
+            if position == 1 {
+                first_lone[g].record_ns(done - issued);
+            }
+            last_done = done;
+        }
         for (i, at) in followers[g].iter_mut().enumerate() {
             let (issued, done) = io(&mut rng)?;
             at.push(done - issued);
@@ -283,6 +343,7 @@ fn probe_direction(
             last_done = done;
         }
     }
+    debug_assert!(idle.iter().all(|v| v.len() == WAKE_PROBE_REQUESTS));
     let median_us = |v: &mut Vec<u64>| {
         v.sort_unstable();
         v[(v.len() - 1) / 2] as f64 / NS_PER_US as f64
@@ -294,6 +355,7 @@ fn probe_direction(
             gap_us,
             idle_us_p50: median_us(&mut idle[i]),
             latency_us: latency[i].summary(NS_PER_US),
+            first_lone_us: first_lone[i].summary(NS_PER_US),
             followers_p50_us: followers[i].iter_mut().map(median_us).collect(),
         })
         .collect();
@@ -308,11 +370,19 @@ pub fn comment(p: &WakeProbe) -> String {
     let mut out = format!(
         "# Wake-up after idle: single 4 KiB O_DIRECT requests at random offsets of the 16 MiB\n\
          # scratch file, each a set gap after the one before completed (the thread sleeps; timer\n\
-         # slack 1 ns), {} per gap and direction in shuffled order, each followed by {} back to\n\
-         # back; gap 0 is the warm baseline, the followers from the {}th on. Median idle measured\n\
-         # before the requests, and latency (us):\n\
-         #      gap |  read idle   p50   p90 |  write idle   p50   p90\n",
-        p.requests_per_gap, WAKE_PROBE_FOLLOWERS, WAKE_PROBE_WARM_FROM
+         # slack 1 ns), in rounds of {} such lone requests then {} back to back, {} rounds per gap\n\
+         # and direction in shuffled order; a gap's samples are its rounds' lone requests from the\n\
+         # {}th on ({} per gap), whose requests before came that gap apart too; gap 0 is the warm\n\
+         # baseline, the followers from the {}th on. Median idle measured before the timed requests,\n\
+         # their latency, and the rounds' first lone request's (1st, right after the followers of\n\
+         # the round before), us:\n\
+         #      gap |  read idle   p50   p90  1st  p90 |  write idle   p50   p90  1st  p90\n",
+        WAKE_PROBE_LONE_RUN,
+        WAKE_PROBE_FOLLOWERS,
+        WAKE_PROBE_ROUNDS,
+        WAKE_PROBE_TIMED_FROM,
+        p.requests_per_gap,
+        WAKE_PROBE_WARM_FROM
     );
     latency_rows(&mut out, &p.read, &p.write);
     match &p.irq_busy {
@@ -320,7 +390,7 @@ pub fn comment(p: &WakeProbe) -> String {
             out.push_str(&format!(
                 "# The same with the interrupt's CPU {} kept running (a nice-19 thread spinning on\n\
                  # it, the probe's thread pinned there), idle and latency (us):\n\
-                 #      gap |  read idle   p50   p90 |  write idle   p50   p90\n",
+                 #      gap |  read idle   p50   p90  1st  p90 |  write idle   p50   p90  1st  p90\n",
                 b.cpu
             ));
             latency_rows(&mut out, &b.read, &b.write);
@@ -371,7 +441,7 @@ pub fn comment(p: &WakeProbe) -> String {
 /// One direction pair's rows of the comment's latency table: the warm baseline, then each gap.
 fn latency_rows(out: &mut String, read: &WakeDirection, write: &WakeDirection) {
     out.push_str(&format!(
-        "#        0 |          0 {:5.0} {:5.0} |           0 {:5.0} {:5.0}\n",
+        "#        0 |          0 {:5.0} {:5.0}           |           0 {:5.0} {:5.0}\n",
         read.back_to_back_us.p50,
         read.back_to_back_us.p90,
         write.back_to_back_us.p50,
@@ -379,14 +449,18 @@ fn latency_rows(out: &mut String, read: &WakeDirection, write: &WakeDirection) {
     ));
     for (r, w) in read.gaps.iter().zip(&write.gaps) {
         out.push_str(&format!(
-            "# {:8} | {:10.0} {:5.0} {:5.0} | {:11.0} {:5.0} {:5.0}\n",
+            "# {:8} | {:10.0} {:5.0} {:5.0} {:4.0} {:4.0} | {:11.0} {:5.0} {:5.0} {:4.0} {:4.0}\n",
             r.gap_us,
             r.idle_us_p50,
             r.latency_us.p50,
             r.latency_us.p90,
+            r.first_lone_us.p50,
+            r.first_lone_us.p90,
             w.idle_us_p50,
             w.latency_us.p50,
-            w.latency_us.p90
+            w.latency_us.p90,
+            w.first_lone_us.p50,
+            w.first_lone_us.p90
         ));
     }
 }
@@ -441,10 +515,12 @@ pub fn sources(p: &WakeProbe) -> String {
     ] {
         if dir.curve().is_some() {
             out.push_str(&format!(
-                "{field} = \"measured: nvmswap linux calibrate, single 4 KiB O_DIRECT {op} at random offsets of a 16 MiB file, {} each after idle gaps of {} us, each followed by {} back to back; per gap the median latency less the warm median ({:.1} us, the followers from the {}th on), and the p90 less the warm p90 ({:.1} us; not below the median's), at the median idle measured (table in the comment above)\"\n",
-                p.requests_per_gap,
+                "{field} = \"measured: nvmswap linux calibrate, single 4 KiB O_DIRECT {op} at random offsets of a 16 MiB file after idle gaps of {} us, in rounds of {} lone requests each the gap after the one before, then {} back to back; {} per gap, the rounds' lone requests from the {}th on (the disk's recent requests that gap apart, as a run's swap requests come); per gap the median latency less the warm median ({:.1} us, the followers from the {}th on), and the p90 less the warm p90 ({:.1} us; not below the median's), at the median idle measured (table in the comment above)\"\n",
                 WAKE_PROBE_GAPS_US.map(|g| g.to_string()).join(", "),
+                WAKE_PROBE_LONE_RUN,
                 WAKE_PROBE_FOLLOWERS,
+                p.requests_per_gap,
+                WAKE_PROBE_TIMED_FROM,
                 dir.back_to_back_us.p50,
                 WAKE_PROBE_WARM_FROM,
                 dir.back_to_back_us.p90
@@ -487,6 +563,7 @@ mod tests {
             gap_us,
             idle_us_p50,
             latency_us: summary(p50),
+            first_lone_us: summary(p50 / 4.0),
             followers_p50_us: vec![p50 / 2.0; WAKE_PROBE_FOLLOWERS],
         }
     }
@@ -559,6 +636,16 @@ mod tests {
             table.contains("#      200 |         35   35   35   35   35   35 |          45"),
             "{table}"
         );
+        // Each gap's row: idle, the timed requests' p50 and p90, the first lone one's, under
+        // their heads.
+        assert!(
+            table.contains(
+                "#      gap |  read idle   p50   p90  1st  p90 |  write idle   p50   p90  1st  p90\n\
+                 #        0 |          0    40    80           |           0    40    80\n\
+                 #      200 |        204    70   140   18   35 |         204    90   180   22   45\n"
+            ),
+            "{table}"
+        );
         assert!(
             table.contains("# Not run with the interrupt's CPU kept running: no CPU"),
             "{table}"
@@ -577,6 +664,63 @@ mod tests {
         assert!(
             sources.contains("write_wake_irq_busy = \"measured"),
             "{sources}"
+        );
+    }
+
+    /// A disk like this machine's vda (module docs): a request 20 µs warm, 200 µs when it
+    /// and the two requests before it each came 400 µs or more after the one before; after
+    /// requests back to back it answers warm for two lone ones whatever the gap.
+    #[test]
+    fn the_probe_times_a_gaps_lone_requests_once_the_ones_before_came_as_far_apart() {
+        use std::cell::Cell;
+        let now = Cell::new(1_000u64);
+        let mut apart_in_a_row = 0u32;
+        let mut last_done = 0u64;
+        let mut requests = 0usize;
+        let dir = probe_rounds(
+            7,
+            |_| {
+                let issued = now.get();
+                apart_in_a_row = if issued - last_done >= 400_000 {
+                    apart_in_a_row + 1
+                } else {
+                    0
+                };
+                let latency = if apart_in_a_row >= 3 { 200_000 } else { 20_000 };
+                last_done = issued + latency;
+                now.set(last_done);
+                requests += 1;
+                Ok((issued, last_done))
+            },
+            |t| now.set(now.get().max(t)),
+        )
+        .unwrap();
+        // Every round: the lone run, then the followers; one request before the first round.
+        assert_eq!(
+            requests,
+            1 + WAKE_PROBE_GAPS_US.len()
+                * WAKE_PROBE_ROUNDS
+                * (WAKE_PROBE_LONE_RUN + WAKE_PROBE_FOLLOWERS)
+        );
+        assert_eq!(dir.back_to_back_us.p50.round(), 20.0);
+        for g in &dir.gaps {
+            // The idle before a timed request is the gap asked for (the clock sleeps exactly).
+            assert_eq!(g.idle_us_p50.round() as u64, g.gap_us, "{g:?}");
+            // Only the timed positions count: from the 4th lone request on, the disk has seen
+            // three gaps of 0.4 ms or more and answers slow; shorter gaps never do.
+            let expect = if g.gap_us >= 400 { 200.0 } else { 20.0 };
+            assert_eq!(g.latency_us.p50.round(), expect, "{g:?}");
+            assert_eq!(g.latency_us.mean.round(), expect, "{g:?}");
+            // The round's first lone request came right after the followers: warm, as the
+            // probe measured every gap before the rounds.
+            assert_eq!(g.first_lone_us.p50.round(), 20.0, "{g:?}");
+        }
+        // The curve: the slow gaps' wait is their latency less the warm one.
+        let curve = dir.curve().unwrap();
+        let waits: Vec<f64> = curve.iter().map(|p| (p.extra_ns / 1e3).round()).collect();
+        assert_eq!(
+            waits,
+            [0.0, 0.0, 0.0, 0.0, 180.0, 180.0, 180.0, 180.0, 180.0, 180.0]
         );
     }
 
