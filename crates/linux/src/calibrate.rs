@@ -97,6 +97,12 @@ const PAGE: usize = PAGE_SIZE as usize;
 /// What the probes measured, in µs.
 #[derive(Debug, Clone, Serialize)]
 pub struct Calibration {
+    /// The machine's pace just before the probes and as they ended: lz4 of tab-model pages,
+    /// ns per page ([`crate::host_speed::lz4_ns_per_page`], the figure every linux run takes
+    /// just before and after itself). The costs file keeps their mean
+    /// (`host_lz4_ns_per_page`) so that `nvmswap validate` can tell kernel runs made at another
+    /// pace than the calibration's.
+    pub host_lz4_ns_per_page: [f64; 2],
     /// Algorithm → (write = compress, read = decompress) per page through zram.
     pub compression: Vec<CompressionProbe>,
     pub disk: String,
@@ -1923,6 +1929,9 @@ pub fn run(swap_dir: &Path, seed: u64) -> Result<Calibration, LinuxError> {
     // A machine busy with other work is refused before the probes run (minutes) rather than
     // measured: every probe would time that load.
     crate::other_processes::probe(crate::other_processes::QUIET_CHECK_WINDOW)?.require_quiet()?;
+    // The machine's pace at both ends of the probes, as a linux run takes it at both ends of
+    // itself: one moment's figure moves by a fifth from minute to minute on this VM.
+    let host_lz4_before = crate::host_speed::lz4_ns_per_page();
     let state_path = state::default_state_path();
     let pages = 4096;
     let offered = sysfs::read_trimmed("/sys/block/zram0/comp_algorithm").unwrap_or_default();
@@ -2136,6 +2145,7 @@ pub fn run(swap_dir: &Path, seed: u64) -> Result<Calibration, LinuxError> {
         minor_fault_us,
         minor_fault_burst_p50_us,
         pages_per_probe: pages,
+        host_lz4_ns_per_page: [host_lz4_before, crate::host_speed::lz4_ns_per_page()],
     })
 }
 
@@ -2692,6 +2702,16 @@ pub fn costs_toml(cal: &Calibration) -> String {
     if let Some(p) = &cal.completion_interrupt {
         out.push_str(&crate::completion_cpu_probe::costs_toml(p));
     }
+    // Not a cost: the reference `nvmswap validate` compares each kernel run's own pace with.
+    let [pace_before, pace_after] = cal.host_lz4_ns_per_page;
+    out.push_str(&format!(
+        "# The machine's pace (not a cost; sim does not use it): lz4 of tab-model pages\n\
+         # (nvmswap_linux::host_speed), the figure every linux run takes just before and after\n\
+         # itself, so that validate can name runs made at another pace: {pace_before:.0} ns a page\n\
+         # before the probes, {pace_after:.0} as they ended, their mean:\n\
+         host_lz4_ns_per_page = {:.0}\n",
+        (pace_before + pace_after) / 2.0
+    ));
     for c in &cal.compression {
         out.push_str(&format!("\n[compressor.{}]\n", c.algorithm));
         out.push_str(&format!("compress_mean_ns = {}\n", ns(c.compress_us.mean)));
@@ -3124,6 +3144,9 @@ fn kept_pages_costs_toml(cal: &Calibration) -> String {
 #[serde(deny_unknown_fields)]
 struct CostsFile {
     minor_fault_ns: f64,
+    /// The calibration's pace (not a cost; [`Calibration::host_lz4_ns_per_page`]).
+    #[serde(default)]
+    host_lz4_ns_per_page: Option<f64>,
     #[serde(default)]
     swap_write_page_ns: Option<f64>,
     #[serde(default)]
@@ -3280,6 +3303,24 @@ pub fn load_costs(
     Ok(costs)
 }
 
+/// The machine's pace when the costs file at `path` was calibrated (its
+/// `host_lz4_ns_per_page`, lz4 ns per tab-model page): None in files written before
+/// 2026-12-06, which lack it.
+pub fn load_host_pace(path: &Path) -> Result<Option<f64>, LinuxError> {
+    let text = std::fs::read_to_string(path).map_err(|e| LinuxError::io("read", path, e))?;
+    let file: CostsFile = toml::from_str(&text).map_err(|e| LinuxError::Config {
+        name: path.display().to_string(),
+        detail: e.to_string(),
+    })?;
+    match file.host_lz4_ns_per_page {
+        Some(ns) if !(ns.is_finite() && ns > 0.0) => Err(LinuxError::Config {
+            name: path.display().to_string(),
+            detail: format!("host_lz4_ns_per_page: must be a positive number of ns, got {ns}"),
+        }),
+        pace => Ok(pace),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -3306,7 +3347,25 @@ mod tests {
              completion_irq_target_write_ns = -1\n",
         );
         let irq_half = load("minor_fault_ns = 3000\ncompletion_irq_target_read_ns = 8538\n");
+        let pace_of = |text: &str| {
+            std::fs::write(&path, text).unwrap();
+            load_host_pace(&path)
+        };
+        // An older file without the pace, a pace of 0, and one that is no number.
+        let (no_pace, zero_pace) = (
+            pace_of("minor_fault_ns = 3000\n"),
+            pace_of("minor_fault_ns = 3000\nhost_lz4_ns_per_page = 0\n"),
+        );
+        let text_pace = pace_of("minor_fault_ns = 3000\nhost_lz4_ns_per_page = \"fast\"\n");
         std::fs::remove_file(&path).unwrap();
+        assert_eq!(no_pace.unwrap(), None);
+        assert!(
+            zero_pace
+                .as_ref()
+                .is_err_and(|e| e.to_string().contains("host_lz4_ns_per_page")),
+            "{zero_pace:?}"
+        );
+        assert!(text_pace.is_err(), "{text_pace:?}");
         assert_eq!(ok.unwrap().reclaim_scan_page_ns, Some(0.0));
         let irq = irq.unwrap();
         assert_eq!(
@@ -3637,6 +3696,7 @@ mod tests {
                 busiest: vec![("agent".into(), 40), ("cron".into(), 1)],
             }),
             pages_per_probe: 4096,
+            host_lz4_ns_per_page: [1_500.0, 1_700.0],
             queue_depth: 128,
             queue_depth_source: "read: test".into(),
             hw_queues: 1,
@@ -3774,7 +3834,14 @@ mod tests {
         let lzo = load_costs(&path, "lzo");
         let rle = load_costs(&path, "lzo-rle");
         let none = load_costs(&path, "lz4");
+        let pace = load_host_pace(&path);
         std::fs::remove_file(&path).unwrap();
+        // The calibration's pace comes back as written (not a cost: no override carries it).
+        assert!(
+            text.contains("1500 ns a page\n# before the probes, 1700 as they ended, their mean:\nhost_lz4_ns_per_page = 1600\n"),
+            "{text}"
+        );
+        assert_eq!(pace.unwrap(), Some(1_600.0));
         let lzo = lzo.unwrap();
         // The p50s per page; the hit fault p50 less lzo's decompress mean (9,700 - 2,200).
         assert_eq!(lzo.zswap_store_page_ns, Some(14_000.0));
@@ -4071,6 +4138,7 @@ mod tests {
             cpu_halt_poll_unavailable: Some("test".into()),
             other_processes: None,
             pages_per_probe: 1,
+            host_lz4_ns_per_page: [1_500.0, 1_700.0],
             queue_depth: 128,
             queue_depth_source: "read: test".into(),
             hw_queues: 1,

@@ -620,11 +620,14 @@ pub fn calibrate_runs(
         }
         let cal = nvmswap_linux::calibrate::run(swap_dir, seed)?;
         // The machine this calibration describes, in the figure every linux run reports at
-        // both ends (`extra.host_speed`): the host under this VM slows on its own.
+        // both ends (`extra.host_speed`): the host under this VM slows on its own. The costs
+        // file keeps the two's mean for validate (`host_lz4_ns_per_page`).
         tracing::info!(
-            "calibration run {}: host speed, lz4 {:.0} ns per page (nvmswap_linux::host_speed)",
+            "calibration run {}: host speed, lz4 {:.0} ns per page before the probes, {:.0} as \
+             they ended (nvmswap_linux::host_speed)",
             i + 1,
-            nvmswap_linux::host_speed::lz4_ns_per_page()
+            cal.host_lz4_ns_per_page[0],
+            cal.host_lz4_ns_per_page[1]
         );
         let profile = nvmswap_linux::calibrate::device_profile_toml(&cal);
         nvmswap_core::device::DeviceProfile::from_toml_str(&profile, "calibration")

@@ -10,6 +10,7 @@ use rayon::prelude::*;
 use nvmswap_core::config::{Backend, SystemConfig};
 use nvmswap_core::kinds::{BlockAllocator, Completion, Compressor, NvmAllocator, Scheduler};
 use nvmswap_core::results::{RunResult, RunsReport};
+use nvmswap_linux::calibration_median::SLOW_RUN_RATIO;
 use nvmswap_linux::{LinuxConfig, SwapSetup};
 
 #[derive(clap::Args, Debug, Clone)]
@@ -956,14 +957,22 @@ const MECHANISMS: &[Mechanism] = &[
     // How fast the machine ran a fixed lz4 job just before and after the kernel's runs: the
     // host under this VM slows on its own, and a calibration describes its own hour
     // (nvmswap_linux::host_speed). Compare across the scenarios of one matrix.
-    linux(
-        "host: lz4 ns per page before the run",
-        &["host_speed", "lz4_ns_per_page_before"],
-    ),
-    linux(
-        "host: lz4 ns per page after the run",
-        &["host_speed", "lz4_ns_per_page_after"],
-    ),
+    // Sim's column: the calibration's own figure, taken as its probes ended (the costs file's
+    // `host_lz4_ns_per_page`; none in files written before 2026-12-06).
+    Mechanism {
+        label: "host: lz4 ns per page before the run",
+        read: Read::Each(
+            |r| extra_at(r, &["host_speed", "lz4_ns_per_page_before"]),
+            |r| extra_at(r, &["calibration", "host_lz4_ns_per_page"]),
+        ),
+    },
+    Mechanism {
+        label: "host: lz4 ns per page after the run",
+        read: Read::Each(
+            |r| extra_at(r, &["host_speed", "lz4_ns_per_page_after"]),
+            |r| extra_at(r, &["calibration", "host_lz4_ns_per_page"]),
+        ),
+    },
     // The swap disk's speed by the same lone 4 KiB requests just before and after each kernel
     // run, against the calibration sim's disk came from (nvmswap_linux::disk_canary): the disk
     // drifts by tens of % from minute to minute on this host.
@@ -1401,6 +1410,10 @@ struct Common {
     disk_profile: nvmswap_core::device::DeviceProfile,
     /// Sim runs beyond the first per scenario, each another draw of the timing (`--sim-spread`).
     sim_spread: u32,
+    /// The calibration's pace, the costs file's `host_lz4_ns_per_page` (lz4 ns per page): the
+    /// reference of the linux runs' own (`extra.host_speed`). None without costs or in files
+    /// written before 2026-12-06.
+    host_pace_ns: Option<f64>,
 }
 
 impl Common {
@@ -1423,6 +1436,11 @@ impl Common {
                 );
             }
         }
+        let host_pace_ns = match &costs_path {
+            Some(p) => nvmswap_linux::calibrate::load_host_pace(p)
+                .with_context(|| format!("--costs {}", p.display()))?,
+            None => None,
+        };
         let linux_from = args
             .linux_from
             .as_deref()
@@ -1442,6 +1460,7 @@ impl Common {
             disk_drift: args.disk_drift,
             disk_profile,
             sim_spread: args.sim_spread,
+            host_pace_ns,
         })
     }
 
@@ -1691,6 +1710,27 @@ fn validate_scenario(common: &Common, scenario: &Scenario) -> anyhow::Result<Com
         sim,
         rows,
     })
+}
+
+/// The kernel runs' pace against the calibration's: the mean over `linux_runs` of each run's
+/// lz4 figure before and after it (`extra.host_speed`, their mean) over `calibration_ns` (the
+/// costs file's `host_lz4_ns_per_page`). Above 1 the runs found the machine slower. None
+/// without the reference or with a run that lacks the figures (made before 2026-11-29).
+fn runs_pace_over_calibration(
+    linux_runs: &[RunResult],
+    calibration_ns: Option<f64>,
+) -> Option<f64> {
+    let calibration_ns = calibration_ns?;
+    let each: Option<Vec<f64>> = linux_runs
+        .iter()
+        .map(|r| {
+            let before = extra_at(r, &["host_speed", "lz4_ns_per_page_before"])?;
+            let after = extra_at(r, &["host_speed", "lz4_ns_per_page_after"])?;
+            Some((before + after) / 2.0)
+        })
+        .collect();
+    let each = each.filter(|e| !e.is_empty())?;
+    Some(each.iter().sum::<f64>() / each.len() as f64 / calibration_ns)
 }
 
 /// `--disk-drift`: how far the kernel runs' disk canaries moved from the calibration's, and the
@@ -1949,6 +1989,20 @@ fn compare_with_sim(
     sim_cfg: &SystemConfig,
 ) -> anyhow::Result<(RunResult, Vec<Row>)> {
     let name = &scenario.config;
+    let runs_pace = runs_pace_over_calibration(linux_runs, common.host_pace_ns);
+    if let (Some(ratio), Some(cal)) = (runs_pace, common.host_pace_ns) {
+        if !(1.0 / SLOW_RUN_RATIO..=SLOW_RUN_RATIO).contains(&ratio) {
+            tracing::warn!(
+                "validate {}: the kernel runs went at x{ratio:.2} the calibration's pace (lz4 \
+                 {:.0} ns a page before and after them, against {cal:.0} as the calibration \
+                 ended; beyond x{SLOW_RUN_RATIO} either way): sim's costs describe the machine \
+                 in another state than these runs found it; calibrate again beside the runs \
+                 (validate --calibrate) or repeat them",
+                scenario.label(),
+                ratio * cal
+            );
+        }
+    }
     let draws = 1 + u64::from(common.sim_spread);
     tracing::info!(
         "validate {}: sim run{}",
@@ -2022,6 +2076,9 @@ fn compare_with_sim(
             // The calibration's disk canary, the reference of the linux runs' own (µs).
             "call_read_4k_p50_us": common.disk_profile.call_read_4k_p50_ns.map(|ns| ns / 1000.0),
             "call_write_4k_p50_us": common.disk_profile.call_write_4k_p50_ns.map(|ns| ns / 1000.0),
+            // The calibration's pace and the kernel runs' against it.
+            "host_lz4_ns_per_page": common.host_pace_ns,
+            "runs_pace_over_calibration": runs_pace,
         }),
     );
     Ok((sim, rows))
@@ -2997,7 +3054,33 @@ mod tests {
             disk_drift: false,
             disk_profile: nvmswap_core::device::DeviceProfile::from_file(&disk).unwrap(),
             sim_spread: 0,
+            host_pace_ns: None,
         }
+    }
+
+    #[test]
+    fn the_runs_pace_is_their_lz4_figures_mean_over_the_calibrations() {
+        let run = |before: f64, after: f64| {
+            let mut r = run_with(22, 100, None);
+            r.extra.insert(
+                "host_speed".into(),
+                serde_json::json!({"lz4_ns_per_page_before": before, "lz4_ns_per_page_after": after}),
+            );
+            r
+        };
+        // Runs at 1,800 and 2,200 ns a page (each its before and after's mean) against a
+        // calibration at 1,600: x1.25.
+        let runs = [run(1_700.0, 1_900.0), run(2_300.0, 2_100.0)];
+        let pace = runs_pace_over_calibration(&runs, Some(1_600.0)).unwrap();
+        assert!((pace - 1.25).abs() < 1e-12, "{pace}");
+        // No reference (a costs file from before the pace was kept, or none), a run without
+        // the figures, or no runs: no pace, rather than a guess.
+        assert_eq!(runs_pace_over_calibration(&runs, None), None);
+        assert_eq!(
+            runs_pace_over_calibration(&[runs[0].clone(), run_with(22, 100, None)], Some(1_600.0)),
+            None
+        );
+        assert_eq!(runs_pace_over_calibration(&[], Some(1_600.0)), None);
     }
 
     #[test]
