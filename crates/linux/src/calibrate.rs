@@ -1930,7 +1930,8 @@ pub fn run(swap_dir: &Path, seed: u64) -> Result<Calibration, LinuxError> {
     // measured: every probe would time that load.
     crate::other_processes::probe(crate::other_processes::QUIET_CHECK_WINDOW)?.require_quiet()?;
     // The machine's pace at both ends of the probes, as a linux run takes it at both ends of
-    // itself: one moment's figure moves by a fifth from minute to minute on this VM.
+    // itself: one moment's figure moves by up to half within minutes on this VM (2,480 and
+    // 1,612 ns a page at the two ends of one calibration, 2026-12-06 08:20).
     let host_lz4_before = crate::host_speed::lz4_ns_per_page();
     let state_path = state::default_state_path();
     let pages = 4096;

@@ -957,8 +957,9 @@ const MECHANISMS: &[Mechanism] = &[
     // How fast the machine ran a fixed lz4 job just before and after the kernel's runs: the
     // host under this VM slows on its own, and a calibration describes its own hour
     // (nvmswap_linux::host_speed). Compare across the scenarios of one matrix.
-    // Sim's column: the calibration's own figure, taken as its probes ended (the costs file's
-    // `host_lz4_ns_per_page`; none in files written before 2026-12-06).
+    // Sim's column: the calibration's own figure, the mean of the job timed just before its
+    // probes and as they ended (the costs file's `host_lz4_ns_per_page`; none in files written
+    // before 2026-12-06).
     Mechanism {
         label: "host: lz4 ns per page before the run",
         read: Read::Each(
@@ -1994,9 +1995,9 @@ fn compare_with_sim(
         if !(1.0 / SLOW_RUN_RATIO..=SLOW_RUN_RATIO).contains(&ratio) {
             tracing::warn!(
                 "validate {}: the kernel runs went at x{ratio:.2} the calibration's pace (lz4 \
-                 {:.0} ns a page before and after them, against {cal:.0} as the calibration \
-                 ended; beyond x{SLOW_RUN_RATIO} either way): sim's costs describe the machine \
-                 in another state than these runs found it; calibrate again beside the runs \
+                 {:.0} ns a page before and after them, against the calibration's {cal:.0}; \
+                 beyond x{SLOW_RUN_RATIO} either way): sim's costs describe the machine in \
+                 another state than these runs found it; calibrate again beside the runs \
                  (validate --calibrate) or repeat them",
                 scenario.label(),
                 ratio * cal
