@@ -79,7 +79,7 @@ pub fn merge_costs(runs: &[String]) -> Result<String, String> {
 }
 
 /// A device profile of several runs as one: [`merge`], except for the wake-up curves' waits
-/// where every run gave each point a p90. A point's wait is a distribution (the log-normal
+/// where every run that has the curve gave each point a p90. A point's wait is a distribution (the log-normal
 /// through its median and p90 that sim draws from, `nvmswap_core::device::wake_wait_cdf`), and
 /// the median of the runs' p90s keeps the typical run's spread and drops the slow spells that
 /// come in one run of several, which a pressure run meets: three runs on 2026-12-03 22:30 put
@@ -99,7 +99,9 @@ pub fn merge_disk(runs: &[String]) -> Result<String, String> {
         let Some(toml::Value::Array(out)) = merged.get_mut(key) else {
             continue;
         };
-        if curves.len() < tables.len() || curves.iter().any(|c| c.len() != out.len()) {
+        // Pooled over the runs that have the curve: a run that found none or could not probe
+        // it has no waits to add (`decide_findings_of_none` kept the key, or not).
+        if curves.iter().any(|c| c.len() != out.len()) {
             continue;
         }
         for (e, point) in out.iter_mut().enumerate() {
@@ -330,8 +332,130 @@ fn merge_runs(
         return Err(format!("{what}: no runs to merge"));
     };
     let mut spread = Vec::new();
-    let merged = merge_tables(first, &tables, "", &mut spread)?;
+    let mut merged = merge_tables(first, &tables, "", &mut spread)?;
+    decide_findings_of_none(runs, &tables, &mut merged, &mut spread);
+    keep_groups_whole(&mut merged, &mut spread);
     Ok((tables, merged, spread))
+}
+
+/// The keys a run's probe ran for and found nothing to write: its comment lines `# KEY: none
+/// (why)` or `# KEY, KEY: none (why)`, as the probes write them. (`# KEY: not measured (why)`
+/// is a probe that could not run, which says nothing about the key.)
+fn found_none(run: &str) -> Vec<String> {
+    let mut keys = Vec::new();
+    for line in run.lines() {
+        let Some(rest) = line.trim_start().strip_prefix("# ") else {
+            continue;
+        };
+        let Some((names, _)) = rest.split_once(": none (") else {
+            continue;
+        };
+        let names: Vec<&str> = names.split(", ").collect();
+        let is_key = |n: &&str| {
+            !n.is_empty()
+                && n.bytes()
+                    .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_')
+        };
+        if names.iter().all(is_key) {
+            keys.extend(names.into_iter().map(str::to_string));
+        }
+    }
+    keys
+}
+
+/// A top-level key some runs measured and others found none for (a finding, not a failure: the
+/// host showed no halt polling, the trace no batch) is the majority's: kept, merged from the
+/// runs that measured it, where more runs measured it than found none; else left out, with its
+/// `[sources]` entry. A tie leaves it out, as an even count's integer median is the lower value.
+/// Before, a key one run of three measured was kept from that run (the matrix's calibration of
+/// 2026-12-06 07:32: two runs found no halt polling, the merged file modelled the one's).
+fn decide_findings_of_none(
+    runs: &[String],
+    tables: &[toml::Table],
+    merged: &mut toml::Table,
+    spread: &mut Spread,
+) {
+    let none: Vec<Vec<String>> = runs.iter().map(|r| found_none(r)).collect();
+    let mut keys: Vec<&String> = none.iter().flatten().collect();
+    keys.sort();
+    keys.dedup();
+    for key in keys {
+        let measured: Vec<usize> = (1..=tables.len())
+            .filter(|&i| tables[i - 1].contains_key(key.as_str()))
+            .collect();
+        let found: Vec<usize> = (1..=runs.len())
+            .filter(|&i| !measured.contains(&i) && none[i - 1].contains(key))
+            .collect();
+        if measured.is_empty() || found.is_empty() {
+            continue;
+        }
+        let failed: Vec<usize> = (1..=runs.len())
+            .filter(|i| !measured.contains(i) && !found.contains(i))
+            .collect();
+        spread.retain(|(k, v)| !(k == key && v.iter().any(|v| v.starts_with("absent from"))));
+        let verdict = if measured.len() > found.len() {
+            format!("kept, merged from the {} that measured it", measured.len())
+        } else {
+            remove_key(merged, key);
+            "left out, as no more runs measured it than found none".to_string()
+        };
+        spread.push((
+            format!("{key} (decided)"),
+            vec![format!(
+                "measured in run(s) {}, found none in run(s) {}{}: {verdict}",
+                join(&measured),
+                join(&found),
+                if failed.is_empty() {
+                    String::new()
+                } else {
+                    format!(", not measured in run(s) {}", join(&failed))
+                }
+            )],
+        ));
+    }
+}
+
+/// Keys a loader takes together or not at all (`DeviceProfile` refuses one `_irq_busy` curve
+/// without its twin or its halted curve; the completion-interrupt pair goes together): where a
+/// merge left one out, its partners go too, named in the header.
+const TOGETHER: [(&str, &[&str]); 4] = [
+    ("read_wake_irq_busy", &["write_wake_irq_busy", "read_wake"]),
+    ("write_wake_irq_busy", &["read_wake_irq_busy", "write_wake"]),
+    (
+        "completion_irq_target_read_ns",
+        &["completion_irq_target_write_ns"],
+    ),
+    (
+        "completion_irq_target_write_ns",
+        &["completion_irq_target_read_ns"],
+    ),
+];
+
+fn keep_groups_whole(merged: &mut toml::Table, spread: &mut Spread) {
+    // Until nothing changes: dropping one `_irq_busy` curve for its halted curve drops its twin.
+    loop {
+        let Some((key, partner)) = TOGETHER.iter().find_map(|(key, needs)| {
+            let missing = needs.iter().find(|n| !merged.contains_key(**n))?;
+            merged.contains_key(*key).then_some((*key, *missing))
+        }) else {
+            return;
+        };
+        remove_key(merged, key);
+        spread.push((
+            format!("{key} (decided)"),
+            vec![format!(
+                "left out with {partner}: the two go together and the merge has no {partner}"
+            )],
+        ));
+    }
+}
+
+/// `key` and its `[sources]` entry out of a merged table.
+fn remove_key(merged: &mut toml::Table, key: &str) {
+    merged.remove(key);
+    if let Some(toml::Value::Table(sources)) = merged.get_mut("sources") {
+        sources.remove(key);
+    }
 }
 
 /// The merged file: its header (each number's values per run), each run's own comments and
@@ -751,6 +875,159 @@ mod tests {
         let runs = [table(RUN1, 1), RUN2.to_string(), table(RUN3, 5)];
         let t: toml::Table = merge(&runs, "d").unwrap().parse().unwrap();
         assert_eq!(t["extra"]["x"].as_integer(), Some(1));
+    }
+
+    /// A costs run whose halt-poll probe measured (`Some(polled ns)`), found none, or did not
+    /// run (`None` with `failed`).
+    fn halt_poll_run(polled: Option<i64>, failed: bool) -> String {
+        let finding = match (polled, failed) {
+            (Some(ns), _) => format!(
+                "cpu_halt_poll = {{ polled_wake_ns = {ns}, unpolled_wake_curve = \
+                 [{{ idle_ns = 1000, extra_ns = 0 }}, {{ idle_ns = 100000, extra_ns = 9000 }}] }}\n"
+            ),
+            (None, false) => "# cpu_halt_poll: none (back-to-back short wake-ups (24.0 µs) not \
+                              clearly quicker than after long idles (25.0 µs): no halt polling \
+                              shows)\n"
+                .into(),
+            (None, true) => "# cpu_halt_poll: not measured (no CPU to pin to)\n".into(),
+        };
+        format!("minor_fault_ns = 2200\n{finding}")
+    }
+
+    #[test]
+    fn a_finding_of_none_in_most_runs_leaves_the_key_out() {
+        // The matrix's calibration of 2026-12-06 07:32: one run of three found halt polling.
+        let runs = [
+            halt_poll_run(Some(11_000), false),
+            halt_poll_run(None, false),
+            halt_poll_run(None, false),
+        ];
+        let text = merge_costs(&runs).unwrap();
+        let t: toml::Table = text.parse().unwrap();
+        assert!(t.get("cpu_halt_poll").is_none(), "{text}");
+        assert!(
+            text.contains(
+                "#   cpu_halt_poll (decided): measured in run(s) 1, found none in run(s) 2, 3: \
+                 left out"
+            ),
+            "{text}"
+        );
+        assert!(!text.contains("absent from"), "{text}");
+        assert_eq!(t["minor_fault_ns"].as_integer(), Some(2_200));
+        // Two of three measured it: kept, the median of the two.
+        let runs = [
+            halt_poll_run(Some(11_000), false),
+            halt_poll_run(None, false),
+            halt_poll_run(Some(13_000), false),
+        ];
+        let text = merge_costs(&runs).unwrap();
+        let t: toml::Table = text.parse().unwrap();
+        assert_eq!(
+            t["cpu_halt_poll"]["polled_wake_ns"].as_integer(),
+            Some(11_000)
+        );
+        assert!(
+            text.contains("kept, merged from the 2 that measured it"),
+            "{text}"
+        );
+        // Runs whose probe could not run say nothing: the one that measured it stands.
+        let runs = [
+            halt_poll_run(None, true),
+            halt_poll_run(Some(12_000), false),
+            halt_poll_run(None, true),
+        ];
+        let text = merge_costs(&runs).unwrap();
+        let t: toml::Table = text.parse().unwrap();
+        assert_eq!(
+            t["cpu_halt_poll"]["polled_wake_ns"].as_integer(),
+            Some(12_000)
+        );
+        assert!(text.contains("absent from run(s) 1, 3"), "{text}");
+        // One found none, one measured, one could not run: a tie, left out, each run named.
+        let runs = [
+            halt_poll_run(None, true),
+            halt_poll_run(Some(12_000), false),
+            halt_poll_run(None, false),
+        ];
+        let text = merge_costs(&runs).unwrap();
+        assert!(
+            text.contains(
+                "measured in run(s) 2, found none in run(s) 3, not measured in run(s) 1: left out"
+            ),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn a_curve_left_out_takes_the_curves_that_need_it_and_the_file_loads() {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../profiles/linux");
+        let bundled = std::fs::read_to_string(dir.join("calibrated-vda.toml")).unwrap();
+        let curve = |field: &str, wait: i64| {
+            format!(
+                "{field} = [{{ idle_ns = 20000, extra_ns = {wait}, extra_p90_ns = {} }}, \
+                 {{ idle_ns = 5000000, extra_ns = {}, extra_p90_ns = {} }}]\n",
+                2 * wait,
+                10 * wait,
+                20 * wait
+            )
+        };
+        let source = |field: &str| format!("{field} = \"measured: the wake probe\"\n");
+        // Every run has both directions' busy curves and a write curve; only run 1 a read curve,
+        // the other two found none for it.
+        let run = |read: Option<i64>| {
+            let (mut fields, mut sources) = (String::new(), String::new());
+            match read {
+                Some(w) => {
+                    fields.push_str(&curve("read_wake", w));
+                    sources.push_str(&source("read_wake"));
+                }
+                None => fields.push_str(
+                    "# read_wake: none (the measured idle times did not increase with the \
+                     gaps)\n",
+                ),
+            }
+            for field in ["write_wake", "read_wake_irq_busy", "write_wake_irq_busy"] {
+                fields.push_str(&curve(field, 3_000));
+                sources.push_str(&source(field));
+            }
+            bundled.replace("[sources]\n", &format!("{fields}\n[sources]\n{sources}"))
+        };
+        let runs = [run(Some(4_000)), run(None), run(None)];
+        let text = merge_disk(&runs).unwrap();
+        let t: toml::Table = text.parse().unwrap();
+        for gone in ["read_wake", "read_wake_irq_busy", "write_wake_irq_busy"] {
+            assert!(t.get(gone).is_none(), "{gone}: {text}");
+            assert!(t["sources"].get(gone).is_none(), "{gone}: {text}");
+        }
+        assert!(t.get("write_wake").is_some(), "{text}");
+        assert!(
+            text.contains("read_wake_irq_busy (decided): left out with read_wake"),
+            "{text}"
+        );
+        assert!(
+            text.contains("write_wake_irq_busy (decided): left out with read_wake_irq_busy"),
+            "{text}"
+        );
+        nvmswap_core::device::DeviceProfile::from_toml_str(&text, "merged").unwrap();
+        // Two runs with the read curve: kept, its waits pooled over those two.
+        let runs = [run(Some(4_000)), run(None), run(Some(4_000))];
+        let text = merge_disk(&runs).unwrap();
+        let t: toml::Table = text.parse().unwrap();
+        assert_eq!(t["read_wake"][0]["extra_ns"].as_integer(), Some(4_000));
+        assert!(t.get("read_wake_irq_busy").is_some(), "{text}");
+        assert!(text.contains("read_wake[0] (written)"), "{text}");
+        nvmswap_core::device::DeviceProfile::from_toml_str(&text, "merged").unwrap();
+    }
+
+    #[test]
+    fn only_a_probes_none_line_is_a_finding() {
+        let run = "# cpu_halt_poll: none (no polling)\n# read_wake_irq_busy, write_wake_irq_busy: \
+                   none (did not run)\n# read | D2C none (x)\n# tab_second_by_idle: not \
+                   measured (no fit)\n#   spread: none (y)\nkey = 1\n";
+        assert_eq!(
+            found_none(run),
+            ["cpu_halt_poll", "read_wake_irq_busy", "write_wake_irq_busy"]
+        );
     }
 
     #[test]
