@@ -180,6 +180,17 @@ pub struct CostOverrides {
     /// write submission), measured by `nvmswap linux calibrate` (MADV_PAGEOUT probe).
     #[serde(default)]
     pub swap_write_page_ns: Option<f64>,
+    /// The share of `swap_write_page_ns` between one page's write bio and the next one's
+    /// inside a batch (`shrink_folio_list`'s own work on a page: slot, swap cache, unmap,
+    /// submission), measured by `nvmswap linux calibrate` (the same MADV_PAGEOUT probe's write
+    /// requests: the time from a request's first bio to its plug's flush, Q2I, per page). The
+    /// rest of the probe's page (the system call's walk over the page tables and the
+    /// isolation of its folios) is work a memory cgroup's charge does for its whole batch
+    /// before the first page goes out (`isolate_lru_folios`), so sim spends it there, and the
+    /// pages' bios come at this pace. Without it, the whole path lies between the bios. At
+    /// most `swap_write_page_ns`, which it needs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub swap_write_plugged_page_ns: Option<f64>,
     /// A swap-in fault from a block device less the block layer and the device (swap layer and
     /// fault handling), measured by `nvmswap linux calibrate`.
     #[serde(default)]
@@ -224,7 +235,9 @@ pub struct CostOverrides {
     /// swap on zram: the charges' time outside `shrink_folio_list` per page reclaimed, from the
     /// kernel's vmscan trace, plus one referenced check at `reclaim_keep_page_ns`). Sim charges
     /// it to the reclaiming task (memcg or direct reclaim, kswapd) per page on top of the store;
-    /// without it, nothing.
+    /// in a memory cgroup's charge, only the check (`reclaim_keep_page_ns`, at most all of it)
+    /// before each page's write and the rest as the batch begins, since the kernel's write bios
+    /// come from `shrink_folio_list` alone. Without it, nothing.
     #[serde(default)]
     pub reclaim_scan_page_ns: Option<f64>,
     /// Reclaim's work for a page its scan looks at and keeps for its references (the
@@ -445,6 +458,11 @@ impl CostOverrides {
             ("costs.decompress_mean_ns", self.decompress_mean_ns, false),
             ("costs.decompress_p99_ns", self.decompress_p99_ns, false),
             ("costs.swap_write_page_ns", self.swap_write_page_ns, true),
+            (
+                "costs.swap_write_plugged_page_ns",
+                self.swap_write_plugged_page_ns,
+                true,
+            ),
             ("costs.swap_in_software_ns", self.swap_in_software_ns, true),
             ("costs.readahead_page_ns", self.readahead_page_ns, true),
             ("costs.block_dispatch_ns", self.block_dispatch_ns, true),
@@ -538,6 +556,27 @@ impl CostOverrides {
                     "a positive time in ns"
                 };
                 return Err((field, format!("must be {want}, got {v}")));
+            }
+        }
+        if let Some(plugged) = self.swap_write_plugged_page_ns {
+            let field = "costs.swap_write_plugged_page_ns";
+            match self.swap_write_page_ns {
+                None => {
+                    return Err((
+                        field,
+                        "is a share of costs.swap_write_page_ns, which is not set".into(),
+                    ))
+                }
+                Some(whole) if plugged > whole => {
+                    return Err((
+                        field,
+                        format!(
+                            "is a share of costs.swap_write_page_ns ({whole}), so at most that, \
+                             got {plugged}"
+                        ),
+                    ))
+                }
+                Some(_) => {}
             }
         }
         if let Some(curve) = &self.cpu_wake_curve {

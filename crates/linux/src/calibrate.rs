@@ -468,6 +468,19 @@ pub struct SwapPathProbe {
     pub trace: serde_json::Value,
 }
 
+impl SwapPathProbe {
+    /// The page-out's time per page between its write bio and the next one's, µs: the write
+    /// requests' Q2I mean (from a request's first bio to its plug's flush: the calls' pages one
+    /// after another, the first page's work before its bio left out and the flush's wait
+    /// after the last one's put in) over their mean pages. None without write requests or
+    /// their insert events in the trace.
+    pub fn plugged_us_per_page(&self) -> Option<f64> {
+        let q2i = self.trace["write_q2i_us"]["mean"].as_f64()?;
+        let pages = self.trace["write_pages_per_request"]["mean"].as_f64()?;
+        (pages >= 1.0 && q2i.is_finite() && q2i >= 0.0).then(|| q2i / pages)
+    }
+}
+
 /// A swap-in fault's time split as seed 002 splits it, means in µs.
 #[derive(Debug, Clone, Serialize)]
 pub struct SwapInBreakdown {
@@ -2644,6 +2657,27 @@ pub fn costs_toml(cal: &Calibration) -> String {
             "swap_write_page_ns = {}\n",
             ns(sp.write_submit_us_per_page.mean)
         ));
+        if let Some(plugged) = sp.plugged_us_per_page() {
+            // At most the whole page: the two come from one probe, and a share above it would
+            // leave a negative rest for the batch's isolation.
+            let plugged = plugged.min(sp.write_submit_us_per_page.mean);
+            out.push_str(&format!(
+                "# Of it, between one page's write bio and the next one's (the same probe's write\n\
+                 # requests, {:.0} pages each: Q2I mean {:.1} us, from a request's first bio to its\n\
+                 # plug's flush, per page; write bio gap p50 {:.1} us, the trace's clock in whole\n\
+                 # microseconds). The rest is the call's walk and its folios' isolation, which a\n\
+                 # charge does for its batch before the first page goes out.\n\
+                 swap_write_plugged_page_ns = {}\n",
+                sp.trace["write_pages_per_request"]["mean"]
+                    .as_f64()
+                    .unwrap_or(f64::NAN),
+                sp.trace["write_q2i_us"]["mean"].as_f64().unwrap_or(f64::NAN),
+                sp.trace["write_bios"]["gap_us"]["p50"]
+                    .as_f64()
+                    .unwrap_or(f64::NAN),
+                ns(plugged)
+            ));
+        }
         if let Some(b) = &sp.breakdown {
             out.push_str(
                 "# Swap-in fault through the swap file without the block layer and device\n\
@@ -3151,6 +3185,8 @@ struct CostsFile {
     #[serde(default)]
     swap_write_page_ns: Option<f64>,
     #[serde(default)]
+    swap_write_plugged_page_ns: Option<f64>,
+    #[serde(default)]
     swap_in_software_ns: Option<f64>,
     #[serde(default)]
     readahead_page_ns: Option<f64>,
@@ -3289,6 +3325,7 @@ pub fn load_costs(
         idle_stalls: file.idle_stalls,
         minor_fault_ns: Some(file.minor_fault_ns),
         swap_write_page_ns: file.swap_write_page_ns,
+        swap_write_plugged_page_ns: file.swap_write_plugged_page_ns,
         swap_in_software_ns: file.swap_in_software_ns,
         readahead_page_ns: file.readahead_page_ns,
         block_dispatch_ns: file.block_dispatch_ns,
@@ -3348,6 +3385,11 @@ mod tests {
              completion_irq_target_write_ns = -1\n",
         );
         let irq_half = load("minor_fault_ns = 3000\ncompletion_irq_target_read_ns = 8538\n");
+        let plugged_alone = load("minor_fault_ns = 3000\nswap_write_plugged_page_ns = 3500\n");
+        let plugged_above = load(
+            "minor_fault_ns = 3000\nswap_write_page_ns = 4000\n\
+             swap_write_plugged_page_ns = 4500\n",
+        );
         let pace_of = |text: &str| {
             std::fs::write(&path, text).unwrap();
             load_host_pace(&path)
@@ -3387,6 +3429,17 @@ mod tests {
         // The completions' charge comes as a pair.
         let e = irq_half.unwrap_err().to_string();
         assert!(e.contains("costs.completion_irq_target_*"), "{e}");
+        // The plugged share needs its whole and lies within it.
+        for (e, why) in [
+            (plugged_alone, "which is not set"),
+            (plugged_above, "at most"),
+        ] {
+            let e = e.unwrap_err().to_string();
+            assert!(
+                e.contains("costs.swap_write_plugged_page_ns") && e.contains(why),
+                "{e}"
+            );
+        }
     }
 
     fn point(depth: u32, iops: f64, mean_us: f64) -> DepthPoint {
@@ -4014,6 +4067,34 @@ mod tests {
         let loaded = loaded.unwrap();
         assert_eq!(loaded.block_dispatch_ns, Some(4_400.0));
         assert_eq!(loaded.swap_in_software_ns, Some(15_000.0));
+        // Without the write requests' Q2I, no plugged share: the whole page between the bios.
+        assert_eq!(loaded.swap_write_page_ns, Some(9_000.0));
+        assert_eq!(loaded.swap_write_plugged_page_ns, None);
+        assert!(!text.contains("swap_write_plugged_page_ns"), "{text}");
+
+        // With them: 32-page requests whose first bio came 112 us before the plug's flush,
+        // 3.5 us a page of the probe's 9.0.
+        let sp = traced.swap_path.as_mut().unwrap();
+        sp.trace["write_q2i_us"] = serde_json::json!({"p50": 110.0, "mean": 112.0});
+        sp.trace["write_pages_per_request"] = serde_json::json!({"p50": 32, "mean": 32.0});
+        assert_eq!(sp.plugged_us_per_page(), Some(3.5));
+        let text = costs_toml(&traced);
+        assert!(
+            text.contains("\nswap_write_plugged_page_ns = 3500\n"),
+            "{text}"
+        );
+        std::fs::write(&path, &text).unwrap();
+        let loaded = load_costs(&path, "lzo");
+        std::fs::remove_file(&path).unwrap();
+        assert_eq!(loaded.unwrap().swap_write_plugged_page_ns, Some(3_500.0));
+        // A share above the whole page (one probe: only by rounding) is written as the whole.
+        let sp = traced.swap_path.as_mut().unwrap();
+        sp.trace["write_q2i_us"]["mean"] = serde_json::json!(320.0);
+        let text = costs_toml(&traced);
+        assert!(
+            text.contains("\nswap_write_plugged_page_ns = 9000\n"),
+            "{text}"
+        );
     }
 
     #[test]

@@ -357,6 +357,15 @@ impl Machine<'_> {
         // The pages looked at and kept for their references (rotated or activated).
         let kept = looked - ended - call.victims.len() as u64;
         self.kernel_work(&mut call.at, me, kept * self.costs.reclaim_keep);
+        // Before the first page goes out, not between the pages' write bios (the kernel's come
+        // only from `shrink_folio_list`): the victims' isolation, where the calibrated
+        // swap-out path holds it apart, and reclaim's work outside `shrink_folio_list` for each
+        // (`reclaim_scan` less the page's own referenced check; placed here, an assumption:
+        // the kernel spreads it over the priority loop around its batches).
+        let victims = call.victims.len() as u64;
+        let isolation = self.backend.isolate_batch(me, victims);
+        let outside = victims * (self.costs.reclaim_scan - self.costs.reclaim_check);
+        self.kernel_work(&mut call.at, me, isolation + outside);
         call.batch = Some(Batch {
             looked,
             kept,
@@ -392,7 +401,9 @@ impl Machine<'_> {
             call.at += self.flush_before_write(call.at, me, &mut call.flushes);
             let t = call.at;
             let held = self.backend.frames_held();
-            match self.evict(p, t, me, ReclaimKind::Direct, 0) {
+            // Of the LRU work, only the page's referenced check lies between the bios; the rest
+            // was spent as the batch began.
+            match self.evict(p, t, me, ReclaimKind::Direct, self.costs.reclaim_check) {
                 Some(spent) => {
                     call.at += spent.total();
                     b.written += 1;

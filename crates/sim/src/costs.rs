@@ -78,6 +78,13 @@ pub struct Costs {
     /// Reclaim's work for a page its scan looks at and keeps (referenced check, rotation or
     /// activation): `costs.reclaim_keep_page_ns` (calibrated), else 0 (sim assumes none).
     pub reclaim_keep: u64,
+    /// Of `reclaim_scan`, the reclaimed page's own referenced check inside
+    /// `shrink_folio_list`, just before its page-out: `reclaim_keep` (the same reverse-map walk,
+    /// as calibrate composes `reclaim_scan_page_ns`), at most all of `reclaim_scan`. The rest is
+    /// reclaim's work outside `shrink_folio_list` (the priority loop, the cgroup walk, the
+    /// active list's deactivation), which a charge spends around its batches, not between its
+    /// pages' write bios.
+    pub reclaim_check: u64,
     /// The work on each further page of a swap-in's read-ahead window inside the block plug
     /// (folio, charge, swap cache, read submission): `costs.readahead_page_ns` (calibrated),
     /// else 0 (sim assumes none).
@@ -195,6 +202,13 @@ impl Costs {
             reclaim_keep: o
                 .reclaim_keep_page_ns
                 .map_or(0, |v| v.max(0.0).round() as u64),
+            reclaim_check: o
+                .reclaim_keep_page_ns
+                .map_or(0, |v| v.max(0.0).round() as u64)
+                .min(
+                    o.reclaim_scan_page_ns
+                        .map_or(0, |v| v.max(0.0).round() as u64),
+                ),
             readahead_page: o.readahead_page_ns.map_or(0, |v| v.max(0.0).round() as u64),
             remote_flush: o.remote_flush_ns.map_or(0, |v| v.max(0.0).round() as u64),
             remote_flush_idle: o.remote_flush_idle_ns.map(|v| v.max(0.0).round() as u64),

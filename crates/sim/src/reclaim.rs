@@ -9,6 +9,10 @@
 //!   reclaimer `costs.reclaim_keep_page_ns` (the referenced check's reverse-map walk and the
 //!   list move, calibrated from the kernel's vmscan trace), one it reclaims
 //!   `costs.reclaim_scan_page_ns` besides its page-out;
+//! - a memory cgroup charge's batch isolates its victims first (`isolate_lru_folios`), and
+//!   where the calibrated swap-out path holds that part apart
+//!   (`costs.swap_write_plugged_page_ns`) it is spent then (`SwapBackend::isolate_batch`), so
+//!   the batch's write bios come at the plugged pace, as the kernel's trace shows them;
 //! - each batch of `SWAP_CLUSTER_MAX` pages runs under a block plug (`shrink_lruvec`), flushed
 //!   at the batch's end (`SwapBackend::finish_plug`); the reclaimer does not wait for its writes,
 //!   and a written page keeps its frame until its write completes (`SwapBackend::frames_held`),
@@ -394,23 +398,24 @@ impl Machine<'_> {
         let kept_before = self.lru.stats.activated + self.lru.stats.rotated;
         let p = self.lru.pick_victim()?;
         let kept = self.lru.stats.activated + self.lru.stats.rotated - kept_before;
-        let spent = self.evict(p, t, by, kind, kept * self.costs.reclaim_keep);
+        let lru_cpu = self.costs.reclaim_scan + kept * self.costs.reclaim_keep;
+        let spent = self.evict(p, t, by, kind, lru_cpu);
         if spent.is_none() {
             self.lru.put_back(p);
         }
         spent
     }
 
-    /// Evicts `p`, which the LRU handed out as a victim, at time `t`, with `scan_cpu` of looking
-    /// at the pages kept before it; None (the page still off the lists) when the back-end has
-    /// no room.
+    /// Evicts `p`, which the LRU handed out as a victim, at time `t`, with `lru_cpu` of reclaim's
+    /// LRU work charged with it (its share of `costs.reclaim_scan_page_ns`, the pages kept
+    /// before it); None (the page still off the lists) when the back-end has no room.
     pub(crate) fn evict(
         &mut self,
         p: u32,
         t: u64,
         by: Actor,
         kind: ReclaimKind,
-        scan_cpu: u64,
+        lru_cpu: u64,
     ) -> Option<Spent> {
         debug_assert_eq!(self.loc[p as usize], Loc::Resident);
         match self.swap_out(p, t, by) {
@@ -423,7 +428,7 @@ impl Machine<'_> {
                 }
                 // The LRU work around the page-out (scanning, deactivation, rotations),
                 // calibrated by limit reclaim; charged to whoever reclaims (0 without it).
-                spent.cpu += self.costs.reclaim_scan + scan_cpu;
+                spent.cpu += lru_cpu;
                 self.obs.emit(Event::Reclaimed {
                     t,
                     actor: by,
@@ -866,6 +871,94 @@ mod tests {
             cpu,
             crate::costs::BLOCK_SUBMIT_NS + RECLAIM_PAGE_NS + kept * 500
         );
+    }
+
+    #[test]
+    fn a_charges_batch_isolates_its_victims_before_its_first_bio_and_writes_at_the_plugged_pace() {
+        // The full 64-frame cgroup with the calibrated swap write path of 4,084 ns a page, whole
+        // between the bios or split with 3,000 of it between them: the same charge (the same
+        // draws) writes the same pages, its bios 1,084 ns closer together, the first of them
+        // later by the victims' isolation, and the charge as long.
+        let first_charge = |plugged: Option<f64>| {
+            let mut m = full_cgroup(|c| {
+                c.costs.swap_write_page_ns = Some(4_084.0);
+                c.costs.swap_write_plugged_page_ns = plugged;
+            });
+            let bios = std::rc::Rc::new(std::cell::RefCell::new(Vec::new()));
+            m.observe(Box::new(Bios(bios.clone())));
+            let start = m.now;
+            let stall = m.allocate_frame().unwrap();
+            let times: Vec<u64> = bios.borrow().iter().map(|t| t - start).collect();
+            (stall, times)
+        };
+        let (whole_stall, whole) = first_charge(None);
+        let (split_stall, split) = first_charge(Some(3_000.0));
+        assert!(whole.len() >= 2, "{whole:?}");
+        assert_eq!(whole.len(), split.len(), "the same pages written");
+        let gaps = |t: &[u64]| t.windows(2).map(|w| w[1] - w[0]).collect::<Vec<_>>();
+        let (whole_gaps, split_gaps) = (gaps(&whole), gaps(&split));
+        // Within a batch each gap is 1,084 ns shorter; a gap across a batch's start holds the
+        // next batch's isolation instead.
+        let shorter = whole_gaps
+            .iter()
+            .zip(&split_gaps)
+            .filter(|(w, s)| **w == **s + 1_084)
+            .count();
+        assert!(
+            2 * shorter > whole_gaps.len(),
+            "{whole_gaps:?} {split_gaps:?}"
+        );
+        assert!(split[0] >= whole[0] + 1_084, "{whole:?} {split:?}");
+        // The isolation moved, it did not go: the charge is as long, give or take the victims
+        // its batches isolated and did not write.
+        let per_page = 1_084 * whole.len() as u64;
+        assert!(
+            split_stall + per_page / 2 >= whole_stall && split_stall <= whole_stall + per_page,
+            "{whole_stall} {split_stall}"
+        );
+    }
+
+    #[test]
+    fn reclaims_work_outside_shrink_folio_list_is_spent_as_a_charges_batch_begins() {
+        // The full cgroup with a referenced check of 400 ns (`reclaim_keep_page_ns`) and LRU
+        // work per reclaimed page of 400 or 1,000 ns: only the check lies between a batch's
+        // write bios, so both charges write at one pace; the other 600 ns a victim come before
+        // the batch's first bio.
+        let first_charge = |scan: f64| {
+            let mut m = full_cgroup(|c| {
+                c.costs.swap_write_page_ns = Some(4_084.0);
+                c.costs.reclaim_scan_page_ns = Some(scan);
+                c.costs.reclaim_keep_page_ns = Some(400.0);
+            });
+            let bios = std::rc::Rc::new(std::cell::RefCell::new(Vec::new()));
+            m.observe(Box::new(Bios(bios.clone())));
+            let start = m.now;
+            m.allocate_frame().unwrap();
+            let times: Vec<u64> = bios.borrow().iter().map(|t| t - start).collect();
+            times
+        };
+        let (check_only, more) = (first_charge(400.0), first_charge(1_000.0));
+        assert!(check_only.len() >= 2, "{check_only:?}");
+        assert_eq!(check_only.len(), more.len(), "the same pages written");
+        assert_eq!(
+            check_only[1] - check_only[0],
+            more[1] - more[0],
+            "{check_only:?} {more:?}"
+        );
+        assert!(
+            more[0] >= check_only[0] + 2 * 600,
+            "{check_only:?} {more:?}"
+        );
+    }
+
+    /// Keeps the write bios' times.
+    struct Bios(std::rc::Rc<std::cell::RefCell<Vec<u64>>>);
+    impl crate::observe::Observer for Bios {
+        fn on_event(&mut self, e: &Event<'_>) {
+            if let Event::WriteBio { t, .. } = *e {
+                self.0.borrow_mut().push(t);
+            }
+        }
     }
 
     /// Sums the charges' remote flush IPIs.
