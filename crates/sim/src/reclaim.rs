@@ -11,8 +11,10 @@
 //!   `costs.reclaim_scan_page_ns` besides its page-out;
 //! - a memory cgroup charge's batch isolates its victims first (`isolate_lru_folios`), and
 //!   where the calibrated swap-out path holds that part apart
-//!   (`costs.swap_write_plugged_page_ns`) it is spent then (`SwapBackend::isolate_batch`), so
-//!   the batch's write bios come at the plugged pace, as the kernel's trace shows them;
+//!   (`costs.swap_write_plugged_page_ns`) it is spent then (`SwapBackend::isolate_batch`), with
+//!   each victim's LRU work outside `shrink_folio_list` (`reclaim_scan_page_ns` less the
+//!   page's referenced check), so the batch's write bios come at the plugged pace plus the
+//!   check, as the kernel's trace shows them;
 //! - each batch of `SWAP_CLUSTER_MAX` pages runs under a block plug (`shrink_lruvec`), flushed
 //!   at the batch's end (`SwapBackend::finish_plug`); the reclaimer does not wait for its writes,
 //!   and a written page keeps its frame until its write completes (`SwapBackend::frames_held`),
