@@ -79,8 +79,9 @@ pub fn merge_costs(runs: &[String]) -> Result<String, String> {
 }
 
 /// A device profile of several runs as one: [`merge`], except for the wake-up curves' waits
-/// where every run that has the curve gave each point a p90. A point's wait is a distribution (the log-normal
-/// through its median and p90 that sim draws from, `nvmswap_core::device::wake_wait_cdf`), and
+/// where every run that has the curve gave each point a p90. A point's wait is a distribution
+/// (the log-normal through its median and p90 that sim draws from,
+/// `nvmswap_core::device::wake_wait_cdf`), and
 /// the median of the runs' p90s keeps the typical run's spread and drops the slow spells that
 /// come in one run of several, which a pressure run meets: three runs on 2026-12-03 22:30 put
 /// the p90 of a read's wait after 10 ms idle at 633, 122 and 132 µs (medians 139, 91, 107), and
