@@ -75,7 +75,34 @@ pub fn merge_costs(runs: &[String]) -> Result<String, String> {
             )],
         ));
     }
+    cap_plugged_share(&mut merged, &mut spread);
     render(what, runs, &spread, &merged)
+}
+
+/// `swap_write_plugged_page_ns` is a share of `swap_write_page_ns` (core refuses it above):
+/// each run writes it at most its own whole, so the two medians keep that order, but where some
+/// run lacks the share (its trace unavailable) the two medians come from different runs and the
+/// share may come out above the whole. It is then written as the whole, and the header says so.
+fn cap_plugged_share(merged: &mut toml::Table, spread: &mut Spread) {
+    let (Some(whole), Some(plugged)) = (
+        merged.get("swap_write_page_ns").and_then(number),
+        merged.get("swap_write_plugged_page_ns").and_then(number),
+    ) else {
+        return;
+    };
+    if plugged > whole {
+        merged.insert(
+            "swap_write_plugged_page_ns".into(),
+            merged["swap_write_page_ns"].clone(),
+        );
+        spread.push((
+            "swap_write_plugged_page_ns (written)".into(),
+            vec![format!(
+                "its median, {plugged:.0}, over fewer runs than swap_write_page_ns's, {whole:.0}, \
+                 came out above it: written as the whole"
+            )],
+        ));
+    }
 }
 
 /// A device profile of several runs as one: [`merge`], except for the wake-up curves' waits
@@ -1018,6 +1045,40 @@ mod tests {
         assert!(t.get("read_wake_irq_busy").is_some(), "{text}");
         assert!(text.contains("read_wake[0] (written)"), "{text}");
         nvmswap_core::device::DeviceProfile::from_toml_str(&text, "merged").unwrap();
+    }
+
+    #[test]
+    fn a_plugged_share_above_its_merged_whole_is_written_as_the_whole() {
+        let run = |whole: i64, plugged: Option<i64>| {
+            let share = plugged.map_or(String::new(), |p| {
+                format!("swap_write_plugged_page_ns = {p}\n")
+            });
+            format!("minor_fault_ns = 2200\nswap_write_page_ns = {whole}\n{share}")
+        };
+        // Each run's share within its whole; the run without one moves the whole's median
+        // (the lower of four: 4,000) below the share's (the middle of three: 4,100).
+        let runs = [
+            run(1_000, None),
+            run(4_000, Some(3_900)),
+            run(4_200, Some(4_100)),
+            run(5_000, Some(4_900)),
+        ];
+        let text = merge_costs(&runs).unwrap();
+        let t: toml::Table = text.parse().unwrap();
+        assert_eq!(t["swap_write_page_ns"].as_integer(), Some(4_000));
+        assert_eq!(t["swap_write_plugged_page_ns"].as_integer(), Some(4_000));
+        assert!(
+            text.contains("swap_write_plugged_page_ns (written)"),
+            "{text}"
+        );
+        // Every run with both: the medians as they are.
+        let runs = [
+            run(4_000, Some(3_500)),
+            run(3_000, Some(2_500)),
+            run(5_000, Some(4_800)),
+        ];
+        let t: toml::Table = merge_costs(&runs).unwrap().parse().unwrap();
+        assert_eq!(t["swap_write_plugged_page_ns"].as_integer(), Some(3_500));
     }
 
     #[test]

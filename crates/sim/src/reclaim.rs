@@ -882,16 +882,10 @@ mod tests {
         // draws) writes the same pages, its bios 1,084 ns closer together, the first of them
         // later by the victims' isolation, and the charge as long.
         let first_charge = |plugged: Option<f64>| {
-            let mut m = full_cgroup(|c| {
+            first_charge_bios(|c| {
                 c.costs.swap_write_page_ns = Some(4_084.0);
                 c.costs.swap_write_plugged_page_ns = plugged;
-            });
-            let bios = std::rc::Rc::new(std::cell::RefCell::new(Vec::new()));
-            m.observe(Box::new(Bios(bios.clone())));
-            let start = m.now;
-            let stall = m.allocate_frame().unwrap();
-            let times: Vec<u64> = bios.borrow().iter().map(|t| t - start).collect();
-            (stall, times)
+            })
         };
         let (whole_stall, whole) = first_charge(None);
         let (split_stall, split) = first_charge(Some(3_000.0));
@@ -927,17 +921,12 @@ mod tests {
         // write bios, so both charges write at one pace; the other 600 ns a victim come before
         // the batch's first bio.
         let first_charge = |scan: f64| {
-            let mut m = full_cgroup(|c| {
+            first_charge_bios(|c| {
                 c.costs.swap_write_page_ns = Some(4_084.0);
                 c.costs.reclaim_scan_page_ns = Some(scan);
                 c.costs.reclaim_keep_page_ns = Some(400.0);
-            });
-            let bios = std::rc::Rc::new(std::cell::RefCell::new(Vec::new()));
-            m.observe(Box::new(Bios(bios.clone())));
-            let start = m.now;
-            m.allocate_frame().unwrap();
-            let times: Vec<u64> = bios.borrow().iter().map(|t| t - start).collect();
-            times
+            })
+            .1
         };
         let (check_only, more) = (first_charge(400.0), first_charge(1_000.0));
         assert!(check_only.len() >= 2, "{check_only:?}");
@@ -951,6 +940,18 @@ mod tests {
             more[0] >= check_only[0] + 2 * 600,
             "{check_only:?} {more:?}"
         );
+    }
+
+    /// The full cgroup's first charge (with `edit`): its stall and its write bios' times from
+    /// its start.
+    fn first_charge_bios(edit: impl FnOnce(&mut SystemConfig)) -> (u64, Vec<u64>) {
+        let mut m = full_cgroup(edit);
+        let bios = std::rc::Rc::new(std::cell::RefCell::new(Vec::new()));
+        m.observe(Box::new(Bios(bios.clone())));
+        let start = m.now;
+        let stall = m.allocate_frame().unwrap();
+        let times = bios.borrow().iter().map(|t| t - start).collect();
+        (stall, times)
     }
 
     /// Keeps the write bios' times.
