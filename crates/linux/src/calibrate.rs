@@ -4153,6 +4153,7 @@ mod tests {
         );
         let gap = |gap_us, idle_us_p50, p50| crate::wake_probe::WakeGap {
             gap_us,
+            requests: 80,
             idle_us_p50,
             latency_us: s(p50),
             first_lone_us: s(p50),
@@ -4177,7 +4178,6 @@ mod tests {
                 write: busy_direction,
             }),
             irq_busy_unavailable: None,
-            requests_per_gap: 80,
         };
         let cal = Calibration {
             compression: vec![],

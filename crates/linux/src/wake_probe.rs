@@ -72,16 +72,59 @@ use rand_chacha::ChaCha8Rng;
 use serde::Serialize;
 
 /// Idle gaps the probe leaves before a request, µs: from within a halt-polling window (the KVM
-/// default `halt_poll_ns` is 200 µs) to well past where the wait stops growing (hand runs
-/// 2026-11-27: about 5 ms on vda).
-pub const WAKE_PROBE_GAPS_US: [u64; 10] =
-    [20, 50, 100, 200, 500, 1_000, 2_000, 5_000, 10_000, 20_000];
+/// default `halt_poll_ns` is 200 µs) to the longest idle a run's swap reads commonly meet.
+///
+/// Until 2026-12-06 the gaps ended at 20 ms, where hand runs of 2026-11-27 had found the wait
+/// to stop growing from about 5 ms on; the curve's last point then stood for every longer idle
+/// (`nvmswap_core::device::wake_wait_ns`). On the host of 2026-12-06 it had not stopped: the
+/// calibration's halted read curve (10:55) waited 37-53 µs at 10 ms and 47-100 at 20 ms. And a
+/// run's reads that find the disk empty after 5 ms or more mostly come after 20-340 ms
+/// (`nvmswap pressure --substrate linux --config linux-swapfile --scale 0.1 --blk-requests`,
+/// 13:39: 190 such reads, 109 of them after 90-130 ms, 15 after 200-340 ms, the render pauses
+/// between a tab's seconds), where the disk took D2C p50 169 µs for one page (the same stream
+/// replayed on the idle machine, `nvmswap linux check-device --replay`: 192); sim, holding the
+/// 20 ms point, gave 82. So the gaps now reach 200 ms (docs/experiments/validation.md, "The
+/// disk's wake-up past 20 ms, and the bio gap on the kernel's clock").
+pub const WAKE_PROBE_GAPS_US: [u64; 13] = [
+    20, 50, 100, 200, 500, 1_000, 2_000, 5_000, 10_000, 20_000, 50_000, 100_000, 200_000,
+];
 
-/// Rounds per gap and direction. A round is a run of [`WAKE_PROBE_LONE_RUN`] lone requests,
-/// each issued the gap after the one before completed, then [`WAKE_PROBE_FOLLOWERS`] back to
-/// back; the run's requests from position [`WAKE_PROBE_TIMED_FROM`] on are the gap's samples.
-/// ~9 s of sleeping per direction and pass.
+/// Rounds per gap and direction, at most (a gap's rounds: [`rounds_for`]). A round is a run of
+/// [`WAKE_PROBE_LONE_RUN`] lone requests, each issued the gap after the one before completed,
+/// then [`WAKE_PROBE_FOLLOWERS`] back to back; the run's requests from position
+/// [`WAKE_PROBE_TIMED_FROM`] on are the gap's samples.
 pub const WAKE_PROBE_ROUNDS: usize = 40;
+
+/// The most one gap's lone runs sleep per direction and pass, µs: what the 20 ms gap's
+/// [`WAKE_PROBE_ROUNDS`] rounds sleep. Longer gaps take fewer rounds (50 ms 16, 100 ms 8, 200
+/// ms 4), so each adds about this much to the probe (~15 s per direction and pass for the
+/// three longest, ~1 min per calibration run); their medians rest on fewer samples, which the
+/// profile's comment names.
+pub const WAKE_PROBE_SLEEP_PER_GAP_US: u64 = 4_800_000;
+
+/// The rounds of a gap of `gap_us`: [`WAKE_PROBE_ROUNDS`], or fewer where they would sleep
+/// longer than [`WAKE_PROBE_SLEEP_PER_GAP_US`] (at least one).
+pub fn rounds_for(gap_us: u64) -> usize {
+    let per_round_us = WAKE_PROBE_LONE_RUN as u64 * gap_us.max(1);
+    let fit = WAKE_PROBE_SLEEP_PER_GAP_US.div_ceil(per_round_us) as usize;
+    fit.clamp(1, WAKE_PROBE_ROUNDS)
+}
+
+/// Timed requests of a gap of `gap_us`.
+pub fn timed_requests(gap_us: u64) -> usize {
+    rounds_for(gap_us) * (WAKE_PROBE_LONE_RUN + 1 - WAKE_PROBE_TIMED_FROM)
+}
+
+/// A direction's timed requests per gap in words, for the profile's comment and sources: "120
+/// per gap, 48 at 50000 us, ..." (the gaps with fewer named).
+fn timed_requests_text(dir: &WakeDirection) -> String {
+    let most = dir.gaps.iter().map(|g| g.requests).max().unwrap_or(0);
+    let mut out = format!("{most} per gap");
+    for g in dir.gaps.iter().filter(|g| g.requests != most) {
+        out.push_str(&format!(", {} at {} us", g.requests, g.gap_us));
+    }
+    out
+}
 
 /// Lone requests in a row per round, each after the round's gap (module docs: a disk whose
 /// last requests came back to back wakes faster than one whose requests have been coming
@@ -91,10 +134,6 @@ pub const WAKE_PROBE_LONE_RUN: usize = 6;
 /// The run's positions from this one on (1 = the first lone request after the followers) are
 /// timed: by then the requests before it came the gap apart too (module docs).
 pub const WAKE_PROBE_TIMED_FROM: usize = 4;
-
-/// Timed requests per gap and direction.
-pub const WAKE_PROBE_REQUESTS: usize =
-    WAKE_PROBE_ROUNDS * (WAKE_PROBE_LONE_RUN + 1 - WAKE_PROBE_TIMED_FROM);
 
 /// Requests issued back to back after each round's lone ones (~0.3 s per direction on vda).
 pub const WAKE_PROBE_FOLLOWERS: usize = 24;
@@ -108,6 +147,8 @@ pub const WAKE_PROBE_WARM_FROM: usize = 16;
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct WakeGap {
     pub gap_us: u64,
+    /// Timed requests ([`timed_requests`]: fewer for the longest gaps).
+    pub requests: usize,
     /// The disk's idle time actually measured before the requests (from the completion of the
     /// one before to the issue of this one), median, µs.
     pub idle_us_p50: f64,
@@ -166,7 +207,6 @@ pub struct WakeProbe {
     /// (`irq_busy_unavailable` says why).
     pub irq_busy: Option<IrqBusyPasses>,
     pub irq_busy_unavailable: Option<String>,
-    pub requests_per_gap: usize,
 }
 
 /// The probe with the disk's completion interrupt's CPU kept running (module docs).
@@ -217,7 +257,6 @@ pub fn probe(file: &std::fs::File, size_pages: u64, seed: u64) -> Result<WakePro
             write,
             irq_busy,
             irq_busy_unavailable,
-            requests_per_gap: WAKE_PROBE_REQUESTS,
         })
     })();
     worker::set_timer_slack_ns(old_slack.max(1));
@@ -308,7 +347,7 @@ fn probe_rounds(
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
     let gap_count = WAKE_PROBE_GAPS_US.len();
     let mut order: Vec<usize> = (0..gap_count)
-        .flat_map(|g| std::iter::repeat_n(g, WAKE_PROBE_ROUNDS))
+        .flat_map(|g| std::iter::repeat_n(g, rounds_for(WAKE_PROBE_GAPS_US[g])))
         .collect();
     order.shuffle(&mut rng);
     let mut latency = vec![LatencyRecorder::new(); gap_count];
@@ -343,7 +382,10 @@ fn probe_rounds(
             last_done = done;
         }
     }
-    debug_assert!(idle.iter().all(|v| v.len() == WAKE_PROBE_REQUESTS));
+    debug_assert!(idle
+        .iter()
+        .zip(WAKE_PROBE_GAPS_US)
+        .all(|(v, g)| v.len() == timed_requests(g)));
     let median_us = |v: &mut Vec<u64>| {
         v.sort_unstable();
         v[(v.len() - 1) / 2] as f64 / NS_PER_US as f64
@@ -353,6 +395,7 @@ fn probe_rounds(
         .enumerate()
         .map(|(i, &gap_us)| WakeGap {
             gap_us,
+            requests: idle[i].len(),
             idle_us_p50: median_us(&mut idle[i]),
             latency_us: latency[i].summary(NS_PER_US),
             first_lone_us: first_lone[i].summary(NS_PER_US),
@@ -370,19 +413,23 @@ pub fn comment(p: &WakeProbe) -> String {
     let mut out = format!(
         "# Wake-up after idle: single 4 KiB O_DIRECT requests at random offsets of the 16 MiB\n\
          # scratch file, each a set gap after the one before completed (the thread sleeps; timer\n\
-         # slack 1 ns), in rounds of {} such lone requests then {} back to back, {} rounds per gap\n\
-         # and direction in shuffled order; a gap's samples are its rounds' lone requests from the\n\
-         # {}th on ({} per gap), whose requests before came that gap apart too; gap 0 is the warm\n\
-         # baseline, the followers from the {}th on. Median idle measured before the timed requests,\n\
-         # their latency, and the rounds' first lone request's (1st, right after the followers of\n\
-         # the round before), us:\n\
+         # slack 1 ns), in rounds of {} such lone requests then {} back to back, up to {} rounds per\n\
+         # gap and direction (fewer where they would sleep over {} s) in shuffled order; a gap's\n\
+         # samples are its rounds' lone requests from the {}th on, whose requests before came\n\
+         # that gap apart too; gap 0 is the warm baseline, the followers from the {}th on.\n\
+         # Timed requests, reads: {}.\n\
+         # Timed requests, writes: {}.\n\
+         # Median idle measured before the timed requests, their latency, and the rounds' first\n\
+         # lone request's (1st, right after the followers of the round before), us:\n\
          #      gap |  read idle   p50   p90  1st  p90 |  write idle   p50   p90  1st  p90\n",
         WAKE_PROBE_LONE_RUN,
         WAKE_PROBE_FOLLOWERS,
         WAKE_PROBE_ROUNDS,
+        WAKE_PROBE_SLEEP_PER_GAP_US as f64 / 1e6,
         WAKE_PROBE_TIMED_FROM,
-        p.requests_per_gap,
-        WAKE_PROBE_WARM_FROM
+        WAKE_PROBE_WARM_FROM,
+        timed_requests_text(&p.read),
+        timed_requests_text(&p.write)
     );
     latency_rows(&mut out, &p.read, &p.write);
     match &p.irq_busy {
@@ -516,10 +563,14 @@ pub fn sources(p: &WakeProbe) -> String {
         if dir.curve().is_some() {
             out.push_str(&format!(
                 "{field} = \"measured: nvmswap linux calibrate, single 4 KiB O_DIRECT {op} at random offsets of a 16 MiB file after idle gaps of {} us, in rounds of {} lone requests each the gap after the one before, then {} back to back; {} per gap, the rounds' lone requests from the {}th on (the disk's recent requests that gap apart, as a run's swap requests come); per gap the median latency less the warm median ({:.1} us, the followers from the {}th on), and the p90 less the warm p90 ({:.1} us; not below the median's), at the median idle measured (table in the comment above)\"\n",
-                WAKE_PROBE_GAPS_US.map(|g| g.to_string()).join(", "),
+                dir.gaps
+                    .iter()
+                    .map(|g| g.gap_us.to_string())
+                    .collect::<Vec<_>>()
+                    .join(", "),
                 WAKE_PROBE_LONE_RUN,
                 WAKE_PROBE_FOLLOWERS,
-                p.requests_per_gap,
+                timed_requests_text(dir),
                 WAKE_PROBE_TIMED_FROM,
                 dir.back_to_back_us.p50,
                 WAKE_PROBE_WARM_FROM,
@@ -535,7 +586,7 @@ pub fn sources(p: &WakeProbe) -> String {
             out.push_str(&format!(
                 "{field} = \"measured: nvmswap linux calibrate, as the halted curve's probe with the disk's interrupt CPU {} kept running (a nice-19 thread spinning on it, the probe's thread pinned there), single 4 KiB O_DIRECT {op}, {} each after the same gaps; per gap the median latency less the halted pass's warm median ({:.1} us; this pass's own {:.1} us), the baseline the device's times were measured at, and the p90 less the halted pass's warm p90 ({:.1} us) (second table in the comment above)\"\n",
                 b.cpu,
-                p.requests_per_gap,
+                timed_requests_text(dir),
                 halted.back_to_back_us.p50,
                 dir.back_to_back_us.p50,
                 halted.back_to_back_us.p90
@@ -561,6 +612,7 @@ mod tests {
     fn gap(gap_us: u64, idle_us_p50: f64, p50: f64) -> WakeGap {
         WakeGap {
             gap_us,
+            requests: 120,
             idle_us_p50,
             latency_us: summary(p50),
             first_lone_us: summary(p50 / 4.0),
@@ -579,7 +631,6 @@ mod tests {
                 write: dir,
             }),
             irq_busy_unavailable: None,
-            requests_per_gap: 80,
         }
     }
 
@@ -613,7 +664,6 @@ mod tests {
             write: dir.clone(),
             irq_busy: None,
             irq_busy_unavailable: Some("test".into()),
-            requests_per_gap: 80,
         });
         assert!(fields.starts_with(
             "read_wake = [{ idle_ns = 23000, extra_ns = 0, extra_p90_ns = 0 }, { idle_ns = 204000, extra_ns = 30000, extra_p90_ns = 60000 }"
@@ -630,7 +680,6 @@ mod tests {
             },
             irq_busy: None,
             irq_busy_unavailable: Some("no CPU".into()),
-            requests_per_gap: 80,
         });
         assert!(
             table.contains("#      200 |         35   35   35   35   35   35 |          45"),
@@ -696,16 +745,19 @@ mod tests {
         )
         .unwrap();
         // Every round: the lone run, then the followers; one request before the first round.
+        // The gaps past 20 ms take fewer rounds: 40 up to 20 ms, then 16, 8 and 4.
+        let rounds: Vec<usize> = WAKE_PROBE_GAPS_US.iter().map(|&g| rounds_for(g)).collect();
+        assert_eq!(rounds, [40, 40, 40, 40, 40, 40, 40, 40, 40, 40, 16, 8, 4]);
         assert_eq!(
             requests,
-            1 + WAKE_PROBE_GAPS_US.len()
-                * WAKE_PROBE_ROUNDS
-                * (WAKE_PROBE_LONE_RUN + WAKE_PROBE_FOLLOWERS)
+            1 + rounds.iter().sum::<usize>() * (WAKE_PROBE_LONE_RUN + WAKE_PROBE_FOLLOWERS)
         );
         assert_eq!(dir.back_to_back_us.p50.round(), 20.0);
         for g in &dir.gaps {
             // The idle before a timed request is the gap asked for (the clock sleeps exactly).
             assert_eq!(g.idle_us_p50.round() as u64, g.gap_us, "{g:?}");
+            // Three timed positions a round.
+            assert_eq!(g.requests, 3 * rounds_for(g.gap_us), "{g:?}");
             // Only the timed positions count: from the 4th lone request on, the disk has seen
             // three gaps of 0.4 ms or more and answers slow; shorter gaps never do.
             let expect = if g.gap_us >= 400 { 200.0 } else { 20.0 };
@@ -720,7 +772,22 @@ mod tests {
         let waits: Vec<f64> = curve.iter().map(|p| (p.extra_ns / 1e3).round()).collect();
         assert_eq!(
             waits,
-            [0.0, 0.0, 0.0, 0.0, 180.0, 180.0, 180.0, 180.0, 180.0, 180.0]
+            [0.0, 0.0, 0.0, 0.0, 180.0, 180.0, 180.0, 180.0, 180.0, 180.0, 180.0, 180.0, 180.0]
+        );
+        // The profile's comment names the gaps with fewer samples.
+        let p = WakeProbe {
+            read: dir.clone(),
+            write: dir,
+            irq_busy: None,
+            irq_busy_unavailable: Some("test".into()),
+        };
+        assert!(
+            comment(&p).contains(
+                "# Timed requests, reads: 120 per gap, 48 at 50000 us, 24 at 100000 us, 12 at \
+                 200000 us.\n"
+            ),
+            "{}",
+            comment(&p)
         );
     }
 

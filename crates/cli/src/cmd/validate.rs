@@ -527,6 +527,13 @@ const MECHANISMS: &[Mechanism] = &[
         "write bio gap us p90",
         &["blktrace", "write_bios", "gap_us", "p90"],
     ),
+    // The same gaps with their times cut to whole µs (nvmswap_core::block::write_order): where
+    // the kernel's trace comes as tracefs text, its times are whole µs, so this row compares
+    // sim with it like with like.
+    both(
+        "write bio gap us p50, whole-us clock",
+        &["blktrace", "write_bios", "gap_on_whole_us_clock_us", "p50"],
+    ),
     // Reclaim's remote TLB flushes (docs/commands/linux.md): sim models them where its costs
     // set `remote_flush_ns` (crates/core/src/tlb.rs), with the same keys.
     Mechanism {

@@ -14,7 +14,11 @@
 //! - **elsewhere**: neither (a new cluster, a slot kept from an earlier swap-in, a gap).
 //!
 //! And the time from each task's write bio to its next one (`gap_us`): the pace of a task's
-//! page writes, whose spread decides how often two tasks writing at once take turns.
+//! page writes, whose spread decides how often two tasks writing at once take turns. Beside it
+//! the same gaps read on a clock of whole microseconds (`gap_on_whole_us_clock_us`): where the
+//! kernel refuses blktrace, the linux substrate reads the block tracepoints as tracefs text,
+//! whose times print in whole µs, so a steady 3.55 µs gap reads 3 or 4 there; sim's times are
+//! exact. That figure compares the two like with like.
 //!
 //! The linux substrate feeds it the trace's Q events of writes (`block_bio_queue`, with the
 //! submitting pid); sim feeds it every page its back-end writes through a plug, at the bio's
@@ -26,7 +30,7 @@ use serde::Serialize;
 
 use crate::metrics::LatencyRecorder;
 use crate::results::LatencySummary;
-use crate::Nanos;
+use crate::{Nanos, NS_PER_US};
 
 /// Write bios of one run, in submission order.
 #[derive(Debug, Default)]
@@ -40,6 +44,7 @@ pub struct WriteBioOrder {
     after_own: u64,
     after_another: u64,
     gaps: LatencyRecorder,
+    gaps_on_whole_us_clock: LatencyRecorder,
 }
 
 /// The summary in `extra.blktrace.write_bios` (docs/results-schema.md).
@@ -51,6 +56,8 @@ pub struct WriteBioSummary {
     pub elsewhere_share: f64,
     /// From a task's write bio to its next one, µs.
     pub gap_us: Option<LatencySummary>,
+    /// The same gaps with both times first cut to whole µs (module docs), µs.
+    pub gap_on_whole_us_clock_us: Option<LatencySummary>,
 }
 
 impl WriteBioOrder {
@@ -63,6 +70,8 @@ impl WriteBioOrder {
         if let Some(&(next, at)) = self.latest.get(&pid) {
             if t >= at {
                 self.gaps.record_ns(t - at);
+                self.gaps_on_whole_us_clock
+                    .record_ns((t / NS_PER_US - at / NS_PER_US) * NS_PER_US);
             }
             if self.next_of.get(&next) == Some(&pid) {
                 self.next_of.remove(&next);
@@ -90,7 +99,9 @@ impl WriteBioOrder {
             after_own_share: share(self.after_own),
             after_another_task_share: share(self.after_another),
             elsewhere_share: share(self.bios - self.after_own - self.after_another),
-            gap_us: (self.gaps.count() > 0).then(|| self.gaps.summary(1_000)),
+            gap_us: (self.gaps.count() > 0).then(|| self.gaps.summary(NS_PER_US)),
+            gap_on_whole_us_clock_us: (self.gaps_on_whole_us_clock.count() > 0)
+                .then(|| self.gaps_on_whole_us_clock.summary(NS_PER_US)),
         })
     }
 }
@@ -158,6 +169,31 @@ mod tests {
         assert!((s.after_own_share - 2.0 / 3.0).abs() < 1e-9, "{s:?}");
         let gap = s.gap_us.expect("one gap");
         assert!((gap.max - 8.0).abs() < 0.01, "only 4 -> 12 µs: {gap:?}");
+    }
+
+    /// Gaps of 3.55 µs at every phase against the whole-µs clock read 3 or 4 there, as a tracefs
+    /// trace prints them, and the mean stays the gap's.
+    #[test]
+    fn a_gap_on_the_whole_us_clock_reads_the_whole_microseconds_its_two_times_fall_in() {
+        let mut o = WriteBioOrder::default();
+        for i in 0..101u64 {
+            o.record(9, 200 + i, 3_550 * i);
+        }
+        let s = o.summary().expect("bios recorded");
+        let exact = s.gap_us.expect("gaps");
+        let whole = s.gap_on_whole_us_clock_us.expect("gaps");
+        assert!((exact.p50 - 3.55).abs() < 0.01, "{exact:?}");
+        // 55 of the 100 gaps span four whole-µs ticks, 45 three: their median 4, their mean
+        // 3.55 (the ticks the gaps span add up to the last time's whole µs, 355).
+        assert!((whole.p50 - 4.0).abs() < 0.01, "{whole:?}");
+        assert!((whole.mean - 3.55).abs() < 0.01, "{whole:?}");
+        assert!((whole.max - 4.0).abs() < 0.01, "{whole:?}");
+        // Times already in whole µs read the same on both.
+        let mut o = WriteBioOrder::default();
+        o.record(1, 0, 5_000);
+        o.record(1, 1, 9_000);
+        let s = o.summary().expect("bios recorded");
+        assert_eq!(s.gap_us, s.gap_on_whole_us_clock_us);
     }
 
     #[test]
