@@ -562,7 +562,7 @@ pub fn sources(p: &WakeProbe) -> String {
     ] {
         if dir.curve().is_some() {
             out.push_str(&format!(
-                "{field} = \"measured: nvmswap linux calibrate, single 4 KiB O_DIRECT {op} at random offsets of a 16 MiB file after idle gaps of {} us, in rounds of {} lone requests each the gap after the one before, then {} back to back; {} per gap, the rounds' lone requests from the {}th on (the disk's recent requests that gap apart, as a run's swap requests come); per gap the median latency less the warm median ({:.1} us, the followers from the {}th on), and the p90 less the warm p90 ({:.1} us; not below the median's), at the median idle measured (table in the comment above)\"\n",
+                "{field} = \"measured: nvmswap linux calibrate, single 4 KiB O_DIRECT {op} at random offsets of a 16 MiB file after idle gaps of {} us, in rounds of {} lone requests each the gap after the one before, then {} back to back; timed {}: the rounds' lone requests from the {}th on (the disk's recent requests that gap apart, as a run's swap requests come); per gap the median latency less the warm median ({:.1} us, the followers from the {}th on), and the p90 less the warm p90 ({:.1} us; not below the median's), at the median idle measured (table in the comment above)\"\n",
                 dir.gaps
                     .iter()
                     .map(|g| g.gap_us.to_string())
@@ -584,7 +584,7 @@ pub fn sources(p: &WakeProbe) -> String {
             ("write_wake_irq_busy", "writes", &b.write, &p.write),
         ] {
             out.push_str(&format!(
-                "{field} = \"measured: nvmswap linux calibrate, as the halted curve's probe with the disk's interrupt CPU {} kept running (a nice-19 thread spinning on it, the probe's thread pinned there), single 4 KiB O_DIRECT {op}, {} each after the same gaps; per gap the median latency less the halted pass's warm median ({:.1} us; this pass's own {:.1} us), the baseline the device's times were measured at, and the p90 less the halted pass's warm p90 ({:.1} us) (second table in the comment above)\"\n",
+                "{field} = \"measured: nvmswap linux calibrate, as the halted curve's probe with the disk's interrupt CPU {} kept running (a nice-19 thread spinning on it, the probe's thread pinned there), single 4 KiB O_DIRECT {op} after the same gaps (timed {}); per gap the median latency less the halted pass's warm median ({:.1} us; this pass's own {:.1} us), the baseline the device's times were measured at, and the p90 less the halted pass's warm p90 ({:.1} us) (second table in the comment above)\"\n",
                 b.cpu,
                 timed_requests_text(dir),
                 halted.back_to_back_us.p50,
@@ -788,6 +788,14 @@ mod tests {
             ),
             "{}",
             comment(&p)
+        );
+        let sources = sources(&p);
+        assert!(
+            sources.contains(
+                "then 24 back to back; timed 120 per gap, 48 at 50000 us, 24 at 100000 us, 12 at \
+                 200000 us: the rounds' lone requests from the 4th on"
+            ),
+            "{sources}"
         );
     }
 
