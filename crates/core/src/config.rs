@@ -213,6 +213,18 @@ pub struct CostOverrides {
     /// software cost (seed 002's breakdown) already holds seed 002's block layer.
     #[serde(default)]
     pub block_dispatch_ns: Option<f64>,
+    /// The hardware queue's hand-over of one request to the driver (`blk_mq_dispatch_rq_list` ->
+    /// the driver's `queue_rq`), which it does one request after another: a part per request
+    /// and one per page, measured by `nvmswap linux calibrate`'s batch probe (the gaps between
+    /// the D's of requests submitted together in one `io_uring_enter`, as a plug's flush hands
+    /// them over). Sim's block layer hands a flush's requests to the device that far apart,
+    /// the rest waiting in the I/O scheduler meanwhile, where a request inserted then can
+    /// merge with them (`nvmswap_core::block::layer`). Without them, none: a flush's requests
+    /// reach the device together.
+    #[serde(default)]
+    pub driver_queue_rq_ns: Option<f64>,
+    #[serde(default)]
+    pub driver_queue_rq_page_ns: Option<f64>,
     /// The whole swap-out path per page into zswap (unmap, slot, swap cache, compression of a
     /// page of the probe's content, pool allocation), measured by `nvmswap linux calibrate`
     /// (MADV_PAGEOUT probe with zswap in front of a swap file). Sim charges a pool store
@@ -466,6 +478,12 @@ impl CostOverrides {
             ("costs.swap_in_software_ns", self.swap_in_software_ns, true),
             ("costs.readahead_page_ns", self.readahead_page_ns, true),
             ("costs.block_dispatch_ns", self.block_dispatch_ns, true),
+            ("costs.driver_queue_rq_ns", self.driver_queue_rq_ns, true),
+            (
+                "costs.driver_queue_rq_page_ns",
+                self.driver_queue_rq_page_ns,
+                true,
+            ),
             ("costs.zswap_store_page_ns", self.zswap_store_page_ns, true),
             ("costs.zram_store_page_ns", self.zram_store_page_ns, true),
             (

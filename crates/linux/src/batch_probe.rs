@@ -157,6 +157,45 @@ pub struct BatchRow {
     pub batches: u64,
     pub share_completed_together: Option<f64>,
     pub d2c_us: LatencySummary,
+    /// One submission's requests: the gaps between their consecutive D's (the hardware queue
+    /// handing each to the driver after the one before, [`handover_gaps_ns`]), and how many.
+    /// None for the one-each kinds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub handover: Option<Handover>,
+}
+
+/// The gaps between the D's of one submission's requests.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct Handover {
+    pub gaps: u64,
+    pub mean_us: f64,
+}
+
+/// D's further apart than this belong to different submissions: a submission's requests go to
+/// the driver a few µs apart, the next submission comes [`GAP_US`] after the last completion.
+const SUBMISSION_SPAN_NS: u64 = 200 * NS_PER_US;
+
+/// The gaps between consecutive D's within each submission of `d_ns` (each request's D, in
+/// any order): what the hardware queue takes to hand one request to the driver
+/// (`blk_mq_dispatch_rq_list` -> `queue_rq`) once the one before is handed over.
+pub fn handover_gaps_ns(d_ns: &[u64]) -> Vec<u64> {
+    let mut d = d_ns.to_vec();
+    d.sort_unstable();
+    d.windows(2)
+        .map(|w| w[1] - w[0])
+        .filter(|&g| g <= SUBMISSION_SPAN_NS)
+        .collect()
+}
+
+/// `costs.driver_queue_rq_ns` and `_page_ns`: the hand-over of a one-page request (the 1-page
+/// reads' mean gap) and the part each page adds (from the 8-page writes' mean gap), in ns, and
+/// the gaps each came from; None unless both kinds were measured from the profile's CPU.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct QueueRqFit {
+    pub request_ns: f64,
+    pub page_ns: f64,
+    pub one_page: Handover,
+    pub eight_pages: Handover,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -166,6 +205,35 @@ pub struct BatchProbe {
 }
 
 impl BatchProbe {
+    /// The driver's hand-over per request and per page ([`QueueRqFit`]): from the rows the
+    /// profile's share pools (submitted from the disk's interrupt CPU, or unpinned), the
+    /// one-submission 1-page reads and 8-page writes. A straight line through two sizes: the
+    /// driver maps a request's pages and adds a descriptor for each (virtio-blk), on top of a
+    /// request's own work.
+    pub fn queue_rq_fit(&self) -> Option<QueueRqFit> {
+        let of = |write: bool, pages: u64| {
+            self.rows
+                .iter()
+                .find(|r| {
+                    r.kind.one_submission
+                        && r.kind.requests == BATCH_PROBE_REQUESTS
+                        && r.kind.write == write
+                        && r.kind.pages == pages
+                        && !matches!(r.issuer, Issuer::OtherCpu(_))
+                })
+                .and_then(|r| r.handover)
+        };
+        let (one_page, eight_pages) = (of(false, 1)?, of(true, 8)?);
+        let page_us = ((eight_pages.mean_us - one_page.mean_us) / 7.0).max(0.0);
+        let request_us = (one_page.mean_us - page_us).max(0.0);
+        Some(QueueRqFit {
+            request_ns: request_us * NS_PER_US as f64,
+            page_ns: page_us * NS_PER_US as f64,
+            one_page,
+            eight_pages,
+        })
+    }
+
     /// The profile's `batch_completion_share`: over the batches of the reclaim-like
     /// one-submission kinds, the share that completed together (None when the trace found
     /// none). The swap-in window's kind stays out: the profile's share has been measured
@@ -248,6 +316,19 @@ pub fn probe(dir: &Path, seed: u64, state_path: &Path) -> Result<BatchProbe, Lin
                     d2c.record_ns(c - d);
                 }
                 let found = nvmswap_core::block::batches_completed_together(&spans);
+                let handover = kind
+                    .one_submission
+                    .then(|| {
+                        let d: Vec<u64> = spans.iter().map(|s| s.1).collect();
+                        let gaps = handover_gaps_ns(&d);
+                        (!gaps.is_empty()).then(|| Handover {
+                            gaps: gaps.len() as u64,
+                            mean_us: gaps.iter().sum::<u64>() as f64
+                                / gaps.len() as f64
+                                / NS_PER_US as f64,
+                        })
+                    })
+                    .flatten();
                 rows.push(BatchRow {
                     kind,
                     issuer,
@@ -255,6 +336,7 @@ pub fn probe(dir: &Path, seed: u64, state_path: &Path) -> Result<BatchProbe, Lin
                     batches: found.map_or(0, |f| f.0),
                     share_completed_together: found.map(|f| f.1),
                     d2c_us: d2c.summary(NS_PER_US),
+                    handover,
                 });
             }
             Ok(BatchProbe {
@@ -330,7 +412,7 @@ pub fn comment(p: &BatchProbe) -> String {
          # before) and the share whose completions came together (each within 10 us), by the\n\
          # CPU that submitted them (irq: the disk's interrupt CPU; the profile's share pools\n\
          # those rows):\n\
-         #   kind                              | CPU     | requests | batches | together | D2C p50  p90 (us)\n",
+         #   kind                              | CPU     | requests | batches | together | D2C p50  p90 (us) | D to D (us)\n",
         p.rounds, GAP_US
     );
     for r in &p.rows {
@@ -344,14 +426,16 @@ pub fn comment(p: &BatchProbe) -> String {
             }
         );
         out.push_str(&format!(
-            "#   {kind:33} | {:7} | {:8} | {:7} | {:>8} | {:7.0} {:4.0}\n",
+            "#   {kind:33} | {:7} | {:8} | {:7} | {:>8} | {:7.0} {:4.0}      | {}\n",
             r.issuer.text(),
             r.traced_requests,
             r.batches,
             r.share_completed_together
                 .map_or("-".to_string(), |s| format!("{:.0} %", 100.0 * s)),
             r.d2c_us.p50,
-            r.d2c_us.p90
+            r.d2c_us.p90,
+            r.handover
+                .map_or("-".to_string(), |h| format!("{:.2}", h.mean_us)),
         ));
     }
     out
@@ -403,6 +487,27 @@ pub fn model_comment(p: &BatchProbe, profile: &nvmswap_core::device::DeviceProfi
     out
 }
 
+/// The costs file's `driver_queue_rq_ns` and `driver_queue_rq_page_ns`, with where they come
+/// from.
+pub fn queue_rq_lines(fit: &QueueRqFit) -> String {
+    format!(
+        "# The hardware queue's hand-over of one request to the driver (blk_mq_dispatch_rq_list ->\n\
+         # queue_rq), one request after another: the batch probe's block trace, the gaps between\n\
+         # consecutive D's of the requests of one io_uring_enter (as a plug's flush hands them\n\
+         # over), from the disk's interrupt CPU: 1-page reads {:.2} us over {} gaps, 8-page writes\n\
+         # {:.2} us over {} gaps (the trace's clock in whole microseconds); a part per request and\n\
+         # one per page through the two.\n\
+         driver_queue_rq_ns = {}\n\
+         driver_queue_rq_page_ns = {}\n",
+        fit.one_page.mean_us,
+        fit.one_page.gaps,
+        fit.eight_pages.mean_us,
+        fit.eight_pages.gaps,
+        fit.request_ns.round() as u64,
+        fit.page_ns.round() as u64,
+    )
+}
+
 /// The `batch_completion_share` line, or a comment saying why there is none.
 pub fn profile_field(p: &BatchProbe) -> String {
     match p.share() {
@@ -438,7 +543,70 @@ mod tests {
                 p90: 400.0,
                 ..Default::default()
             },
+            handover: None,
         }
+    }
+
+    #[test]
+    fn the_hand_over_gaps_are_those_inside_each_submission() {
+        // Two submissions of three requests (D's 1 and 2 µs apart, given out of order), the
+        // second 2 ms after the first: the gap between them is no hand-over.
+        let d = [2_003_000, 0, 1_000, 2_000_000, 3_000, 2_001_000];
+        assert_eq!(handover_gaps_ns(&d), vec![1_000, 2_000, 1_000, 2_000]);
+        assert!(handover_gaps_ns(&[5]).is_empty());
+    }
+
+    #[test]
+    fn the_queue_rq_costs_are_the_line_through_the_one_and_eight_page_gaps() {
+        let [w1, wn, r1, _, window] = BATCH_PROBE_KINDS;
+        let with = |kind, mean_us, issuer| BatchRow {
+            handover: Some(Handover {
+                gaps: 2_100,
+                mean_us,
+            }),
+            issuer,
+            ..row(kind, 300, Some(1.0))
+        };
+        let p = BatchProbe {
+            rows: vec![
+                // 0.55 µs for a 1-page read, 0.90 for an 8-page write: 50 ns a page, 500 a
+                // request.
+                with(w1, 0.90, Issuer::InterruptCpu(1)),
+                row(wn, 0, None),
+                with(r1, 0.55, Issuer::InterruptCpu(1)),
+                with(window, 0.70, Issuer::InterruptCpu(1)),
+                // Another CPU's rows are reported, not fitted.
+                with(w1, 3.0, Issuer::OtherCpu(0)),
+                with(r1, 3.0, Issuer::OtherCpu(0)),
+            ],
+            rounds: 300,
+        };
+        let fit = p.queue_rq_fit().unwrap();
+        assert!((fit.page_ns - 50.0).abs() < 1e-6, "{fit:?}");
+        assert!((fit.request_ns - 500.0).abs() < 1e-6, "{fit:?}");
+        let lines = queue_rq_lines(&fit);
+        assert!(lines.contains("\ndriver_queue_rq_ns = 500\n"), "{lines}");
+        assert!(
+            lines.contains("\ndriver_queue_rq_page_ns = 50\n"),
+            "{lines}"
+        );
+        assert!(
+            lines.contains("1-page reads 0.55 us over 2100 gaps"),
+            "{lines}"
+        );
+        // The table shows each one-submission row's mean gap.
+        assert!(comment(&p).contains("| 0.90\n"), "{}", comment(&p));
+        // Without either kind's gaps, no fit; an 8-page gap below the 1-page one is no page cost.
+        let mut missing = p.clone();
+        missing.rows[2].handover = None;
+        assert!(missing.queue_rq_fit().is_none());
+        let mut flat = p.clone();
+        flat.rows[0].handover = Some(Handover {
+            gaps: 2_100,
+            mean_us: 0.40,
+        });
+        let fit = flat.queue_rq_fit().unwrap();
+        assert_eq!((fit.request_ns, fit.page_ns), (550.0, 0.0));
     }
 
     #[test]

@@ -24,7 +24,9 @@
 //! - **Wake-up and batches**: how long the disk takes to wake after idle gaps
 //!   ([`crate::wake_probe`], `read_wake` / `write_wake`, and with the disk's interrupt CPU kept
 //!   running `read_wake_irq_busy` / `write_wake_irq_busy`), and whether it reports a batch of
-//!   requests submitted together at once ([`crate::batch_probe`], `batch_completion_share`).
+//!   requests submitted together at once ([`crate::batch_probe`], `batch_completion_share`);
+//!   the same batches' D's, a driver's hand-over apart, give the costs file's
+//!   `driver_queue_rq_ns` / `driver_queue_rq_page_ns`.
 //! - **Queue depth**: the hardware queues' tags (`/sys/block/<disk>/mq/*/nr_tags`, summed), what
 //!   the device takes; the scheduler's `nr_requests` is a software limit sim derives itself.
 //! - **Fault path**: the demand-zero (minor) fault, timed per page on fresh anonymous memory as
@@ -2703,6 +2705,13 @@ pub fn costs_toml(cal: &Calibration) -> String {
             ));
         }
     }
+    if let Some(fit) = cal
+        .batch_probe
+        .as_ref()
+        .and_then(crate::batch_probe::BatchProbe::queue_rq_fit)
+    {
+        out.push_str(&crate::batch_probe::queue_rq_lines(&fit));
+    }
     if let Some(r) = &cal.readahead_plug {
         out.push_str(&crate::readahead_probe::comment(r));
         match r.fit.filter(|f| f.page_us >= 0.0) {
@@ -3193,6 +3202,10 @@ struct CostsFile {
     #[serde(default)]
     block_dispatch_ns: Option<f64>,
     #[serde(default)]
+    driver_queue_rq_ns: Option<f64>,
+    #[serde(default)]
+    driver_queue_rq_page_ns: Option<f64>,
+    #[serde(default)]
     zswap_store_page_ns: Option<f64>,
     #[serde(default)]
     zram_store_page_ns: Option<f64>,
@@ -3329,6 +3342,8 @@ pub fn load_costs(
         swap_in_software_ns: file.swap_in_software_ns,
         readahead_page_ns: file.readahead_page_ns,
         block_dispatch_ns: file.block_dispatch_ns,
+        driver_queue_rq_ns: file.driver_queue_rq_ns,
+        driver_queue_rq_page_ns: file.driver_queue_rq_page_ns,
         compress_mean_ns: c.map(|c| c.compress_mean_ns),
         compress_p99_ns: c.map(|c| c.compress_p99_ns),
         decompress_mean_ns: c.map(|c| c.decompress_mean_ns),
@@ -4071,6 +4086,41 @@ mod tests {
         assert_eq!(loaded.swap_write_page_ns, Some(9_000.0));
         assert_eq!(loaded.swap_write_plugged_page_ns, None);
         assert!(!text.contains("swap_write_plugged_page_ns"), "{text}");
+
+        // The batch probe's hand-over gaps: the driver's queue_rq costs, written and loaded.
+        let mut batched = traced.clone();
+        let kind = |write, pages| crate::batch_probe::BatchKind {
+            write,
+            requests: crate::batch_probe::BATCH_PROBE_REQUESTS,
+            pages,
+            one_submission: true,
+        };
+        let gaps = |kind, mean_us| crate::batch_probe::BatchRow {
+            kind,
+            issuer: crate::batch_probe::Issuer::InterruptCpu(1),
+            traced_requests: 2_400,
+            batches: 300,
+            share_completed_together: Some(1.0),
+            d2c_us: LatencySummary::default(),
+            handover: Some(crate::batch_probe::Handover {
+                gaps: 2_100,
+                mean_us,
+            }),
+        };
+        batched.batch_probe = Some(crate::batch_probe::BatchProbe {
+            rows: vec![gaps(kind(true, 8), 0.79), gaps(kind(false, 1), 0.55)],
+            rounds: 300,
+        });
+        let text = costs_toml(&batched);
+        assert!(text.contains("\ndriver_queue_rq_ns = 516\n"), "{text}");
+        assert!(text.contains("\ndriver_queue_rq_page_ns = 34\n"), "{text}");
+        std::fs::write(&path, &text).unwrap();
+        let loaded = load_costs(&path, "lzo");
+        std::fs::remove_file(&path).unwrap();
+        let loaded = loaded.unwrap();
+        assert_eq!(loaded.driver_queue_rq_ns, Some(516.0));
+        assert_eq!(loaded.driver_queue_rq_page_ns, Some(34.0));
+        assert_eq!(lzo.driver_queue_rq_ns, None);
 
         // With them: 32-page requests whose first bio came 112 us before the plug's flush,
         // 3.5 us a page of the probe's 9.0.

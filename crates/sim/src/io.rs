@@ -120,11 +120,17 @@ impl Io {
             profile.max_request_bytes(),
         )
         .map_err(|e| config_error(&e))?;
+        // The driver's hand-over of each request, one after another (calibrated; none without).
+        let ns = |v: Option<f64>| v.map_or(0, |v| v.max(0.0).round() as u64);
         let layer = BlockLayer::new(
             scheduler,
             device,
             Completer::new(mode, CompletionCosts::ASSUMED),
-        );
+        )
+        .with_driver_queue_rq(nvmswap_core::block::layer::DriverQueueRq {
+            request_ns: ns(cfg.costs.driver_queue_rq_ns),
+            page_ns: ns(cfg.costs.driver_queue_rq_page_ns),
+        });
         // blk-wbt: the kernel's target unless the configuration sets one; bfq turns the default
         // off (`ELEVATOR_FLAG_DISABLE_WBT`). Its depth is the queue's `nr_requests`
         // (`blk_queue_depth`; the kernel's wbt_step trace on this machine's vda: the ceiling is
@@ -542,6 +548,52 @@ mod tests {
         done.sort_unstable();
         assert_eq!(done.len(), 17);
         assert_eq!(waits[16], done[9], "{waits:?} {done:?}");
+    }
+
+    #[test]
+    fn the_calibrated_queue_rq_hands_a_flushs_requests_over_one_after_another() {
+        // Four one-page writes far apart, submitted together: without the driver's costs they
+        // reach the device at once; with them (500 ns a request, 100 a page) 600 ns apart, the
+        // waiting ones in the scheduler (I2D).
+        let d_of = |set: &[&str]| {
+            let (mut io, mut obs) = layer(set);
+            let log = crate::blkreq::BlockRequestLog::new();
+            obs.others.push(log.observer());
+            for i in 0..4 {
+                io.write(i * 4096, 1, 0, 0, BY, &mut obs);
+            }
+            io.advance(u64::MAX / 4, &mut obs);
+            let mut rows: Vec<(u64, u64)> = log
+                .take()
+                .iter()
+                .map(|r| {
+                    (
+                        r.d_ns,
+                        r.d_ns - r.i_ns.expect("sim knows every request's I"),
+                    )
+                })
+                .collect();
+            rows.sort_unstable();
+            rows
+        };
+        let at_once = d_of(&[]);
+        assert!(at_once
+            .iter()
+            .all(|&(d, i2d)| d == at_once[0].0 && i2d == 0));
+        let apart = d_of(&[
+            "costs.driver_queue_rq_ns=500",
+            "costs.driver_queue_rq_page_ns=100",
+        ]);
+        let first = apart[0].0;
+        assert_eq!(
+            apart,
+            vec![
+                (first, 0),
+                (first + 600, 600),
+                (first + 1_200, 1_200),
+                (first + 1_800, 1_800)
+            ]
+        );
     }
 
     #[test]

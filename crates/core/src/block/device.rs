@@ -229,6 +229,18 @@ impl Device {
     /// request of the same batch that completes together can move it later; `pop_completed`
     /// gives the final time).
     pub fn submit(&mut self, req: Request, now: Nanos) -> Nanos {
+        self.hand_over(req, now, false)
+    }
+
+    /// [`Device::submit`] for a request the driver got right after the one before, in the same
+    /// run of the hardware queue (`crate::block::layer::DriverQueueRq`): the host is notified
+    /// once for the run, so the request joins the batch of the one before even though it
+    /// arrives later.
+    pub fn submit_in_run(&mut self, req: Request, now: Nanos) -> Nanos {
+        self.hand_over(req, now, true)
+    }
+
+    fn hand_over(&mut self, req: Request, now: Nanos, in_run: bool) -> Nanos {
         assert!(
             self.fits(&req),
             "driver dispatched beyond the queue depth or the ring"
@@ -261,7 +273,7 @@ impl Device {
                 self.awake_at = now + wait.round() as Nanos;
             }
         }
-        self.begin_batch(now);
+        self.begin_batch(now, in_run);
         // A batch handled together shares its draw; otherwise each request draws its own.
         let draw = if self.shared_draw {
             self.batch.draw
@@ -299,14 +311,14 @@ impl Device {
         reported
     }
 
-    /// A request handed over at `now` opens a new batch unless one began at that instant: a
-    /// device that signals batches draws whether this one completes together, and the service
-    /// draw its requests share.
-    fn begin_batch(&mut self, now: Nanos) {
+    /// A request handed over at `now` opens a new batch unless one began at that instant or it
+    /// continues the run of the request before (`in_run`): a device that signals batches draws
+    /// whether this one completes together, and the service draw its requests share.
+    fn begin_batch(&mut self, now: Nanos, in_run: bool) {
         let Some(share) = self.batch_completion_share else {
             return;
         };
-        if self.batch.at == Some(now) {
+        if self.batch.at == Some(now) || (in_run && self.batch.at.is_some()) {
             return;
         }
         let together = self.rng.random::<f64>() < share;

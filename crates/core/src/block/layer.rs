@@ -33,6 +33,19 @@
 //! flushed and counts that in its Q2D, as it does the plug's time. Also not modelled: multiple
 //! hardware queues (one hardware queue shared by all CPUs); merges across software queues of
 //! different CPUs.
+//!
+//! # Handing requests to the driver one after another ([`DriverQueueRq`])
+//! The hardware queue hands its requests to the driver one at a time (`blk_mq_dispatch_rq_list`
+//! calls the driver's `queue_rq` for each; virtio-blk maps the request's pages and adds its
+//! descriptors to the virtqueue), so of a plug's flush of N requests, inserted into the I/O
+//! scheduler together, the last reaches the device N hand-overs after the first, and the ones
+//! not yet handed over stay in the scheduler, where a request another task inserts meanwhile
+//! can merge with them. With a [`DriverQueueRq`] cost the layer keeps one dispatcher: a request
+//! goes to the device no earlier than the previous one's D plus its own hand-over; the first
+//! after a pause goes at once (its hand-over is in `costs.block_dispatch_ns`, the lone
+//! request's Q2D). The kernel can run the queue from two CPUs at once, whose hand-overs then
+//! overlap but for the virtqueue's lock; one dispatcher is the simpler bound. Without the cost
+//! (the default) requests go to the device the moment the scheduler gives them out.
 
 use super::completion::Completer;
 use super::device::Device;
@@ -72,6 +85,22 @@ impl Completed {
     }
 }
 
+/// The driver's `queue_rq` per request handed to it: a part per request and a part per page
+/// (the pages' scatter-gather mapping and descriptors), measured by `nvmswap linux calibrate`'s
+/// batch probe (the D-to-D gaps inside a batch of requests submitted together).
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct DriverQueueRq {
+    pub request_ns: Nanos,
+    pub page_ns: Nanos,
+}
+
+impl DriverQueueRq {
+    /// One request of `bytes` handed over.
+    pub fn of(&self, bytes: u64) -> Nanos {
+        self.request_ns + self.page_ns * bytes.div_ceil(crate::PAGE_SIZE)
+    }
+}
+
 #[derive(Debug, Clone, Copy)]
 struct Tracked {
     op: Op,
@@ -102,6 +131,13 @@ pub struct BlockLayer {
     /// Latest time the hardware queue was run; timers due by then are handled.
     queue_run_at: Nanos,
     clock: Nanos,
+    /// The dispatcher's hand-over of each request to the driver (module docs); zero: none.
+    queue_rq: DriverQueueRq,
+    /// The request the dispatcher is handing over, its D, and whether it continues the run of
+    /// the request before it (it waited for that one's hand-over).
+    handing_over: Option<(Request, Nanos, bool)>,
+    /// D of the request handed over last.
+    last_dispatch_at: Option<Nanos>,
 }
 
 impl BlockLayer {
@@ -117,7 +153,16 @@ impl BlockLayer {
             dispatched_at: BTreeMap::new(),
             queue_run_at: 0,
             clock: 0,
+            queue_rq: DriverQueueRq::default(),
+            handing_over: None,
+            last_dispatch_at: None,
         }
+    }
+
+    /// Hands requests to the driver one after another at `queue_rq` each (module docs).
+    pub fn with_driver_queue_rq(mut self, queue_rq: DriverQueueRq) -> Self {
+        self.queue_rq = queue_rq;
+        self
     }
 
     pub fn scheduler_name(&self) -> &'static str {
@@ -198,16 +243,18 @@ impl BlockLayer {
     /// timer), or None when nothing will happen without a new submission.
     pub fn next_event_time(&self) -> Option<Nanos> {
         let timer = self.pending_timer();
-        match (self.device.next_completion(), timer) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
-        }
+        let handover = self.handing_over.as_ref().map(|&(_, at, _)| at);
+        [self.device.next_completion(), timer, handover]
+            .into_iter()
+            .flatten()
+            .min()
     }
 
     fn pending_timer(&self) -> Option<Nanos> {
         if self.scheduler.pending() == 0
             || !self.device.can_accept()
             || !self.dispatch_list.is_empty()
+            || self.handing_over.is_some()
         {
             return None;
         }
@@ -282,7 +329,17 @@ impl BlockLayer {
                 self.tags_held[tag_index(op)] -= merged;
             }
         }
-        while self.device.can_accept() {
+        loop {
+            if let Some((req, at, in_run)) = self.handing_over.take() {
+                if at > now {
+                    self.handing_over = Some((req, at, in_run));
+                    break;
+                }
+                self.hand_to_device(req, at, in_run);
+            }
+            if !self.device.can_accept() {
+                break;
+            }
             let Some(req) = self
                 .dispatch_list
                 .pop_front()
@@ -296,22 +353,43 @@ impl BlockLayer {
                 self.dispatch_list.push_front(req);
                 break;
             }
-            for id in req.all_ids() {
-                let tr = self
-                    .tracked
-                    .get_mut(&id)
-                    .expect("dispatched id was submitted");
-                debug_assert!(tr.d.is_none(), "request {id} dispatched twice");
-                tr.d = Some(now);
-            }
-            self.dispatched_at.insert(req.id, now);
-            self.device.submit(req, now);
+            // Out of the scheduler now (no merging into it), at the device after its hand-over;
+            // one that waited for the hand-over before it continues that one's run.
+            let ready = self
+                .last_dispatch_at
+                .map(|d| d + self.queue_rq.of(req.bytes));
+            let in_run = self.queue_rq.request_ns + self.queue_rq.page_ns > 0
+                && ready.is_some_and(|r| r >= now);
+            self.handing_over = Some((req, ready.map_or(now, |r| r.max(now)), in_run));
         }
         debug_assert_eq!(
             self.tags_held(),
-            self.scheduler.pending() + self.dispatch_list.len() + self.device.in_flight(),
-            "every request holding a tag is in the scheduler, the dispatch list or the device"
+            self.scheduler.pending()
+                + self.dispatch_list.len()
+                + self.device.in_flight()
+                + usize::from(self.handing_over.is_some()),
+            "every request holding a tag is in the scheduler, the dispatch list, the hand-over \
+             or the device"
         );
+    }
+
+    /// `req`'s D at `at`: into the device (`in_run`: right after the request before, in one run).
+    fn hand_to_device(&mut self, req: Request, at: Nanos, in_run: bool) {
+        for id in req.all_ids() {
+            let tr = self
+                .tracked
+                .get_mut(&id)
+                .expect("dispatched id was submitted");
+            debug_assert!(tr.d.is_none(), "request {id} dispatched twice");
+            tr.d = Some(at);
+        }
+        self.dispatched_at.insert(req.id, at);
+        self.last_dispatch_at = Some(at);
+        if in_run {
+            self.device.submit_in_run(req, at);
+        } else {
+            self.device.submit(req, at);
+        }
     }
 }
 
@@ -368,6 +446,110 @@ mod tests {
             assert_eq!(c.q2c(), c.q2d() + c.d2c());
             assert!(c.ready_at > c.c, "interrupt wake-up after C");
         }
+    }
+
+    /// A layer whose driver takes `queue_rq` per request handed over, on a device with room
+    /// for all (`share`: its `batch_completion_share`).
+    fn handing_over(sched: &str, queue_rq: DriverQueueRq, share: Option<f64>) -> BlockLayer {
+        let mut profile = test_profile(10_000.0, 30_000.0, 8, 64);
+        profile.batch_completion_share = share;
+        let dev = Device::new(&profile, ChaCha8Rng::seed_from_u64(3)).unwrap();
+        BlockLayer::new(
+            by_name(sched).unwrap(),
+            dev,
+            Completer::new(CompletionMode::Interrupt, CompletionCosts::ASSUMED),
+        )
+        .with_driver_queue_rq(queue_rq)
+    }
+
+    const HAND_OVER: DriverQueueRq = DriverQueueRq {
+        request_ns: 500,
+        page_ns: 100,
+    };
+
+    #[test]
+    fn a_flushs_requests_reach_the_device_one_hand_over_apart() {
+        for sched in SCHEDULERS {
+            let mut l = handing_over(sched, HAND_OVER, None);
+            // A flush of four one-page requests at 0, none adjacent.
+            for i in 0..4 {
+                l.submit(req(i, Op::Write, 64 * i), 0);
+            }
+            let mut d: Vec<Nanos> = drain(&mut l).iter().map(|c| c.d).collect();
+            d.sort_unstable();
+            // The first goes at once (its hand-over is in the Q2D the layer is entered after),
+            // each next one a request's hand-over (500 + 100 for its page) later.
+            assert_eq!(d, vec![0, 600, 1_200, 1_800], "{sched}");
+            // Without the cost, all four go at once.
+            let mut l = handing_over(sched, DriverQueueRq::default(), None);
+            for i in 0..4 {
+                l.submit(req(i, Op::Write, 64 * i), 0);
+            }
+            assert!(drain(&mut l).iter().all(|c| c.d == 0), "{sched}");
+            // A request arriving after the dispatcher went idle goes at once.
+            let mut l = handing_over(sched, HAND_OVER, None);
+            l.submit(req(1, Op::Write, 0), 0);
+            l.advance_to(5_000);
+            l.submit(req(2, Op::Write, 64), 5_000);
+            let done = drain(&mut l);
+            assert_eq!(done.iter().find(|c| c.id == 2).unwrap().d, 5_000, "{sched}");
+        }
+    }
+
+    #[test]
+    fn a_request_inserted_while_a_flush_waits_for_the_driver_merges_into_it() {
+        // Task A flushes one-page writes at sectors 0, 16, 32, 48; task B took the slot at 40
+        // and inserts it 500 ns later, while A's requests are still being handed over.
+        let run = |queue_rq| {
+            let mut l = handing_over("mq-deadline", queue_rq, None);
+            for (id, sector) in [(1, 0), (2, 16), (3, 32), (4, 48)] {
+                l.submit(req(id, Op::Write, sector), 0);
+            }
+            l.advance_to(500);
+            l.submit(req(5, Op::Write, 40), 500);
+            drain(&mut l)
+        };
+        let done = run(HAND_OVER);
+        assert_eq!(done.len(), 5);
+        let of = |id| done.iter().find(|c| c.id == id).unwrap().clone();
+        // 1 went at once and 2 was being handed over; 3 still waited in the scheduler, so 5
+        // (40..48) joined it (32..40): one request, one D. 48 stays apart (no front merge).
+        assert_eq!(of(5).d, of(3).d);
+        let mut ds: Vec<Nanos> = done.iter().map(|c| c.d).collect();
+        ds.dedup();
+        assert_eq!(ds.len(), 4, "{done:?}");
+        // With the flush handed over at once, 5 finds nothing queued to join.
+        let done = run(DriverQueueRq::default());
+        let mut ds: Vec<Nanos> = done.iter().map(|c| c.d).collect();
+        ds.sort_unstable();
+        ds.dedup();
+        assert_eq!(ds, vec![0, 500]);
+        assert_ne!(
+            done.iter().find(|c| c.id == 5).unwrap().d,
+            done.iter().find(|c| c.id == 3).unwrap().d
+        );
+    }
+
+    #[test]
+    fn a_run_of_hand_overs_is_one_batch_for_a_device_that_completes_batches_together() {
+        // The host is notified once for a run of the hardware queue, so a flush handed over a
+        // request at a time still completes together where the device completes every batch
+        // together; requests handed over apart, after the dispatcher went idle, do not join it.
+        let mut l = handing_over("none", HAND_OVER, Some(1.0));
+        for i in 0..4 {
+            l.submit(req(i, Op::Write, 64 * i), 0);
+        }
+        let done = drain(&mut l);
+        assert!(done.windows(2).all(|w| w[0].c == w[1].c), "{done:?}");
+        assert!(done.windows(2).all(|w| w[0].d != w[1].d));
+        let mut l = handing_over("none", HAND_OVER, Some(1.0));
+        l.submit(req(1, Op::Write, 0), 0);
+        // 2 µs on, while 1 is in the device and the dispatcher has been idle since 600 ns.
+        let mut done = l.advance_to(2_000);
+        l.submit(req(2, Op::Write, 64), 2_000);
+        done.extend(drain(&mut l));
+        assert_eq!(done.len(), 2);
+        assert_ne!(done[0].c, done[1].c, "{done:?}");
     }
 
     #[test]

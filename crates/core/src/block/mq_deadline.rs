@@ -7,6 +7,11 @@
 //! (5 s), `writes_starved = 2`, `fifo_batch = 16`. Left out: I/O priority classes (all requests
 //! are best-effort), front merges (the kernel's `front_merges = 1`; swap I/O grows upwards, so
 //! back-merges are the ones that occur), zoned-device write locking, `prio_aging_expire`.
+//!
+//! Merges at insert are `elv_attempt_insert_merge`'s (block/elevator.c): the inserted request
+//! joins a queued one that ends where it starts, and the grown request then does the same, as
+//! long as one ends where it starts. Bios do not merge into queued requests here: a plug's bios
+//! merge in the plug (`crate::reclaim::Plug`), and a flushed request meets the queue at insert.
 
 use super::{IoScheduler, Op, Request};
 use crate::{Nanos, NS_PER_MS};
@@ -26,6 +31,43 @@ struct Direction {
 }
 
 impl Direction {
+    /// The key of the queued request that ends at `sector`, if any.
+    fn back_merge_target(&self, sector: u64) -> Option<(u64, u64)> {
+        self.sorted
+            .range(..(sector, 0))
+            .next_back()
+            .filter(|(_, r)| r.end_sector() == sector)
+            .map(|(k, _)| *k)
+    }
+
+    /// Back-merges `req` into the queued request `into`. A request that was queued itself gives
+    /// the grown one its deadline when that is earlier (`dd_merged_requests`): its FIFO entry
+    /// now stands for the grown request.
+    fn merge_into(
+        &mut self,
+        into: (u64, u64),
+        req: Request,
+        max_bytes: u64,
+    ) -> Result<(), Request> {
+        let id = req.id;
+        self.sorted
+            .get_mut(&into)
+            .expect("a merge target is queued")
+            .try_back_merge(req, max_bytes)?;
+        let (target_at, merged_at) = (
+            self.fifo.iter().position(|e| (e.1, e.2) == into),
+            self.fifo.iter().position(|e| e.2 == id),
+        );
+        if let (Some(t), Some(m)) = (target_at, merged_at) {
+            if m < t {
+                self.fifo[m].1 = into.0;
+                self.fifo[m].2 = into.1;
+                self.fifo[t].2 = u64::MAX;
+            }
+        }
+        Ok(())
+    }
+
     fn fifo_head(&mut self) -> Option<(Nanos, u64, u64)> {
         while let Some(&(d, s, id)) = self.fifo.front() {
             if self.sorted.contains_key(&(s, id)) {
@@ -128,15 +170,29 @@ impl IoScheduler for MqDeadline {
         let max_request_bytes = self.max_request_bytes;
         let dir = &mut self.dirs[ix(req.op)];
         // Back-merge: the queued request ending where this one starts.
-        if let Some((_, prev)) = dir.sorted.range_mut(..(req.sector, 0)).next_back() {
-            if prev.end_sector() == req.sector {
-                match prev.try_back_merge(req, max_request_bytes) {
-                    Ok(()) => return,
-                    Err(r) => return self.insert_unmerged(r, now),
+        let Some(mut into) = dir.back_merge_target(req.sector) else {
+            return self.insert_unmerged(req, now);
+        };
+        match dir.merge_into(into, req, max_request_bytes) {
+            Ok(()) => {}
+            Err(r) => return self.insert_unmerged(r, now),
+        }
+        // `elv_attempt_insert_merge` goes on with the grown request as the one to place: it
+        // joins a queued request ending where it starts, and so on (two tasks' requests that
+        // took swap slots in turn close up this way, back to front).
+        while let Some(before) = dir.back_merge_target(into.0) {
+            let grown = dir
+                .sorted
+                .remove(&into)
+                .expect("the grown request is queued");
+            match dir.merge_into(before, grown, max_request_bytes) {
+                Ok(()) => into = before,
+                Err(grown) => {
+                    dir.sorted.insert(into, grown);
+                    break;
                 }
             }
         }
-        self.insert_unmerged(req, now);
     }
 
     fn dispatch(&mut self, now: Nanos) -> Option<Request> {
@@ -221,6 +277,45 @@ mod tests {
         // First pick: no batch position yet, so the FIFO head (1 @ 800); then sector order from
         // 808 finds nothing above, so a new pick: starved logic keeps reads, FIFO head is 2.
         assert_eq!(drain(&mut s, 0), vec![1, 2, 4]);
+    }
+
+    #[test]
+    fn two_tasks_requests_that_took_slots_in_turn_close_up_as_the_second_task_inserts() {
+        // Task A's flush: the slots at sectors 0, 16, 32 (one page each); task B took 8, 24.
+        let mut s = MqDeadline::default();
+        for (id, sector) in [(1, 0), (2, 16), (3, 32)] {
+            s.insert(req(id, Op::Write, sector), 0);
+        }
+        // 8 joins the request ending at 8 (0..8); nothing ends at 0, so the chain stops there.
+        s.insert(req(4, Op::Write, 8), 5);
+        assert_eq!(s.pending(), 3);
+        // 24 joins 16..24, which now starts where 0..16 ends: the grown request joins it too
+        // (`elv_attempt_insert_merge`'s loop), and 32..40 stays apart (no front merge at
+        // insert).
+        s.insert(req(5, Op::Write, 24), 5);
+        assert_eq!(s.pending(), 2);
+        let first = s.dispatch(10).unwrap();
+        assert_eq!((first.id, first.sector, first.bytes), (1, 0, 4 * 4096));
+        assert_eq!(first.all_ids().collect::<Vec<_>>(), vec![1, 4, 2, 5]);
+        assert_eq!(s.dispatch(10).unwrap().id, 3);
+    }
+
+    #[test]
+    fn a_merged_request_keeps_the_earlier_deadline_of_the_two() {
+        // 2 (at 16) is queued first; 1 (at 0) later with a later deadline; 3 (at 8) joins 1,
+        // and the grown 1 joins... nothing ends at 0. Then 4 (at 24) joins 2, and 1 (0..16)
+        // takes the grown 2 (16..32): the result goes by 2's deadline, the earlier.
+        let mut s = MqDeadline::with_params(READ_EXPIRE_NS, 1_000, WRITES_STARVED, FIFO_BATCH);
+        s.insert(req(2, Op::Write, 16), 0);
+        s.insert(req(9, Op::Write, 4096), 400);
+        s.insert(req(1, Op::Write, 0), 500);
+        s.insert(req(3, Op::Write, 8), 500);
+        s.insert(req(4, Op::Write, 24), 500);
+        assert_eq!(s.pending(), 2);
+        // At 1,200 the request that holds 2 has expired (deadline 1,000), 9's (1,400) not yet:
+        // the expired FIFO head goes first.
+        let r = s.dispatch(1_200).unwrap();
+        assert_eq!((r.id, r.bytes), (1, 4 * 4096));
     }
 
     #[test]
