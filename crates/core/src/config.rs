@@ -223,6 +223,7 @@ pub struct CostOverrides {
     /// reach the device together.
     #[serde(default)]
     pub driver_queue_rq_ns: Option<f64>,
+    /// The hand-over's part per page of the request (`driver_queue_rq_ns` above).
     #[serde(default)]
     pub driver_queue_rq_page_ns: Option<f64>,
     /// The whole swap-out path per page into zswap (unmap, slot, swap cache, compression of a
