@@ -15,7 +15,6 @@ use std::io::Write;
 use std::path::Path;
 use std::sync::{Arc, Mutex};
 
-use nvmswap_core::config::{Backend, SystemConfig};
 use nvmswap_sim::observe::{Event, FaultKind, Observer, ReclaimKind};
 
 /// Tracks (Chrome trace "threads") of a run.
@@ -261,7 +260,6 @@ const MIB: f64 = 1048576.0;
 pub struct SimTracer {
     trace: Arc<Mutex<Trace>>,
     pid: u32,
-    swap_bytes: u64,
     faults_since_sample: u64,
     /// Reclaim of consecutive pages on one track shown as one slice: (track, start, end, pages).
     reclaim: Option<(u32, u64, u64, u64)>,
@@ -293,27 +291,14 @@ impl SimTracer {
 }
 
 impl SimTracer {
-    /// A tracer for the run of `cfg` at `scale`, as process `pid` named `name`.
-    pub fn new(
-        trace: Arc<Mutex<Trace>>,
-        pid: u32,
-        name: &str,
-        cfg: &SystemConfig,
-        scale: f64,
-    ) -> Self {
-        let c = cfg.scaled(scale);
-        let swap_bytes = match c.backend {
-            Backend::None => 0,
-            Backend::Zram => c.zram_disksize_bytes,
-            _ => c.swap_bytes,
-        };
+    /// A tracer for a sim run, as process `pid` named `name`.
+    pub fn new(trace: Arc<Mutex<Trace>>, pid: u32, name: &str) -> Self {
         if let Ok(mut t) = trace.lock() {
             t.process(pid, name);
         }
         SimTracer {
             trace,
             pid,
-            swap_bytes,
             faults_since_sample: 0,
             reclaim: None,
             charges: 0,
@@ -475,7 +460,7 @@ impl Observer for SimTracer {
                 resident_bytes,
                 pool_bytes,
                 free_bytes,
-                swap_free_bytes,
+                swap_used_bytes,
             } => {
                 self.flush_reclaim(&mut tr);
                 tr.counter(pid, t, "free memory (MiB)", free_bytes as f64 / MIB);
@@ -486,12 +471,7 @@ impl Observer for SimTracer {
                     resident_bytes as f64 / MIB,
                 );
                 tr.counter(pid, t, "compressed pool (MiB)", pool_bytes as f64 / MIB);
-                tr.counter(
-                    pid,
-                    t,
-                    "swap used (MiB)",
-                    self.swap_bytes.saturating_sub(swap_free_bytes) as f64 / MIB,
-                );
+                tr.counter(pid, t, "swap used (MiB)", swap_used_bytes as f64 / MIB);
                 tr.counter(pid, t, "tabs open", tabs_open as f64);
                 tr.counter(
                     pid,

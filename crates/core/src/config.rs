@@ -226,6 +226,16 @@ pub struct CostOverrides {
     /// The hand-over's part per page of the request (`driver_queue_rq_ns` above).
     #[serde(default)]
     pub driver_queue_rq_page_ns: Option<f64>,
+    /// Memory, not time: what a tab's process holds in its memory cgroup beyond its own pages
+    /// (page tables, kernel stack and structures, its fault buffer), a fixed part per tab and
+    /// one per page of the tab, measured by `nvmswap linux calibrate`'s tab memory probe. Sim
+    /// charges it to a memory cgroup (`memcg_limit`) for each open tab, which leaves the tabs
+    /// that much less room. Without them, none: only the tabs' pages are charged.
+    #[serde(default)]
+    pub tab_charged_fixed_bytes: Option<f64>,
+    /// The part per page of the tab, bytes (`tab_charged_fixed_bytes` above).
+    #[serde(default)]
+    pub tab_charged_bytes_per_page: Option<f64>,
     /// The whole swap-out path per page into zswap (unmap, slot, swap cache, compression of a
     /// page of the probe's content, pool allocation), measured by `nvmswap linux calibrate`
     /// (MADV_PAGEOUT probe with zswap in front of a swap file). Sim charges a pool store
@@ -483,6 +493,16 @@ impl CostOverrides {
             (
                 "costs.driver_queue_rq_page_ns",
                 self.driver_queue_rq_page_ns,
+                true,
+            ),
+            (
+                "costs.tab_charged_fixed_bytes",
+                self.tab_charged_fixed_bytes,
+                true,
+            ),
+            (
+                "costs.tab_charged_bytes_per_page",
+                self.tab_charged_bytes_per_page,
                 true,
             ),
             ("costs.zswap_store_page_ns", self.zswap_store_page_ns, true),

@@ -112,6 +112,45 @@ pub trait DiscardTarget {
     fn discard(&mut self, tab: TabId) -> Result<(), Self::Error>;
 }
 
+/// What the rule read when it first fired in a run: the figures behind the run's headline tab
+/// count (`extra.first_discard`, in MiB). Which term ran out (free memory, or the swap space
+/// that the weight lets count) tells why the discard came when it did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DiscardMoment {
+    /// Tabs open as the rule fired, its victim among them.
+    pub tabs_open: usize,
+    pub snapshot: MemorySnapshot,
+    pub available: u64,
+    pub margin: u64,
+}
+
+impl DiscardMoment {
+    /// The moment `rule` read `snapshot` with `tabs_open` tabs open.
+    pub fn of(rule: &DiscardRule, tabs_open: usize, snapshot: MemorySnapshot) -> Self {
+        DiscardMoment {
+            tabs_open,
+            snapshot,
+            available: rule.available(&snapshot),
+            margin: rule.margin(&snapshot),
+        }
+    }
+
+    pub fn to_json(&self) -> serde_json::Value {
+        let mib = |b: u64| b as f64 / crate::MIB as f64;
+        let m = &self.snapshot;
+        serde_json::json!({
+            "tabs_open": self.tabs_open,
+            "free_mib": mib(m.free),
+            "reserved_mib": mib(m.reserved),
+            "clean_file_mib": mib(m.clean_file),
+            "anon_mib": mib(m.anon),
+            "swap_free_mib": mib(m.swap_free),
+            "available_mib": mib(self.available),
+            "margin_mib": mib(self.margin),
+        })
+    }
+}
+
 impl DiscardRule {
     /// Chrome's discard loop, the same on every substrate: while the rule fires on a fresh
     /// snapshot and a tab is open, discard the least recently used one. Returns the victims in
@@ -121,11 +160,24 @@ impl DiscardRule {
         tabs: &mut TabRecency,
         target: &mut T,
     ) -> Result<Vec<TabId>, T::Error> {
+        self.discard_while_noting(tabs, target, &mut None)
+    }
+
+    /// [`DiscardRule::discard_while`], keeping in `first` what the rule read when it fired, if
+    /// `first` holds nothing yet (a run passes the same one to every call: its first discard).
+    pub fn discard_while_noting<T: DiscardTarget>(
+        &self,
+        tabs: &mut TabRecency,
+        target: &mut T,
+        first: &mut Option<DiscardMoment>,
+    ) -> Result<Vec<TabId>, T::Error> {
         let mut victims = Vec::new();
         while let Some(victim) = tabs.victim() {
-            if !self.should_discard(&target.snapshot()?) {
+            let snapshot = target.snapshot()?;
+            if !self.should_discard(&snapshot) {
                 break;
             }
+            first.get_or_insert_with(|| DiscardMoment::of(self, tabs.len(), snapshot));
             tabs.forget(victim);
             target.discard(victim)?;
             victims.push(victim);
@@ -224,6 +276,15 @@ mod loop_tests {
 
     /// Replays opens and switches, running the loop after each as the substrates do.
     fn replay(events: &[(bool, TabId)], size: fn(TabId) -> u64) -> Vec<TabId> {
+        replay_noting(events, size, &mut None)
+    }
+
+    /// [`replay`], keeping the first discard's moment in `first`.
+    fn replay_noting(
+        events: &[(bool, TabId)],
+        size: fn(TabId) -> u64,
+        first: &mut Option<DiscardMoment>,
+    ) -> Vec<TabId> {
         let rule = DiscardRule {
             ram_swap_weight: 4.0,
             critical_margin_share: 0.10,
@@ -241,7 +302,10 @@ mod loop_tests {
             } else if recency.forget(tab) {
                 recency.used(tab);
             }
-            victims.extend(rule.discard_while(&mut recency, &mut fake).unwrap());
+            victims.extend(
+                rule.discard_while_noting(&mut recency, &mut fake, first)
+                    .unwrap(),
+            );
         }
         victims
     }
@@ -266,6 +330,21 @@ mod loop_tests {
         ev.push((false, 0));
         ev.push((true, 5));
         assert_eq!(replay(&ev, |_| 20), vec![0, 1]);
+    }
+
+    #[test]
+    fn the_first_discard_keeps_what_the_rule_read_then_and_later_ones_leave_it() {
+        let mut first = None;
+        let opens: Vec<_> = (0..7).map(|t| (true, t)).collect();
+        assert_eq!(replay_noting(&opens, |_| 20, &mut first), vec![0, 1, 2]);
+        // The fifth 20 MiB tab left 0 of 100 MiB free (the margin 10): five open, one went.
+        let m = first.expect("the rule fired");
+        assert_eq!(m.tabs_open, 5);
+        assert_eq!((m.snapshot.free, m.available, m.margin), (0, 0, 10 * MIB));
+        let json = m.to_json();
+        assert_eq!(json["tabs_open"], 5);
+        assert_eq!(json["margin_mib"], 10.0);
+        assert_eq!(json["free_mib"], 0.0);
     }
 
     #[test]

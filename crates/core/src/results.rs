@@ -262,6 +262,10 @@ pub struct TimelineSample {
     pub swap_out_bytes: u64,
     pub zswap_hits: u64,
     pub zswap_misses: u64,
+    /// Swap space in use: slots held (sim), /proc/swaps' Used for the run's swap area (linux).
+    /// What Chrome's discard rule reads as `swap_free` is the area's size less this.
+    #[serde(default)]
+    pub swap_used_bytes: u64,
 }
 
 /// The series behind a run's plots: written as CSV next to results.json and drawn in report.html.

@@ -157,6 +157,11 @@ pub struct Calibration {
     /// (`tab_second_unavailable` says why).
     pub tab_second: Option<crate::tab::TabSecondProbe>,
     pub tab_second_unavailable: Option<String>,
+    /// What a tab process holds in its memory cgroup beyond its pages ([`crate::
+    /// tab_memory_probe::probe`]): `costs.tab_charged_fixed_bytes` and `_bytes_per_page`.
+    /// `None` where the probe failed (`tab_memory_unavailable` says why).
+    pub tab_memory: Option<crate::tab_memory_probe::TabMemoryProbe>,
+    pub tab_memory_unavailable: Option<String>,
     /// A task woken onto an idle CPU, by how long that CPU idled ([`crate::cpu_wake_probe::
     /// probe`]): `costs.cpu_wake_curve`. `None` where the probe could not run
     /// (`cpu_wake_unavailable` says why: one CPU).
@@ -973,18 +978,7 @@ fn probe_zram(
     state_path: &Path,
 ) -> Result<CompressionProbe, LinuxError> {
     // A zram device of our own, recorded in the journal like any other change.
-    let cfg = LinuxConfig {
-        name: format!("calibrate-{algorithm}"),
-        description: String::new(),
-        cgroup_limit_bytes: 64 * MIB,
-        swap: SwapSetup::None,
-        scheduler: None,
-        page_cluster: None,
-        swappiness: None,
-        discard: Default::default(),
-        swap_file_blocks: Default::default(),
-        tab_cpus: None,
-    };
+    let cfg = LinuxConfig::cgroup_only(&format!("calibrate-{algorithm}"), 64 * MIB);
     let setup = Setup::apply(&cfg, state_path)?;
     let id_text = sysfs::read_trimmed("/sys/class/zram-control/hot_add")?;
     let id: u32 = id_text.parse().map_err(|_| LinuxError::Kernel {
@@ -1169,15 +1163,7 @@ pub(crate) fn vmstat_counter(name: &str) -> Result<u64, LinuxError> {
 fn wait_writeback(limit: std::time::Duration) {
     let start = std::time::Instant::now();
     while start.elapsed() < limit {
-        let busy = std::fs::read_to_string("/proc/meminfo")
-            .ok()
-            .and_then(|t| {
-                t.lines()
-                    .find(|l| l.starts_with("Writeback:"))
-                    .and_then(|l| l.split_whitespace().nth(1)?.parse::<u64>().ok())
-            })
-            .unwrap_or(0);
-        if busy == 0 {
+        if crate::sysfs::meminfo_kib("Writeback").unwrap_or(0) == 0 {
             return;
         }
         std::thread::sleep(std::time::Duration::from_millis(5));
@@ -2083,6 +2069,11 @@ pub fn run(swap_dir: &Path, seed: u64) -> Result<Calibration, LinuxError> {
         Ok(p) => (Some(p), None),
         Err(e) => (None, Some(e.to_string())),
     };
+    let (tab_memory, tab_memory_unavailable) =
+        match crate::tab_memory_probe::probe(seed, &state_path) {
+            Ok(p) => (Some(p), None),
+            Err(e) => (None, Some(e.to_string())),
+        };
     let (cpu_wake, cpu_wake_unavailable) = match crate::cpu_wake_probe::probe(
         crate::cpu_wake_probe::CPU_WAKE_ROUNDS,
         crate::cpu_wake_probe::GapOrder::Shuffled,
@@ -2116,6 +2107,8 @@ pub fn run(swap_dir: &Path, seed: u64) -> Result<Calibration, LinuxError> {
         idle_stalls,
         tab_second,
         tab_second_unavailable,
+        tab_memory,
+        tab_memory_unavailable,
         cpu_wake,
         cpu_wake_unavailable,
         cpu_halt_poll,
@@ -2636,6 +2629,11 @@ pub fn costs_toml(cal: &Calibration) -> String {
             t.driver.answer_ns.round(),
             t.driver.wake_remote_ns.round()
         ));
+    }
+    match (&cal.tab_memory, &cal.tab_memory_unavailable) {
+        (Some(p), _) => out.push_str(&p.costs_toml()),
+        (None, Some(why)) => out.push_str(&format!("# tab_charged_*: not measured ({why})\n")),
+        (None, None) => {}
     }
     match (&cal.cpu_wake, &cal.cpu_wake_unavailable) {
         (Some(p), _) => out.push_str(&crate::cpu_wake_probe::costs_lines(p)),
@@ -3206,6 +3204,10 @@ struct CostsFile {
     #[serde(default)]
     driver_queue_rq_page_ns: Option<f64>,
     #[serde(default)]
+    tab_charged_fixed_bytes: Option<f64>,
+    #[serde(default)]
+    tab_charged_bytes_per_page: Option<f64>,
+    #[serde(default)]
     zswap_store_page_ns: Option<f64>,
     #[serde(default)]
     zram_store_page_ns: Option<f64>,
@@ -3344,6 +3346,8 @@ pub fn load_costs(
         block_dispatch_ns: file.block_dispatch_ns,
         driver_queue_rq_ns: file.driver_queue_rq_ns,
         driver_queue_rq_page_ns: file.driver_queue_rq_page_ns,
+        tab_charged_fixed_bytes: file.tab_charged_fixed_bytes,
+        tab_charged_bytes_per_page: file.tab_charged_bytes_per_page,
         compress_mean_ns: c.map(|c| c.compress_mean_ns),
         compress_p99_ns: c.map(|c| c.compress_p99_ns),
         decompress_mean_ns: c.map(|c| c.decompress_mean_ns),
@@ -3745,6 +3749,20 @@ mod tests {
                 },
             }),
             tab_second_unavailable: None,
+            tab_memory: Some(crate::tab_memory_probe::TabMemoryProbe {
+                points: [(256, 24_832), (4096, 85_504)]
+                    .map(|(pages, overhead)| crate::tab_memory_probe::SizePoint {
+                        pages,
+                        tabs: 16,
+                        added: crate::tab_memory_probe::Charged {
+                            anon: 16 * (u64::from(pages) * PAGE_SIZE + overhead),
+                            file: 0,
+                            kernel: 0,
+                        },
+                    })
+                    .to_vec(),
+            }),
+            tab_memory_unavailable: None,
             cpu_wake: Some(crate::cpu_wake_probe::CpuWakeProbe {
                 waker_cpu: 1,
                 sleeper_cpu: 0,
@@ -3897,6 +3915,12 @@ mod tests {
         );
         // The accessed bit's cost: the cleared pass less the cold one.
         assert!(text.contains("\naccessed_bit_ns = 550\n"), "{text}");
+        // A tab's charge beyond its pages: the line through 24,832 at 256 pages and 85,504 at
+        // 4,096 (15.8 a page, 20,787 fixed).
+        assert!(
+            text.contains("\ntab_charged_fixed_bytes = 20787\ntab_charged_bytes_per_page = 15.8\n"),
+            "{text}"
+        );
         let path =
             std::env::temp_dir().join(format!("nvmswap-costs-test-{}.toml", std::process::id()));
         std::fs::write(&path, &text).unwrap();
@@ -3912,6 +3936,8 @@ mod tests {
         );
         assert_eq!(pace.unwrap(), Some(1_600.0));
         let lzo = lzo.unwrap();
+        assert_eq!(lzo.tab_charged_fixed_bytes, Some(20_787.0));
+        assert_eq!(lzo.tab_charged_bytes_per_page, Some(15.8));
         // The p50s per page; the hit fault p50 less lzo's decompress mean (9,700 - 2,200).
         assert_eq!(lzo.zswap_store_page_ns, Some(14_000.0));
         assert_eq!(lzo.zram_store_page_ns, Some(11_500.0));
@@ -4264,6 +4290,8 @@ mod tests {
             idle_stalls: Vec::new(),
             tab_second: None,
             tab_second_unavailable: Some("test".into()),
+            tab_memory: None,
+            tab_memory_unavailable: Some("test".into()),
             cpu_wake: None,
             cpu_wake_unavailable: Some("test".into()),
             cpu_halt_poll: None,

@@ -125,6 +125,23 @@ pub fn bundled_configs() -> Vec<&'static str> {
 }
 
 impl LinuxConfig {
+    /// A probe's set-up: a memory cgroup of `limit_bytes` and nothing else of the machine
+    /// changed (no swap of its own, no scheduler, page-cluster or swappiness change).
+    pub fn cgroup_only(name: &str, limit_bytes: u64) -> Self {
+        LinuxConfig {
+            name: name.into(),
+            description: String::new(),
+            cgroup_limit_bytes: limit_bytes,
+            swap: SwapSetup::None,
+            scheduler: None,
+            page_cluster: None,
+            swappiness: None,
+            discard: Default::default(),
+            swap_file_blocks: Default::default(),
+            tab_cpus: None,
+        }
+    }
+
     pub fn parse(name: &str, text: &str) -> Result<Self, LinuxError> {
         let cfg: LinuxConfig = toml::from_str(text).map_err(|e| LinuxError::Config {
             name: name.to_string(),

@@ -23,7 +23,7 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use serde::Serialize;
 
-use crate::config::{LinuxConfig, SwapSetup};
+use crate::config::LinuxConfig;
 use crate::error::LinuxError;
 use crate::setup::Setup;
 use crate::worker::Mapping;
@@ -192,18 +192,7 @@ pub(crate) fn traced<R>(
 /// The set-up a check runs under: nothing of the machine changed but the block trace it
 /// journals (no swap, no scheduler or sysctl change; a cgroup of the set-up's own, unused).
 fn check_config() -> LinuxConfig {
-    LinuxConfig {
-        name: "check-device".into(),
-        description: String::new(),
-        cgroup_limit_bytes: 1 << 30,
-        swap: SwapSetup::None,
-        scheduler: None,
-        page_cluster: None,
-        swappiness: None,
-        discard: Default::default(),
-        swap_file_blocks: Default::default(),
-        tab_cpus: None,
-    }
+    LinuxConfig::cgroup_only("check-device", 1 << 30)
 }
 
 /// The scratch file of `size` bytes (a multiple of 256 pages), written through once (so reads

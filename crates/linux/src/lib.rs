@@ -33,6 +33,7 @@ pub mod signals;
 pub mod state;
 pub mod sysfs;
 pub mod tab;
+pub mod tab_memory_probe;
 pub mod tracefs;
 pub mod wake_probe;
 pub mod wakeup_replay;

@@ -228,7 +228,7 @@ impl WallSplit {
 }
 
 /// Our swap area's size and use in bytes from /proc/swaps ((0, 0) when it is not there).
-fn swap_area(path: &str) -> (u64, u64) {
+pub(crate) fn swap_area(path: &str) -> (u64, u64) {
     let text = std::fs::read_to_string("/proc/swaps").unwrap_or_default();
     text.lines()
         .skip(1)
@@ -387,6 +387,7 @@ fn drive(
     // Open tabs by last use: core's discard order.
     let mut recency = TabRecency::default();
     let (mut discards, mut oom_kills, mut actions) = (0u64, 0u64, 0u64);
+    let mut first_discard = None;
     let mut switch_ms = LatencyRecorder::new();
     let mut fault_ns = FaultLatencies::default();
     let mut series = RunSeries::default();
@@ -565,7 +566,9 @@ fn drive(
             swap: &swap,
             tabs: &mut tabs,
         };
-        discards += rule.discard_while(&mut recency, &mut target)?.len() as u64;
+        discards += rule
+            .discard_while_noting(&mut recency, &mut target, &mut first_discard)?
+            .len() as u64;
         let vm = sysfs::vmstat()?;
         let d = |k: &str| {
             vm.get(k)
@@ -579,11 +582,12 @@ fn drive(
             tabs_open: tabs.len() as u32,
             resident_bytes: usage,
             free_bytes: setup.config.cgroup_limit_bytes.saturating_sub(usage),
-            pool_bytes: zram_mem_used(setup),
+            pool_bytes: pool_bytes(setup),
             swap_in_bytes: (d("pswpin") + d("zswpin")) * PAGE_SIZE,
             swap_out_bytes: (d("pswpout") + d("zswpout")) * PAGE_SIZE,
             zswap_hits: d("zswpin"),
             zswap_misses: if setup.zswap { d("pswpin") } else { 0 },
+            swap_used_bytes: swap_in_use.last,
             ..Default::default()
         });
         split.discard_and_sample += t_sample.elapsed().as_secs_f64();
@@ -644,6 +648,10 @@ fn drive(
     extra.insert("background_faults".into(), background_faults.into());
     extra.insert("scroll_faults".into(), scroll_faults.into());
     extra.insert("grown_pages".into(), grown_pages.into());
+    extra.insert(
+        "first_discard".into(),
+        first_discard.map_or(serde_json::Value::Null, |m| m.to_json()),
+    );
     extra.insert("major_faults".into(), major_faults.into());
     extra.insert(
         "background_cpu_s".into(),
@@ -857,6 +865,17 @@ impl DiscardTarget for LinuxTabs<'_> {
             p.kill();
         }
         Ok(())
+    }
+}
+
+/// The compressed pool's memory: zram's `mem_used_total`, or zswap's pool (/proc/meminfo
+/// `Zswap`, the whole machine's: zswap is on only for the run, and nothing else on the machine
+/// swaps meanwhile).
+pub(crate) fn pool_bytes(setup: &Setup) -> u64 {
+    if setup.zswap {
+        crate::sysfs::meminfo_kib("Zswap").unwrap_or(0) * 1024
+    } else {
+        zram_mem_used(setup)
     }
 }
 

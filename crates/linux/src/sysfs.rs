@@ -51,6 +51,21 @@ pub fn vmstat() -> Result<std::collections::BTreeMap<String, u64>, LinuxError> {
         .collect())
 }
 
+/// A field of /proc/meminfo in KiB (`Writeback`, `Zswap`, ...), or None where the kernel has no
+/// such line.
+pub fn meminfo_kib(field: &str) -> Option<u64> {
+    meminfo_field(&std::fs::read_to_string("/proc/meminfo").ok()?, field)
+}
+
+fn meminfo_field(text: &str, field: &str) -> Option<u64> {
+    text.lines().find_map(|l| {
+        let (name, rest) = l.split_once(':')?;
+        (name == field)
+            .then(|| rest.split_whitespace().next()?.parse().ok())
+            .flatten()
+    })
+}
+
 /// Writes every filesystem's dirty page cache back and waits for it (`sync(2)`), so that the
 /// flusher does not write back, during a run, what was written before it (a build, an earlier
 /// run's output): on this machine such 4 MiB writes held the swap file's writes back by 20-40 ms
@@ -73,6 +88,16 @@ pub fn free_page_reported_kib() -> Option<u64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_meminfo_field_is_found_by_its_whole_name() {
+        let text = "MemTotal:       24576000 kB\nZswap:              1536 kB\n\
+                    Zswapped:           6144 kB\nWriteback:             0 kB\n";
+        assert_eq!(meminfo_field(text, "Zswap"), Some(1536));
+        assert_eq!(meminfo_field(text, "Zswapped"), Some(6144));
+        assert_eq!(meminfo_field(text, "Writeback"), Some(0));
+        assert_eq!(meminfo_field(text, "Zswa"), None);
+    }
 
     #[test]
     fn selected_choice_finds_the_bracketed_entry() {

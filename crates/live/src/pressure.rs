@@ -308,6 +308,7 @@ fn run_pressure_full(
     let mut recency = TabRecency::default();
     let mut switch_lat = LatencyRecorder::new();
     let mut discards = 0u64;
+    let mut first_discard = None;
     let mut page = [0u8; PAGE];
     progress.stage(&cfg.name, test.progress().1);
     let mut last_sample = Duration::ZERO;
@@ -429,7 +430,9 @@ fn run_pressure_full(
             budget,
             swap_total,
         };
-        let Ok(victims) = cfg.discard.discard_while(&mut recency, &mut target);
+        let Ok(victims) =
+            cfg.discard
+                .discard_while_noting(&mut recency, &mut target, &mut first_discard);
         discards += victims.len() as u64;
         for v in &victims {
             sink.discarded(started.elapsed(), *v);
@@ -495,6 +498,10 @@ fn run_pressure_full(
                 counts.background_touches.into(),
             );
             extra.insert("grown_pages".into(), counts.grown_pages.into());
+            extra.insert(
+                "first_discard".into(),
+                first_discard.map_or(serde_json::Value::Null, |m| m.to_json()),
+            );
             extra.insert(
                 "switch_touch_digest".into(),
                 counts.switch_touch_digest.into(),

@@ -24,7 +24,7 @@
 //! submitted (the kernel frees it after the write completes); no file pages.
 
 use nvmswap_core::config::SystemConfig;
-use nvmswap_core::discard::{DiscardTarget, MemorySnapshot, TabRecency};
+use nvmswap_core::discard::{DiscardMoment, DiscardTarget, MemorySnapshot, TabRecency};
 use nvmswap_core::halt_poll::VcpuHalts;
 use nvmswap_core::lru::AnonLru;
 use nvmswap_core::progress::Progress;
@@ -155,6 +155,8 @@ pub struct Tab {
     pub base: u32,
     pub pages: u32,
     pub alive: bool,
+    /// What its process holds beyond its pages (`Machine::tab_charge`), bytes.
+    charged_bytes: u64,
     /// Contents of the pages it grows by: compressed size / page, same-filled share.
     ratio: f64,
     same: f64,
@@ -245,6 +247,8 @@ pub struct Machine<'a> {
     pub recency: TabRecency,
     /// Tabs discarded so far.
     pub discards: u64,
+    /// What Chrome's rule read when it first fired (`extra.first_discard`).
+    pub first_discard: Option<DiscardMoment>,
     pub costs: Costs,
     pub obs: Observers,
     next_sample: u64,
@@ -367,6 +371,7 @@ impl<'a> Machine<'a> {
             tabs: Vec::new(),
             recency: TabRecency::default(),
             discards: 0,
+            first_discard: None,
             vcpu_halts: vec![VcpuHalts::default(); cfg.cpus.max(1) as usize],
             halt_wakes: Vec::new(),
             tlbs: Tlbs::new(cfg.tab_cpus(), costs.remote_flush, costs.cpu_wake)
@@ -512,7 +517,7 @@ impl<'a> Machine<'a> {
             resident_bytes: self.mem.resident * PAGE_SIZE,
             pool_bytes: self.backend.pool_bytes(),
             free_bytes: self.free_frames() * PAGE_SIZE,
-            swap_free_bytes: self.backend.swap_free_pages() * PAGE_SIZE,
+            swap_used_bytes: self.backend.swap_used_pages() * PAGE_SIZE,
         });
     }
 
@@ -927,15 +932,28 @@ impl<'a> Machine<'a> {
         let base = self.loc.len() as u32;
         debug_assert_eq!(tab as usize, self.tabs.len());
         self.new_pages(pages, ratio, same);
+        let charged_bytes = self.tab_charge(pages);
+        self.mem.tab_charged_bytes += charged_bytes;
         self.tabs.push(Tab {
             base,
             pages,
             alive: true,
+            charged_bytes,
             ratio,
             same,
             runs: Vec::new(),
         });
         base
+    }
+
+    /// What the process of a tab of `pages` pages holds beyond them (its page tables grow with
+    /// its pages): `costs.tab_charged_fixed_bytes` + `tab_charged_bytes_per_page` x `pages`,
+    /// measured by `nvmswap linux calibrate`; 0 without them.
+    fn tab_charge(&self, pages: u32) -> u64 {
+        let c = &self.cfg.costs;
+        let bytes = c.tab_charged_fixed_bytes.unwrap_or(0.0)
+            + c.tab_charged_bytes_per_page.unwrap_or(0.0) * f64::from(pages);
+        bytes.round() as u64
     }
 
     /// `n` new absent pages at the end of the page table, their contents drawn.
@@ -985,6 +1003,9 @@ impl<'a> Machine<'a> {
             t.runs.push((old, first));
         }
         t.pages = pages;
+        let (was, now) = (t.charged_bytes, self.tab_charge(pages));
+        self.tabs[tab as usize].charged_bytes = now;
+        self.mem.tab_charged_bytes = self.mem.tab_charged_bytes - was + now;
     }
 
     /// Tab `tab`'s process touches page `p` at `at` (its own clock, at or after the machine's)
@@ -1357,7 +1378,9 @@ impl<'a> Machine<'a> {
     pub fn chrome_discards(&mut self) {
         let rule = self.cfg.discard.clone();
         let mut recency = std::mem::take(&mut self.recency);
-        let Ok(_) = rule.discard_while(&mut recency, self);
+        let mut first = self.first_discard.take();
+        let Ok(_) = rule.discard_while_noting(&mut recency, self, &mut first);
+        self.first_discard = first;
         self.recency = recency;
     }
 
@@ -1399,7 +1422,9 @@ impl<'a> Machine<'a> {
             self.lru.forget(p);
             self.loc[pi] = Loc::Absent;
         }
-        self.tabs[victim as usize].alive = false;
+        let t = &mut self.tabs[victim as usize];
+        t.alive = false;
+        self.mem.tab_charged_bytes -= std::mem::take(&mut t.charged_bytes);
         self.recency.forget(victim);
     }
 
@@ -1419,6 +1444,11 @@ impl<'a> Machine<'a> {
         out.result
             .extra
             .insert("touch_reuse".into(), self.touch_reuse.to_json());
+        out.result.extra.insert(
+            "first_discard".into(),
+            self.first_discard
+                .map_or(serde_json::Value::Null, |m| m.to_json()),
+        );
         if let Some(m) = &self.mapped_access {
             out.result.extra.insert("mapped_access".into(), m.to_json());
         }
@@ -1514,5 +1544,40 @@ mod swap_cache_hit_tests {
         assert_eq!(*kinds.borrow(), vec![FaultKind::Minor]);
         assert_eq!(m.obs.metrics.c.device_reads, reads, "no read");
         assert_eq!(m.loc[out as usize], Loc::Resident);
+    }
+}
+
+#[cfg(test)]
+mod tab_charge_tests {
+    use super::*;
+    use nvmswap_core::progress::NoProgress;
+
+    #[test]
+    fn a_tabs_process_holds_frames_beyond_its_pages_until_it_is_gone() {
+        // 20,000 bytes a tab and 16 a page: a 1,024-page tab holds 36,384 bytes (9 frames),
+        // 2,048 pages 52,768 (13 frames); two tabs' bytes are summed before rounding up.
+        let cfg = SystemConfig::load(
+            "optane",
+            &[
+                "costs.tab_charged_fixed_bytes=20000".to_string(),
+                "costs.tab_charged_bytes_per_page=16".to_string(),
+            ],
+        )
+        .unwrap()
+        .scaled(1.0 / 64.0);
+        let mut m = Machine::new(cfg, 5, &NoProgress).unwrap();
+        let free = m.free_frames();
+        m.map_tab(0, 1024, 0.4, 0.0);
+        assert_eq!(free - m.free_frames(), 9);
+        m.map_tab(1, 1024, 0.4, 0.0);
+        assert_eq!(free - m.free_frames(), 18, "72,768 bytes");
+        m.grow_tab(1, 2048);
+        assert_eq!(free - m.free_frames(), 22, "89,152 bytes");
+        // Its free figure is what Chrome's rule reads.
+        assert_eq!(m.snapshot().free, m.free_frames() * PAGE_SIZE);
+        m.release_tab(0);
+        assert_eq!(free - m.free_frames(), 13);
+        m.release_tab(1);
+        assert_eq!(m.free_frames(), free);
     }
 }

@@ -18,6 +18,9 @@ pub struct Memory {
     pub memcg_limit: bool,
     /// Frames handed out since the driver last checked Chrome's discard rule.
     pub allocs_since_check: u32,
+    /// What the open tabs' processes hold beyond their pages (`costs.tab_charged_*`: page
+    /// tables, kernel stacks and structures), bytes; it takes frames as the pool does.
+    pub tab_charged_bytes: u64,
 }
 
 impl Memory {
@@ -28,13 +31,17 @@ impl Memory {
             marks: cfg.watermarks(),
             memcg_limit: cfg.memcg_limit,
             allocs_since_check: 0,
+            tab_charged_bytes: 0,
         }
     }
 
     /// Free frames when a compressed pool holds `pool_bytes`.
     pub fn free_frames(&self, pool_bytes: u64) -> u64 {
-        self.frames
-            .saturating_sub(self.resident + pool_bytes.div_ceil(PAGE_SIZE))
+        self.frames.saturating_sub(
+            self.resident
+                + pool_bytes.div_ceil(PAGE_SIZE)
+                + self.tab_charged_bytes.div_ceil(PAGE_SIZE),
+        )
     }
 }
 

@@ -400,6 +400,7 @@ impl Observer for Metrics {
                 resident_bytes,
                 pool_bytes,
                 free_bytes,
+                swap_used_bytes,
                 ..
             } => {
                 let busy = c.cpu_user + c.cpu_kernel;
@@ -418,6 +419,7 @@ impl Observer for Metrics {
                     swap_out_bytes: c.swap_out_pages * PAGE_SIZE,
                     zswap_hits: c.zswap_hits,
                     zswap_misses: c.zswap_misses,
+                    swap_used_bytes,
                 });
             }
         }

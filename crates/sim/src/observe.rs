@@ -305,9 +305,9 @@ pub enum Event<'e> {
         tabs_open: u32,
         resident_bytes: u64,
         pool_bytes: u64,
-        /// Free DRAM (what the watermarks compare) and free swap space, for traces.
+        /// Free DRAM (what the watermarks compare) and the swap space in use.
         free_bytes: u64,
-        swap_free_bytes: u64,
+        swap_used_bytes: u64,
     },
 }
 

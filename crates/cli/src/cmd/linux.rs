@@ -145,6 +145,18 @@ enum Action {
         #[arg(long)]
         json: bool,
     },
+    /// Measure what a tab process holds in its memory cgroup beyond its own pages (page tables,
+    /// kernel stack and structures, its fault buffer): tabs spawned as a run spawns them, 16
+    /// of 256 pages and 16 of 4,096, into a cgroup with room for all; each size's charge less
+    /// its pages, per tab, and the `tab_charged_*` lines `calibrate` writes into the costs
+    /// file. Needs root; the machine is restored.
+    TabMemory {
+        #[arg(long, default_value_t = 1)]
+        seed: u64,
+        /// Print the measurements as JSON on stdout.
+        #[arg(long)]
+        json: bool,
+    },
     /// Check a device profile against the disk it describes: bursts like reclaim's (N requests
     /// of P pages issued together, writes to consecutive and reads to random offsets), the
     /// disk's D2C from the block tracepoints beside the profile's model of the same bursts.
@@ -379,6 +391,37 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             }
             print_cpu_wake_gaps(&p);
             print!("{}", probe::costs_lines(&p));
+            Ok(())
+        }
+        Action::TabMemory { seed, json } => {
+            nvmswap_linux::require_root()?;
+            let state = nvmswap_linux::state::default_state_path();
+            let p = nvmswap_linux::tab_memory_probe::probe(seed, &state)?;
+            if json {
+                let v = serde_json::json!({
+                    "schema": "nvmswap.tab_memory/1",
+                    "probe": p,
+                    "fit": p.fit().map(|(fixed, per_page)| serde_json::json!({
+                        "fixed_bytes": fixed,
+                        "bytes_per_page": per_page,
+                    })),
+                });
+                println!("{}", serde_json::to_string_pretty(&v)?);
+                return Ok(());
+            }
+            for s in &p.points {
+                println!(
+                    "{} tabs of {} pages: beyond their pages {:.0} bytes a tab (anon {:.0}, file {:.0}, kernel {:.0})",
+                    s.tabs,
+                    s.pages,
+                    s.overhead_per_tab(),
+                    (s.added.anon as f64 - f64::from(s.pages) * 4096.0 * f64::from(s.tabs))
+                        / f64::from(s.tabs),
+                    s.added.file as f64 / f64::from(s.tabs),
+                    s.added.kernel as f64 / f64::from(s.tabs),
+                );
+            }
+            print!("{}", p.costs_toml());
             Ok(())
         }
         Action::WakeupReplay { trace, json } => {

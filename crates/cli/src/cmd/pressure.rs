@@ -219,8 +219,6 @@ pub fn run(args: Args) -> anyhow::Result<()> {
                         trace.clone(),
                         pid,
                         &format!("{substrate}:{name}"),
-                        cfg,
-                        args.scale,
                     )));
                 }
                 nvmswap_sim::run_pressure_observed_with(cfg, &opts, &params, &bar, observers)

@@ -693,6 +693,18 @@ const MECHANISMS: &[Mechanism] = &[
         read: Read::Each(linux_readahead_hit_percent, sim_readahead_hit_percent),
     },
     // Over half full, a page read back gives its slot up (`vm_swap_full`).
+    // What Chrome's rule read when it first fired (the headline's tab count): which term ran
+    // out, and how far past the margin the action that crossed it went.
+    both("first discard: tabs open", &["first_discard", "tabs_open"]),
+    both("first discard: free MiB", &["first_discard", "free_mib"]),
+    both(
+        "first discard: swap free MiB",
+        &["first_discard", "swap_free_mib"],
+    ),
+    both(
+        "first discard: available MiB",
+        &["first_discard", "available_mib"],
+    ),
     both("swap in use MiB peak", &["swap_in_use_mib", "peak"]),
     both("swap in use MiB end", &["swap_in_use_mib", "end"]),
     both("read Q2D us p99", &["blktrace", "read_q2d_us", "p99"]),

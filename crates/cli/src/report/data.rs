@@ -222,6 +222,7 @@ fn timeline(ctx: &Context, outputs: &[RunOutput]) -> anyhow::Result<Table> {
         ("swap_out_bytes", Kind::Count),
         ("zswap_hits", Kind::Count),
         ("zswap_misses", Kind::Count),
+        ("swap_used_bytes", Kind::Count),
     ]);
     for o in outputs {
         // sim advances a virtual clock; live and linux sample the wall clock.
@@ -247,6 +248,7 @@ fn timeline(ctx: &Context, outputs: &[RunOutput]) -> anyhow::Result<Table> {
                 s.swap_out_bytes,
                 s.zswap_hits,
                 s.zswap_misses,
+                s.swap_used_bytes,
             ]);
             t.push(row)?;
         }

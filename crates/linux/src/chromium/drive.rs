@@ -22,6 +22,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use headless_chrome::Tab;
+use nvmswap_core::discard::DiscardMoment;
 use nvmswap_core::metrics::LatencyRecorder;
 use nvmswap_core::progress::Progress;
 use nvmswap_core::results::{RunOutput, RunResult, RunSeries, SwitchSample, TimelineSample};
@@ -157,6 +158,7 @@ fn drive(
     let mut tabs: BTreeMap<u32, OpenTab> = BTreeMap::new();
     let mut lru: Vec<u32> = Vec::new();
     let (mut discards, mut crashes, mut steps) = (0u64, 0u64, 0u64);
+    let mut first_discard = None;
     let mut switch_ms = LatencyRecorder::new();
     let mut fault_ns = LatencyRecorder::new();
     let mut series = RunSeries::default();
@@ -245,9 +247,12 @@ fn drive(
             }
         }
         // Chrome's rule, re-read after each discard; the foreground (last used) tab is kept.
-        while lru.len() > 1
-            && rule.should_discard(&snapshot_with_limit(setup, &swap, limit + baseline)?)
-        {
+        while lru.len() > 1 {
+            let snapshot = snapshot_with_limit(setup, &swap, limit + baseline)?;
+            if !rule.should_discard(&snapshot) {
+                break;
+            }
+            first_discard.get_or_insert_with(|| DiscardMoment::of(&rule, lru.len(), snapshot));
             let victim = lru.remove(0);
             if let Some(o) = tabs.remove(&victim) {
                 let _ = o.tab.close_target();
@@ -269,10 +274,12 @@ fn drive(
             tabs_open: tabs.len() as u32,
             resident_bytes: usage,
             free_bytes: (limit + baseline).saturating_sub(usage),
+            pool_bytes: crate::pressure::pool_bytes(setup),
             swap_in_bytes: (d("pswpin") + d("zswpin")) * PAGE_SIZE,
             swap_out_bytes: (d("pswpout") + d("zswpout")) * PAGE_SIZE,
             zswap_hits: d("zswpin"),
             zswap_misses: if setup.zswap { d("pswpin") } else { 0 },
+            swap_used_bytes: crate::pressure::swap_area(&swap).1,
             ..Default::default()
         });
         progress.message(&format!(
@@ -297,6 +304,10 @@ fn drive(
     extra.insert("workload".into(), "chromium".into());
     extra.insert("chromium".into(), version.into());
     extra.insert("renderer_crashes".into(), crashes.into());
+    extra.insert(
+        "first_discard".into(),
+        first_discard.map_or(serde_json::Value::Null, |m: DiscardMoment| m.to_json()),
+    );
     extra.insert("tabs_left_open".into(), kinds_opened.len().into());
     extra.insert("scale".into(), opts.scale.into());
     extra.insert(

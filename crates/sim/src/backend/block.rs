@@ -1100,6 +1100,10 @@ impl SwapBackend for BlockSwap {
         self.swap_slots - self.used_slots
     }
 
+    fn swap_used_pages(&self) -> u64 {
+        self.used_slots
+    }
+
     fn store(&mut self, p: u32, t: u64, by: Actor, env: &mut Env) -> Option<Spent> {
         if self.take_clean(p, env.zero_filled(p), t, by, env.obs) {
             return Some(Spent::default());

@@ -177,6 +177,9 @@ pub trait SwapBackend {
     /// Free swap space, in pages (Chrome's rule counts it).
     fn swap_free_pages(&self) -> u64;
 
+    /// Swap slots in use (the timeline's `swap_used_bytes`; /proc/swaps' Used on linux).
+    fn swap_used_pages(&self) -> u64;
+
     /// Stores resident page `p`, reclaimed by `by` at `t`; its frame is then free. None when
     /// there is no room (the page stays resident).
     fn store(&mut self, p: u32, t: u64, by: Actor, env: &mut Env) -> Option<Spent>;

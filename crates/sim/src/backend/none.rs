@@ -25,6 +25,10 @@ impl SwapBackend for SwapOff {
         0
     }
 
+    fn swap_used_pages(&self) -> u64 {
+        0
+    }
+
     fn store(&mut self, _: u32, _: u64, _: Actor, _: &mut Env) -> Option<Spent> {
         None
     }

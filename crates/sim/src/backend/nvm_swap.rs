@@ -112,6 +112,10 @@ impl SwapBackend for NvmSwap {
         self.swap_slots - self.used_slots
     }
 
+    fn swap_used_pages(&self) -> u64 {
+        self.used_slots
+    }
+
     fn store(&mut self, p: u32, t: u64, by: Actor, env: &mut Env) -> Option<Spent> {
         let placement = self.slots.allocate(0)?;
         self.used_slots += 1;

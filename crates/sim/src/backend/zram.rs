@@ -72,6 +72,10 @@ impl SwapBackend for Zram {
         self.slots - self.used_slots
     }
 
+    fn swap_used_pages(&self) -> u64 {
+        self.used_slots
+    }
+
     fn store(&mut self, p: u32, t: u64, by: Actor, env: &mut Env) -> Option<Spent> {
         let size = zram_bytes(env, p);
         if self.used_slots >= self.slots || self.bytes + size > self.limit {

@@ -184,6 +184,10 @@ impl SwapBackend for Zswap {
         self.dev.swap_free_pages()
     }
 
+    fn swap_used_pages(&self) -> u64 {
+        self.dev.swap_used_pages()
+    }
+
     fn store(&mut self, p: u32, t: u64, by: Actor, env: &mut Env) -> Option<Spent> {
         if self.dev.take_clean(p, env.zero_filled(p), t, by, env.obs) {
             if self.pool.contains(p) {
