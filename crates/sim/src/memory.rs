@@ -1,6 +1,8 @@
 //! Memory: DRAM frames for the tabs' anonymous pages, the zone watermarks, and the free figure
 //! that reclaim and Chrome's discard rule read. A compressed pool's bytes (zram, zswap) take
-//! frames too. With `memcg_limit` the tabs run in a memory cgroup whose limit is the frames.
+//! frames too, and so does what each open tab's process holds beyond its pages (its page tables
+//! and kernel memory, `costs.tab_charged_*`). With `memcg_limit` the tabs run in a memory
+//! cgroup whose limit is the frames.
 
 use nvmswap_core::config::{SystemConfig, Watermarks};
 use nvmswap_core::discard::MemorySnapshot;

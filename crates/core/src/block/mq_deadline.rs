@@ -302,9 +302,10 @@ mod tests {
 
     #[test]
     fn a_merged_request_keeps_the_earlier_deadline_of_the_two() {
-        // 2 (at 16) is queued first; 1 (at 0) later with a later deadline; 3 (at 8) joins 1,
-        // and the grown 1 joins... nothing ends at 0. Then 4 (at 24) joins 2, and 1 (0..16)
-        // takes the grown 2 (16..32): the result goes by 2's deadline, the earlier.
+        // Request 2 (sectors 16..24) is queued first, at 0: the earliest deadline (1,000); 9,
+        // far away, at 400; 1 (0..8) at 500. 3 (8..16) grows 1 to 0..16, and no request ends at
+        // 0 for the grown 1 to join. 4 (24..32) grows 2 to 16..32, and the loop joins the grown
+        // 2 to 1, which ends at 16: one request 0..32 that keeps 2's deadline, the earlier.
         let mut s = MqDeadline::with_params(READ_EXPIRE_NS, 1_000, WRITES_STARVED, FIFO_BATCH);
         s.insert(req(2, Op::Write, 16), 0);
         s.insert(req(9, Op::Write, 4096), 400);
