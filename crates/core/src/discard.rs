@@ -335,9 +335,11 @@ mod loop_tests {
     #[test]
     fn the_first_discard_keeps_what_the_rule_read_then_and_later_ones_leave_it() {
         let mut first = None;
-        let opens: Vec<_> = (0..7).map(|t| (true, t)).collect();
-        assert_eq!(replay_noting(&opens, |_| 20, &mut first), vec![0, 1, 2]);
-        // The fifth 20 MiB tab left 0 of 100 MiB free (the margin 10): five open, one went.
+        let opens: Vec<_> = (0..8).map(|t| (true, t)).collect();
+        let size = |t| if t < 5 { 20 } else { 5 };
+        // The fifth 20 MiB tab left 0 of 100 MiB free (the margin 10): five open, tab 0 went.
+        // Three 5 MiB tabs later 5 MiB were free with seven open, and tab 1 went.
+        assert_eq!(replay_noting(&opens, size, &mut first), vec![0, 1]);
         let m = first.expect("the rule fired");
         assert_eq!(m.tabs_open, 5);
         assert_eq!((m.snapshot.free, m.available, m.margin), (0, 0, 10 * MIB));
