@@ -229,8 +229,8 @@ pub struct CostOverrides {
     /// Memory, not time: what a tab's process holds in its memory cgroup beyond its own pages
     /// (page tables, kernel stack and structures, its fault buffer), a fixed part per tab and
     /// one per page of the tab, measured by `nvmswap linux calibrate`'s tab memory probe. Sim
-    /// charges it to a memory cgroup (`memcg_limit`) for each open tab, which leaves the tabs
-    /// that much less room. Without them, none: only the tabs' pages are charged.
+    /// holds it in DRAM for each open tab (in a memory cgroup, against its limit), which leaves
+    /// the tabs that much less room. Without them, none: only the tabs' pages take frames.
     #[serde(default)]
     pub tab_charged_fixed_bytes: Option<f64>,
     /// The part per page of the tab, bytes (`tab_charged_fixed_bytes` above).
