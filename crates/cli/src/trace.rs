@@ -461,6 +461,7 @@ impl Observer for SimTracer {
                 pool_bytes,
                 free_bytes,
                 swap_used_bytes,
+                swap_cached_bytes,
             } => {
                 self.flush_reclaim(&mut tr);
                 tr.counter(pid, t, "free memory (MiB)", free_bytes as f64 / MIB);
@@ -472,6 +473,7 @@ impl Observer for SimTracer {
                 );
                 tr.counter(pid, t, "compressed pool (MiB)", pool_bytes as f64 / MIB);
                 tr.counter(pid, t, "swap used (MiB)", swap_used_bytes as f64 / MIB);
+                tr.counter(pid, t, "swap cached (MiB)", swap_cached_bytes as f64 / MIB);
                 tr.counter(pid, t, "tabs open", tabs_open as f64);
                 tr.counter(
                     pid,

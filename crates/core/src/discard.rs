@@ -12,6 +12,18 @@ use serde::{Deserialize, Serialize};
 
 use crate::workload::tabs::TabId;
 
+/// How often the rule is read while a tab loads: every this many pages the load takes. Chrome
+/// on ChromeOS is woken by the kernel as available memory crosses the margin, during whatever
+/// allocation crosses it (Chromium's `base/memory/memory_pressure_monitor_notifying_chromeos.cc`,
+/// 2019: a poll on `/sys/kernel/mm/chromeos-low_mem/available`), besides a check every second;
+/// so a discard can come in the middle of a tab's load. No substrate has that notification: each
+/// reads the rule after every action and, during a load, after every this many of its pages
+/// (sim counts the frames it hands out, linux reads the tab's progress, live counts its own
+/// fills). 256 pages (1 MiB) is our assumption for "at once": a check per MiB of load costs
+/// the linux driver ~0.1 ms of reading cgroup files, and a tab at the smallest scale loads 10 MiB
+/// or more, so the rule fires within 1 MiB of where the notification would.
+pub const LOAD_CHECK_PAGES: u32 = 256;
+
 /// The figures the rule reads, in bytes. Each substrate fills them from its own state (the
 /// simulator's counters, the live pager's budget, or the kernel's /proc/meminfo and cgroup files).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -23,6 +35,10 @@ pub struct MemorySnapshot {
     pub clean_file: u64,
     pub anon: u64,
     pub swap_free: u64,
+    /// Pages in memory that also hold a swap slot (the kernel's `SwapCached`: read back or
+    /// read ahead and kept in the swap cache, or written and not yet freed). The rule does not
+    /// read it; it says how much of the swap in use is also in memory.
+    pub swap_cached: u64,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -145,6 +161,7 @@ impl DiscardMoment {
             "clean_file_mib": mib(m.clean_file),
             "anon_mib": mib(m.anon),
             "swap_free_mib": mib(m.swap_free),
+            "swap_cached_mib": mib(m.swap_cached),
             "available_mib": mib(self.available),
             "margin_mib": mib(self.margin),
         })

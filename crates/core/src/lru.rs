@@ -92,6 +92,10 @@ pub struct AnonLru {
     nonresident_age: u64,
     inactive_ratio: u64,
     pub stats: LruStats,
+    /// Pages the scan activated since the owner last took them ([`AnonLru::take_activated`]),
+    /// kept only when asked for ([`AnonLru::keep_activated`]): sim frees a swap-cache slot
+    /// there (`shrink_folio_list`'s `activate_locked`).
+    activated: Option<Vec<u32>>,
 }
 
 impl AnonLru {
@@ -108,7 +112,21 @@ impl AnonLru {
             nonresident_age: 0,
             inactive_ratio,
             stats: LruStats::default(),
+            activated: None,
         }
+    }
+
+    /// From now on, keep the pages the scan activates until [`AnonLru::take_activated`].
+    pub fn keep_activated(&mut self) {
+        self.activated.get_or_insert_with(Vec::new);
+    }
+
+    /// The pages the scan activated since the last call (none unless kept).
+    pub fn take_activated(&mut self) -> Vec<u32> {
+        self.activated
+            .as_mut()
+            .map(std::mem::take)
+            .unwrap_or_default()
     }
 
     /// Makes room for pages `0..pages`.
@@ -292,6 +310,9 @@ impl AnonLru {
             self.stats.activated += 1;
             self.nonresident_age += 1;
             self.push(page, List::Active);
+            if let Some(kept) = self.activated.as_mut() {
+                kept.push(page);
+            }
         } else {
             self.pages[pi].referenced = true;
             self.stats.rotated += 1;
@@ -418,6 +439,28 @@ mod tests {
         assert_eq!(l.pick_victim(), Some(2));
         assert_eq!(l.stats.activated, 1);
         assert_eq!(l.active_len(), 1);
+    }
+
+    #[test]
+    fn the_activated_pages_are_kept_for_the_owner_only_when_asked() {
+        let run = |keep: bool| {
+            let mut l = lru(4);
+            if keep {
+                l.keep_activated();
+            }
+            assert_eq!(l.pick_victim(), Some(0));
+            l.mark_accessed(1);
+            l.mark_accessed(3);
+            // Page 1's second look activates it; page 2 is the victim.
+            assert_eq!(l.pick_victim(), Some(2));
+            let first = l.take_activated();
+            let again = l.take_activated();
+            // Page 3's second look activates it; the pages aged back after it are not.
+            l.pick_victim();
+            (first, again, l.take_activated())
+        };
+        assert_eq!(run(false), (vec![], vec![], vec![]));
+        assert_eq!(run(true), (vec![1], vec![], vec![3]));
     }
 
     #[test]

@@ -266,6 +266,11 @@ pub struct TimelineSample {
     /// What Chrome's discard rule reads as `swap_free` is the area's size less this.
     #[serde(default)]
     pub swap_used_bytes: u64,
+    /// Of that, pages also in memory: resident pages holding their slot in the swap cache and
+    /// written pages not yet freed (sim); /proc/meminfo `SwapCached` (linux); 0 on live, whose
+    /// pager keeps no swap cache.
+    #[serde(default)]
+    pub swap_cached_bytes: u64,
 }
 
 /// The series behind a run's plots: written as CSV next to results.json and drawn in report.html.

@@ -15,6 +15,14 @@
 //! only for a folio not in the swap cache). Checked on this machine's 6.18 kernel by
 //! `scripts/swapin-writable-probe` (docs/experiments/validation.md, "Charges call by call, and a
 //! page read back keeps its slot").
+//!
+//! Two more places give a slot up or keep it. A page read ahead is not mapped: its table entry
+//! still names its slot, so the slot stays in the swap cache with it, however full swap is,
+//! until a fault maps the page (`do_swap_page`, the rule above) or reclaim drops it clean. And
+//! reclaim's scan, when it activates a mapped page it found referenced, frees the slot the page
+//! kept if swap is over half full (mm/vmscan.c `shrink_folio_list`, `activate_locked`: "Not a
+//! candidate for swapping, so reclaim swap space"; `folio_free_swap` skips a folio under
+//! writeback).
 
 /// More than half of the swap area is in use (`vm_swap_full`: free slots x 2 < total slots).
 pub fn vm_swap_full(used_slots: u64, total_slots: u64) -> bool {

@@ -34,7 +34,7 @@ use crate::affinity::CpuSet;
 use crate::config::{LinuxConfig, SwapSetup};
 use crate::error::LinuxError;
 use crate::setup::Setup;
-use crate::tab::{FaultSample, TabProcess, TabShape};
+use crate::tab::{FaultSample, LoadNews, TabProcess, TabShape};
 use crate::{cgroup, signals, state, sysfs, worker};
 
 /// Options of a linux pressure run.
@@ -301,7 +301,14 @@ pub(crate) fn snapshot_with_limit(
         clean_file: get("active_file") + get("inactive_file"),
         anon,
         swap_free: swap_area_free(swap_path),
+        swap_cached: swap_cached_bytes(),
     })
+}
+
+/// The swap cache's pages (/proc/meminfo `SwapCached`): the machine's, the run's swap area
+/// being its only one.
+pub(crate) fn swap_cached_bytes() -> u64 {
+    crate::sysfs::meminfo_kib("SwapCached").unwrap_or(0) * 1024
 }
 
 pub(crate) fn swap_path(setup: &Setup) -> String {
@@ -497,16 +504,46 @@ fn drive(
                 pass!(steps as u64 * pause_ns);
             }
             Action::Open { tab, site } => {
-                let (proc_, loaded) =
-                    TabProcess::spawn(tab_cpus.as_ref(), &procs, shapes[site], opts.seed, tab)?;
+                let proc_ = TabProcess::spawn_loading(
+                    tab_cpus.as_ref(),
+                    &procs,
+                    shapes[site],
+                    opts.seed,
+                    tab,
+                )?;
                 tab_pids.insert(proc_.pid);
+                // Open from its first page, as in sim: the rule counts it and reads it during
+                // its load (core's `LOAD_CHECK_PAGES`), which may discard others, or it.
+                tabs.insert(tab, proc_);
+                recency.used(tab);
+                let loaded = loop {
+                    let Some(proc_) = tabs.get_mut(&tab) else {
+                        break None; // discarded while it loaded
+                    };
+                    match proc_.next_load_news()? {
+                        LoadNews::Done => break proc_.answer(),
+                        LoadNews::Progress(_) => {
+                            let mut target = LinuxTabs {
+                                setup,
+                                swap: &swap,
+                                tabs: &mut tabs,
+                            };
+                            discards += rule
+                                .discard_while_noting(
+                                    &mut recency,
+                                    &mut target,
+                                    &mut first_discard,
+                                )?
+                                .len() as u64;
+                        }
+                    }
+                };
                 clock += t0.elapsed().as_nanos() as u64;
                 if let Some((_, lat)) = loaded {
                     fault_ns.record(true, &lat);
-                    tabs.insert(tab, proc_);
-                    recency.used(tab);
                     life.opened(tab, shapes[site].life, clock);
-                } else {
+                } else if tabs.remove(&tab).is_some() {
+                    recency.forget(tab);
                     oom_kills += 1;
                 }
                 progress.message(&format!("{} tabs open, {discards} discarded", tabs.len()));
@@ -588,6 +625,7 @@ fn drive(
             zswap_hits: d("zswpin"),
             zswap_misses: if setup.zswap { d("pswpin") } else { 0 },
             swap_used_bytes: swap_in_use.last,
+            swap_cached_bytes: swap_cached_bytes(),
             ..Default::default()
         });
         split.discard_and_sample += t_sample.elapsed().as_secs_f64();

@@ -19,6 +19,7 @@
 use std::ffi::CString;
 use std::sync::atomic::Ordering;
 
+use nvmswap_core::discard::LOAD_CHECK_PAGES;
 use nvmswap_core::workload::content::fill_page;
 use nvmswap_core::workload::life::{scroll_step, TabLife};
 use nvmswap_core::workload::tabs::SiteType;
@@ -114,8 +115,21 @@ pub struct TabProcess {
     pub pid: libc::pid_t,
     cmd_fd: libc::c_int,
     answer_fd: libc::c_int,
+    /// The load's progress: the child writes the pages it has loaded (one word) after every
+    /// [`LOAD_CHECK_PAGES`] of them, so that the driver reads Chrome's rule during the load.
+    /// Closed (-1) once the load is over.
+    progress_fd: libc::c_int,
     faults: Mapping,
     pub shape: TabShape,
+}
+
+/// What a loading tab said last ([`TabProcess::next_load_news`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LoadNews {
+    /// It has loaded this many pages and goes on.
+    Progress(u32),
+    /// Its load answer can be read ([`TabProcess::answer`]), or it died (the read finds EOF).
+    Done,
 }
 
 fn pipe() -> Result<(libc::c_int, libc::c_int), LinuxError> {
@@ -194,6 +208,7 @@ fn tab_main(
     tab: u32,
     cmd_fd: libc::c_int,
     answer_fd: libc::c_int,
+    progress_fd: libc::c_int,
 ) -> i32 {
     if !worker::join_cgroup_no_alloc(procs) {
         return 3;
@@ -204,7 +219,16 @@ fn tab_main(
     let content = (shape.compress_ratio, shape.same_filled_share);
     for p in 0..shape.life.pages {
         fill(memory, &mut load, faults, content, (seed, tab, p));
+        let loaded = p + 1;
+        if loaded % LOAD_CHECK_PAGES == 0 && loaded < shape.life.pages {
+            let word = u64::from(loaded).to_le_bytes();
+            // SAFETY: one word of a stack buffer to our pipe end (atomic; the pipe holds a
+            // load's every word: 8 bytes a MiB loaded). A driver gone is seen at the answer.
+            unsafe { libc::write(progress_fd, word.as_ptr().cast(), word.len()) };
+        }
     }
+    // SAFETY: our own end, once; the driver stops reading progress at the answer.
+    unsafe { libc::close(progress_fd) };
     spin(shape.load_cpu_ns);
     let t1 = worker::monotonic_ns();
     let answer = [
@@ -461,12 +485,27 @@ impl TabProcess {
         seed: u64,
         tab: u32,
     ) -> Result<(TabProcess, Option<Loaded>), LinuxError> {
+        let mut tab_proc = Self::spawn_loading(cpus, procs, shape, seed, tab)?;
+        let answer = tab_proc.answer();
+        Ok((tab_proc, answer))
+    }
+
+    /// [`TabProcess::spawn`] without waiting for the load: follow it with
+    /// [`TabProcess::next_load_news`] and read its answer with [`TabProcess::answer`].
+    pub fn spawn_loading(
+        cpus: Option<&CpuSet>,
+        procs: &CString,
+        shape: TabShape,
+        seed: u64,
+        tab: u32,
+    ) -> Result<TabProcess, LinuxError> {
         let room = shape.life.max_pages as usize;
         let memory = Mapping::new(room * PAGE_SIZE as usize, false)?;
         // Room for one latency per page: a load faults on every page.
         let faults = Mapping::new(room * 8, true)?;
         let (cmd_read, cmd_write) = pipe()?;
         let (answer_read, answer_write) = pipe()?;
+        let (progress_read, progress_write) = pipe()?;
         let base = memory.as_ptr();
         let words = faults.words();
         let child_body = || {
@@ -474,8 +513,19 @@ impl TabProcess {
             unsafe {
                 libc::close(cmd_write);
                 libc::close(answer_read);
+                libc::close(progress_read);
             }
-            tab_main(procs, base, words, shape, seed, tab, cmd_read, answer_write)
+            tab_main(
+                procs,
+                base,
+                words,
+                shape,
+                seed,
+                tab,
+                cmd_read,
+                answer_write,
+                progress_write,
+            )
         };
         // Forked on `cpus`, the child never runs elsewhere (crate::affinity::forking_on).
         // SAFETY: the child closes the driver's pipe ends and runs `tab_main`, which joins the
@@ -486,21 +536,68 @@ impl TabProcess {
         unsafe {
             libc::close(cmd_read);
             libc::close(answer_write);
+            libc::close(progress_write);
         }
         // The driver never touches the tab's memory; unmapping it here keeps later forks light.
         drop(memory);
-        let mut tab_proc = TabProcess {
+        Ok(TabProcess {
             pid,
             cmd_fd: cmd_write,
             answer_fd: answer_read,
+            progress_fd: progress_read,
             faults,
             shape,
-        };
-        let answer = tab_proc.read_answer().map(|a| {
-            let lat = tab_proc.fault_latencies(a.faulting_touches);
-            (a, lat)
+        })
+    }
+
+    /// Sleeps until the loading tab has news: the pages it has loaded after another
+    /// [`LOAD_CHECK_PAGES`], or that its load answer is there (or it died). After `Done` the
+    /// progress pipe is closed and every later call says `Done` at once.
+    pub fn next_load_news(&mut self) -> Result<LoadNews, LinuxError> {
+        if self.progress_fd < 0 {
+            return Ok(LoadNews::Done);
+        }
+        let mut fds = [self.answer_fd, self.progress_fd].map(|fd| libc::pollfd {
+            fd,
+            events: libc::POLLIN,
+            revents: 0,
         });
-        Ok((tab_proc, answer))
+        loop {
+            // SAFETY: two pollfds on the stack for our own pipe ends.
+            let n = unsafe { libc::poll(fds.as_mut_ptr(), 2, -1) };
+            if n >= 0 {
+                break;
+            }
+            let err = std::io::Error::last_os_error();
+            if err.kind() != std::io::ErrorKind::Interrupted {
+                return Err(LinuxError::Worker(format!("poll on a loading tab: {err}")));
+            }
+        }
+        // The answer first: progress words still queued behind it are stale.
+        if fds[0].revents != 0 {
+            self.close_progress();
+            return Ok(LoadNews::Done);
+        }
+        // Every word queued (a slow driver finds several): the last is the news.
+        let mut buf = [0u8; 8 * 64];
+        // SAFETY: reading into a stack buffer from our own pipe end, which poll found readable.
+        let n = unsafe { libc::read(self.progress_fd, buf.as_mut_ptr().cast(), buf.len()) };
+        if n < 8 {
+            // EOF (the load ended, its answer is on its way) or a torn read: the answer tells.
+            self.close_progress();
+            return Ok(LoadNews::Done);
+        }
+        let last = (n as usize / 8 - 1) * 8;
+        let word = u64::from_le_bytes(buf[last..last + 8].try_into().unwrap_or([0; 8]));
+        Ok(LoadNews::Progress(word as u32))
+    }
+
+    fn close_progress(&mut self) {
+        if self.progress_fd >= 0 {
+            // SAFETY: our own pipe end, closed once (marked -1 after).
+            unsafe { libc::close(self.progress_fd) };
+            self.progress_fd = -1;
+        }
     }
 
     fn read_answer(&mut self) -> Option<Answer> {
@@ -609,6 +706,7 @@ impl Drop for TabProcess {
             libc::close(self.cmd_fd);
             libc::close(self.answer_fd);
         }
+        self.close_progress();
         worker::kill_and_reap(self.pid);
     }
 }
@@ -1273,6 +1371,51 @@ mod second_probe_tests {
         }
         assert!((0.0..=1.0).contains(&d.remote_share), "{p:?}");
         assert!(d.wake_remote_ns < 100_000_000.0, "{p:?}");
+    }
+
+    #[test]
+    fn a_loading_tab_tells_its_progress_every_load_check_then_its_answer() {
+        if crate::require_root().is_err() {
+            eprintln!("skipped: the tab joins the root memory cgroup (root)");
+            return;
+        }
+        let procs_path = crate::cgroup::memory_root().join("cgroup.procs");
+        let procs = CString::new(procs_path.to_string_lossy().as_bytes()).unwrap();
+        let site = &nvmswap_core::workload::tabs::default_sites()[0];
+        let mut shape = TabShape {
+            load_cpu_ns: 0,
+            render_cpu_ns: 0,
+            ..TabShape::of(site, 0.1)
+        };
+        // 40 MiB: a load of ~0.1 s or more, 39 words of progress; the last page is no check's.
+        let pages = 40 * LOAD_CHECK_PAGES + 1;
+        shape.life.pages = pages;
+        shape.life.max_pages = pages;
+        let mut tab = TabProcess::spawn_loading(None, &procs, shape, 1, 0).unwrap();
+        let mut heard = Vec::new();
+        while let LoadNews::Progress(p) = tab.next_load_news().unwrap() {
+            heard.push(p);
+        }
+        assert_eq!(
+            tab.next_load_news().unwrap(),
+            LoadNews::Done,
+            "and stays done"
+        );
+        let (answer, latencies) = tab.answer().expect("the tab loaded");
+        assert_eq!(
+            answer.faulting_touches,
+            u64::from(pages),
+            "every page faulted"
+        );
+        assert_eq!(latencies.len(), pages as usize);
+        // Whole checks, rising, short of the load's end; a driver that slept past some hears
+        // the latest only.
+        assert!(!heard.is_empty(), "the driver heard the load go on");
+        assert!(heard.iter().all(|p| p % LOAD_CHECK_PAGES == 0), "{heard:?}");
+        assert!(heard.windows(2).all(|w| w[0] < w[1]), "{heard:?}");
+        assert!(*heard.last().unwrap() < pages, "{heard:?}");
+        // It serves commands as a tab spawned whole does.
+        assert!(tab.switch().is_some());
     }
 }
 

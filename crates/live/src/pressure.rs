@@ -20,7 +20,9 @@ use std::time::{Duration, Instant};
 
 use nvmswap_core::config::{Backend, SystemConfig};
 use nvmswap_core::device::DeviceKind;
-use nvmswap_core::discard::{check_scale, DiscardTarget, MemorySnapshot, TabRecency};
+use nvmswap_core::discard::{
+    check_scale, DiscardTarget, MemorySnapshot, TabRecency, LOAD_CHECK_PAGES,
+};
 use nvmswap_core::kinds::NvmBackend;
 use nvmswap_core::metrics::LatencyRecorder;
 use nvmswap_core::progress::Progress;
@@ -316,6 +318,31 @@ fn run_pressure_full(
     let mut counts = LifeCounts::default();
     // The workload's clock (see the module's comment).
     let mut clock = 0u64;
+    let swap_total = match cfg.backend {
+        Backend::Zram => (cfg.zram_disksize_bytes as f64 * opts.scale) as u64,
+        _ => swap_bytes,
+    };
+    // Chrome's rule, core's loop and victim, over the pager's figures; `loading` is a tab in
+    // its load and the pages it holds so far.
+    macro_rules! chrome_rule {
+        ($loading:expr) => {{
+            let mut target = LiveTabs {
+                pager: &pager,
+                tabs: &mut tabs,
+                life: &mut life,
+                loading: $loading,
+                budget,
+                swap_total,
+            };
+            let Ok(victims) =
+                cfg.discard
+                    .discard_while_noting(&mut recency, &mut target, &mut first_discard);
+            discards += victims.len() as u64;
+            for v in &victims {
+                sink.discarded(started.elapsed(), *v);
+            }
+        }};
+    }
     loop {
         let (done, total) = test.progress();
         progress.set_total(total);
@@ -376,20 +403,33 @@ fn run_pressure_full(
                 let s = &sites[site];
                 let shape = TabLife::of(s, opts.scale);
                 let region = pager.region(shape.max_pages as u64 * PAGE as u64)?;
-                for p in 0..shape.pages {
-                    fill(&region, &mut page, opts.seed, tab, p, s);
-                }
                 while tabs.len() <= tab as usize {
                     tabs.push(None);
                 }
-                // Loading the page is CPU work, as in sim and on linux: the pager's background
-                // eviction runs meanwhile.
-                spin_for(s.load_cpu_ns);
+                // Open from its first page, as in sim: the rule counts it and reads it during
+                // its load (core's `LOAD_CHECK_PAGES`), which may discard others, or it.
                 tabs[tab as usize] = Some(Tab { region, site });
                 recency.used(tab);
-                sink.tab_opened(t_open, started.elapsed(), tab);
+                for p in 0..shape.pages {
+                    let Some(t) = tabs[tab as usize].as_ref() else {
+                        break; // discarded while it loaded
+                    };
+                    fill(&t.region, &mut page, opts.seed, tab, p, s);
+                    let loaded = p + 1;
+                    if loaded % LOAD_CHECK_PAGES == 0 && loaded < shape.pages {
+                        chrome_rule!(Some((tab, loaded)));
+                    }
+                }
+                if tabs[tab as usize].is_some() {
+                    // Loading the page is CPU work, as in sim and on linux: the pager's
+                    // background eviction runs meanwhile.
+                    spin_for(s.load_cpu_ns);
+                    sink.tab_opened(t_open, started.elapsed(), tab);
+                }
                 clock += t0.elapsed().as_nanos() as u64;
-                life.opened(tab, shape, clock);
+                if tabs[tab as usize].is_some() {
+                    life.opened(tab, shape, clock);
+                }
             }
             Action::Switch { tab } => {
                 let Some(t) = tabs[tab as usize].as_ref() else {
@@ -418,25 +458,7 @@ fn run_pressure_full(
                 );
             }
         }
-        // Chrome's rule, core's loop and victim, over the pager's figures.
-        let swap_total = match cfg.backend {
-            Backend::Zram => (cfg.zram_disksize_bytes as f64 * opts.scale) as u64,
-            _ => swap_bytes,
-        };
-        let mut target = LiveTabs {
-            pager: &pager,
-            tabs: &mut tabs,
-            life: &mut life,
-            budget,
-            swap_total,
-        };
-        let Ok(victims) =
-            cfg.discard
-                .discard_while_noting(&mut recency, &mut target, &mut first_discard);
-        discards += victims.len() as u64;
-        for v in &victims {
-            sink.discarded(started.elapsed(), *v);
-        }
+        chrome_rule!(None);
         if started.elapsed() >= last_sample + SINK_SAMPLE {
             last_sample = started.elapsed();
             let st = pager.stats();
@@ -530,6 +552,8 @@ struct LiveTabs<'a, 'p> {
     pager: &'a Pager,
     tabs: &'a mut Vec<Option<Tab<'p>>>,
     life: &'a mut Life,
+    /// A tab in its load (not yet in `life`) and the pages it has written so far.
+    loading: Option<(TabId, u32)>,
     budget: u64,
     swap_total: u64,
 }
@@ -540,9 +564,13 @@ impl DiscardTarget for LiveTabs<'_, '_> {
     fn snapshot(&mut self) -> Result<MemorySnapshot, Self::Error> {
         let resident = self.pager.stats().resident_pages * PAGE as u64;
         // A tab holds its current size (its region is mapped at its largest).
+        let pages = |t: TabId| match self.loading {
+            Some((loading, loaded)) if loading == t => loaded,
+            _ => self.life.pages(t),
+        };
         let swapped: u64 = (0..self.tabs.len() as u32)
             .filter(|&t| self.tabs[t as usize].is_some())
-            .map(|t| self.life.pages(t) as u64 * PAGE as u64)
+            .map(|t| pages(t) as u64 * PAGE as u64)
             .sum::<u64>()
             .saturating_sub(resident);
         Ok(MemorySnapshot {
@@ -552,6 +580,8 @@ impl DiscardTarget for LiveTabs<'_, '_> {
             clean_file: 0,
             anon: resident + swapped,
             swap_free: self.swap_total.saturating_sub(swapped),
+            // The pager frees a page's slot at its swap-in: it keeps no swap cache.
+            swap_cached: 0,
         })
     }
 

@@ -353,6 +353,7 @@ impl Machine<'_> {
         self.kernel_work(&mut call.at, me, ended * self.costs.reclaim_scan);
         call.victims.clear();
         let looked = ended + self.lru.isolate_inactive(batch - ended, &mut call.victims);
+        self.swap_of_activated();
         call.scanned += looked;
         // The pages looked at and kept for their references (rotated or activated).
         let kept = looked - ended - call.victims.len() as u64;

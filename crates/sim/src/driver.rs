@@ -1427,8 +1427,7 @@ impl<'a> Driver<'a> {
             let fill = m.fill_ns(tab, base + i);
             m.advance(fill, true);
             filled += fill;
-            if m.mem.allocs_since_check >= 256 {
-                m.mem.allocs_since_check = 0;
+            if m.mem.allocs_since_check >= nvmswap_core::discard::LOAD_CHECK_PAGES {
                 m.chrome_discards();
             }
             if !m.is_alive(tab) {

@@ -366,7 +366,12 @@ impl<'a> Machine<'a> {
             comp: Vec::new(),
             same_word: Vec::new(),
             same_filled_written: Vec::new(),
-            lru: AnonLru::new(cfg.dram_bytes),
+            lru: {
+                let mut lru = AnonLru::new(cfg.dram_bytes);
+                // Reclaim frees swap-cache slots where it activates (`swap_of_activated`).
+                lru.keep_activated();
+                lru
+            },
             scan_balance: ScanBalance::default(),
             tabs: Vec::new(),
             recency: TabRecency::default(),
@@ -518,6 +523,7 @@ impl<'a> Machine<'a> {
             pool_bytes: self.backend.pool_bytes(),
             free_bytes: self.free_frames() * PAGE_SIZE,
             swap_used_bytes: self.backend.swap_used_pages() * PAGE_SIZE,
+            swap_cached_bytes: self.backend.swap_cached_pages() * PAGE_SIZE,
         });
     }
 
@@ -571,6 +577,9 @@ impl<'a> Machine<'a> {
                 let young = self.lru.is_accessed(p);
                 self.lru.mark_accessed(p);
                 self.backend.touched(p);
+                if self.unmapped[pi] {
+                    self.backend.maps_read_ahead(p, write);
+                }
                 if write {
                     self.backend.written(p);
                 }
@@ -902,6 +911,18 @@ impl<'a> Machine<'a> {
             self.lru.clear_accessed(q);
         }
         stall + cost
+    }
+
+    /// Reclaim's scan activated pages it found referenced (`shrink_folio_list`'s
+    /// `activate_locked`): a mapped one gives up a slot it kept in the swap cache if swap is over
+    /// half full (`folio_free_swap`; one read ahead and not mapped since is still named by its
+    /// table entry and keeps it).
+    pub(crate) fn swap_of_activated(&mut self) {
+        for p in self.lru.take_activated() {
+            if self.loc[p as usize] == Loc::Resident && !self.unmapped[p as usize] {
+                self.backend.activated(p);
+            }
+        }
     }
 
     /// The page is now resident and mapped (its fault sets the accessed bit).
@@ -1374,8 +1395,10 @@ impl<'a> Machine<'a> {
         self.tabs.iter().filter(|t| t.alive).count() as u32
     }
 
-    /// Chrome's rule (core's loop over core's recency order), after an action or 256 frames.
+    /// Chrome's rule (core's loop over core's recency order), after an action, and during a
+    /// load after every `LOAD_CHECK_PAGES` frames handed out since it last looked.
     pub fn chrome_discards(&mut self) {
+        self.mem.allocs_since_check = 0;
         let rule = self.cfg.discard.clone();
         let mut recency = std::mem::take(&mut self.recency);
         let mut first = self.first_discard.take();

@@ -69,6 +69,7 @@ impl Machine<'_> {
             clean_file: 0,
             anon: self.mem.resident * PAGE_SIZE,
             swap_free: self.backend.swap_free_pages() * PAGE_SIZE,
+            swap_cached: self.backend.swap_cached_pages() * PAGE_SIZE,
         }
     }
 }

@@ -401,6 +401,7 @@ impl Observer for Metrics {
                 pool_bytes,
                 free_bytes,
                 swap_used_bytes,
+                swap_cached_bytes,
                 ..
             } => {
                 let busy = c.cpu_user + c.cpu_kernel;
@@ -420,6 +421,7 @@ impl Observer for Metrics {
                     zswap_hits: c.zswap_hits,
                     zswap_misses: c.zswap_misses,
                     swap_used_bytes,
+                    swap_cached_bytes,
                 });
             }
         }

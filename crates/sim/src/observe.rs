@@ -308,6 +308,8 @@ pub enum Event<'e> {
         /// Free DRAM (what the watermarks compare) and the swap space in use.
         free_bytes: u64,
         swap_used_bytes: u64,
+        /// Of the swap in use, pages also in memory (the kernel's SwapCached).
+        swap_cached_bytes: u64,
     },
 }
 

@@ -398,7 +398,9 @@ impl Machine<'_> {
     /// `costs.reclaim_keep` each.
     pub(crate) fn reclaim_one(&mut self, t: u64, by: Actor, kind: ReclaimKind) -> Option<Spent> {
         let kept_before = self.lru.stats.activated + self.lru.stats.rotated;
-        let p = self.lru.pick_victim()?;
+        let p = self.lru.pick_victim();
+        self.swap_of_activated();
+        let p = p?;
         let kept = self.lru.stats.activated + self.lru.stats.rotated - kept_before;
         let lru_cpu = self.costs.reclaim_scan + kept * self.costs.reclaim_keep;
         let spent = self.evict(p, t, by, kind, lru_cpu);

@@ -705,6 +705,11 @@ const MECHANISMS: &[Mechanism] = &[
         "first discard: available MiB",
         &["first_discard", "available_mib"],
     ),
+    // Of the swap in use, what is also in memory (the kernel's SwapCached).
+    both(
+        "first discard: swap cached MiB",
+        &["first_discard", "swap_cached_mib"],
+    ),
     both("swap in use MiB peak", &["swap_in_use_mib", "peak"]),
     both("swap in use MiB end", &["swap_in_use_mib", "end"]),
     both("read Q2D us p99", &["blktrace", "read_q2d_us", "p99"]),

@@ -223,6 +223,7 @@ fn timeline(ctx: &Context, outputs: &[RunOutput]) -> anyhow::Result<Table> {
         ("zswap_hits", Kind::Count),
         ("zswap_misses", Kind::Count),
         ("swap_used_bytes", Kind::Count),
+        ("swap_cached_bytes", Kind::Count),
     ]);
     for o in outputs {
         // sim advances a virtual clock; live and linux sample the wall clock.
@@ -249,6 +250,7 @@ fn timeline(ctx: &Context, outputs: &[RunOutput]) -> anyhow::Result<Table> {
                 s.zswap_hits,
                 s.zswap_misses,
                 s.swap_used_bytes,
+                s.swap_cached_bytes,
             ]);
             t.push(row)?;
         }

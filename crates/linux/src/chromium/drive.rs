@@ -280,6 +280,7 @@ fn drive(
             zswap_hits: d("zswpin"),
             zswap_misses: if setup.zswap { d("pswpin") } else { 0 },
             swap_used_bytes: crate::pressure::swap_area(&swap).1,
+            swap_cached_bytes: crate::pressure::swap_cached_bytes(),
             ..Default::default()
         });
         progress.message(&format!(

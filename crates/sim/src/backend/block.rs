@@ -679,9 +679,10 @@ impl BlockSwap {
         self.used_slots -= 1;
     }
 
-    /// Resident page `p` still holds its slot in the swap cache.
-    pub(super) fn swap_cached(&self, p: u32) -> bool {
-        self.swap_cache[p as usize] != NO_OWNER
+    /// Pages in DRAM that hold a slot: resident ones with their slot in the swap cache, and
+    /// reclaim's written pages whose frame is not yet free (under writeback or awaiting a scan).
+    pub(super) fn swap_cached_pages(&self) -> u64 {
+        self.swap_cache.iter().filter(|&&s| s != NO_OWNER).count() as u64 + self.frames_held
     }
 
     pub(super) fn slot_of(&self, p: u32) -> u32 {
@@ -1009,10 +1010,11 @@ impl BlockSwap {
         t: u64,
         obs: &mut Observers,
     ) {
-        let s = self.slot_of[q as usize];
-        if self.keep_or_free_slot(q, s, false) && dirty {
-            self.swap_cache_stale[q as usize] = true;
-        }
+        // Unmapped, the page's table entry still names its slot: the slot stays with the page in
+        // the swap cache whatever swap's fullness, until a fault maps the page
+        // (`map_read_ahead`) or its tab is gone. Reclaim drops it clean in the meantime.
+        self.swap_cache[q as usize] = self.slot_of[q as usize];
+        self.swap_cache_stale[q as usize] = dirty;
         self.held[q as usize] = Held::No;
         self.ra_unused[q as usize] = true;
         obs.emit(Event::SwapIn {
@@ -1025,6 +1027,34 @@ impl BlockSwap {
             },
             readahead: true,
         });
+    }
+
+    /// A fault maps read-ahead page `p` from the swap cache (`do_swap_page` finding the folio
+    /// there): the table entry's reference to the slot goes, and the swap cache keeps the slot
+    /// or frees it by the rule of a swap-in (`write`: the fault writes). True when it freed it.
+    pub(super) fn map_read_ahead(&mut self, p: u32, write: bool) -> bool {
+        if self.swap_cache[p as usize] == NO_OWNER
+            || swap_cache::keeps_slot_after_swap_in(write, self.used_slots, self.swap_slots)
+        {
+            return false;
+        }
+        self.drop_swap_cache_slot(p);
+        true
+    }
+
+    /// Reclaim activated mapped page `p` (`shrink_folio_list`'s `activate_locked`): "not a
+    /// candidate for swapping", it gives up a slot kept in the swap cache when swap is over half
+    /// full (`mem_cgroup_swap_full`, v1's `vm_swap_full`), unless a write of it is still in
+    /// flight (`folio_free_swap` leaves a folio under writeback). True when it freed one.
+    pub(super) fn activated_frees_slot(&mut self, p: u32) -> bool {
+        if self.swap_cache[p as usize] == NO_OWNER
+            || !swap_cache::vm_swap_full(self.used_slots, self.swap_slots)
+            || self.writeback.is_under_writeback(p)
+        {
+            return false;
+        }
+        self.drop_swap_cache_slot(p);
+        true
     }
 
     /// After a swap-in of `p` from `slot`: the slot stays with the page in the swap cache, or is
@@ -1102,6 +1132,10 @@ impl SwapBackend for BlockSwap {
 
     fn swap_used_pages(&self) -> u64 {
         self.used_slots
+    }
+
+    fn swap_cached_pages(&self) -> u64 {
+        BlockSwap::swap_cached_pages(self)
     }
 
     fn store(&mut self, p: u32, t: u64, by: Actor, env: &mut Env) -> Option<Spent> {
@@ -1189,6 +1223,14 @@ impl SwapBackend for BlockSwap {
 
     fn touched(&mut self, p: u32) {
         self.used(p);
+    }
+
+    fn maps_read_ahead(&mut self, p: u32, write: bool) {
+        self.map_read_ahead(p, write);
+    }
+
+    fn activated(&mut self, p: u32) {
+        self.activated_frees_slot(p);
     }
 
     /// The page is written: its swap-cache copy is stale. Mapped writable at its swap-in

@@ -180,6 +180,11 @@ pub trait SwapBackend {
     /// Swap slots in use (the timeline's `swap_used_bytes`; /proc/swaps' Used on linux).
     fn swap_used_pages(&self) -> u64;
 
+    /// Pages in DRAM that also hold a swap slot (/proc/meminfo `SwapCached` on linux).
+    fn swap_cached_pages(&self) -> u64 {
+        0
+    }
+
     /// Stores resident page `p`, reclaimed by `by` at `t`; its frame is then free. None when
     /// there is no room (the page stays resident).
     fn store(&mut self, p: u32, t: u64, by: Actor, env: &mut Env) -> Option<Spent>;
@@ -267,6 +272,13 @@ pub trait SwapBackend {
 
     /// Resident page `p` is used by the foreground (read or written; before `written`).
     fn touched(&mut self, _p: u32) {}
+
+    /// Reclaim found mapped page `p` referenced and activated it (`activate_locked`).
+    fn activated(&mut self, _p: u32) {}
+
+    /// Resident page `p`, read ahead and not mapped since, is mapped by a fault (`write`: the
+    /// fault writes); after `touched`, before `written`.
+    fn maps_read_ahead(&mut self, _p: u32, _write: bool) {}
 
     /// Resident page `p` is written: a copy the back-end keeps of it is stale.
     fn written(&mut self, _p: u32) {}

@@ -290,7 +290,8 @@ fn zswap_shrinker_runs_in_its_worker_not_in_the_storing_task() {
 /// Faults pages 0..n in order as engine.rs does (every frame free): each swap-in's read-ahead
 /// pages come in and are used (a hit for the window). Returns (requests, pages) read per fault.
 fn fault_in_order(rig: &mut Rig, n: u32) -> Vec<(u64, u64)> {
-    let mut resident = vec![false; n as usize];
+    // Every page of the rig: a window may bring pages past the n faulted in order.
+    let mut resident = vec![false; rig.sizes.len()];
     let mut per_fault = Vec::new();
     let mut t = 1_000_000_000;
     for p in 0..n {
@@ -351,6 +352,74 @@ fn a_swap_in_reads_its_window_as_one_merged_request() {
         assert!(pages >= 1);
     }
     assert_eq!(per_fault.iter().map(|f| f.1).sum::<u64>(), 64);
+}
+
+#[test]
+fn a_page_read_ahead_keeps_its_slot_until_a_fault_maps_it_however_full_swap_is() {
+    // Its table entry still names its slot until a fault maps it (`do_swap_page`), so the slot
+    // stays in the swap cache with it. Only the fault frees it, by the swap-in rule: over half
+    // full (`vm_swap_full`), or a write. nand: the VMA read-ahead. 64 pages out of a 100-slot
+    // area (over half full), then faults on pages 0..8 in order: each faulting page frees its
+    // slot at once, the pages its window brought keep theirs.
+    let mut rig = Rig::new("nand", 64, 2000, &["swap_bytes=400MiB".into()]);
+    rig.swap_out_in_one_batch(64);
+    let b = &rig.backend;
+    assert_eq!(
+        b.swap_used_pages() + b.swap_free_pages(),
+        100,
+        "the area's slots"
+    );
+    let per_fault = fault_in_order(&mut rig, 8);
+    let faults = per_fault.len() as u64;
+    let ahead = per_fault.iter().map(|f| f.1).sum::<u64>() - faults;
+    assert!(ahead > 0, "the windows read ahead: {per_fault:?}");
+    assert_eq!(rig.backend.swap_used_pages(), 64 - faults);
+    assert_eq!(rig.backend.swap_cached_pages(), ahead);
+    // Mapped by read faults, each frees its slot while swap is over half full (over 50 used).
+    for q in 0..64 {
+        rig.backend.maps_read_ahead(q, false);
+    }
+    let freed = ahead.min(64 - faults - 50);
+    assert_eq!(rig.backend.swap_used_pages(), 64 - faults - freed);
+    assert_eq!(rig.backend.swap_cached_pages(), ahead - freed);
+
+    // With swap far from half full every page read keeps its slot, mapped or not.
+    let mut rig = Rig::new("nand", 64, 2000, &[]);
+    rig.swap_out_in_one_batch(64);
+    let read: u64 = fault_in_order(&mut rig, 8).iter().map(|f| f.1).sum();
+    for q in 0..64 {
+        rig.backend.maps_read_ahead(q, false);
+    }
+    assert_eq!(rig.backend.swap_used_pages(), 64);
+    assert_eq!(rig.backend.swap_cached_pages(), read);
+}
+
+#[test]
+fn reclaim_activating_a_page_frees_its_kept_slot_once_swap_is_over_half_full() {
+    // `shrink_folio_list`'s `activate_locked`: a page reclaim keeps for its references is "not a
+    // candidate for swapping", so a slot it kept in the swap cache goes when swap is over half
+    // full. 40 pages out of a 100-slot area, page 0 read back (keeps its slot: 40 used);
+    // activated then, it keeps it. 24 more pages out (64 used, over half): activated again, it
+    // gives it up.
+    let mut rig = Rig::new("nand", 64, 2000, &["swap_bytes=400MiB".into()]);
+    rig.swap_out_in_one_batch(40);
+    fault_in_order(&mut rig, 1);
+    let kept = rig.backend.swap_cached_pages();
+    assert!(kept >= 1, "page 0 kept its slot");
+    assert_eq!(rig.backend.swap_used_pages(), 40);
+    rig.backend.activated(0);
+    assert_eq!(rig.backend.swap_used_pages(), 40, "half full or less: kept");
+    for p in 40..64 {
+        rig.store(p, 2_000_000_000, ME);
+    }
+    rig.backend.finish_plug(2_000_050_000, ME, &mut rig.obs);
+    rig.drain();
+    assert_eq!(rig.backend.swap_used_pages(), 64);
+    rig.backend.activated(0);
+    assert_eq!(rig.backend.swap_used_pages(), 63);
+    assert_eq!(rig.backend.swap_cached_pages(), kept - 1);
+    rig.backend.activated(0);
+    assert_eq!(rig.backend.swap_used_pages(), 63, "freed once");
 }
 
 #[test]

@@ -188,6 +188,10 @@ impl SwapBackend for Zswap {
         self.dev.swap_used_pages()
     }
 
+    fn swap_cached_pages(&self) -> u64 {
+        self.dev.swap_cached_pages()
+    }
+
     fn store(&mut self, p: u32, t: u64, by: Actor, env: &mut Env) -> Option<Spent> {
         if self.dev.take_clean(p, env.zero_filled(p), t, by, env.obs) {
             if self.pool.contains(p) {
@@ -350,16 +354,29 @@ impl SwapBackend for Zswap {
                 self.pool.load(q);
             }
         }
+        // The page keeps its slot until a fault maps it (`maps_read_ahead`), and a copy the pool
+        // kept stays with the slot.
         self.dev
             .readahead_done(q, from_pool, from_pool && self.exclusive_loads, t, env.obs);
-        if from_pool && !self.exclusive_loads && !self.dev.swap_cached(q) {
-            self.pool.invalidate(q);
-        }
         stall
     }
 
     fn touched(&mut self, p: u32) {
         self.dev.used(p);
+    }
+
+    fn activated(&mut self, p: u32) {
+        // A copy the pool kept (non-exclusive loads) goes with the slot it belongs to.
+        if self.dev.activated_frees_slot(p) && self.pool.contains(p) {
+            self.pool.invalidate(p);
+        }
+    }
+
+    fn maps_read_ahead(&mut self, p: u32, write: bool) {
+        // A copy the pool kept (non-exclusive loads) goes with the slot it belongs to.
+        if self.dev.map_read_ahead(p, write) && self.pool.contains(p) {
+            self.pool.invalidate(p);
+        }
     }
 
     fn finish_extra(&mut self, _end: u64) -> serde_json::Map<String, serde_json::Value> {
