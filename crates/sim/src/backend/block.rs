@@ -134,6 +134,9 @@ pub struct BlockSwap {
     /// `should_try_to_free_swap`; mm/vmscan.c skips pageout of a clean folio). A later write
     /// frees the slot, or with `swapin_maps_writable` leaves it stale (`swap_cache_stale`).
     swap_cache: Vec<u32>,
+    /// Resident pages holding a slot in `swap_cache` (kept by [`BlockSwap::set_swap_cache`]:
+    /// the rule reads it at every check, too often to count the vector).
+    swap_cached: u64,
     /// The page was written since it was read back and still holds its swap-cache slot
     /// (`swapin_maps_writable`): the slot's copy is stale, and reclaim writes the page back
     /// there (`pageout` of a dirty swap-cache folio) rather than dropping it or taking a new slot.
@@ -243,6 +246,7 @@ impl BlockSwap {
             slot_of: Vec::new(),
             slot_owner: vec![NO_OWNER; swap_slots as usize],
             swap_cache: Vec::new(),
+            swap_cached: 0,
             swap_cache_stale: Vec::new(),
             swapin_maps_writable: cfg.swapin_maps_writable,
             held: Vec::new(),
@@ -556,7 +560,7 @@ impl BlockSwap {
             return false;
         }
         self.slot_of[pi] = self.swap_cache[pi];
-        self.swap_cache[pi] = NO_OWNER;
+        self.set_swap_cache(p, NO_OWNER);
         self.ra_unused[pi] = false;
         self.held[pi] = if zero { Held::Zero } else { Held::Device };
         obs.emit(Event::CleanEviction {
@@ -580,7 +584,7 @@ impl BlockSwap {
             self.swap_cache_stale[pi],
             "a clean copy is dropped, not rewritten"
         );
-        self.swap_cache[pi] = NO_OWNER;
+        self.set_swap_cache(p, NO_OWNER);
         self.swap_cache_stale[pi] = false;
         self.slot_of[pi] = slot;
         self.ra_unused[pi] = false;
@@ -600,7 +604,8 @@ impl BlockSwap {
     /// write-back gave the slot up): the slot is freed.
     pub(super) fn drop_swap_cache_slot(&mut self, p: u32) {
         let pi = p as usize;
-        let slot = std::mem::replace(&mut self.swap_cache[pi], NO_OWNER);
+        let slot = self.swap_cache[pi];
+        self.set_swap_cache(p, NO_OWNER);
         self.swap_cache_stale[pi] = false;
         if slot != NO_OWNER {
             self.free_slot(slot);
@@ -682,7 +687,19 @@ impl BlockSwap {
     /// Pages in DRAM that hold a slot: resident ones with their slot in the swap cache, and
     /// reclaim's written pages whose frame is not yet free (under writeback or awaiting a scan).
     pub(super) fn swap_cached_pages(&self) -> u64 {
-        self.swap_cache.iter().filter(|&&s| s != NO_OWNER).count() as u64 + self.frames_held
+        debug_assert_eq!(
+            self.swap_cached,
+            self.swap_cache.iter().filter(|&&s| s != NO_OWNER).count() as u64,
+            "the kept slots' count"
+        );
+        self.swap_cached + self.frames_held
+    }
+
+    /// Page `p`'s slot in the swap cache becomes `slot` (NO_OWNER: none), counted.
+    fn set_swap_cache(&mut self, p: u32, slot: u32) {
+        let old = std::mem::replace(&mut self.swap_cache[p as usize], slot);
+        self.swap_cached =
+            self.swap_cached + u64::from(slot != NO_OWNER) - u64::from(old != NO_OWNER);
     }
 
     pub(super) fn slot_of(&self, p: u32) -> u32 {
@@ -1013,7 +1030,7 @@ impl BlockSwap {
         // Unmapped, the page's table entry still names its slot: the slot stays with the page in
         // the swap cache whatever swap's fullness, until a fault maps the page
         // (`map_read_ahead`) or its tab is gone. Reclaim drops it clean in the meantime.
-        self.swap_cache[q as usize] = self.slot_of[q as usize];
+        self.set_swap_cache(q, self.slot_of[q as usize]);
         self.swap_cache_stale[q as usize] = dirty;
         self.held[q as usize] = Held::No;
         self.ra_unused[q as usize] = true;
@@ -1065,7 +1082,7 @@ impl BlockSwap {
             self.free_slot(slot);
             false
         } else {
-            self.swap_cache[p as usize] = slot;
+            self.set_swap_cache(p, slot);
             self.swap_cache_stale[p as usize] = false;
             true
         }
