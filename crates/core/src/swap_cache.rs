@@ -16,6 +16,14 @@
 //! `scripts/swapin-writable-probe` (docs/experiments/validation.md, "Charges call by call, and a
 //! page read back keeps its slot").
 //!
+//! The workload's write touch is a read-modify-write on every substrate (the linux and live
+//! tabs load a byte of the page, then store it incremented), so a touch that finds its page in
+//! swap faults as a read: the swap-in keeps or frees the slot by the read's rule
+//! ([`keeps_slot_after_read_fault`]), and the store then acts on the mapped page as any write to
+//! a kept slot does ([`write_to_kept_slot`]). The rule's write-fault arm (`FAULT_FLAG_WRITE`: the
+//! slot goes at once when the folio's only other reference is the swap cache's) is one no touch
+//! of ours takes.
+//!
 //! Two more places give a slot up or keep it. A page read ahead is not mapped: its table entry
 //! still names its slot, so the slot stays in the swap cache with it, however full swap is,
 //! until a fault maps the page (`do_swap_page`, the rule above) or reclaim drops it clean. And
@@ -29,10 +37,10 @@ pub fn vm_swap_full(used_slots: u64, total_slots: u64) -> bool {
     used_slots * 2 > total_slots
 }
 
-/// Whether a page swapped in from a slot keeps the slot in the swap cache: not when its fault
-/// writes or when swap is more than half full.
-pub fn keeps_slot_after_swap_in(write_fault: bool, used_slots: u64, total_slots: u64) -> bool {
-    !write_fault && !vm_swap_full(used_slots, total_slots)
+/// Whether a page swapped in by a read fault keeps its slot in the swap cache: not when swap is
+/// more than half full.
+pub fn keeps_slot_after_read_fault(used_slots: u64, total_slots: u64) -> bool {
+    !vm_swap_full(used_slots, total_slots)
 }
 
 /// What a write does to the slot a resident page kept in the swap cache.
@@ -68,11 +76,10 @@ mod tests {
     }
 
     #[test]
-    fn a_page_read_back_keeps_its_slot_only_on_a_read_with_swap_at_most_half_full() {
-        assert!(keeps_slot_after_swap_in(false, 10, 100));
-        assert!(keeps_slot_after_swap_in(false, 50, 100));
-        assert!(!keeps_slot_after_swap_in(false, 51, 100), "vm_swap_full");
-        assert!(!keeps_slot_after_swap_in(true, 10, 100), "a write fault");
+    fn a_page_read_back_keeps_its_slot_only_with_swap_at_most_half_full() {
+        assert!(keeps_slot_after_read_fault(10, 100));
+        assert!(keeps_slot_after_read_fault(50, 100));
+        assert!(!keeps_slot_after_read_fault(51, 100), "vm_swap_full");
     }
 
     #[test]

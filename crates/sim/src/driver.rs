@@ -351,6 +351,10 @@ impl<'a> Driver<'a> {
                 Action::Done => break,
             }
             self.machine.chrome_discards();
+            // The timeline after every action, as the linux substrate samples it (beside the
+            // periodic samples), so that the two compare step by step.
+            let m = &mut self.machine;
+            m.sample(m.now);
             while self.life.next_second() <= self.workload_now() {
                 self.live_second()?;
             }
@@ -1497,7 +1501,13 @@ mod tests {
     /// Optane at 1 % (about 7,800 frames for tabs), Chrome's rule off (no margin) so that tabs
     /// are swapped out rather than discarded.
     fn driver(sites: Vec<SiteType>) -> Driver<'static> {
-        let o = vec!["discard.critical_margin_share=0.0".to_string()];
+        driver_set(sites, &[])
+    }
+
+    /// [`driver`] with configuration fields set.
+    fn driver_set(sites: Vec<SiteType>, set: &[String]) -> Driver<'static> {
+        let mut o = vec!["discard.critical_margin_share=0.0".to_string()];
+        o.extend_from_slice(set);
         let cfg = SystemConfig::load("optane", &o).unwrap();
         let opts = RunOptions::new(3, 0.01);
         Driver::new(&cfg, sites, &opts, &NoProgress).unwrap()
@@ -2450,6 +2460,31 @@ mod tests {
         assert!(m.mem.resident < frames, "{} >= {frames}", m.mem.resident);
         assert!(m.mem.resident <= released);
         assert_eq!(m.loc[p as usize], Loc::Absent);
+    }
+
+    #[test]
+    fn a_writing_touch_of_a_page_in_swap_faults_as_a_read_then_its_store_acts_on_the_slot() {
+        // Every substrate's write touch loads a byte, then stores it (core's `swap_cache`): the
+        // fault is a read, which keeps the page's slot in the swap cache while swap is at most
+        // half full; the store then leaves it there, stale, where the read mapped the page
+        // writable (Linux 6.10+), or faults and frees it (`do_wp_page`). Pages read ahead keep
+        // theirs either way.
+        for writable in [true, false] {
+            let set = [format!("swapin_maps_writable={writable}")];
+            let mut d = driver_set(sites(0.0, 0.0, 0.0), &set);
+            d.open(0, 0).unwrap();
+            push_out(&mut d, 0, &[0]);
+            d.machine.use_tab(0);
+            let m = &mut d.machine;
+            let p = m.tabs[0].page(0);
+            let used = m.backend.swap_used_pages();
+            let area = used + m.backend.swap_free_pages();
+            assert!(used * 2 <= area, "swap at most half full: {used} of {area}");
+            m.touch(p, true).unwrap();
+            assert_eq!(m.loc[p as usize], Loc::Resident);
+            let freed = if writable { 0 } else { 1 };
+            assert_eq!(m.backend.swap_used_pages(), used - freed, "{writable}");
+        }
     }
 
     #[test]

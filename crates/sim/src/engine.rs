@@ -578,7 +578,7 @@ impl<'a> Machine<'a> {
                 self.lru.mark_accessed(p);
                 self.backend.touched(p);
                 if self.unmapped[pi] {
-                    self.backend.maps_read_ahead(p, write);
+                    self.backend.maps_read_ahead(p);
                 }
                 if write {
                     self.backend.written(p);
@@ -886,6 +886,11 @@ impl<'a> Machine<'a> {
             }
         };
         self.place(p);
+        if write {
+            // The touch is a read-modify-write (`nvmswap_core::swap_cache`): its load faulted,
+            // and its store now writes the page mapped.
+            self.backend.written(p);
+        }
         let mut stall = 0;
         for q in readahead {
             if self.loc[q as usize] != Loc::Out {

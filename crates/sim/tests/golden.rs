@@ -50,15 +50,38 @@ fn golden_dir() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/golden")
 }
 
-/// The output as pretty JSON with `wall_s` (the only field that depends on the real clock) gone.
+/// The output as pretty JSON with `wall_s` (the only field that depends on the real clock) gone,
+/// each timeline sample on a line of its own (sim samples after every action: a sample a line
+/// keeps the files a third of the size and their diffs readable).
 fn canonical(out: &RunOutput) -> String {
+    const PLACE: &str = "timeline samples, one a line";
     let mut v = serde_json::to_value(out).expect("results serialise");
     let removed = v["result"]
         .as_object_mut()
         .expect("result is an object")
         .remove("wall_s");
     assert!(removed.is_some(), "wall_s moved: update canonical()");
-    serde_json::to_string_pretty(&v).expect("results serialise") + "\n"
+    let samples = std::mem::replace(&mut v["series"]["timeline"], PLACE.into());
+    let rows: Vec<String> = samples
+        .as_array()
+        .expect("the timeline is an array")
+        .iter()
+        .map(|s| {
+            format!(
+                "      {}",
+                serde_json::to_string(s).expect("a sample serialises")
+            )
+        })
+        .collect();
+    let timeline = if rows.is_empty() {
+        "[]".to_string()
+    } else {
+        format!("[\n{}\n    ]", rows.join(",\n"))
+    };
+    let pretty = serde_json::to_string_pretty(&v).expect("results serialise");
+    let placed = format!("\"{PLACE}\"");
+    assert_eq!(pretty.matches(&placed).count(), 1, "series.timeline moved");
+    pretty.replace(&placed, &timeline) + "\n"
 }
 
 fn opts() -> RunOptions {

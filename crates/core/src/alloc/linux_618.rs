@@ -31,14 +31,24 @@
 //!   cluster not already on the nonfull list moves to its tail (`partial_free_cluster`), so a
 //!   full cluster that gets a slot back becomes nonfull.
 //!
-//! Left out: the reclaim of slots that only the swap cache holds (`cluster_scan_range` under
-//! `vm_swap_full`, `swap_reclaim_full_clusters`): the allocator sees a slot as used until the
-//! swapper frees it. Large (mTHP) orders and order-0 stealing from higher-order lists do not
-//! arise: every allocation is one page.
+//! - Slots that only the swap cache holds (a page read back kept its slot, no table entry names
+//!   it, no write of it is in flight: `swap_only_has_cache`, `folio_swapcache_freeable`) are taken
+//!   back once swap is more than half full (`vm_swap_full`), in three places: the scan of a
+//!   cluster treats such a slot as free and hands it to the new page (`cluster_scan_range`,
+//!   `cluster_reclaim_range`; below half full it skips it as used); when the free and nonfull
+//!   lists are drained, one full cluster gives up all of its such slots before the frag list is
+//!   tried (`swap_reclaim_full_clusters(si, false)`); and the allocation that fills the area
+//!   makes every full cluster give them up (`swap_range_alloc` queues `swap_reclaim_work`, which
+//!   this model runs at once). The page that kept the slot leaves the swap cache dirty
+//!   (`__try_to_reclaim_swap`): the swapper learns it from `allocate_reclaiming`.
+//!
+//! Large (mTHP) orders and order-0 stealing from higher-order lists do not arise: every
+//! allocation is one page.
 //!
 //! No wear levelling: a slot's physical place is its number.
 
 use super::{AllocError, PhysSlot, Placement, Slot, SlotAllocator};
+use crate::swap_cache::vm_swap_full;
 
 /// Slots per cluster: `SWAPFILE_CLUSTER` (mm/swap.h) = `HPAGE_PMD_NR` = 512 on x86-64 with
 /// CONFIG_THP_SWAP.
@@ -183,21 +193,45 @@ impl Linux618 {
         }
     }
 
-    /// `alloc_swap_scan_cluster`: the first free slot of cluster `c` from `offset` on; sets the
-    /// next offset of `who` (a CPU, or the device).
-    fn scan_cluster(&mut self, who: usize, c: u32, offset: u32) -> Option<Slot> {
+    /// Whether slot `s` holds a page that only the swap cache keeps, as the swapper says (never
+    /// the header or a slot past the area's end).
+    fn is_cache_only(&self, s: Slot, cache_only: &mut dyn FnMut(Slot) -> bool) -> bool {
+        s != 0 && s <= self.capacity && self.used[s as usize] && cache_only(s)
+    }
+
+    /// `alloc_swap_scan_cluster`: the first free slot of cluster `c` from `offset` on, or, with
+    /// swap over half full, the first one only the swap cache holds, handed over (pushed on
+    /// `reclaimed`); sets the next offset of `who` (a CPU, or the device). A full cluster is
+    /// not scanned, whatever its slots hold.
+    fn scan_cluster(
+        &mut self,
+        who: usize,
+        c: u32,
+        offset: u32,
+        cache_only: &mut dyn FnMut(Slot) -> bool,
+        reclaimed: &mut Vec<Slot>,
+    ) -> Option<Slot> {
         let end = self.range(c).end;
         let mut found = None;
         let mut next = None;
         if self.count[c as usize] < CLUSTER_SLOTS_618 {
-            if let Some(s) = (offset..end).find(|&s| !self.used[s as usize]) {
-                self.used[s as usize] = true;
-                self.count[c as usize] += 1;
-                self.in_use += 1;
+            let take_back = vm_swap_full(u64::from(self.in_use), u64::from(self.capacity));
+            for s in offset..end {
+                if !self.used[s as usize] {
+                    self.used[s as usize] = true;
+                    self.count[c as usize] += 1;
+                    self.in_use += 1;
+                } else if take_back && self.is_cache_only(s, cache_only) {
+                    // Freed from the swap cache and taken at once: the counts stay.
+                    reclaimed.push(s);
+                } else {
+                    continue;
+                }
                 found = Some(s);
                 if self.count[c as usize] < CLUSTER_SLOTS_618 && s + 1 < end {
                     next = Some(s + 1);
                 }
+                break;
             }
         }
         self.relocate(c);
@@ -207,7 +241,14 @@ impl Linux618 {
 
     /// `alloc_swap_scan_list`: take the head of `list` and scan it from its start; with
     /// `scan_all`, go on down the list while a cluster yields nothing.
-    fn scan_list(&mut self, who: usize, list: Flag, scan_all: bool) -> Option<Slot> {
+    fn scan_list(
+        &mut self,
+        who: usize,
+        list: Flag,
+        scan_all: bool,
+        cache_only: &mut dyn FnMut(Slot) -> bool,
+        reclaimed: &mut Vec<Slot>,
+    ) -> Option<Slot> {
         let l = list.list().expect("a list");
         loop {
             let c = self.head[l];
@@ -216,11 +257,42 @@ impl Linux618 {
             }
             self.unlink(c);
             let start = self.range(c).start;
-            if let Some(s) = self.scan_cluster(who, c, start) {
+            if let Some(s) = self.scan_cluster(who, c, start, cache_only, reclaimed) {
                 return Some(s);
             }
             if !scan_all {
                 return None;
+            }
+        }
+    }
+
+    /// `swap_reclaim_full_clusters`: up to `clusters` full clusters, from the head of the full
+    /// list, give up every slot only the swap cache holds (freed, pushed on `reclaimed`). A
+    /// cluster that gave some up is nonfull now (`free`); one that gave none goes back to the
+    /// full list's tail. `taken`: a slot just handed to a new page, which the swapper still
+    /// sees as its old owner's.
+    fn reclaim_full_clusters(
+        &mut self,
+        clusters: u32,
+        taken: Option<Slot>,
+        cache_only: &mut dyn FnMut(Slot) -> bool,
+        reclaimed: &mut Vec<Slot>,
+    ) {
+        let full = Flag::Full.list().expect("a list");
+        for _ in 0..clusters {
+            let c = self.head[full];
+            if c == NIL {
+                return;
+            }
+            self.unlink(c);
+            for s in self.range(c) {
+                if Some(s) != taken && self.is_cache_only(s, cache_only) {
+                    self.free(s);
+                    reclaimed.push(s);
+                }
+            }
+            if self.flag[c as usize] == Flag::None {
+                self.relocate(c);
             }
         }
     }
@@ -257,6 +329,15 @@ impl SlotAllocator for Linux618 {
     }
 
     fn allocate(&mut self, cpu: usize) -> Option<Placement> {
+        self.allocate_reclaiming(cpu, &mut |_| false, &mut Vec::new())
+    }
+
+    fn allocate_reclaiming(
+        &mut self,
+        cpu: usize,
+        cache_only: &mut dyn FnMut(Slot) -> bool,
+        reclaimed: &mut Vec<Slot>,
+    ) -> Option<Placement> {
         if self.in_use == self.capacity {
             return None;
         }
@@ -276,23 +357,33 @@ impl SlotAllocator for Linux618 {
                 } else {
                     off
                 };
-                found = self.scan_cluster(who, c, from);
+                found = self.scan_cluster(who, c, from, cache_only, reclaimed);
             }
         }
         // cluster_alloc_swap_entry's new_cluster.
         if found.is_none() && self.discard {
-            found = self.scan_list(who, Flag::Free, false);
+            found = self.scan_list(who, Flag::Free, false, cache_only, reclaimed);
         }
         if found.is_none() {
-            found = self.scan_list(who, Flag::Nonfull, true);
+            found = self.scan_list(who, Flag::Nonfull, true, cache_only, reclaimed);
         }
         if found.is_none() && !self.discard {
-            found = self.scan_list(who, Flag::Free, false);
+            found = self.scan_list(who, Flag::Free, false, cache_only, reclaimed);
+        }
+        if found.is_none() && vm_swap_full(u64::from(self.in_use), u64::from(self.capacity)) {
+            self.reclaim_full_clusters(1, None, cache_only, reclaimed);
         }
         if found.is_none() {
-            found = self.scan_list(who, Flag::Frag, false);
+            found = self.scan_list(who, Flag::Frag, false, cache_only, reclaimed);
         }
         debug_assert!(found.is_some(), "linux-6.18: no slot while not full");
+        if self.in_use == self.capacity
+            && vm_swap_full(u64::from(self.in_use), u64::from(self.capacity))
+        {
+            // swap_reclaim_work, forced: as many clusters as the area's use fills.
+            let clusters = self.in_use / CLUSTER_SLOTS_618;
+            self.reclaim_full_clusters(clusters, found, cache_only, reclaimed);
+        }
         found.map(|s| Placement {
             slot: s,
             phys: s,
@@ -427,5 +518,77 @@ mod tests {
         let n = (0..).map_while(|i| a.allocate(i % 3)).count() as u32;
         assert_eq!(n, a.capacity());
         assert_eq!(n, C + 6);
+    }
+
+    /// One allocation that may take slots back from the swap cache: `kept` are the slots only
+    /// the swap cache holds. Returns the slot and the slots taken back.
+    fn take_reclaiming(a: &mut Linux618, cpu: usize, kept: &[u32]) -> (u32, Vec<u32>) {
+        let mut reclaimed = Vec::new();
+        let slot = a
+            .allocate_reclaiming(cpu, &mut |s| kept.contains(&s), &mut reclaimed)
+            .unwrap()
+            .slot;
+        (slot, reclaimed)
+    }
+
+    #[test]
+    fn a_slot_only_the_swap_cache_holds_is_taken_by_the_scan_once_swap_is_over_half_full() {
+        // Clusters 0-2 full, then a slot of cluster 1 freed: the new cluster is cluster 1 (the
+        // nonfull list), scanned from its start. Slot C + 3 is held by the swap cache only.
+        for (clusters, over_half) in [(4, true), (8, false)] {
+            let mut a = Linux618::new(clusters * C, 1, false, false).unwrap();
+            take(&mut a, 0, 3 * C - 1);
+            a.free(C + 7);
+            let in_use = a.in_use();
+            let (slot, reclaimed) = take_reclaiming(&mut a, 0, &[C + 3]);
+            if over_half {
+                // 1,534 of 2,047 in use: the kept slot is handed to the new page.
+                assert_eq!((slot, reclaimed), (C + 3, vec![C + 3]));
+                assert_eq!(a.in_use(), in_use);
+            } else {
+                // 1,534 of 4,095: it is in use like any other; the freed slot is taken.
+                assert_eq!((slot, reclaimed), (C + 7, vec![]));
+                assert_eq!(a.in_use(), in_use + 1);
+            }
+        }
+    }
+
+    #[test]
+    fn with_no_free_or_nonfull_cluster_one_full_cluster_gives_its_kept_slots_up() {
+        // Two CPUs on a non-rotational device: CPU 0 refills cluster 1 (two slots freed), which
+        // is then a frag cluster with its next offset; CPU 1 has none, and finds the free and
+        // nonfull lists empty with swap over half full.
+        let mut a = Linux618::new(4 * C, 2, true, false).unwrap();
+        take(&mut a, 0, 4 * C - 1);
+        a.free(C + 7);
+        a.free(C + 8);
+        assert_eq!(take(&mut a, 0, 1), vec![C + 7]);
+        assert_eq!(a.list(Flag::Frag), vec![1]);
+        // The pass at the allocation that filled the area (nothing kept then) looked at three
+        // clusters from the list's head and put each back at its tail.
+        assert_eq!(a.list(Flag::Full), vec![3, 0, 2]);
+        let (slot, reclaimed) = take_reclaiming(&mut a, 1, &[3 * C + 3, 3 * C + 4, 9]);
+        // The full list's head (cluster 3) gives up both of its kept slots; cluster 0 is not
+        // looked at. Then the frag list: cluster 1's free slot.
+        assert_eq!(reclaimed, vec![3 * C + 3, 3 * C + 4]);
+        assert_eq!(slot, C + 8);
+        assert_eq!(a.list(Flag::Nonfull), vec![3]);
+        assert_eq!(a.in_use(), 4 * C - 1 - 2);
+    }
+
+    #[test]
+    fn the_allocation_that_fills_the_area_makes_the_full_clusters_give_their_kept_slots_up() {
+        let mut a = Linux618::new(4 * C, 1, false, false).unwrap();
+        take(&mut a, 0, 4 * C - 2);
+        let (slot, reclaimed) = take_reclaiming(&mut a, 0, &[5, C + 5, 2 * C + 5]);
+        assert_eq!(slot, 4 * C - 1);
+        // 2,047 in use: three clusters' worth are scanned, from the full list's head.
+        assert_eq!(reclaimed, vec![5, C + 5, 2 * C + 5]);
+        assert_eq!(a.in_use(), 4 * C - 1 - 3);
+        // Without kept slots nothing changes.
+        let mut b = Linux618::new(4 * C, 1, false, false).unwrap();
+        take(&mut b, 0, 4 * C - 2);
+        assert_eq!(take_reclaiming(&mut b, 0, &[]), (4 * C - 1, vec![]));
+        assert!(b.allocate(0).is_none());
     }
 }

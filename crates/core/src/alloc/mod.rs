@@ -55,6 +55,21 @@ pub trait SlotAllocator: Send {
     /// Find a slot for a page about to be written. `cpu` lets per-CPU allocators (the kernel's
     /// cluster allocator) keep their per-CPU state. None when the area is full.
     fn allocate(&mut self, cpu: usize) -> Option<Placement>;
+
+    /// `allocate`, for an allocator that takes slots back from the swap cache as it goes (the
+    /// kernel's since 6.12, `linux-6.18`): `cache_only(slot)` tells whether a slot in use is
+    /// held by nothing but the swap cache (a resident, mapped page kept it; no page table entry
+    /// names it and no write of it is in flight). Each such slot the allocator takes back is
+    /// pushed on `reclaimed`, freed or handed to the new page; the swapper drops it from the
+    /// page that kept it, which is dirty from then on. The others never take one back.
+    fn allocate_reclaiming(
+        &mut self,
+        cpu: usize,
+        _cache_only: &mut dyn FnMut(Slot) -> bool,
+        _reclaimed: &mut Vec<Slot>,
+    ) -> Option<Placement> {
+        self.allocate(cpu)
+    }
     /// The page in `slot` is no longer needed.
     fn free(&mut self, slot: Slot);
     /// Where the page recorded as `slot` lives now.

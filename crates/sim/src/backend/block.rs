@@ -129,14 +129,20 @@ pub struct BlockSwap {
     /// The page in each slot (NO_OWNER: free), for read-ahead of neighbours.
     slot_owner: Vec<u32>,
     /// The slot a resident page still holds in the swap cache (NO_OWNER: none). A page read
-    /// back keeps its slot and its data there unless its fault writes or swap is more than half
-    /// full; evicting it while clean needs no write (mm/memory.c `do_swap_page`,
-    /// `should_try_to_free_swap`; mm/vmscan.c skips pageout of a clean folio). A later write
-    /// frees the slot, or with `swapin_maps_writable` leaves it stale (`swap_cache_stale`).
+    /// back keeps its slot and its data there unless swap is more than half full (our touches
+    /// fault as reads: `nvmswap_core::swap_cache`); evicting it while clean needs no write
+    /// (mm/memory.c `do_swap_page`, `should_try_to_free_swap`; mm/vmscan.c skips pageout of a
+    /// clean folio). A write (the touch's store, `written`) frees the slot, or with
+    /// `swapin_maps_writable` leaves it stale (`swap_cache_stale`).
     swap_cache: Vec<u32>,
     /// Resident pages holding a slot in `swap_cache` (kept by [`BlockSwap::set_swap_cache`]:
     /// the rule reads it at every check, too often to count the vector).
     swap_cached: u64,
+    /// Kept slots the allocator took back from the swap cache (`allocate_reclaiming`, swap
+    /// over half full; `extra.swap_cache_slots_taken_back`), and the pages that lost one in the
+    /// last allocation ([`BlockSwap::take_pages_that_lost_their_slot`]).
+    slots_taken_back: u64,
+    lost_their_slot: Vec<u32>,
     /// The page was written since it was read back and still holds its swap-cache slot
     /// (`swapin_maps_writable`): the slot's copy is stale, and reclaim writes the page back
     /// there (`pageout` of a dirty swap-cache folio) rather than dropping it or taking a new slot.
@@ -247,6 +253,8 @@ impl BlockSwap {
             slot_owner: vec![NO_OWNER; swap_slots as usize],
             swap_cache: Vec::new(),
             swap_cached: 0,
+            slots_taken_back: 0,
+            lost_their_slot: Vec::new(),
             swap_cache_stale: Vec::new(),
             swapin_maps_writable: cfg.swapin_maps_writable,
             held: Vec::new(),
@@ -518,7 +526,6 @@ impl BlockSwap {
     pub(super) fn swap_in_without_io(
         &mut self,
         p: u32,
-        write: bool,
         start: u64,
         by: Actor,
         obs: &mut Observers,
@@ -533,7 +540,7 @@ impl BlockSwap {
         // (`swap_read_folio_zeromap` fills the folio there): its slot, zero mark and all, is kept
         // or freed as a read one's is.
         let slot = self.slot_of[pi];
-        self.keep_or_free_slot(p, slot, write);
+        self.keep_or_free_slot(p, slot);
         self.held[pi] = Held::No;
         let cost = self.minor_ns;
         obs.emit(Event::Cpu {
@@ -613,9 +620,43 @@ impl BlockSwap {
     }
 
     /// Reserves a slot for `p`, written by a task on `cpu` (a per-CPU allocator's); None when
-    /// swap is full.
+    /// swap is full. The allocator may take kept slots back from the swap cache on the way
+    /// (`SlotAllocator::allocate_reclaiming`): a slot a resident, mapped page kept, with no
+    /// write of it in flight (a page read ahead and not mapped since is still named by its
+    /// table entry). The page that kept it is dirty from then on: its next eviction takes a new
+    /// slot and writes.
     pub(super) fn allocate(&mut self, p: u32, cpu: u32) -> Option<u32> {
-        let slot = self.slots.allocate(cpu as usize)?.slot;
+        self.lost_their_slot.clear();
+        let mut taken_back = Vec::new();
+        let Self {
+            slots,
+            slot_owner,
+            swap_cache,
+            ra_unused,
+            writeback,
+            ..
+        } = self;
+        let placement = slots.allocate_reclaiming(
+            cpu as usize,
+            &mut |s| {
+                let q = slot_owner[s as usize];
+                q != NO_OWNER
+                    && swap_cache[q as usize] == s
+                    && !ra_unused[q as usize]
+                    && !writeback.is_under_writeback(q)
+            },
+            &mut taken_back,
+        );
+        for s in taken_back {
+            let q = self.slot_owner[s as usize];
+            self.set_swap_cache(q, NO_OWNER);
+            self.swap_cache_stale[q as usize] = false;
+            self.slot_owner[s as usize] = NO_OWNER;
+            self.used_slots -= 1;
+            self.slots_taken_back += 1;
+            self.lost_their_slot.push(q);
+        }
+        let slot = placement?.slot;
         self.ra_unused[p as usize] = false;
         self.used_slots += 1;
         self.peak_used_slots = self.peak_used_slots.max(self.used_slots);
@@ -676,6 +717,12 @@ impl BlockSwap {
             .add(Op::Write, p, slot, t + spent.total());
         spent.wait += self.submit_plugged(full, t + spent.total(), by, obs);
         self.held[pi] = Held::Device;
+    }
+
+    /// The pages whose kept slot the last allocation took back (a pool in front drops a copy it
+    /// kept under such a slot).
+    pub(super) fn take_pages_that_lost_their_slot(&mut self) -> Vec<u32> {
+        std::mem::take(&mut self.lost_their_slot)
     }
 
     pub(super) fn free_slot(&mut self, slot: u32) {
@@ -931,6 +978,10 @@ impl BlockSwap {
             super::swap_in_use_mib(self.swap_slots, self.peak_used_slots, self.used_slots),
         );
         extra.insert("swpout_zero".into(), self.swpout_zero.into());
+        extra.insert(
+            "swap_cache_slots_taken_back".into(),
+            self.slots_taken_back.into(),
+        );
         if let Some(d) = self.io.interrupt_delivery_json() {
             extra.insert("interrupt_delivery".into(), d);
         }
@@ -966,14 +1017,7 @@ impl BlockSwap {
         }
     }
 
-    fn finish_read(
-        &mut self,
-        p: u32,
-        write: bool,
-        id: u64,
-        issued: u64,
-        obs: &mut Observers,
-    ) -> u64 {
+    fn finish_read(&mut self, p: u32, id: u64, issued: u64, obs: &mut Observers) -> u64 {
         let done = self.io.take_finished(id);
         // A read that went out before its window's loop ended (the plug filled or the task
         // slept) is seen when the loop is over.
@@ -1005,7 +1049,7 @@ impl BlockSwap {
             device_ns: device,
         });
         let slot = self.slot_of[p as usize];
-        self.keep_or_free_slot(p, slot, write);
+        self.keep_or_free_slot(p, slot);
         self.held[p as usize] = Held::No;
         obs.emit(Event::SwapIn {
             t,
@@ -1048,10 +1092,11 @@ impl BlockSwap {
 
     /// A fault maps read-ahead page `p` from the swap cache (`do_swap_page` finding the folio
     /// there): the table entry's reference to the slot goes, and the swap cache keeps the slot
-    /// or frees it by the rule of a swap-in (`write`: the fault writes). True when it freed it.
-    pub(super) fn map_read_ahead(&mut self, p: u32, write: bool) -> bool {
+    /// or frees it by a read fault's rule (a touch's store comes after, `written`). True when it
+    /// freed it.
+    pub(super) fn map_read_ahead(&mut self, p: u32) -> bool {
         if self.swap_cache[p as usize] == NO_OWNER
-            || swap_cache::keeps_slot_after_swap_in(write, self.used_slots, self.swap_slots)
+            || swap_cache::keeps_slot_after_read_fault(self.used_slots, self.swap_slots)
         {
             return false;
         }
@@ -1074,11 +1119,12 @@ impl BlockSwap {
         true
     }
 
-    /// After a swap-in of `p` from `slot`: the slot stays with the page in the swap cache, or is
-    /// freed, by core's rule (`swap_cache::keeps_slot_after_swap_in`: freed when the fault
-    /// writes or swap is more than half full). True when the slot is kept.
-    pub(super) fn keep_or_free_slot(&mut self, p: u32, slot: u32, write: bool) -> bool {
-        if !swap_cache::keeps_slot_after_swap_in(write, self.used_slots, self.swap_slots) {
+    /// After a swap-in of `p` from `slot` (a read fault; a touch's store comes after,
+    /// `written`): the slot stays with the page in the swap cache, or is freed, by core's rule
+    /// (`swap_cache::keeps_slot_after_read_fault`: freed when swap is more than half full). True
+    /// when the slot is kept.
+    pub(super) fn keep_or_free_slot(&mut self, p: u32, slot: u32) -> bool {
+        if !swap_cache::keeps_slot_after_read_fault(self.used_slots, self.swap_slots) {
             self.free_slot(slot);
             false
         } else {
@@ -1186,8 +1232,8 @@ impl SwapBackend for BlockSwap {
         Fault::NeedsFrame
     }
 
-    fn swap_in(&mut self, p: u32, write: bool, start: u64, by: Actor, env: &mut Env) -> SwapIn {
-        if let Some((cost, in_memory)) = self.swap_in_without_io(p, write, start, by, env.obs) {
+    fn swap_in(&mut self, p: u32, _write: bool, start: u64, by: Actor, env: &mut Env) -> SwapIn {
+        if let Some((cost, in_memory)) = self.swap_in_without_io(p, start, by, env.obs) {
             return if in_memory {
                 SwapIn::InMemory { cost }
             } else {
@@ -1216,8 +1262,8 @@ impl SwapBackend for BlockSwap {
         self.submit_read(p, t, by, env.obs)
     }
 
-    fn finish_swap_in(&mut self, p: u32, write: bool, id: u64, issued: u64, env: &mut Env) -> u64 {
-        self.finish_read(p, write, id, issued, env.obs)
+    fn finish_swap_in(&mut self, p: u32, _write: bool, id: u64, issued: u64, env: &mut Env) -> u64 {
+        self.finish_read(p, id, issued, env.obs)
     }
 
     fn abandon_swap_in(&mut self, id: u64) {
@@ -1242,8 +1288,8 @@ impl SwapBackend for BlockSwap {
         self.used(p);
     }
 
-    fn maps_read_ahead(&mut self, p: u32, write: bool) {
-        self.map_read_ahead(p, write);
+    fn maps_read_ahead(&mut self, p: u32) {
+        self.map_read_ahead(p);
     }
 
     fn activated(&mut self, p: u32) {

@@ -276,9 +276,9 @@ pub trait SwapBackend {
     /// Reclaim found mapped page `p` referenced and activated it (`activate_locked`).
     fn activated(&mut self, _p: u32) {}
 
-    /// Resident page `p`, read ahead and not mapped since, is mapped by a fault (`write`: the
-    /// fault writes); after `touched`, before `written`.
-    fn maps_read_ahead(&mut self, _p: u32, _write: bool) {}
+    /// Resident page `p`, read ahead and not mapped since, is mapped by a (read) fault; after
+    /// `touched`, before a writing touch's `written`.
+    fn maps_read_ahead(&mut self, _p: u32) {}
 
     /// Resident page `p` is written: a copy the back-end keeps of it is stale.
     fn written(&mut self, _p: u32) {}

@@ -358,7 +358,7 @@ fn a_swap_in_reads_its_window_as_one_merged_request() {
 fn a_page_read_ahead_keeps_its_slot_until_a_fault_maps_it_however_full_swap_is() {
     // Its table entry still names its slot until a fault maps it (`do_swap_page`), so the slot
     // stays in the swap cache with it. Only the fault frees it, by the swap-in rule: over half
-    // full (`vm_swap_full`), or a write. nand: the VMA read-ahead. 64 pages out of a 100-slot
+    // full (`vm_swap_full`). nand: the VMA read-ahead. 64 pages out of a 100-slot
     // area (over half full), then faults on pages 0..8 in order: each faulting page frees its
     // slot at once, the pages its window brought keep theirs.
     let mut rig = Rig::new("nand", 64, 2000, &["swap_bytes=400MiB".into()]);
@@ -377,7 +377,7 @@ fn a_page_read_ahead_keeps_its_slot_until_a_fault_maps_it_however_full_swap_is()
     assert_eq!(rig.backend.swap_cached_pages(), ahead);
     // Mapped by read faults, each frees its slot while swap is over half full (over 50 used).
     for q in 0..64 {
-        rig.backend.maps_read_ahead(q, false);
+        rig.backend.maps_read_ahead(q);
     }
     let freed = ahead.min(64 - faults - 50);
     assert_eq!(rig.backend.swap_used_pages(), 64 - faults - freed);
@@ -388,10 +388,54 @@ fn a_page_read_ahead_keeps_its_slot_until_a_fault_maps_it_however_full_swap_is()
     rig.swap_out_in_one_batch(64);
     let read: u64 = fault_in_order(&mut rig, 8).iter().map(|f| f.1).sum();
     for q in 0..64 {
-        rig.backend.maps_read_ahead(q, false);
+        rig.backend.maps_read_ahead(q);
     }
     assert_eq!(rig.backend.swap_used_pages(), 64);
     assert_eq!(rig.backend.swap_cached_pages(), read);
+}
+
+#[test]
+fn the_allocator_takes_a_kept_slot_back_once_swap_is_over_half_full_and_the_page_is_dirty() {
+    // linux-6.18 (mm/swapfile.c `cluster_scan_range`): a slot that only the swap cache holds (a
+    // page read back and mapped kept it) counts as free for the allocator's scan when swap is
+    // over half full; the page leaves the swap cache dirty, so its next eviction writes. Slots
+    // of pages read ahead and not mapped are still named by their table entries: never taken.
+    // A 100-slot area (99 usable), one cluster: 40 pages out, page 0 read back (keeps slot 1),
+    // pages 40..=98 out (slots 41..=99: full), page 50 freed (slot 51); the next allocation
+    // finds no free slot after its offset and scans the cluster from its start.
+    let set = [
+        "swap_bytes=400MiB".into(),
+        "block_allocator=linux-6.18".into(),
+    ];
+    let mut rig = Rig::new("nand", 128, 2000, &set);
+    rig.swap_out_in_one_batch(40);
+    fault_in_order(&mut rig, 1);
+    let cached = rig.backend.swap_cached_pages();
+    assert!(cached >= 1, "page 0 kept its slot");
+    let mut t = 2_000_000_000;
+    for p in 40..=98 {
+        rig.store(p, t, ME);
+        t += 1_000;
+    }
+    rig.backend.finish_plug(t, ME, &mut rig.obs);
+    rig.drain();
+    assert_eq!(rig.backend.swap_used_pages(), 99);
+    rig.call(|b, env| b.release(50, env));
+    assert_eq!(rig.backend.swap_cached_pages(), cached, "nothing taken yet");
+    rig.store(99, t + 1_000, ME);
+    rig.backend.finish_plug(t + 2_000, ME, &mut rig.obs);
+    rig.drain();
+    // Page 99 took page 0's slot, ahead of the free slot 51: swap holds as many slots, the
+    // swap cache one fewer.
+    assert_eq!(rig.backend.swap_used_pages(), 98);
+    assert_eq!(rig.backend.swap_cached_pages(), cached - 1);
+    let extra = rig.backend.finish_extra(t + 3_000);
+    assert_eq!(extra["swap_cache_slots_taken_back"], 1);
+    // Page 0, clean as read, is dirty now: evicting it writes (a clean kept page would not).
+    let writes = rig.writes_queued();
+    rig.store(0, t + 4_000, ME);
+    rig.backend.finish_plug(t + 5_000, ME, &mut rig.obs);
+    assert_eq!(rig.writes_queued(), writes + 1);
 }
 
 #[test]

@@ -201,7 +201,15 @@ impl SwapBackend for Zswap {
             return Some(Spent::default());
         }
         if !self.dev.reuse_kept_slot(p) {
-            self.dev.allocate(p, by.cpu)?;
+            let slot = self.dev.allocate(p, by.cpu);
+            for q in self.dev.take_pages_that_lost_their_slot() {
+                // A copy kept under a slot the allocator took back goes with it
+                // (`swap_range_free` calls `zswap_invalidate`).
+                if self.pool.contains(q) {
+                    self.pool.invalidate(q);
+                }
+            }
+            slot?;
         }
         let mut spent = Spent::default();
         let size = env.size(p);
@@ -284,13 +292,13 @@ impl SwapBackend for Zswap {
         let slot = self.dev.slot_of(p);
         if self.exclusive_loads || pending {
             // `zswap_load` frees the entry and dirties the folio; the slot stays in the swap
-            // cache unless the fault writes or swap is over half full (`do_swap_page`;
-            // scripts/swapin-writable-probe --zswap on this machine's 6.18).
+            // cache unless swap is over half full (`do_swap_page`; scripts/swapin-writable-probe
+            // --zswap on this machine's 6.18).
             self.pool.load(p);
-            self.dev.keep_or_free_slot(p, slot, write);
+            self.dev.keep_or_free_slot(p, slot);
             self.dev.mark_kept_slot_stale(p);
-        } else if !self.dev.keep_or_free_slot(p, slot, write) {
-            // The slot is freed (a write fault, or swap over half full): the copy goes with it.
+        } else if !self.dev.keep_or_free_slot(p, slot) {
+            // The slot is freed (swap over half full): the copy goes with it.
             self.pool.invalidate(p);
         }
         self.dev.held[p as usize] = Held::No;
@@ -372,9 +380,9 @@ impl SwapBackend for Zswap {
         }
     }
 
-    fn maps_read_ahead(&mut self, p: u32, write: bool) {
+    fn maps_read_ahead(&mut self, p: u32) {
         // A copy the pool kept (non-exclusive loads) goes with the slot it belongs to.
-        if self.dev.map_read_ahead(p, write) && self.pool.contains(p) {
+        if self.dev.map_read_ahead(p) && self.pool.contains(p) {
             self.pool.invalidate(p);
         }
     }

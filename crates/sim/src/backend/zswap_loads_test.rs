@@ -57,7 +57,8 @@ impl Rig {
         self.fault(t, false);
     }
 
-    /// A fault on the page (a write if `write`); it must come from the pool.
+    /// A touch that faults the page in (a write if `write`: a read fault, then the store, as
+    /// the engine runs a touch); it must come from the pool.
     fn fault(&mut self, t: u64, write: bool) {
         let mut env = Env {
             rng: &mut self.rng,
@@ -70,6 +71,9 @@ impl Rig {
         match self.backend.swap_in(P, write, t, ME, &mut env) {
             SwapIn::Done { .. } => {}
             other => panic!("the page should come from the pool, got {other:?}"),
+        }
+        if write {
+            self.backend.written(P);
         }
     }
 }
@@ -123,7 +127,8 @@ fn exclusive_load_frees_the_copy_and_keeps_the_slot_for_the_dirty_page() {
     assert_eq!(r.obs.metrics.c.clean_evictions, 0);
     assert_eq!(r.backend.pool_bytes(), 1500);
     assert_eq!(r.backend.swap_free_pages(), free_before);
-    // A write fault frees the slot as it loads (`should_try_to_free_swap`).
+    // A writing touch: the load keeps the slot, the store frees it (the seeds' kernels fault
+    // on it, `do_wp_page`; `swapin_maps_writable` is off in the bundled configuration).
     r.fault(3_000, true);
     assert_eq!(r.backend.pool_bytes(), 0);
     assert_eq!(r.backend.swap_free_pages(), free_before + 1);
