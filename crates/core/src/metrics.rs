@@ -523,7 +523,7 @@ pub const LONGEST_CHARGES: usize = 5;
 /// One memcg charge whole, as `extra.memcg_reclaim.longest_charges` lists it on both substrates.
 /// None where the substrate did not trace (linux) or model (sim) it: never a zero that reads as
 /// measured.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct ChargeRecord {
     pub begin_ns: u64,
     pub duration_ns: u64,
@@ -548,6 +548,10 @@ pub struct ChargeRecord {
     /// Its task's time off the CPU inside it, runnable and asleep.
     pub preempted_ns: Option<u64>,
     pub blocked_ns: Option<u64>,
+    /// What the CPUs ran inside it besides its own task, by who ran (a label such as `tab`,
+    /// or a task's command name), ns summed over the CPUs, most first (linux, with the
+    /// scheduler's switches): the tasks its flush IPIs found running.
+    pub ran_beside: Option<Vec<(String, u64)>>,
 }
 
 /// `extra.memcg_reclaim.longest_charges`: the [`LONGEST_CHARGES`] longest of `charges`, longest
@@ -585,6 +589,11 @@ pub fn longest_charges_json(charges: &[ChargeRecord], spans: &[(u64, u64)]) -> s
                 "others_idle_at_begin": c.others_idle_at_begin,
                 "preempted_us": us(c.preempted_ns),
                 "blocked_us": us(c.blocked_ns),
+                "ran_beside_us": c.ran_beside.as_ref().map(|ran| {
+                    ran.iter()
+                        .map(|(who, ns)| (who.clone(), serde_json::json!(*ns as f64 / 1_000.0)))
+                        .collect::<serde_json::Map<_, _>>()
+                }),
             })
         })
         .collect();
@@ -662,6 +671,7 @@ mod tests {
             "remote_flushes",
             "flush_wait_us",
             "lowest_priority",
+            "ran_beside_us",
         ] {
             assert_eq!(listed[0][key], serde_json::Value::Null, "{key}");
         }
@@ -673,6 +683,13 @@ mod tests {
             longest_charges_json(&[traced], &[(0, 1)])[0]["flush_wait_us"],
             0.0
         );
+        let ran = ChargeRecord {
+            ran_beside: Some(vec![("tab".into(), 40_000), ("kworker/1:1".into(), 500)]),
+            ..charge(0, 1)
+        };
+        let listed = longest_charges_json(&[ran], &[(0, 1)]);
+        assert_eq!(listed[0]["ran_beside_us"]["tab"], 40.0);
+        assert_eq!(listed[0]["ran_beside_us"]["kworker/1:1"], 0.5);
     }
 
     #[test]

@@ -96,7 +96,14 @@ struct CpuTlb {
     /// The time the flush IPIs it took while it ran have taken from its task, not yet added to
     /// the task's clock ([`Tlbs::take_interrupted`]).
     interrupted_ns: u64,
+    /// Its last task spans, oldest first (`from`, `until`, whose), for [`Tlbs::ran_beside`]; a
+    /// span left open ends at the next one's start or its idle.
+    history: std::collections::VecDeque<(u64, u64, Mm)>,
 }
+
+/// Task spans each CPU remembers for [`Tlbs::ran_beside`]: a charge lasts at most tens of
+/// milliseconds, over which a CPU runs a few hundred spans at most (a tab second's tasks).
+const HISTORY_SPANS: usize = 4096;
 
 /// Flush IPIs each CPU remembers for a span that learns its end later: a charge writes far
 /// fewer pages between two of its flushes' race windows.
@@ -280,7 +287,39 @@ impl Tlbs {
         if until != u64::MAX {
             c.race_at(c.busy_until);
         }
+        if let Some(last) = c.history.back_mut() {
+            last.1 = last.1.min(from);
+        }
+        if c.history.len() == HISTORY_SPANS {
+            c.history.pop_front();
+        }
+        c.history.push_back((from, c.busy_until, mm));
         entered
+    }
+
+    /// What ran on the CPUs other than `cpu` from `from` to `to`, as the schedule knows it now
+    /// (a span left open runs to `to`): the time summed over those CPUs by address space, most
+    /// first. The tasks a charge on `cpu` over that time found running there
+    /// (`extra.memcg_reclaim.longest_charges[].ran_beside_us`, the linux run's from its trace).
+    pub fn ran_beside(&self, from: u64, to: u64, cpu: usize) -> Vec<(Mm, u64)> {
+        let mut by: Vec<(Mm, u64)> = Vec::new();
+        for (_, c) in self.cpus.iter().enumerate().filter(|&(i, _)| i != cpu) {
+            for &(b, e, mm) in c.history.iter().rev() {
+                if e <= from {
+                    break;
+                }
+                let ns = e.min(to).saturating_sub(b.max(from));
+                if ns == 0 {
+                    continue;
+                }
+                match by.iter_mut().find(|(m, _)| *m == mm) {
+                    Some((_, sum)) => *sum += ns,
+                    None => by.push((mm, ns)),
+                }
+            }
+        }
+        by.sort_by_key(|&(_, ns)| std::cmp::Reverse(ns));
+        by
     }
 
     /// `cpu` idles from `t` on: a span left open ends there, and a flush IPI sent to it within
@@ -298,6 +337,9 @@ impl Tlbs {
         }
         let t = t.max(c.busy_from);
         c.busy_until = t;
+        if let Some(last) = c.history.back_mut() {
+            last.1 = last.1.min(t);
+        }
         c.race_at(t);
         let after = c.span_ipis.iter().filter(|&&ipi| ipi >= t).count() as u64;
         c.span_ipis.clear();
@@ -404,6 +446,32 @@ mod tests {
     const WAKE: u64 = 7_000;
     /// The other CPU's task in most tests: a tab's.
     const TAB: Mm = Mm::Tab(1);
+
+    #[test]
+    fn what_ran_beside_sums_the_other_cpus_spans_inside_the_window() {
+        let mut tlbs = Tlbs::new(3, FLUSH, WAKE);
+        // CPU 1: the driver 0-100, tab 1 from 150 on (open), which idles at 400. CPU 2: tab 1
+        // 120-180, then another process 190-200. CPU 0 is the asker's: left out.
+        tlbs.runs(0, 0, 1_000, Mm::Tab(0));
+        tlbs.runs(1, 0, 100, Mm::Driver);
+        tlbs.runs(1, 150, u64::MAX, TAB);
+        tlbs.runs(2, 120, 180, TAB);
+        tlbs.runs(2, 190, 200, Mm::Other);
+        assert_eq!(
+            tlbs.ran_beside(50, 300, 0),
+            [(TAB, 150 + 60), (Mm::Driver, 50), (Mm::Other, 10)]
+        );
+        tlbs.idles_from(1, 250);
+        assert_eq!(tlbs.ran_beside(50, 300, 0)[0], (TAB, 100 + 60));
+        // A new span closes one left open.
+        tlbs.runs(2, 500, u64::MAX, TAB);
+        tlbs.runs(2, 600, 700, Mm::Driver);
+        assert_eq!(
+            tlbs.ran_beside(500, 800, 0),
+            [(Mm::Driver, 100), (TAB, 100)]
+        );
+        assert!(tlbs.ran_beside(2_000, 3_000, 0).is_empty());
+    }
 
     #[test]
     fn a_flush_to_a_running_cpu_takes_its_cost_from_the_task_there_once() {

@@ -270,7 +270,7 @@ impl Tracer {
             .map_err(|e| format!("read {}/trace: {e}", self.dir.display()))?;
         let parsed = parse(&text);
         let mut s = Summary::default();
-        let done = charges(&parsed, pids, &mut s);
+        let (done, _) = charges(&parsed, pids, &mut s);
         Ok((done, lost.max(parsed.lost_marked)))
     }
 
@@ -449,6 +449,8 @@ struct Traced {
 struct Parsed {
     events: Vec<Traced>,
     lost_marked: u64,
+    /// Each task's command name, as the scheduler's switches last named it.
+    comms: BTreeMap<i32, String>,
 }
 
 /// The tracefs text (`comm-pid [cpu] flags secs.usecs: event: key=value ...`).
@@ -467,10 +469,22 @@ fn parse(text: &str) -> Parsed {
             continue;
         }
         if let Some(e) = parse_line(line) {
+            if let Event::Switch { next, .. } = e.event {
+                if let Some(comm) = switch_next_comm(line) {
+                    out.comms.entry(next).or_insert_with(|| comm.to_string());
+                }
+            }
             out.events.push(e);
         }
     }
     out
+}
+
+/// `next_comm` of a `sched_switch` line (`... ==> next_comm=NAME next_pid=N ...`; a name may
+/// hold spaces).
+fn switch_next_comm(line: &str) -> Option<&str> {
+    let (_, tail) = line.split_once("==> next_comm=")?;
+    Some(tail.rsplit_once(" next_pid=")?.0)
 }
 
 fn parse_line(line: &str) -> Option<Traced> {
@@ -609,6 +623,8 @@ fn cpu_list_bits(list: &str) -> u64 {
 /// `mono`: CLOCK_MONOTONIC where the kernel has it).
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
 pub struct Charge {
+    /// Its task.
+    pub pid: i32,
     pub begin_ns: u64,
     pub duration_ns: u64,
     pub reclaimed: u64,
@@ -706,13 +722,65 @@ struct Summary {
     /// The longest charges ([`nvmswap_core::metrics::LONGEST_CHARGES`]), longest first, whole:
     /// what sets the tail.
     longest: Vec<Charge>,
+    /// For each of `longest`, what the CPUs ran inside it besides its task
+    /// ([`ran_beside`]); empty where the switches were not traced.
+    longest_ran_beside: Vec<Vec<(String, u64)>>,
+}
+
+/// A task's stretch on a CPU, from one switch to the next (ns).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Run {
+    pid: i32,
+    from: u64,
+    to: u64,
+}
+
+/// How many of a charge's neighbours `ran_beside` names: the rest are summed as `other`.
+const RAN_BESIDE_NAMED: usize = 5;
+
+/// What the CPUs ran while `c` went on, besides `c`'s own task and the idle task: time summed
+/// over the CPUs by who ran, most first; the workload's tasks (`pids`) as `tab`, others by
+/// command name, the least beyond [`RAN_BESIDE_NAMED`] as `other`. These are the tasks a
+/// charge's flush IPIs interrupt.
+fn ran_beside(
+    c: &Charge,
+    runs: &[Run],
+    pids: &BTreeSet<i32>,
+    comms: &BTreeMap<i32, String>,
+) -> Vec<(String, u64)> {
+    let (begin, end) = (c.begin_ns, c.begin_ns + c.duration_ns);
+    let mut by: BTreeMap<String, u64> = BTreeMap::new();
+    for r in runs {
+        if r.pid == 0 || r.pid == c.pid || r.to <= begin || r.from >= end {
+            continue;
+        }
+        let who = if pids.contains(&r.pid) {
+            "tab".to_string()
+        } else {
+            comms
+                .get(&r.pid)
+                .cloned()
+                .unwrap_or_else(|| format!("pid {}", r.pid))
+        };
+        *by.entry(who).or_default() += r.to.min(end) - r.from.max(begin);
+    }
+    let mut ranked: Vec<(String, u64)> = by.into_iter().collect();
+    ranked.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+    if ranked.len() > RAN_BESIDE_NAMED {
+        let rest: u64 = ranked.drain(RAN_BESIDE_NAMED..).map(|(_, ns)| ns).sum();
+        ranked.push(("other".to_string(), rest));
+    }
+    ranked
 }
 
 /// Pairs begin/end per pid over the events of `pids`, attributing that pid's shrink events in
-/// between to the charge.
-fn charges(parsed: &Parsed, pids: &BTreeSet<i32>, s: &mut Summary) -> Vec<Charge> {
+/// between to the charge. Also every task's stretches on the CPUs ([`Run`]), from the switches.
+fn charges(parsed: &Parsed, pids: &BTreeSet<i32>, s: &mut Summary) -> (Vec<Charge>, Vec<Run>) {
     let mut open: BTreeMap<i32, Charge> = BTreeMap::new();
     let mut done = Vec::new();
+    let mut runs = Vec::new();
+    // Each CPU's task since its last switch, and since when.
+    let mut on_cpu: BTreeMap<u32, (i32, u64)> = BTreeMap::new();
     // Each CPU's state as its last switch left it: Some(true) idle, Some(false) a task; a CPU
     // not yet seen switching is unknown.
     let mut idle: BTreeMap<u32, bool> = BTreeMap::new();
@@ -731,6 +799,13 @@ fn charges(parsed: &Parsed, pids: &BTreeSet<i32>, s: &mut Summary) -> Vec<Charge
                 prev_runnable,
             } => {
                 idle.insert(e.cpu, next == 0);
+                if let Some((pid, from)) = on_cpu.insert(e.cpu, (next, e.t_ns)) {
+                    runs.push(Run {
+                        pid,
+                        from,
+                        to: e.t_ns,
+                    });
+                }
                 if open.contains_key(&e.pid) {
                     off_cpu.insert(e.pid, (e.t_ns, prev_runnable));
                 }
@@ -780,6 +855,7 @@ fn charges(parsed: &Parsed, pids: &BTreeSet<i32>, s: &mut Summary) -> Vec<Charge
                     .map(|(_, &is_idle)| is_idle)
                     .collect();
                 let fresh = Charge {
+                    pid: e.pid,
                     begin_ns: e.t_ns,
                     others_idle_at_begin: (!others.is_empty())
                         .then(|| others.iter().all(|&is_idle| is_idle)),
@@ -858,7 +934,14 @@ fn charges(parsed: &Parsed, pids: &BTreeSet<i32>, s: &mut Summary) -> Vec<Charge
         }
     }
     s.unfinished += open.len() as u64;
-    done
+    // The tasks still on their CPUs ran to the trace's last event.
+    let last = parsed.events.last().map_or(0, |e| e.t_ns);
+    runs.extend(on_cpu.into_values().map(|(pid, from)| Run {
+        pid,
+        from,
+        to: last,
+    }));
+    (done, runs)
 }
 
 fn summarise(parsed: &Parsed, pids: &BTreeSet<i32>, lost_in_stats: u64) -> Summary {
@@ -866,7 +949,8 @@ fn summarise(parsed: &Parsed, pids: &BTreeSet<i32>, lost_in_stats: u64) -> Summa
         events_lost: lost_in_stats.max(parsed.lost_marked),
         ..Summary::default()
     };
-    for c in charges(parsed, pids, &mut s) {
+    let (done, runs) = charges(parsed, pids, &mut s);
+    for c in done {
         s.charges += 1;
         s.reclaimed.push(c.reclaimed);
         s.scanned.push(c.scanned);
@@ -903,6 +987,11 @@ fn summarise(parsed: &Parsed, pids: &BTreeSet<i32>, lost_in_stats: u64) -> Summa
     // Longest first; equal durations in trace order.
     s.longest.sort_by_key(|c| std::cmp::Reverse(c.duration_ns));
     s.longest.truncate(nvmswap_core::metrics::LONGEST_CHARGES);
+    s.longest_ran_beside = s
+        .longest
+        .iter()
+        .map(|c| ran_beside(c, &runs, pids, &parsed.comms))
+        .collect();
     s
 }
 
@@ -954,7 +1043,8 @@ impl Summary {
         let records: Vec<nvmswap_core::metrics::ChargeRecord> = self
             .longest
             .iter()
-            .map(|c| nvmswap_core::metrics::ChargeRecord {
+            .zip(&self.longest_ran_beside)
+            .map(|(c, ran)| nvmswap_core::metrics::ChargeRecord {
                 begin_ns: c.begin_ns,
                 duration_ns: c.duration_ns,
                 scanned: c.scanned,
@@ -972,6 +1062,7 @@ impl Summary {
                 others_idle_at_begin: c.others_idle_at_begin,
                 preempted_ns: traced(self.cpu_states_traced, c.preempted_ns),
                 blocked_ns: traced(self.cpu_states_traced, c.blocked_ns),
+                ran_beside: self.cpu_states_traced.then(|| ran.clone()),
             })
             .collect();
         nvmswap_core::metrics::longest_charges_json(&records, &self.spans)
@@ -1093,11 +1184,12 @@ mod tests {
     fn charges_pair_begin_and_end_per_pid_with_their_scans() {
         let p = parse(&trace());
         let mut s = Summary::default();
-        let c = charges(&p, &pids(&[101, 102]), &mut s);
+        let (c, _) = charges(&p, &pids(&[101, 102]), &mut s);
         assert_eq!(
             c,
             vec![
                 Charge {
+                    pid: 101,
                     begin_ns: 100_000_000_000,
                     duration_ns: 617_000,
                     reclaimed: 33,
@@ -1117,6 +1209,7 @@ mod tests {
                     flush_wait_ns: 0,
                 },
                 Charge {
+                    pid: 102,
                     begin_ns: 100_000_010_000,
                     duration_ns: 1_020_000,
                     reclaimed: 40,
@@ -1212,7 +1305,7 @@ mod tests {
         );
         let p = parse(&text);
         let mut s = Summary::default();
-        let c = charges(&p, &pids(&[7, 8]), &mut s);
+        let (c, _) = charges(&p, &pids(&[7, 8]), &mut s);
         // Two flushes inside 7's first charge (the wake-up IPI is not one; 8 is not charging;
         // the flush after the end is outside any charge).
         assert_eq!(
@@ -1278,7 +1371,7 @@ mod tests {
             "the shootdown and the threaded flush are left out"
         );
         let mut s = Summary::default();
-        let c = charges(&p, &pids(&[7]), &mut s);
+        let (c, _) = charges(&p, &pids(&[7]), &mut s);
         assert_eq!(c[0].remote_flushes, 4);
         // Running: the second flush. Idle: the third and the mask's CPU 1 (CPU 0 unknown).
         assert_eq!((c[0].flushes_to_running, c[0].flushes_to_idle), (1, 2));
@@ -1299,6 +1392,63 @@ mod tests {
         assert_eq!(v["to_running_cpu"], 1);
         assert_eq!(v["to_idle_cpu"], 2);
         assert_eq!(v["idle_cpu_joined_init_mm"], 1);
+    }
+
+    #[test]
+    fn what_ran_beside_a_charge_is_summed_by_who_over_the_other_cpus() {
+        // Charge 7 on CPU 0 from 1.000000 to 1.000100. CPU 1 runs tab 8 from before it to
+        // 1.000030, a kworker to 1.000050, idles, then the driver from 1.000090 on (to the
+        // trace's end, 1.000120). 7 itself is preempted on CPU 0 by a kworker for 10 µs. Tab 9
+        // ran only before the charge.
+        let sw = |prev: &str, prev_pid: i32, state: &str, next: &str, next_pid: i32| {
+            format!(
+                "sched_switch: prev_comm={prev} prev_pid={prev_pid} prev_prio=120 \
+                 prev_state={state} ==> next_comm={next} next_pid={next_pid} next_prio=120"
+            )
+        };
+        let begin = "mm_vmscan_memcg_reclaim_begin: order=0 gfp_flags=GFP_HIGHUSER_MOVABLE";
+        let text = format!(
+            "<idle>-0 [001] d..2. 0.900000: {}\n\
+             tab-9 [001] d..2. 0.950000: {}\n\
+             tab-7 [000] ..... 1.000000: {begin}\n\
+             tab-7 [000] d..2. 1.000010: {}\n\
+             kworker/0:1-30 [000] d..2. 1.000020: {}\n\
+             tab-8 [001] d..2. 1.000030: {}\n\
+             kworker/1:2-31 [001] d..2. 1.000050: {}\n\
+             <idle>-0 [001] d..2. 1.000090: {}\n\
+             tab-7 [000] ..... 1.000100: mm_vmscan_memcg_reclaim_end: nr_reclaimed=32\n\
+             nvmswap-5 [001] d..2. 1.000120: {}\n",
+            sw("swapper/1", 0, "R", "tab", 9),
+            sw("tab", 9, "S", "tab", 8),
+            sw("tab", 7, "R", "kworker/0:1", 30),
+            sw("kworker/0:1", 30, "S", "tab", 7),
+            sw("tab", 8, "S", "kworker/1:2", 31),
+            sw("kworker/1:2", 31, "S", "swapper/1", 0),
+            sw("swapper/1", 0, "R", "nvmswap driver", 5),
+            sw("nvmswap driver", 5, "S", "swapper/1", 0),
+        );
+        let p = parse(&text);
+        assert_eq!(p.comms.get(&5).map(String::as_str), Some("nvmswap driver"));
+        let s = summarise(&p, &pids(&[7, 8, 9]), 0);
+        assert_eq!(s.longest.len(), 1);
+        assert_eq!(
+            s.longest_ran_beside[0],
+            [
+                ("tab".to_string(), 30_000),
+                ("kworker/1:2".to_string(), 20_000),
+                ("kworker/0:1".to_string(), 10_000),
+                ("nvmswap driver".to_string(), 10_000),
+            ]
+        );
+        let mut traced = s;
+        traced.cpu_states_traced = true;
+        let v = traced.to_json();
+        assert_eq!(v["longest_charges"][0]["ran_beside_us"]["tab"], 30.0);
+        traced.cpu_states_traced = false;
+        assert_eq!(
+            traced.to_json()["longest_charges"][0]["ran_beside_us"],
+            serde_json::Value::Null
+        );
     }
 
     #[test]
@@ -1376,7 +1526,7 @@ mod tests {
         );
         let p = parse(&text);
         let mut s = Summary::default();
-        let c = charges(&p, &pids(&[7]), &mut s);
+        let (c, _) = charges(&p, &pids(&[7]), &mut s);
         let at_begin: Vec<_> = c.iter().map(|c| c.others_idle_at_begin).collect();
         assert_eq!(at_begin, [Some(true), Some(false)]);
         let mut summary = summarise(&p, &pids(&[7]), 0);
@@ -1438,7 +1588,7 @@ mod tests {
         );
         let p = parse(&text);
         let mut s = Summary::default();
-        let c = charges(&p, &pids(&[7, 9]), &mut s);
+        let (c, _) = charges(&p, &pids(&[7, 9]), &mut s);
         assert_eq!(c.len(), 1);
         assert_eq!((c[0].preempted_ns, c[0].blocked_ns), (300_000, 1_000_000));
         assert_eq!(c[0].duration_ns, 2_000_000);
@@ -1476,7 +1626,7 @@ mod tests {
              nvmswap-7 [000] ..... 1.000200: mm_vmscan_memcg_reclaim_end: nr_reclaimed=33\n";
         let p = parse(text);
         let mut s = Summary::default();
-        let c = charges(&p, &pids(&[7]), &mut s);
+        let (c, _) = charges(&p, &pids(&[7]), &mut s);
         assert_eq!(c.len(), 1);
         assert_eq!(c[0].left_writing, 28);
         let v = summarise(&p, &pids(&[7]), 0).to_json();
@@ -1516,7 +1666,7 @@ mod tests {
             active = iso("active_anon"),
         );
         let p = parse(&text);
-        let c = charges(&p, &pids(&[7]), &mut Summary::default());
+        let (c, _) = charges(&p, &pids(&[7]), &mut Summary::default());
         assert_eq!(c.len(), 1);
         assert_eq!(c[0].duration_ns, 100_000);
         assert_eq!(c[0].folio_list_ns, 65_000);
@@ -1528,7 +1678,7 @@ mod tests {
             .filter(|l| !l.contains("lru_isolate"))
             .map(|l| format!("{l}\n"))
             .collect();
-        let c = charges(&parse(&plain), &pids(&[7]), &mut Summary::default());
+        let (c, _) = charges(&parse(&plain), &pids(&[7]), &mut Summary::default());
         assert_eq!(c[0].folio_list_ns, 0);
     }
 

@@ -323,6 +323,7 @@ impl Machine<'_> {
             call.pass = self.begin_pass(priority - 1);
             return false;
         }
+        let ran_beside = self.tlbs.ran_beside(call.began, call.at, me.cpu as usize);
         self.obs.emit(Event::MemcgReclaim {
             t: call.began,
             actor: me,
@@ -335,6 +336,7 @@ impl Machine<'_> {
             batches: &call.batches,
             flushes: call.flushes,
             others_idle_at_begin: call.others_idle_at_begin,
+            ran_beside: &ran_beside,
         });
         self.shrink_batches = std::mem::take(&mut call.batches);
         true

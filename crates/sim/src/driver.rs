@@ -314,6 +314,9 @@ impl<'a> Driver<'a> {
         let m = &mut self.machine;
         m.progress.stage(&m.cfg.name, workload.progress().1);
         m.foreground_runs_from(m.now);
+        // When the last sample after an action was taken: the closing sample repeats it unless
+        // a background second ran after that action.
+        let mut sampled_at = None;
         loop {
             let (done, total) = workload.progress();
             self.machine.progress.set_total(total);
@@ -355,6 +358,7 @@ impl<'a> Driver<'a> {
             // periodic samples), so that the two compare step by step.
             let m = &mut self.machine;
             m.sample(m.now);
+            sampled_at = Some(m.now);
             while self.life.next_second() <= self.workload_now() {
                 self.live_second()?;
             }
@@ -363,7 +367,9 @@ impl<'a> Driver<'a> {
         self.machine.progress.set_total(total);
         self.machine.progress.advance(done);
         let m = &mut self.machine;
-        m.sample(m.now);
+        if sampled_at != Some(m.now) {
+            m.sample(m.now);
+        }
         let counts = std::mem::take(&mut self.counts);
         let halt_wakes = std::mem::take(&mut self.machine.halt_wakes);
         let mut out = self.machine.finish(workload.tabs_opened(), started);

@@ -256,6 +256,7 @@ impl Observer for Metrics {
                 off_cpu_ns,
                 flushes,
                 others_idle_at_begin,
+                ran_beside,
                 ..
             } => {
                 self.memcg_off_cpu.push(off_cpu_ns);
@@ -297,6 +298,7 @@ impl Observer for Metrics {
                         flush_wait_ns: modelled(flushes.ns),
                         others_idle_at_begin: self.flushes_modelled.then_some(others_idle_at_begin),
                         preempted_ns: Some(off_cpu_ns),
+                        ran_beside: self.flushes_modelled.then(|| ran_beside_labels(ran_beside)),
                         ..Default::default()
                     });
                 *self
@@ -736,6 +738,25 @@ impl Metrics {
             series: self.series,
         }
     }
+}
+
+/// A charge's `ran_beside` with the names the linux substrate's trace gives the same tasks: the
+/// tabs as `tab`, the driver by its command name (`nvmswap`), the machine's other processes
+/// together.
+fn ran_beside_labels(ran: &[(crate::tlb::Mm, u64)]) -> Vec<(String, u64)> {
+    let mut by: Vec<(String, u64)> = Vec::new();
+    for &(mm, ns) in ran {
+        let who = match mm {
+            crate::tlb::Mm::Tab(_) => "tab",
+            crate::tlb::Mm::Driver => "nvmswap",
+            crate::tlb::Mm::Other => "other processes",
+        };
+        match by.iter_mut().find(|(w, _)| w == who) {
+            Some((_, sum)) => *sum += ns,
+            None => by.push((who.to_string(), ns)),
+        }
+    }
+    by
 }
 
 #[cfg(test)]

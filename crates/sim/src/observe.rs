@@ -193,6 +193,9 @@ pub enum Event<'e> {
         flushes: crate::tlb::ChargeFlushes,
         /// Whether every other CPU was idle (lazy or on `init_mm`) when it began.
         others_idle_at_begin: bool,
+        /// What the other CPUs ran while it went on, by address space, most first
+        /// (crate::tlb `Tlbs::ran_beside`).
+        ran_beside: &'e [(crate::tlb::Mm, u64)],
     },
     /// A task began on `cpu`, which had idled on `init_mm` since a flush IPI raced its last
     /// task's sleep and no IPI had found it there (crate::tlb): one entry to `init_mm`.

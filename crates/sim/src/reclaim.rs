@@ -764,8 +764,20 @@ mod tests {
             }
             let sent = std::rc::Rc::new(std::cell::Cell::new(0));
             m.observe(Box::new(FlushesSeen(sent.clone())));
+            let beside: RanBesideSeen = Default::default();
+            m.observe(Box::new(RanBeside(beside.clone())));
             let before = m.obs.metrics.c.direct_reclaim_pages;
             let stall = m.allocate_frame().unwrap();
+            // What ran beside each charge: the other CPU's task throughout, or nothing.
+            for (ns, ran) in beside.borrow().iter() {
+                let expected = if other_runs && *ns > 0 {
+                    vec![(crate::tlb::Mm::Tab(1), *ns)]
+                } else {
+                    vec![]
+                };
+                assert_eq!(ran, &expected);
+            }
+            assert!(beside.borrow().iter().any(|(ns, _)| *ns > 0));
             (
                 stall,
                 sent.get(),
@@ -972,6 +984,17 @@ mod tests {
         fn on_event(&mut self, e: &Event<'_>) {
             if let Event::MemcgReclaim { flushes, .. } = e {
                 self.0.set(self.0.get() + flushes.total());
+            }
+        }
+    }
+
+    /// Keeps each charge's duration and what ran beside it.
+    type RanBesideSeen = std::rc::Rc<std::cell::RefCell<Vec<(u64, Vec<(crate::tlb::Mm, u64)>)>>>;
+    struct RanBeside(RanBesideSeen);
+    impl crate::observe::Observer for RanBeside {
+        fn on_event(&mut self, e: &Event<'_>) {
+            if let Event::MemcgReclaim { ns, ran_beside, .. } = e {
+                self.0.borrow_mut().push((*ns, ran_beside.to_vec()));
             }
         }
     }

@@ -434,6 +434,21 @@ fn longest_charge_wait_per_flush_us(r: &RunResult) -> Option<f64> {
     (flushes > 0.0).then_some(longest_charge(r, "flush_wait_us")? / flushes)
 }
 
+/// The tabs' time on the CPUs inside the longest charge (`ran_beside_us.tab`, 0 when none ran),
+/// in % of its duration.
+fn longest_charge_tabs_beside_percent(r: &RunResult) -> Option<f64> {
+    let duration = longest_charge(r, "duration_us")?;
+    let ran = r
+        .extra
+        .get("memcg_reclaim")?
+        .get("longest_charges")?
+        .get(0)?
+        .get("ran_beside_us")?
+        .as_object()?;
+    let tabs = ran.get("tab").and_then(|v| v.as_f64()).unwrap_or(0.0);
+    (duration > 0.0).then_some(100.0 * tabs / duration)
+}
+
 fn charge_time_beside_another_percent(r: &RunResult) -> Option<f64> {
     extra_at(r, &["memcg_reclaim", "beside_another", "time_share"]).map(|s| 100.0 * s)
 }
@@ -638,6 +653,14 @@ const MECHANISMS: &[Mechanism] = &[
         "longest charge us preempted",
         &["memcg_reclaim", "longest_charges", "0", "preempted_us"],
     ),
+    // Whom its flush IPIs found running: the tabs' time on the other CPUs inside it.
+    Mechanism {
+        label: "longest charge % tabs ran beside",
+        read: Read::Each(
+            longest_charge_tabs_beside_percent,
+            longest_charge_tabs_beside_percent,
+        ),
+    },
     // Time a charging task spent asleep inside a charge: the kernel's alone (a charge in sim
     // sleeps only between its reclaim calls; a v1 charge's waits for writeback are in its
     // model). The time it was preempted is among the rows above.
