@@ -80,6 +80,13 @@ struct ReclaimCall {
     scanned: u64,
     /// Pages it wrote whose writes were still in flight when it wrote them.
     left_writing: u64,
+    /// Pages its scans kept for their references: given another trip round the inactive list
+    /// (or touched between their isolation and their eviction), and activated; pages its aging
+    /// moved to the inactive list. Counted from the LRU's own counts around each of its steps'
+    /// scans, so another task's charge between two steps counts nothing here.
+    ref_keep: u64,
+    activated: u64,
+    deactivated: u64,
     flushes: ChargeFlushes,
     /// Time its task waited for its CPU between two of its steps.
     off_cpu: u64,
@@ -270,6 +277,9 @@ impl Machine<'_> {
             reclaimed: 0,
             scanned: 0,
             left_writing: 0,
+            ref_keep: 0,
+            activated: 0,
+            deactivated: 0,
             flushes: ChargeFlushes::default(),
             off_cpu: 0,
             victims: Vec::with_capacity(SWAP_CLUSTER_MAX as usize),
@@ -315,7 +325,9 @@ impl Machine<'_> {
         }
         call.at += self.backend.finish_plug(call.at, me, &mut self.obs);
         if self.lru.inactive_is_low() {
+            let before = self.lru.stats.deactivated;
             self.lru.shrink_active(SWAP_CLUSTER_MAX);
+            call.deactivated += self.lru.stats.deactivated - before;
         }
         call.reclaimed += call.pass.freed;
         let priority = call.pass.priority;
@@ -330,6 +342,9 @@ impl Machine<'_> {
             pages_reclaimed: call.reclaimed,
             pages_scanned: call.scanned,
             pages_left_writing: call.left_writing,
+            pages_ref_keep: call.ref_keep,
+            pages_activated: call.activated,
+            pages_deactivated: call.deactivated,
             lowest_priority: priority,
             ns: call.at - call.began,
             off_cpu_ns: call.off_cpu,
@@ -354,7 +369,10 @@ impl Machine<'_> {
         let ended = self.backend.free_ended_writes(batch, me.cpu);
         self.kernel_work(&mut call.at, me, ended * self.costs.reclaim_scan);
         call.victims.clear();
+        let (rotated, activated) = (self.lru.stats.rotated, self.lru.stats.activated);
         let looked = ended + self.lru.isolate_inactive(batch - ended, &mut call.victims);
+        call.ref_keep += self.lru.stats.rotated - rotated;
+        call.activated += self.lru.stats.activated - activated;
         self.swap_of_activated();
         call.scanned += looked;
         // The pages looked at and kept for their references (rotated or activated).
@@ -398,6 +416,7 @@ impl Machine<'_> {
                 // `shrink_folio_list` finds the young PTE and keeps it (`folio_check_references`).
                 self.lru.put_back(p);
                 b.kept += 1;
+                call.ref_keep += 1;
                 self.kernel_work(&mut call.at, me, self.costs.reclaim_keep);
                 return;
             }
@@ -447,7 +466,9 @@ impl Machine<'_> {
             let n = pass.nr_active.min(SWAP_CLUSTER_MAX);
             pass.nr_active -= n;
             if pass.may_deactivate {
+                let before = self.lru.stats.deactivated;
                 self.lru.shrink_active(n);
+                call.deactivated += self.lru.stats.deactivated - before;
             }
         }
     }
@@ -616,6 +637,50 @@ mod tests {
             "the untouched victim is evicted"
         );
         while !m.charge_step(&mut c) {}
+    }
+
+    /// Sums each charge's pages kept for their references, activated and deactivated.
+    #[derive(Clone, Default)]
+    struct LruCounts(Rc<RefCell<(u64, u64, u64)>>);
+    impl Observer for LruCounts {
+        fn on_event(&mut self, e: &Event<'_>) {
+            if let Event::MemcgReclaim {
+                pages_ref_keep,
+                pages_activated,
+                pages_deactivated,
+                ..
+            } = *e
+            {
+                let mut sums = self.0.borrow_mut();
+                sums.0 += pages_ref_keep;
+                sums.1 += pages_activated;
+                sums.2 += pages_deactivated;
+            }
+        }
+    }
+
+    #[test]
+    fn a_charge_counts_the_pages_its_scans_kept_and_activated() {
+        // The full cgroup's pages were each touched once: the charge's scans give the pages
+        // they meet another trip for that reference, and a victim touched before its eviction
+        // is kept too (`nr_ref_keep` of the kernel's shrink event). The counts are the LRU's
+        // own over the charge, nothing else having run.
+        let mut m = full_cgroup("emmc");
+        let counts = LruCounts::default();
+        m.observe(Box::new(counts.clone()));
+        let before = m.lru.stats;
+        let mut c = m.begin_charge_now(m.now + 1_000);
+        while isolated(&c).is_empty() {
+            assert!(!m.charge_step(&mut c), "the charge isolates a batch");
+        }
+        m.lru.mark_accessed(isolated(&c)[0]);
+        while !m.charge_step(&mut c) {}
+        let (ref_keep, activated, deactivated) = *counts.0.borrow();
+        let after = &m.lru.stats;
+        assert!(after.rotated > before.rotated);
+        assert_eq!(ref_keep, after.rotated - before.rotated + 1);
+        assert_eq!(activated, after.activated - before.activated);
+        assert_eq!(deactivated, after.deactivated - before.deactivated);
     }
 
     #[test]

@@ -250,6 +250,9 @@ impl Observer for Metrics {
                 pages_reclaimed,
                 pages_scanned,
                 pages_left_writing,
+                pages_ref_keep,
+                pages_activated,
+                pages_deactivated,
                 t,
                 lowest_priority,
                 ns,
@@ -281,8 +284,8 @@ impl Observer for Metrics {
                 duration.record_ns(ns);
                 self.memcg_left_writing.push(pages_left_writing);
                 self.memcg_spans.push((t, t + ns));
-                // What sim models of a charge; the LRU bookkeeping counts and the time in
-                // `shrink_folio_list` it does not keep apart, and its charges never sleep.
+                // What sim models of a charge; the time in `shrink_folio_list` it does not keep
+                // apart, and its charges never sleep.
                 let modelled = |v: u64| self.flushes_modelled.then_some(v);
                 self.memcg_charges
                     .push(nvmswap_core::metrics::ChargeRecord {
@@ -292,6 +295,9 @@ impl Observer for Metrics {
                         reclaimed: pages_reclaimed,
                         left_writing: pages_left_writing,
                         lowest_priority: Some(i64::from(lowest_priority)),
+                        ref_keep: Some(pages_ref_keep),
+                        activated: Some(pages_activated),
+                        deactivated: Some(pages_deactivated),
                         remote_flushes: modelled(sent),
                         flushes_to_running: modelled(flushes.to_running_cpu),
                         flushes_to_idle: modelled(flushes.to_idle_cpu),

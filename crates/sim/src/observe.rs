@@ -184,6 +184,12 @@ pub enum Event<'e> {
         pages_reclaimed: u64,
         pages_scanned: u64,
         pages_left_writing: u64,
+        /// Pages its scans kept for their references (another trip round the inactive list),
+        /// activated, and moved from the active to the inactive list (`nr_ref_keep`,
+        /// `nr_activate_anon`, `nr_deactivated` of the kernel's vmscan events).
+        pages_ref_keep: u64,
+        pages_activated: u64,
+        pages_deactivated: u64,
         lowest_priority: u32,
         ns: u64,
         /// Of `ns`, the time its task waited for its CPU between steps (another task ran).

@@ -635,6 +635,16 @@ const MECHANISMS: &[Mechanism] = &[
             "pages_left_writing",
         ],
     ),
+    // How far its scans went and what they kept for their references: the pages a charge
+    // writes are those its scans met unreferenced.
+    both(
+        "longest charge pages scanned",
+        &["memcg_reclaim", "longest_charges", "0", "pages_scanned"],
+    ),
+    both(
+        "longest charge pages kept for references",
+        &["memcg_reclaim", "longest_charges", "0", "ref_keep"],
+    ),
     Mechanism {
         label: "longest charge flush IPIs per page written",
         read: Read::Each(
