@@ -449,7 +449,8 @@ struct Traced {
 struct Parsed {
     events: Vec<Traced>,
     lost_marked: u64,
-    /// Each task's command name, as the scheduler's switches last named it.
+    /// Each task's command name, as the scheduler's switches first named it (a task that
+    /// renames itself later keeps its first name here).
     comms: BTreeMap<i32, String>,
 }
 
