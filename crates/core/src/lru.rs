@@ -14,7 +14,10 @@
 //!   evicted, whatever its flag.
 //! - The active list is aged into the inactive list when the inactive list is too small
 //!   (`inactive_is_low`: inactive x ratio < active, ratio = int_sqrt(10 x GiB of memory), 1 below
-//!   1 GiB). `shrink_active_list` moves anonymous pages to the inactive list whether or not they
+//!   1 GiB), and in a reclaim pass also while pages refault into it: `prepare_scan_control`
+//!   sets `may_deactivate` when `WORKINGSET_ACTIVATE_ANON` moved since the last reclaim ended
+//!   (`snapshot_refaults`), "a new workingset is being established" ([`AnonLru::may_deactivate`]).
+//!   `shrink_active_list` moves anonymous pages to the inactive list whether or not they
 //!   were accessed (only executable file pages stay active), clearing their accessed bit.
 //! - Every eviction and every activation advances the non-resident age (`workingset_age_nonresident`).
 //!   A page faulted back in (a refault) whose distance — the age now minus the age at its
@@ -92,6 +95,8 @@ pub struct AnonLru {
     nonresident_age: u64,
     inactive_ratio: u64,
     pub stats: LruStats,
+    /// `refault_activations` when the last reclaim ended (`lruvec->refaults[WORKINGSET_ANON]`).
+    refaults_snapshot: u64,
     /// Pages the scan activated since the owner last took them ([`AnonLru::take_activated`]),
     /// kept only when asked for ([`AnonLru::keep_activated`]): sim frees a swap-cache slot
     /// there (`shrink_folio_list`'s `activate_locked`).
@@ -112,6 +117,7 @@ impl AnonLru {
             nonresident_age: 0,
             inactive_ratio,
             stats: LruStats::default(),
+            refaults_snapshot: 0,
             activated: None,
         }
     }
@@ -327,6 +333,19 @@ impl AnonLru {
         self.age_active(n);
     }
 
+    /// `prepare_scan_control`'s `may_deactivate` for anonymous pages, taken as each reclaim pass
+    /// begins: the pass ages the active list when pages refaulted into it since the last reclaim
+    /// ended ([`AnonLru::snapshot_refaults`]), or when the inactive list is low.
+    pub fn may_deactivate(&self) -> bool {
+        self.stats.refault_activations != self.refaults_snapshot || self.inactive_is_low()
+    }
+
+    /// `snapshot_refaults` as a reclaim call ends (`do_try_to_free_pages`): the refaults so far
+    /// no longer make the next one age the active list.
+    pub fn snapshot_refaults(&mut self) {
+        self.refaults_snapshot = self.stats.refault_activations;
+    }
+
     /// `inactive_is_low`: the inactive list is smaller than the active one over the ratio.
     pub fn inactive_is_low(&self) -> bool {
         self.inactive_len * self.inactive_ratio < self.active_len
@@ -508,6 +527,30 @@ mod tests {
         assert!(l.add_faulted(0));
         assert_eq!(l.stats.refault_activations, 1);
         assert_eq!(l.active_len(), 3);
+    }
+
+    #[test]
+    fn a_refault_into_the_active_list_lets_reclaim_age_it_until_a_reclaim_ends() {
+        // 4 GiB (ratio 6). Every page rotates on its first look (its fault set the bit); 0 is
+        // the first victim, put back.
+        let mut l = AnonLru::new(4 * GIB);
+        l.grow(9);
+        for p in 0..9 {
+            l.add_faulted(p);
+        }
+        assert_eq!(l.pick_victim(), Some(0));
+        l.put_back(0);
+        // 1 and 2 touched again: activated on their next look (age 2); 3 is the victim.
+        l.mark_accessed(1);
+        l.mark_accessed(2);
+        assert_eq!(l.pick_victim(), Some(3));
+        l.evicted(3);
+        assert!(!l.inactive_is_low(), "6 inactive x 6 >= 2 active");
+        assert!(!l.may_deactivate(), "no refault yet");
+        assert!(l.add_faulted(3), "distance 1 within the 2 active pages");
+        assert!(l.may_deactivate(), "a new workingset is being established");
+        l.snapshot_refaults();
+        assert!(!l.may_deactivate(), "until a reclaim has ended");
     }
 
     #[test]

@@ -78,13 +78,15 @@ pub const BLK_PLUG_FLUSH_SIZE: u64 = 128 * 1024;
 /// slots starting at `first_slot`. `queued_at` is when its first bio was submitted: blktrace's Q
 /// of the request (the parser matches a request by its start sector, whose Q is the first
 /// bio's), so the time a request waits in the plug is part of its Q2D on the kernel and must be
-/// in sim.
+/// in sim. `throttled_ns` is how long that bio slept in the writeback throttle before the
+/// request was made (its Q2G; 0 for a read, or a write that found a place at once).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PluggedRequest {
     pub op: Op,
     pub first_slot: u64,
     pub pages: Vec<u32>,
     pub queued_at: Nanos,
+    pub throttled_ns: Nanos,
 }
 
 impl PluggedRequest {
@@ -142,31 +144,62 @@ impl Plug {
         self.requests.len()
     }
 
+    /// Would a one-page bio (`op`) at swap slot `slot` merge into the plug's last request
+    /// (`blk_attempt_plug_merge`: only the last request, only a bio of its direction, at either
+    /// end, below the request size limit)? A bio that does not needs a new request, and only
+    /// that one passes the block layer's throttle first (`rq_qos_throttle` in
+    /// `blk_mq_get_new_requests`, before the request is allocated and plugged).
+    pub fn merges(&self, op: Op, slot: u64) -> bool {
+        self.requests.last().is_some_and(|last| {
+            last.op == op
+                && last.slots() < self.max_pages_per_request
+                && (slot == last.first_slot + last.slots() || slot + 1 == last.first_slot)
+        })
+    }
+
     /// A one-page bio (`op`) of `page` at swap slot `slot`, submitted at `at`, enters the plug.
     /// Returns the requests to hand to the I/O scheduler now: none, or all of those held before
-    /// when the new request found the plug full or its head big. Only the last request takes a
-    /// merge (`blk_attempt_plug_merge`), and only a bio of its direction; a front merge makes
-    /// the new bio the request's start sector, so its Q (`at`) becomes the request's.
+    /// when the new request found the plug full or its head big. A front merge makes the new
+    /// bio the request's start sector, so its Q (`at`) becomes the request's.
     pub fn add(&mut self, op: Op, page: u32, slot: u64, at: Nanos) -> Vec<PluggedRequest> {
-        if let Some(last) = self.requests.last_mut() {
-            if last.op == op && last.slots() < self.max_pages_per_request {
-                if slot == last.first_slot + last.slots() {
-                    last.pages.push(page);
-                    return Vec::new();
-                }
-                if slot + 1 == last.first_slot {
-                    last.first_slot = slot;
-                    last.pages.insert(0, page);
-                    last.queued_at = at;
-                    return Vec::new();
-                }
+        self.add_throttled(op, page, slot, at, 0)
+    }
+
+    /// [`Plug::add`] of a bio that slept `throttled_ns` in the writeback throttle after its
+    /// arrival at `at` (a bio that [`Plug::merges`] never waits there): the wait is the new
+    /// request's Q2G.
+    pub fn add_throttled(
+        &mut self,
+        op: Op,
+        page: u32,
+        slot: u64,
+        at: Nanos,
+        throttled_ns: Nanos,
+    ) -> Vec<PluggedRequest> {
+        if self.merges(op, slot) {
+            let last = self
+                .requests
+                .last_mut()
+                .expect("a merge has a last request");
+            if slot == last.first_slot + last.slots() {
+                last.pages.push(page);
+            } else {
+                last.first_slot = slot;
+                last.pages.insert(0, page);
+                last.queued_at = at;
             }
+            return Vec::new();
         }
+        debug_assert!(
+            op == Op::Write || throttled_ns == 0,
+            "only writes are throttled"
+        );
         let request = PluggedRequest {
             op,
             first_slot: slot,
             pages: vec![page],
             queued_at: at,
+            throttled_ns,
         };
         let head_too_big = self
             .requests
@@ -690,13 +723,24 @@ mod tests {
         let mut plug = Plug::new(2 * crate::PAGE_SIZE);
         plug.add(Op::Write, 0, 10, 0);
         plug.add(Op::Write, 1, 20, 0);
-        // Adjacent to the first request (slot 11), but the plug only tries its tail: new request.
+        // Adjacent to the first request (slot 11), but the plug only tries its tail: new request
+        // (which is what `merges` tells the throttle beforehand).
+        assert!(!plug.merges(Op::Write, 11));
+        assert!(plug.merges(Op::Write, 21) && plug.merges(Op::Write, 19));
+        assert!(!plug.merges(Op::Read, 21), "a read never joins a write");
         plug.add(Op::Write, 2, 11, 0);
+        assert!(plug.merges(Op::Write, 12));
         plug.add(Op::Write, 3, 12, 0); // merges with slot 11
-        plug.add(Op::Write, 4, 13, 0); // the request is at its size limit: new request
+        assert!(
+            !plug.merges(Op::Write, 13),
+            "the request is at its size limit"
+        );
+        plug.add_throttled(Op::Write, 4, 13, 0, 700); // a new request, after 700 ns throttled
         let out = plug.finish();
         let shapes: Vec<(u64, u64)> = out.iter().map(|r| (r.first_slot, r.slots())).collect();
         assert_eq!(shapes, vec![(10, 1), (20, 1), (11, 2), (13, 1)]);
+        let throttled: Vec<u64> = out.iter().map(|r| r.throttled_ns).collect();
+        assert_eq!(throttled, vec![0, 0, 0, 700]);
     }
 
     #[test]

@@ -19,8 +19,10 @@
 //!   each scanning `get_scan_count`'s target of the inactive list (`anon_scan_target`) in
 //!   batches of `SWAP_CLUSTER_MAX` under one plug, until a pass reclaimed `SWAP_CLUSTER_MAX`
 //!   pages or the passes together did (`shrink_lruvec`, `do_try_to_free_pages`); the active
-//!   list is aged in the same rounds when the pass began with the inactive list low, and after
-//!   each pass while it is low;
+//!   list is aged in the same rounds when the pass began with the inactive list low or with
+//!   pages refaulted into the active list since the last call ended (`prepare_scan_control`'s
+//!   `may_deactivate`, `snapshot_refaults` at the call's end), and after each pass while the
+//!   inactive list is low;
 //! - a page written to a block device is not freed by the pass that wrote it: it stays under
 //!   writeback (`shrink_folio_list` keeps it) and counts toward the goal only once its write
 //!   ended and a scan meets it at the inactive tail, where `folio_end_writeback` rotated it
@@ -114,7 +116,8 @@ struct Batch {
 #[derive(Debug)]
 struct Pass {
     priority: u32,
-    /// The inactive list was low as the pass began: the active list ages with each batch.
+    /// The active list ages with each batch: pages refaulted into it since the last call ended,
+    /// or the inactive list was low, as the pass began (`AnonLru::may_deactivate`).
     may_deactivate: bool,
     nr_inactive: u64,
     nr_active: u64,
@@ -293,7 +296,7 @@ impl Machine<'_> {
         let swappiness = self.cfg.swappiness;
         Pass {
             priority,
-            may_deactivate: self.lru.inactive_is_low(),
+            may_deactivate: self.lru.may_deactivate(),
             nr_inactive: anon_scan_target(
                 self.lru.inactive_len(),
                 priority,
@@ -335,6 +338,7 @@ impl Machine<'_> {
             call.pass = self.begin_pass(priority - 1);
             return false;
         }
+        self.lru.snapshot_refaults();
         let ran_beside = self.tlbs.ran_beside(call.began, call.at, me.cpu as usize);
         self.obs.emit(Event::MemcgReclaim {
             t: call.began,

@@ -56,8 +56,10 @@ pub struct Io {
     /// place in it before it enters the layer, and its submitter sleeps until completions make
     /// room.
     wbt: Option<Wbt>,
-    /// The swap writes holding a place in `wbt`.
+    /// The swap writes holding a place in `wbt`: requests in the layer, by id, and requests
+    /// still in their tasks' plugs (a write takes its place before its request is plugged).
     throttled: std::collections::BTreeSet<u64>,
+    places_in_plugs: u32,
     /// Requests in flight that met `clock` ahead of their submitter's (`BlockQueued::behind_ns`):
     /// id -> how far.
     behind: BTreeMap<u64, u64>,
@@ -163,6 +165,7 @@ impl Io {
                 .map_or(0, |v| v.max(0.0).round() as u64),
             wbt,
             throttled: Default::default(),
+            places_in_plugs: 0,
             behind: BTreeMap::new(),
             interrupt_cpu,
             completion_interrupts,
@@ -333,6 +336,8 @@ impl Io {
     /// Queues one request of `pages` consecutive slots from `slot` (a plug's merged request) at
     /// `t`, when its plug is flushed; `first_bio_at` (at most `t`) is when its first bio entered
     /// the plug, blktrace's Q of the request, so its plug time counts in Q2D as on the kernel.
+    /// `throttled_ns`: how long that bio slept in the writeback throttle before its request was
+    /// made (a swap write holds its place from then: [`Io::take_write_place`]).
     /// The request enters the layer `dispatch_ns` after `t` (the block layer's own work before
     /// dispatch), which counts in its Q2D as well.
     /// Returns its id and when the submitter goes on: `t` plus its waits for the writeback
@@ -345,6 +350,7 @@ impl Io {
         slot: u32,
         pages: u64,
         first_bio_at: u64,
+        throttled_ns: u64,
         t: u64,
         by: Actor,
         obs: &mut Observers,
@@ -360,12 +366,14 @@ impl Io {
         let issued = t.saturating_sub(plugged + self.dispatch_ns);
         self.advance(t, obs);
         // A swap write is tracked by the writeback throttle (REQ_SWAP, never REQ_SYNC |
-        // REQ_IDLE). The kernel throttles at the bio that needs a new request, before the
-        // request is allocated; here at the flush of the plug that holds it, which keeps the
-        // order (a task that sleeps there has its plug flushed first).
+        // REQ_IDLE): it took its place as its first bio arrived, before the plug held it.
         let tracked = op == Op::Write && !sync && self.wbt.is_some();
         if tracked {
-            t = self.wait_for_wbt(t, obs);
+            assert!(
+                self.places_in_plugs > 0,
+                "a swap write enters the layer holding a place in the throttle"
+            );
+            self.places_in_plugs -= 1;
         }
         // A tag: the submitter sleeps until a completion frees one it may take (the scheduler
         // may keep writes to part of the tags, `IoScheduler::tag_depth`).
@@ -382,12 +390,12 @@ impl Io {
         if tracked {
             self.throttled.insert(id);
         }
-        // The waits for the throttle and for a tag; the skew between the submitter's clock and
-        // the layer's is sim's order of events, not a wait: only these delay the submitter (and
-        // the requests it submits next).
+        // The wait for a tag; the skew between the submitter's clock and the layer's is sim's
+        // order of events, not a wait: only the tag delays the submitter (and the requests it
+        // submits next). The request's Q2G holds its first bio's wait in the throttle too.
         let waited = t - entered;
         if t > issued {
-            self.issued_at.insert(id, (issued, waited));
+            self.issued_at.insert(id, (issued, throttled_ns + waited));
         }
         let sector = u64::from(slot) * (PAGE_SIZE / nvmswap_core::block::SECTOR_BYTES);
         let req = Request {
@@ -420,49 +428,95 @@ impl Io {
         (id, submitted + waited)
     }
 
-    /// `rq_qos_wait` for a swap write at `t`: it takes a place at once if fewer than the
-    /// throttle's depth are in flight, else it sleeps through completions and windows until one
-    /// wakes the sleepers and it finds a place then. Returns when it holds its place.
-    fn wait_for_wbt(&mut self, mut t: u64, obs: &mut Observers) -> u64 {
-        let Some(wbt) = self.wbt.as_mut() else {
-            return t;
-        };
-        wbt.take_wake();
-        if wbt.try_acquire(t) {
-            return t;
+    /// `rq_qos_throttle` of a swap write's bio that needs a new request at `t`
+    /// (`blk_mq_get_new_requests`, before the request is allocated and plugged): true when it
+    /// took a place in the writeback throttle (or there is none), which its request holds until
+    /// it completes. False: fewer places are free than the depth, and the task must sleep in
+    /// `rq_qos_wait`, whose `io_schedule` flushes its plug first; then
+    /// [`Io::wait_write_place`].
+    pub fn take_write_place(&mut self, t: u64, obs: &mut Observers) -> bool {
+        if self.wbt.is_none() {
+            return true;
         }
+        self.advance(t, obs);
+        let now = t.max(self.clock);
+        let wbt = self.wbt.as_mut().expect("throttling is on");
+        wbt.take_wake();
+        let took = wbt.try_acquire(now);
+        self.places_in_plugs += u32::from(took);
+        took
+    }
+
+    /// `rq_qos_wait` of a swap write from `t` (its plug already flushed): it sleeps through
+    /// completions and windows until one wakes the sleepers and it finds a place then. Returns
+    /// when it holds its place.
+    ///
+    /// When nothing is left in the layer, the places are all held by requests in other tasks'
+    /// plugs, which the kernel's sleeper waits for until those tasks flush them; sim runs those
+    /// tasks' steps after this one, so the write takes its place then, above the depth.
+    pub fn wait_write_place(&mut self, mut t: u64, obs: &mut Observers) -> u64 {
         loop {
-            let window = self.wbt.as_ref().and_then(Wbt::window_end);
-            let next = match (self.layer.next_event_time(), window) {
-                (Some(a), Some(b)) => a.min(b),
-                (a, b) => a
-                    .or(b)
-                    .expect("a throttled write waits for writes in flight"),
+            let Some(in_layer) = self.layer.next_event_time() else {
+                self.advance(t, obs);
+                let now = t.max(self.clock);
+                self.wbt
+                    .as_mut()
+                    .expect("throttling is on")
+                    .acquire_over_depth(now);
+                self.places_in_plugs += 1;
+                return now;
             };
-            t = t.max(next);
+            let window = self.wbt.as_ref().and_then(Wbt::window_end);
+            t = t.max(window.map_or(in_layer, |w| w.min(in_layer)));
             self.advance(t, obs);
             let wbt = self.wbt.as_mut().expect("throttling is on");
             if wbt.take_wake() && wbt.try_acquire(t) {
+                self.places_in_plugs += 1;
                 return t;
             }
         }
     }
 
     /// Submits an asynchronous swap-out write of `pages` slots from `slot` at `t`, its first bio
-    /// plugged since `first_bio_at`; returns its id and how long the submitter waited for the
-    /// writeback throttle and a request tag.
+    /// plugged since `first_bio_at` after `throttled_ns` in the throttle, holding its place
+    /// there ([`Io::take_write_place`]); returns its id and how long the submitter waited for a
+    /// request tag.
+    #[allow(clippy::too_many_arguments)]
     pub fn write(
         &mut self,
         slot: u32,
         pages: u64,
         first_bio_at: u64,
+        throttled_ns: u64,
         t: u64,
         by: Actor,
         obs: &mut Observers,
     ) -> (u64, u64) {
-        let (id, queued) =
-            self.submit_pages(Op::Write, false, slot, pages, first_bio_at, t, by, obs);
+        let (id, queued) = self.submit_pages(
+            Op::Write,
+            false,
+            slot,
+            pages,
+            first_bio_at,
+            throttled_ns,
+            t,
+            by,
+            obs,
+        );
         (id, queued - t)
+    }
+
+    /// A swap write of one page at `t` with no plug: it passes the throttle and goes out at once
+    /// (`blk_mq_submit_bio` without a plug). Its id and its submitter's wait.
+    #[cfg(test)]
+    fn write_unplugged(&mut self, slot: u32, t: u64, by: Actor, obs: &mut Observers) -> (u64, u64) {
+        let got = if self.take_write_place(t, obs) {
+            t
+        } else {
+            self.wait_write_place(t, obs)
+        };
+        let (id, tag_wait) = self.write(slot, 1, t, got - t, got, by, obs);
+        (id, got - t + tag_wait)
     }
 
     /// The asynchronous writes completed since the last call: (id, completion time).
@@ -538,7 +592,7 @@ mod tests {
         // Seventeen one-page writes far apart (no merging), all submitted at 0: the throttle's
         // depth at step 0 is 16.
         let waits: Vec<u64> = (0..17)
-            .map(|i| io.write(i * 4096, 1, 0, 0, BY, &mut obs).1)
+            .map(|i| io.write_unplugged(i * 4096, 0, BY, &mut obs).1)
             .collect();
         assert!(waits[..16].iter().all(|&w| w == 0), "{waits:?}");
         // Without a write cache the sleeper wakes when wb_normal (8) minus those in flight
@@ -560,7 +614,7 @@ mod tests {
             let log = crate::blkreq::BlockRequestLog::new();
             obs.others.push(log.observer());
             for i in 0..4 {
-                io.write(i * 4096, 1, 0, 0, BY, &mut obs);
+                io.write_unplugged(i * 4096, 0, BY, &mut obs);
             }
             io.advance(u64::MAX / 4, &mut obs);
             let mut rows: Vec<(u64, u64)> = log
@@ -603,7 +657,7 @@ mod tests {
         obs.others.push(log.observer());
         // As above: the 17th write sleeps in the throttle; its request is got when it wakes.
         let waits: Vec<u64> = (0..17)
-            .map(|i| io.write(i * 4096, 1, 0, 0, BY, &mut obs).1)
+            .map(|i| io.write_unplugged(i * 4096, 0, BY, &mut obs).1)
             .collect();
         io.advance(u64::MAX / 4, &mut obs);
         let rows = log.take();
@@ -653,8 +707,17 @@ mod tests {
         };
         // One synchronous read 10 ms into the run: its completion and its waiter's wake.
         let mut read = |io: &mut Io| {
-            let (id, _) =
-                io.submit_pages(Op::Read, true, 7, 1, 10_000_000, 10_000_000, BY, &mut obs);
+            let (id, _) = io.submit_pages(
+                Op::Read,
+                true,
+                7,
+                1,
+                10_000_000,
+                0,
+                10_000_000,
+                BY,
+                &mut obs,
+            );
             io.advance(u64::MAX / 4, &mut obs);
             let done = io.take_finished(id);
             (done.c, done.ready_at)
@@ -704,8 +767,18 @@ mod tests {
         obs.others.push(Box::new(Behind(seen.clone())));
         // A write at 10 ms moves the layer's clock there; a read its submitter issues at 1 ms
         // (another task's clock) finds it 9 ms ahead, less the layer's own work before entry.
-        let (w, _) = io.write(0, 1, 10_000_000, 10_000_000, BY, &mut obs);
-        let (r, _) = io.submit_pages(Op::Read, true, 4096, 1, 1_000_000, 1_000_000, BY, &mut obs);
+        let (w, _) = io.write_unplugged(0, 10_000_000, BY, &mut obs);
+        let (r, _) = io.submit_pages(
+            Op::Read,
+            true,
+            4096,
+            1,
+            1_000_000,
+            0,
+            1_000_000,
+            BY,
+            &mut obs,
+        );
         io.advance(u64::MAX / 4, &mut obs);
         let mut seen = seen.borrow().clone();
         seen.sort_unstable();
@@ -730,7 +803,11 @@ mod tests {
             let (mut io, mut obs) = layer(set);
             assert!(io.wbt.is_none(), "{set:?}");
             for i in 0..17 {
-                assert_eq!(io.write(i * 4096, 1, 0, 0, BY, &mut obs).1, 0, "{set:?}");
+                assert_eq!(
+                    io.write_unplugged(i * 4096, 0, BY, &mut obs).1,
+                    0,
+                    "{set:?}"
+                );
             }
         }
     }

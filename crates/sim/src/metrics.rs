@@ -115,6 +115,11 @@ pub struct Metrics {
     /// Each charge whole, for `longest_charges`.
     memcg_charges: Vec<nvmswap_core::metrics::ChargeRecord>,
     memcg_lowest_priority: std::collections::BTreeMap<u32, u64>,
+    /// Over the charges: pages their scans kept for their references, activated, and moved from
+    /// the active list to the inactive one (the linux run's totals of its vmscan events).
+    memcg_ref_keep: u64,
+    memcg_activated: u64,
+    memcg_deactivated: u64,
     /// Per charge, the remote TLB flush IPIs its written pages sent (exact), and the charges'
     /// total duration with and without any; the IPIs by target; CPUs that went to `init_mm`.
     memcg_flushes: Vec<u64>,
@@ -155,6 +160,9 @@ impl Metrics {
             memcg_off_cpu: Vec::new(),
             swap_in_cost: [0; 4],
             memcg_reclaim: Default::default(),
+            memcg_ref_keep: 0,
+            memcg_activated: 0,
+            memcg_deactivated: 0,
             memcg_left_writing: Vec::new(),
             memcg_spans: Vec::new(),
             memcg_charges: Vec::new(),
@@ -284,6 +292,9 @@ impl Observer for Metrics {
                 duration.record_ns(ns);
                 self.memcg_left_writing.push(pages_left_writing);
                 self.memcg_spans.push((t, t + ns));
+                self.memcg_ref_keep += pages_ref_keep;
+                self.memcg_activated += pages_activated;
+                self.memcg_deactivated += pages_deactivated;
                 // What sim models of a charge; the time in `shrink_folio_list` it does not keep
                 // apart, and its charges never sleep.
                 let modelled = |v: u64| self.flushes_modelled.then_some(v);
@@ -654,6 +665,9 @@ impl Metrics {
                 "duration_us": summary(&self.memcg_reclaim[2], 1_000),
                 "pages_left_writing": nvmswap_core::metrics::exact_distribution(&self.memcg_left_writing, 1.0),
                 "lowest_priority": by_priority,
+                "ref_keep": self.memcg_ref_keep,
+                "activated": self.memcg_activated,
+                "deactivated": self.memcg_deactivated,
                 "beside_another": nvmswap_core::metrics::charge_overlap_json(&self.memcg_spans),
                 "longest_charges": nvmswap_core::metrics::longest_charges_json(
                     &self.memcg_charges,

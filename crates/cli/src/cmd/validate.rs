@@ -461,7 +461,6 @@ const fn linux(label: &'static str, path: &'static [&'static str]) -> Mechanism 
     }
 }
 
-/// A statistic under the same keys on both substrates.
 /// A statistic at the same keys on both substrates, shown times `factor`.
 const fn both_times(label: &'static str, path: &'static [&'static str], factor: f64) -> Mechanism {
     Mechanism {
@@ -470,6 +469,7 @@ const fn both_times(label: &'static str, path: &'static [&'static str], factor: 
     }
 }
 
+/// A statistic under the same keys on both substrates.
 const fn both(label: &'static str, path: &'static [&'static str]) -> Mechanism {
     Mechanism {
         label,
@@ -494,6 +494,21 @@ const MECHANISMS: &[Mechanism] = &[
     both(
         "pages left writing per charge p50",
         &["memcg_reclaim", "pages_left_writing", "p50"],
+    ),
+    // What the charges' scans did with the pages they met, summed over the run: kept for
+    // their references, activated, and how many the active list's ageing gave the inactive one
+    // (the pages a charge writes are those it meets unreferenced there).
+    both(
+        "pages kept for references, all charges",
+        &["memcg_reclaim", "ref_keep"],
+    ),
+    both(
+        "pages activated, all charges",
+        &["memcg_reclaim", "activated"],
+    ),
+    both(
+        "pages deactivated, all charges",
+        &["memcg_reclaim", "deactivated"],
     ),
     both("charge us mean", &["memcg_reclaim", "duration_us", "mean"]),
     both("charge us p50", &["memcg_reclaim", "duration_us", "p50"]),

@@ -15,7 +15,10 @@
 //!   (`RWB_DEF_DEPTH`, at most the queue depth), halved per positive scale step and doubled per
 //!   negative one up to 3/4 of the queue depth (`nr_requests`); `wb_normal` is half of it,
 //!   `wb_background` a quarter (rounded up). A swap write takes a place while fewer than the
-//!   depth are in flight (`get_limit` with `REQ_HIPRIO`, which includes `REQ_SWAP`).
+//!   depth are in flight (`get_limit` with `REQ_HIPRIO`, which includes `REQ_SWAP`), as its bio
+//!   needs a new request and before the task's plug holds that request (`rq_qos_throttle` in
+//!   `blk_mq_get_new_requests`): a plugged request holds its place, and a task that has to sleep
+//!   for one flushes its plug first (sim/src/io.rs).
 //! - **Waking** (`wbt_rqw_done`): a completed write wakes the sleepers only when the writes in
 //!   flight fall to the wake level: on a device with a volatile write cache (/sys/block/*/queue/
 //!   write_cache "write back") only when none is left, otherwise when `wb_normal` minus those in
@@ -190,6 +193,16 @@ impl Wbt {
         } else {
             false
         }
+    }
+
+    /// A write takes a place whatever the depth: sim's way out where every place is held by a
+    /// request in another task's plug, which the kernel's sleeper would wait for until that
+    /// task flushed it (sim runs that task later). Arms the window as a throttled write does.
+    pub fn acquire_over_depth(&mut self, now: Nanos) {
+        if self.window_end.is_none() {
+            self.arm(now);
+        }
+        self.inflight += 1;
     }
 
     /// True once since a wake-up of the sleepers (a completion that brought the writes in

@@ -7,7 +7,11 @@
 //! (mm/vmscan.c) runs under a block plug, so each `swap_writepage` (mm/page_io.c) of a batch
 //! lands in the plug ([`Plug`]: adjacent slots merge into one request) and the requests reach the
 //! I/O scheduler when the batch ends (`blk_finish_plug`, the engine's `finish_plug`), when the
-//! plug holds 32 requests, or when a new request meets a head request of 128 KiB. A swap-in's
+//! plug holds 32 requests, when a new request meets a head request of 128 KiB, or when a write
+//! that needs a new request finds the writeback throttle full: the throttle counts a request
+//! from its first bio, before the plug holds it (`blk_mq_get_new_requests` ->
+//! `rq_qos_throttle`), so the plugged requests hold places, and the task that sleeps for one
+//! flushes its plug first (`io_schedule`). A swap-in's
 //! read-ahead opens the task's plug before it charges the window's pages, the faulting one among
 //! them (`plan_read`, `read_framed`, `submit_read`; `Plug::open_for_read_ahead`): a charge that
 //! reclaims adds its writes to that plug between the window's reads, and they go out together
@@ -383,6 +387,7 @@ impl BlockSwap {
                 r.first_slot as u32,
                 r.slots(),
                 r.queued_at,
+                r.throttled_ns,
                 t + wait,
                 by,
                 obs,
@@ -420,6 +425,7 @@ impl BlockSwap {
             r.first_slot as u32,
             r.slots(),
             r.queued_at,
+            0,
             at,
             by,
             obs,
@@ -706,16 +712,29 @@ impl BlockSwap {
             self.writeback.start_write(p, true);
         }
         let slot = u64::from(self.slot_of[pi]);
+        let arrived = t + spent.total();
         obs.emit(Event::WriteBio {
-            t: t + spent.total(),
+            t: arrived,
             pid: by.pid,
             slot,
         });
+        // A bio that needs a new request passes the writeback throttle before the request is
+        // made and plugged, so the plug's requests hold their places while they wait in it.
+        // With none free the task sleeps in `rq_qos_wait`, and its `io_schedule` flushes the
+        // plug first (`blk_flush_plug(plug, true)`): those requests go out, and their
+        // completions are what frees a place.
+        if !self.task_io(by).plug.merges(Op::Write, slot) && !self.io.take_write_place(arrived, obs)
+        {
+            spent.wait += self.flush_plug(arrived, by, obs, false);
+            let sleeps = t + spent.total();
+            spent.wait += self.io.wait_write_place(sleeps, obs) - sleeps;
+        }
+        let made = t + spent.total();
         let full = self
             .task_io(by)
             .plug
-            .add(Op::Write, p, slot, t + spent.total());
-        spent.wait += self.submit_plugged(full, t + spent.total(), by, obs);
+            .add_throttled(Op::Write, p, slot, arrived, made - arrived);
+        spent.wait += self.submit_plugged(full, made, by, obs);
         self.held[pi] = Held::Device;
     }
 
@@ -851,6 +870,7 @@ impl BlockSwap {
                 first_slot: u64::from(slot),
                 pages: vec![q],
                 queued_at: t,
+                throttled_ns: 0,
             };
             let (id, _, wait) = self.submit_read_request(&lone, q, t, me, obs);
             self.planned(me).expect("planned").sync_id = Some(id);

@@ -526,6 +526,81 @@ fn a_plugged_request_is_queued_at_its_first_bio() {
     );
 }
 
+/// nand under mq-deadline (bfq, nand's own, turns the writeback throttle off; its NVMe profile
+/// has no volatile write cache; the throttle's depth at step 0 is 16), every odd page
+/// zero-filled.
+fn one_request_per_write_rig(pages: usize) -> Rig {
+    let mut rig = Rig::new(
+        "nand",
+        pages,
+        2000,
+        &["io_scheduler=\"mq-deadline\"".into()],
+    );
+    for p in (1..pages).step_by(2) {
+        rig.sizes[p] = 0;
+    }
+    rig
+}
+
+impl Rig {
+    /// Stores even page `p` after zero page `p - 1` (none before page 0), which took the slot
+    /// between it and the last write: each write is a request of its own. The even page's
+    /// store time.
+    fn store_apart(&mut self, p: u32, t: u64, by: Actor) -> u64 {
+        if p > 0 {
+            self.store(p - 1, t, by);
+        }
+        self.store(p, t, by)
+    }
+}
+
+#[test]
+fn a_write_that_finds_the_throttle_full_sends_its_plug_out_before_it_sleeps() {
+    // The kernel throttles a bio that needs a new request before the request is made and
+    // plugged, so the 16 plugged requests hold the throttle's 16 places; the 17th sleeps in
+    // `rq_qos_wait`, whose `io_schedule` flushes the plug: the 16 go out then, not when the
+    // batch ends, and their completions wake it (at wb_normal 8 minus those in flight reaching
+    // half of wb_background 4: after the 10th).
+    let mut rig = one_request_per_write_rig(40);
+    let mut spent = Vec::new();
+    for k in 0..17u32 {
+        spent.push(rig.store_apart(2 * k, 1_000 * u64::from(k), ME));
+        let expected = if k < 16 { 0 } else { 16 };
+        assert_eq!(rig.writes_queued(), expected, "after write {k}");
+    }
+    let slept = spent[16] - spent[15];
+    assert!(slept > 1_000, "the 17th slept for completions: {spent:?}");
+    rig.backend
+        .finish_plug(spent[16] + 20_000, ME, &mut rig.obs);
+    assert_eq!(rig.writes_queued(), 17);
+    rig.drain();
+    // The sleep is the 17th request's Q2G (before its request was made), the others' none.
+    let q2g = &rig.obs.metrics.trace[1][3];
+    assert_eq!(q2g.count(), 17);
+    assert!(q2g.summary(1).p50 <= 1.0, "{:?}", q2g.summary(1));
+    let max = q2g.summary(1).max;
+    assert!(
+        (max - slept as f64).abs() < 0.01 * slept as f64,
+        "{max} against {slept}"
+    );
+}
+
+#[test]
+fn a_write_whose_places_are_all_in_another_tasks_plug_takes_one_over_the_depth() {
+    // ME's 16 plugged requests hold every place. Another task's write needs one: the kernel's
+    // would sleep until ME flushes; sim runs ME's later steps after it, so it goes on at once
+    // (above the depth), and nothing reached the layer.
+    let mut rig = one_request_per_write_rig(40);
+    for k in 0..16u32 {
+        rig.store_apart(2 * k, 1_000, ME);
+    }
+    let other = Actor { cpu: 1, pid: 101 };
+    let alone = rig.store_apart(38, 1_000, other);
+    assert_eq!(rig.writes_queued(), 0);
+    let mut fresh = one_request_per_write_rig(40);
+    assert_eq!(alone, fresh.store_apart(38, 1_000, other), "no wait");
+}
+
 #[test]
 fn a_zswap_pool_hit_reads_its_neighbours_ahead() {
     // optane-zswap: every page stored in the pool. Faulting them in order grows the VMA window
