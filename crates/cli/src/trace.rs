@@ -462,6 +462,8 @@ impl Observer for SimTracer {
                 free_bytes,
                 swap_used_bytes,
                 swap_cached_bytes,
+                active_anon_bytes,
+                inactive_anon_bytes,
             } => {
                 self.flush_reclaim(&mut tr);
                 tr.counter(pid, t, "free memory (MiB)", free_bytes as f64 / MIB);
@@ -474,6 +476,13 @@ impl Observer for SimTracer {
                 tr.counter(pid, t, "compressed pool (MiB)", pool_bytes as f64 / MIB);
                 tr.counter(pid, t, "swap used (MiB)", swap_used_bytes as f64 / MIB);
                 tr.counter(pid, t, "swap cached (MiB)", swap_cached_bytes as f64 / MIB);
+                tr.counter(pid, t, "active anon (MiB)", active_anon_bytes as f64 / MIB);
+                tr.counter(
+                    pid,
+                    t,
+                    "inactive anon (MiB)",
+                    inactive_anon_bytes as f64 / MIB,
+                );
                 tr.counter(pid, t, "tabs open", tabs_open as f64);
                 tr.counter(
                     pid,

@@ -271,6 +271,13 @@ pub struct TimelineSample {
     /// pager keeps no swap cache.
     #[serde(default)]
     pub swap_cached_bytes: u64,
+    /// The anonymous LRU's active and inactive lists: sim's LRU; the memory cgroup's
+    /// `active_anon` and `inactive_anon` (memory.stat) on linux; 0 on live, whose pager has no
+    /// two lists. Pages read ahead and not yet mapped are on them too.
+    #[serde(default)]
+    pub active_anon_bytes: u64,
+    #[serde(default)]
+    pub inactive_anon_bytes: u64,
 }
 
 /// The series behind a run's plots: written as CSV next to results.json and drawn in report.html.

@@ -305,6 +305,14 @@ pub(crate) fn snapshot_with_limit(
     })
 }
 
+/// The cgroup's anonymous LRU lists, active and inactive (memory.stat's `active_anon` and
+/// `inactive_anon`, under these names in v1 and v2); zeros when the file cannot be read.
+pub(crate) fn anon_lists_bytes(cg: &std::path::Path) -> (u64, u64) {
+    let st = cgroup::stat(cg).unwrap_or_default();
+    let get = |k: &str| st.get(k).copied().unwrap_or(0);
+    (get("active_anon"), get("inactive_anon"))
+}
+
 /// The swap cache's pages (/proc/meminfo `SwapCached`): the machine's, the run's swap area
 /// being its only one.
 pub(crate) fn swap_cached_bytes() -> u64 {
@@ -613,6 +621,7 @@ fn drive(
                 .saturating_sub(*vm0.get(k).unwrap_or(&0))
         };
         let usage = cgroup::usage_bytes(&setup.cgroup).unwrap_or(0);
+        let (active_anon_bytes, inactive_anon_bytes) = anon_lists_bytes(&setup.cgroup);
         swap_in_use.sample(&swap);
         series.timeline.push(TimelineSample {
             t_s: started.elapsed().as_secs_f64(),
@@ -626,6 +635,8 @@ fn drive(
             zswap_misses: if setup.zswap { d("pswpin") } else { 0 },
             swap_used_bytes: swap_in_use.last,
             swap_cached_bytes: swap_cached_bytes(),
+            active_anon_bytes,
+            inactive_anon_bytes,
             ..Default::default()
         });
         split.discard_and_sample += t_sample.elapsed().as_secs_f64();

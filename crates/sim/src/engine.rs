@@ -524,6 +524,8 @@ impl<'a> Machine<'a> {
             free_bytes: self.free_frames() * PAGE_SIZE,
             swap_used_bytes: self.backend.swap_used_pages() * PAGE_SIZE,
             swap_cached_bytes: self.backend.swap_cached_pages() * PAGE_SIZE,
+            active_anon_bytes: self.lru.active_len() * PAGE_SIZE,
+            inactive_anon_bytes: self.lru.inactive_len() * PAGE_SIZE,
         });
     }
 

@@ -421,6 +421,8 @@ impl Observer for Metrics {
                 free_bytes,
                 swap_used_bytes,
                 swap_cached_bytes,
+                active_anon_bytes,
+                inactive_anon_bytes,
                 ..
             } => {
                 let busy = c.cpu_user + c.cpu_kernel;
@@ -441,6 +443,8 @@ impl Observer for Metrics {
                     zswap_misses: c.zswap_misses,
                     swap_used_bytes,
                     swap_cached_bytes,
+                    active_anon_bytes,
+                    inactive_anon_bytes,
                 });
             }
         }

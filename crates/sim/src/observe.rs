@@ -319,6 +319,9 @@ pub enum Event<'e> {
         swap_used_bytes: u64,
         /// Of the swap in use, pages also in memory (the kernel's SwapCached).
         swap_cached_bytes: u64,
+        /// The anonymous LRU's two lists.
+        active_anon_bytes: u64,
+        inactive_anon_bytes: u64,
     },
 }
 

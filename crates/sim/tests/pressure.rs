@@ -197,10 +197,22 @@ fn the_timeline_carries_free_memory_that_falls_as_tabs_fill_dram() {
     assert!(t.len() > 10, "{} samples", t.len());
     for s in t {
         assert!(s.free_bytes + s.resident_bytes <= dram, "{s:?}");
+        // The LRU's two lists hold resident pages only (one isolated by a scan is on neither).
+        assert!(
+            s.active_anon_bytes + s.inactive_anon_bytes <= s.resident_bytes,
+            "{s:?}"
+        );
     }
     // Tabs fill DRAM: free memory ends far below where it started.
     let (first, last) = (t[0].free_bytes, t[t.len() - 1].free_bytes);
     assert!(first > 0 && last < first / 2, "free {first} -> {last}");
+    // New pages join the inactive list; reclaim's scans activate the pages used twice.
+    assert_eq!(t[1].active_anon_bytes, 0, "{:?}", t[1]);
+    let last = &t[t.len() - 1];
+    assert!(
+        last.active_anon_bytes > 0 && last.inactive_anon_bytes > 0,
+        "{last:?}"
+    );
 }
 
 #[test]

@@ -224,6 +224,8 @@ fn timeline(ctx: &Context, outputs: &[RunOutput]) -> anyhow::Result<Table> {
         ("zswap_misses", Kind::Count),
         ("swap_used_bytes", Kind::Count),
         ("swap_cached_bytes", Kind::Count),
+        ("active_anon_bytes", Kind::Count),
+        ("inactive_anon_bytes", Kind::Count),
     ]);
     for o in outputs {
         // sim advances a virtual clock; live and linux sample the wall clock.
@@ -251,6 +253,8 @@ fn timeline(ctx: &Context, outputs: &[RunOutput]) -> anyhow::Result<Table> {
                 s.zswap_misses,
                 s.swap_used_bytes,
                 s.swap_cached_bytes,
+                s.active_anon_bytes,
+                s.inactive_anon_bytes,
             ]);
             t.push(row)?;
         }

@@ -269,6 +269,8 @@ fn drive(
                 .saturating_sub(*vm0.get(k).unwrap_or(&0))
         };
         let usage = cgroup::usage_bytes(&setup.cgroup).unwrap_or(0);
+        let (active_anon_bytes, inactive_anon_bytes) =
+            crate::pressure::anon_lists_bytes(&setup.cgroup);
         series.timeline.push(TimelineSample {
             t_s: started.elapsed().as_secs_f64(),
             tabs_open: tabs.len() as u32,
@@ -281,6 +283,8 @@ fn drive(
             zswap_misses: if setup.zswap { d("pswpin") } else { 0 },
             swap_used_bytes: crate::pressure::swap_area(&swap).1,
             swap_cached_bytes: crate::pressure::swap_cached_bytes(),
+            active_anon_bytes,
+            inactive_anon_bytes,
             ..Default::default()
         });
         progress.message(&format!(
