@@ -340,8 +340,7 @@ impl Io {
     /// made (a swap write holds its place from then: [`Io::take_write_place`]).
     /// The request enters the layer `dispatch_ns` after `t` (the block layer's own work before
     /// dispatch), which counts in its Q2D as well.
-    /// Returns its id and when the submitter goes on: `t` plus its waits for the writeback
-    /// throttle (swap writes) and a request tag.
+    /// Returns its id and when the submitter goes on: `t` plus its wait for a request tag.
     #[allow(clippy::too_many_arguments)]
     pub fn submit_pages(
         &mut self,
