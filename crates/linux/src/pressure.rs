@@ -275,17 +275,15 @@ impl SwapInUse {
     }
 }
 
-fn snapshot(setup: &Setup, swap_path: &str) -> Result<MemorySnapshot, LinuxError> {
-    snapshot_with_limit(setup, swap_path, setup.config.cgroup_limit_bytes)
-}
-
 /// The discard rule's view of the cgroup when its limit is `limit` (the chromium workload adds
-/// the browser's baseline to the configuration's limit).
-pub(crate) fn snapshot_with_limit(
+/// the browser's baseline to the configuration's limit), and the anonymous LRU lists from the
+/// same read of memory.stat (a read flushes the cgroup's statistics, so the timeline's sample
+/// after the rule's last look takes its lists from that look rather than reading again).
+pub(crate) fn snapshot_and_lists(
     setup: &Setup,
     swap_path: &str,
     limit: u64,
-) -> Result<MemorySnapshot, LinuxError> {
+) -> Result<(MemorySnapshot, AnonLists), LinuxError> {
     let usage = cgroup::usage_bytes(&setup.cgroup)?;
     let st = cgroup::stat(&setup.cgroup)?;
     let get = |k: &str| st.get(k).copied().unwrap_or(0);
@@ -294,7 +292,7 @@ pub(crate) fn snapshot_with_limit(
     } else {
         get("anon")
     };
-    Ok(MemorySnapshot {
+    let snapshot = MemorySnapshot {
         total_ram: limit,
         free: limit.saturating_sub(usage),
         reserved: 0,
@@ -302,15 +300,32 @@ pub(crate) fn snapshot_with_limit(
         anon,
         swap_free: swap_area_free(swap_path),
         swap_cached: swap_cached_bytes(),
-    })
+    };
+    Ok((snapshot, AnonLists::of(&st)))
 }
 
-/// The cgroup's anonymous LRU lists, active and inactive (memory.stat's `active_anon` and
-/// `inactive_anon`, under these names in v1 and v2); zeros when the file cannot be read.
-pub(crate) fn anon_lists_bytes(cg: &std::path::Path) -> (u64, u64) {
-    let st = cgroup::stat(cg).unwrap_or_default();
-    let get = |k: &str| st.get(k).copied().unwrap_or(0);
-    (get("active_anon"), get("inactive_anon"))
+/// The cgroup's anonymous LRU lists, bytes (memory.stat's `active_anon` and `inactive_anon`,
+/// under these names in v1 and v2).
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub(crate) struct AnonLists {
+    pub active: u64,
+    pub inactive: u64,
+}
+
+impl AnonLists {
+    fn of(stat: &std::collections::BTreeMap<String, u64>) -> AnonLists {
+        let get = |k: &str| stat.get(k).copied().unwrap_or(0);
+        AnonLists {
+            active: get("active_anon"),
+            inactive: get("inactive_anon"),
+        }
+    }
+
+    /// Read on their own (zeros when memory.stat cannot be read): where no look of the rule's
+    /// since the last discard holds them.
+    pub(crate) fn read(cg: &std::path::Path) -> AnonLists {
+        AnonLists::of(&cgroup::stat(cg).unwrap_or_default())
+    }
 }
 
 /// The swap cache's pages (/proc/meminfo `SwapCached`): the machine's, the run's swap area
@@ -535,6 +550,7 @@ fn drive(
                                 setup,
                                 swap: &swap,
                                 tabs: &mut tabs,
+                                lists: None,
                             };
                             discards += rule
                                 .discard_while_noting(
@@ -610,10 +626,14 @@ fn drive(
             setup,
             swap: &swap,
             tabs: &mut tabs,
+            lists: None,
         };
         discards += rule
             .discard_while_noting(&mut recency, &mut target, &mut first_discard)?
             .len() as u64;
+        let lists = target
+            .lists
+            .unwrap_or_else(|| AnonLists::read(&setup.cgroup));
         let vm = sysfs::vmstat()?;
         let d = |k: &str| {
             vm.get(k)
@@ -621,7 +641,6 @@ fn drive(
                 .saturating_sub(*vm0.get(k).unwrap_or(&0))
         };
         let usage = cgroup::usage_bytes(&setup.cgroup).unwrap_or(0);
-        let (active_anon_bytes, inactive_anon_bytes) = anon_lists_bytes(&setup.cgroup);
         swap_in_use.sample(&swap);
         series.timeline.push(TimelineSample {
             t_s: started.elapsed().as_secs_f64(),
@@ -635,8 +654,8 @@ fn drive(
             zswap_misses: if setup.zswap { d("pswpin") } else { 0 },
             swap_used_bytes: swap_in_use.last,
             swap_cached_bytes: swap_cached_bytes(),
-            active_anon_bytes,
-            inactive_anon_bytes,
+            active_anon_bytes: lists.active,
+            inactive_anon_bytes: lists.inactive,
             ..Default::default()
         });
         split.discard_and_sample += t_sample.elapsed().as_secs_f64();
@@ -900,16 +919,22 @@ struct LinuxTabs<'a> {
     setup: &'a Setup,
     swap: &'a str,
     tabs: &'a mut BTreeMap<TabId, TabProcess>,
+    /// The anonymous lists of the last snapshot, None once a discard followed it.
+    lists: Option<AnonLists>,
 }
 
 impl DiscardTarget for LinuxTabs<'_> {
     type Error = LinuxError;
 
     fn snapshot(&mut self) -> Result<MemorySnapshot, LinuxError> {
-        snapshot(self.setup, self.swap)
+        let (snapshot, lists) =
+            snapshot_and_lists(self.setup, self.swap, self.setup.config.cgroup_limit_bytes)?;
+        self.lists = Some(lists);
+        Ok(snapshot)
     }
 
     fn discard(&mut self, tab: TabId) -> Result<(), LinuxError> {
+        self.lists = None;
         if let Some(p) = self.tabs.remove(&tab) {
             p.kill();
         }

@@ -33,7 +33,7 @@ use super::browser::{self, Chromium};
 use super::pages::{Pages, KINDS};
 use crate::config::LinuxConfig;
 use crate::error::LinuxError;
-use crate::pressure::{scaled, snapshot_with_limit, swap_path};
+use crate::pressure::{scaled, swap_path};
 use crate::setup::Setup;
 use crate::{cgroup, signals, state, sysfs};
 
@@ -247,11 +247,16 @@ fn drive(
             }
         }
         // Chrome's rule, re-read after each discard; the foreground (last used) tab is kept.
+        // The lists of the rule's last look, unless a discard followed it.
+        let mut lists = None;
         while lru.len() > 1 {
-            let snapshot = snapshot_with_limit(setup, &swap, limit + baseline)?;
+            let (snapshot, seen) =
+                crate::pressure::snapshot_and_lists(setup, &swap, limit + baseline)?;
+            lists = Some(seen);
             if !rule.should_discard(&snapshot) {
                 break;
             }
+            lists = None;
             first_discard.get_or_insert_with(|| DiscardMoment::of(&rule, lru.len(), snapshot));
             let victim = lru.remove(0);
             if let Some(o) = tabs.remove(&victim) {
@@ -269,8 +274,7 @@ fn drive(
                 .saturating_sub(*vm0.get(k).unwrap_or(&0))
         };
         let usage = cgroup::usage_bytes(&setup.cgroup).unwrap_or(0);
-        let (active_anon_bytes, inactive_anon_bytes) =
-            crate::pressure::anon_lists_bytes(&setup.cgroup);
+        let lists = lists.unwrap_or_else(|| crate::pressure::AnonLists::read(&setup.cgroup));
         series.timeline.push(TimelineSample {
             t_s: started.elapsed().as_secs_f64(),
             tabs_open: tabs.len() as u32,
@@ -283,8 +287,8 @@ fn drive(
             zswap_misses: if setup.zswap { d("pswpin") } else { 0 },
             swap_used_bytes: crate::pressure::swap_area(&swap).1,
             swap_cached_bytes: crate::pressure::swap_cached_bytes(),
-            active_anon_bytes,
-            inactive_anon_bytes,
+            active_anon_bytes: lists.active,
+            inactive_anon_bytes: lists.inactive,
             ..Default::default()
         });
         progress.message(&format!(
