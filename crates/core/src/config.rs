@@ -177,18 +177,19 @@ pub struct CostOverrides {
     pub decompress_mean_ns: Option<f64>,
     pub decompress_p99_ns: Option<f64>,
     /// The swap write path per page on a block device (reclaim's unmap, slot, swap cache and
-    /// write submission), measured by `nvmswap linux calibrate` (MADV_PAGEOUT probe).
+    /// write submission), measured by `nvmswap linux calibrate` (MADV_PAGEOUT probe). Sim's
+    /// reclaim writes a page at `swap_write_plugged_page_ns` where that is given (the call's
+    /// own share left out, [`CostOverrides::pageout_call_ns`]), else at this.
     #[serde(default)]
     pub swap_write_page_ns: Option<f64>,
     /// The share of `swap_write_page_ns` between one page's write bio and the next one's
     /// inside a batch (`shrink_folio_list`'s own work on a page: slot, swap cache, unmap,
     /// submission), measured by `nvmswap linux calibrate` (the same MADV_PAGEOUT probe's write
     /// requests: the time from a request's first bio to its plug's flush, Q2I, per page). The
-    /// rest of the probe's page (the system call's walk over the page tables and the
-    /// isolation of its folios) is work a memory cgroup's charge does for its whole batch
-    /// before the first page goes out (`isolate_lru_folios`), so sim spends it there, and the
-    /// pages' bios come at this pace. Without it, the whole path lies between the bios. At
-    /// most `swap_write_page_ns`, which it needs.
+    /// rest of the probe's page is the system call's own ([`CostOverrides::pageout_call_ns`]),
+    /// which reclaim does not do: sim's reclaim writes a page at this share, and its pool
+    /// stores cost their calibrated paths less that rest. Without it, the whole path. At most
+    /// `swap_write_page_ns`, which it needs.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub swap_write_plugged_page_ns: Option<f64>,
     /// A swap-in fault from a block device less the block layer and the device (swap layer and
@@ -239,12 +240,14 @@ pub struct CostOverrides {
     /// The whole swap-out path per page into zswap (unmap, slot, swap cache, compression of a
     /// page of the probe's content, pool allocation), measured by `nvmswap linux calibrate`
     /// (MADV_PAGEOUT probe with zswap in front of a swap file). Sim charges a pool store
-    /// `zswap_store_page_ns - compress mean + compress(size)` (the page's own compression drawn)
-    /// and no separate unmap; a store the pool rejects pays the swap file's path instead.
+    /// `zswap_store_page_ns - pageout_call_ns - compress mean + compress(size)` (the page's own
+    /// compression drawn; [`CostOverrides::pageout_call_ns`], the call's own work, which
+    /// reclaim does not do) and no separate unmap; a store the pool rejects pays the swap
+    /// file's path instead.
     #[serde(default)]
     pub zswap_store_page_ns: Option<f64>,
     /// The same for a store into zram (MADV_PAGEOUT probe with swap on zram), charged
-    /// `zram_store_page_ns - compress mean + compress(size)`.
+    /// `zram_store_page_ns - pageout_call_ns - compress mean + compress(size)`.
     #[serde(default)]
     pub zram_store_page_ns: Option<f64>,
     /// A pool hit's swap-in fault (zswap or zram) less decompression, measured by `nvmswap linux
@@ -469,6 +472,23 @@ pub struct CostOverrides {
 }
 
 impl CostOverrides {
+    /// The MADV_PAGEOUT call's own work per page in the calibrated swap-out paths
+    /// (`swap_write_page_ns`, `zswap_store_page_ns`, `zram_store_page_ns` are all timed with
+    /// it): the walk over the page tables with their young bits, the folios' isolation and the
+    /// call's TLB gather (mm/madvise.c `madvise_cold_or_pageout_pte_range`), the share of the
+    /// swap write path outside the bios, `swap_write_page_ns - swap_write_plugged_page_ns`.
+    /// Reclaim does none of it as such: it does not walk page tables, and its own isolation
+    /// (`isolate_lru_folios`) lies in `reclaim_scan_page_ns`, the charges' time outside
+    /// `shrink_folio_list` that the kernel's vmscan trace gives (the isolate event comes at the
+    /// isolation's end). So sim's reclaim charges each path less this. 0 where the write path
+    /// is not split.
+    pub fn pageout_call_ns(&self) -> f64 {
+        match (self.swap_write_page_ns, self.swap_write_plugged_page_ns) {
+            (Some(whole), Some(plugged)) => (whole - plugged).max(0.0),
+            _ => 0.0,
+        }
+    }
+
     /// The field that holds an impossible value, and why: the sourced defaults' replacements
     /// must be positive, the calibrated paths and reclaim's work 0 or more, none NaN.
     pub fn check(&self) -> Result<(), (&'static str, String)> {

@@ -2665,8 +2665,10 @@ pub fn costs_toml(cal: &Calibration) -> String {
                 "# Of it, between one page's write bio and the next one's (the same probe's write\n\
                  # requests, {:.0} pages each: Q2I mean {:.1} us, from a request's first bio to its\n\
                  # plug's flush, per page; write bio gap p50 {:.1} us, the trace's clock in whole\n\
-                 # microseconds). The rest is the call's walk and its folios' isolation, which a\n\
-                 # charge does for its batch before the first page goes out.\n\
+                 # microseconds). The rest is the call's own walk over the page tables and its\n\
+                 # folios' isolation, which reclaim does not do (its isolation is in\n\
+                 # reclaim_scan_page_ns): sim's reclaim writes a page at this share and takes the\n\
+                 # rest off the pool stores' paths too.\n\
                  swap_write_plugged_page_ns = {}\n",
                 sp.trace["write_pages_per_request"]["mean"]
                     .as_f64()
@@ -3025,6 +3027,18 @@ pub fn touch_scan_estimate_ns(cal: &Calibration) -> Option<f64> {
     Some(scan - kept_share(cal, l).map_or(0.0, |k| k.per_reclaimed_page_ns))
 }
 
+/// The MADV_PAGEOUT call's own work per page that the swap write probe found outside its
+/// bios (`swap_write_page_ns` less `swap_write_plugged_page_ns`, as the costs file writes
+/// them; `CostOverrides::pageout_call_ns`), ns; 0 without the split.
+fn pageout_call_ns(cal: &Calibration) -> f64 {
+    let ns = |us: f64| (us * NS_PER_US as f64).round();
+    cal.swap_path.as_ref().map_or(0.0, |sp| {
+        let whole = sp.write_submit_us_per_page.mean;
+        sp.plugged_us_per_page()
+            .map_or(0.0, |plugged| ns(whole) - ns(plugged.min(whole)))
+    })
+}
+
 /// The limit-reclaim probe's part of [`costs_toml`]: `reclaim_scan_page_ns`
 /// ([`reclaim_scan_estimate_ns`], clamped at 0), with the chunk median and the figure against
 /// the calibration's minor-fault and zram page-out probes in the comment.
@@ -3087,13 +3101,16 @@ fn limit_reclaim_costs_toml(cal: &Calibration) -> String {
                 .traced_page_out_ns(check)
                 .zip(cal.zram_path.as_ref())
                 .map(|(own, z)| {
+                    let probe = ns(z.store_us_per_page.p50);
+                    let call = pageout_call_ns(cal);
                     format!(
                         "\n# The split's check: shrink_folio_list per page reclaimed less the \
                          checks of the {} pages\n# it looked at, {own:.0} ns, against the zram \
-                         page-out probe's p50 ({:.0}), which sim charges\n# for the page-out \
-                         (MADV_PAGEOUT: no referenced checks).",
+                         page-out probe's p50 ({probe:.0}) less the MADV_PAGEOUT\n# call's own \
+                         walk and isolation ({call:.0}, the swap write path's share outside its \
+                         bios): {:.0},\n# which sim charges for reclaim's page-out.",
                         reclaimed + kept,
-                        ns(z.store_us_per_page.p50)
+                        probe - call
                     )
                 })
                 .unwrap_or_default();

@@ -383,14 +383,13 @@ impl Machine<'_> {
         let kept = looked - ended - call.victims.len() as u64;
         self.kernel_work(&mut call.at, me, kept * self.costs.reclaim_keep);
         // Before the first page goes out, not between the pages' write bios (the kernel's come
-        // only from `shrink_folio_list`): the victims' isolation, where the calibrated
-        // swap-out path holds it apart, and reclaim's work outside `shrink_folio_list` for each
-        // (`reclaim_scan` less the page's own referenced check; placed here, an assumption:
-        // the kernel spreads it over the priority loop around its batches).
+        // only from `shrink_folio_list`): reclaim's work outside `shrink_folio_list` for each
+        // victim, its isolation included (`reclaim_scan` less the page's own referenced check;
+        // placed here, an assumption: the kernel spreads it over the priority loop around its
+        // batches).
         let victims = call.victims.len() as u64;
-        let isolation = self.backend.isolate_batch(me, victims);
         let outside = victims * (self.costs.reclaim_scan - self.costs.reclaim_check);
-        self.kernel_work(&mut call.at, me, isolation + outside);
+        self.kernel_work(&mut call.at, me, outside);
         call.batch = Some(Batch {
             looked,
             kept,

@@ -139,6 +139,9 @@ pub struct Costs {
     /// Calibrated whole swap-out paths into zswap's pool and into zram (None: not calibrated).
     zswap_store: Option<f64>,
     zram_store: Option<f64>,
+    /// Of those paths, the MADV_PAGEOUT call's own work per page, which reclaim does not do
+    /// (`CostOverrides::pageout_call_ns`; 0 where the swap write path is not split).
+    pageout_call: f64,
 }
 
 /// A tab's CPU to write an added page's contents, ns, by content ([`Costs::tab_fill`]).
@@ -260,6 +263,7 @@ impl Costs {
             },
             zswap_store: o.zswap_store_page_ns,
             zram_store: o.zram_store_page_ns,
+            pageout_call: o.pageout_call_ns(),
             compress: LatencyDist::new(
                 o.compress_mean_ns.unwrap_or(compress.mean_ns),
                 o.compress_p99_ns.unwrap_or(compress.p99_ns),
@@ -315,10 +319,12 @@ impl Costs {
 
     /// A pool store's CPU. Without a calibrated path, the compression alone (reclaim adds
     /// `RECLAIM_PAGE_NS` for the unmap and the swap cache). With one (`path_ns`: the whole
-    /// swap-out of a page of the probe's content as `nvmswap linux calibrate` timed it),
-    /// `max(path_ns - compress mean, 0) + compress(size)`: the path around the compressor as
-    /// measured plus this page's own compression, drawn as without (so the content's variation
-    /// stays and the run's draws are the same), and nothing else (`Spent::whole_path`).
+    /// swap-out of a page of the probe's content as `nvmswap linux calibrate` timed it with
+    /// MADV_PAGEOUT), `max(path_ns - pageout_call - compress mean, 0) + compress(size)`: the
+    /// path around the compressor as measured, less the call's own walk and isolation that
+    /// reclaim does not do, plus this page's own compression, drawn as without (so the
+    /// content's variation stays and the run's draws are the same), and nothing else
+    /// (`Spent::whole_path`).
     fn pool_store(&self, path_ns: Option<f64>, size: u64, rng: &mut ChaCha8Rng) -> Spent {
         let compress = self.compress(size, rng);
         match path_ns {
@@ -327,7 +333,10 @@ impl Costs {
                 ..Spent::default()
             },
             Some(path) => Spent {
-                cpu: (path - self.compress.mean_ns).max(0.0).round() as u64 + compress,
+                cpu: (path - self.pageout_call - self.compress.mean_ns)
+                    .max(0.0)
+                    .round() as u64
+                    + compress,
                 wait: 0,
                 whole_path: true,
             },

@@ -66,9 +66,6 @@ const NO_READ: u64 = u64::MAX;
 struct TaskIo {
     plug: Plug,
     planned: Option<PlannedRead>,
-    /// Victims of the task's reclaim batch whose isolation the batch spent when it began
-    /// (`SwapBackend::isolate_batch`): their writes charge only `write_plugged_ns`.
-    isolated_ahead: u64,
 }
 
 /// A swap-in's read-ahead from its plan to the end of its loop (`plan_read` .. `submit_read`).
@@ -156,16 +153,15 @@ pub struct BlockSwap {
     swapin_maps_writable: bool,
     pub(super) held: Vec<Held>,
     pub(super) io: Io,
-    /// CPU of one swap-out write's submission: `costs.swap_write_page_ns` (this machine's
-    /// calibrated swap write path) or `BLOCK_SUBMIT_NS` (an assumption).
+    /// CPU of one swap-out write, from reclaim's decision to write the page to its bio's
+    /// submission: the calibrated path's share between one page's write bio and the next
+    /// one's (`costs.swap_write_plugged_page_ns`; the MADV_PAGEOUT call's own walk and
+    /// isolation, the rest of `swap_write_page_ns`, is not reclaim's:
+    /// `CostOverrides::pageout_call_ns`), else the whole calibrated path
+    /// (`costs.swap_write_page_ns`), else `BLOCK_SUBMIT_NS` (an assumption).
     write_ns: u64,
-    /// `write_ns` is the calibrated whole path (`Spent::whole_path`: reclaim adds no unmap).
+    /// `write_ns` is calibrated (`Spent::whole_path`: reclaim adds no unmap).
     write_calibrated: bool,
-    /// Of the calibrated `write_ns`, the share between one page's write bio and the next one's
-    /// in a batch (`costs.swap_write_plugged_page_ns`); the rest is the batch's isolation, which
-    /// a charge spends before its first page goes out ([`SwapBackend::isolate_batch`]). Equal
-    /// to `write_ns` where the path is not split.
-    write_plugged_ns: u64,
     /// Swap-in software around the device read: `costs.swap_in_software_ns` (calibrated) or
     /// `BLOCK_SWAP_IN_SOFTWARE_NS` (seed 002).
     swap_in_ns: u64,
@@ -266,18 +262,10 @@ impl BlockSwap {
             write_ns: cfg
                 .costs
                 .swap_write_page_ns
-                .map_or(BLOCK_SUBMIT_NS, |v| v as u64),
+                .map_or(BLOCK_SUBMIT_NS, |whole| {
+                    (whole - cfg.costs.pageout_call_ns()).max(0.0) as u64
+                }),
             write_calibrated: cfg.costs.swap_write_page_ns.is_some(),
-            write_plugged_ns: match (
-                cfg.costs.swap_write_page_ns,
-                cfg.costs.swap_write_plugged_page_ns,
-            ) {
-                (Some(whole), Some(plugged)) => plugged.min(whole) as u64,
-                _ => cfg
-                    .costs
-                    .swap_write_page_ns
-                    .map_or(BLOCK_SUBMIT_NS, |v| v as u64),
-            },
             swap_in_ns: cfg
                 .costs
                 .swap_in_software_ns
@@ -440,10 +428,6 @@ impl BlockSwap {
     /// wait. Nothing when reclaim runs inside the task's read-ahead plug: the read-ahead's own
     /// finish (`submit_read`) flushes it.
     pub(super) fn finish_plug(&mut self, t: u64, by: Actor, obs: &mut Observers) -> u64 {
-        // The reclaim is over: a victim isolated and not written was put back.
-        if let Some(task) = self.tasks.get_mut(&by.pid) {
-            task.isolated_ahead = 0;
-        }
         if self.tasks.get(&by.pid).is_some_and(|k| k.plug.is_nested()) {
             return 0;
         }
@@ -471,7 +455,6 @@ impl BlockSwap {
         self.tasks.entry(by.pid).or_insert_with(|| TaskIo {
             plug: Plug::new(max),
             planned: None,
-            isolated_ahead: 0,
         })
     }
 
@@ -684,14 +667,7 @@ impl BlockSwap {
         holds_frame: bool,
     ) {
         let pi = p as usize;
-        let plugged = self.write_plugged_ns;
-        let task = self.task_io(by);
-        spent.cpu += if task.isolated_ahead > 0 {
-            task.isolated_ahead -= 1;
-            plugged
-        } else {
-            self.write_ns
-        };
+        spent.cpu += self.write_ns;
         spent.whole_path |= self.write_calibrated;
         if self.writeback.is_under_writeback(p) {
             // Written again before the older write ended: only the newest counts.
@@ -1194,14 +1170,6 @@ impl SwapBackend for BlockSwap {
 
     fn finish_plug(&mut self, t: u64, by: Actor, obs: &mut Observers) -> u64 {
         BlockSwap::finish_plug(self, t, by, obs)
-    }
-
-    fn isolate_batch(&mut self, by: Actor, pages: u64) -> u64 {
-        let share = self.write_ns - self.write_plugged_ns;
-        // A batch's victims are its own: what an earlier batch isolated and did not write
-        // (kept, or no room) was put back.
-        self.task_io(by).isolated_ahead = if share > 0 { pages } else { 0 };
-        pages * share
     }
 
     fn flush_plug_to_sleep(&mut self, t: u64, by: Actor, obs: &mut Observers) {

@@ -1,7 +1,8 @@
 //! Known answers for the calibrated swap-out and pool swap-in paths (`costs.swap_write_page_ns`,
 //! `zswap_store_page_ns`, `zram_store_page_ns`, `pool_swap_in_software_ns`): with the
-//! compressor's cost fixed, a store charges exactly the calibrated path and says so
-//! (`Spent::whole_path`), and without calibrated figures the sourced defaults stay.
+//! compressor's cost fixed, a store charges exactly the calibrated path (less the MADV_PAGEOUT
+//! call's own share where the write path is split) and says so (`Spent::whole_path`), and
+//! without calibrated figures the sourced defaults stay.
 
 use nvmswap_core::config::{CostOverrides, SystemConfig};
 use rand::SeedableRng;
@@ -151,6 +152,39 @@ fn a_block_store_charges_the_calibrated_write_path() {
     assert_eq!((s.cpu, s.whole_path), (4_084, true));
     let s = store(&mut rig("optane", fixed_codec(), |_| {}));
     assert_eq!((s.cpu, s.whole_path), (BLOCK_SUBMIT_NS, false));
+}
+
+#[test]
+fn reclaim_pays_each_path_less_the_madvise_calls_own_walk_and_isolation() {
+    // The write path split 4,084 = 3,000 between the bios + 1,084 of the MADV_PAGEOUT call's
+    // own (its page-table walk and its folios' isolation, which reclaim does not do): a block
+    // write costs the 3,000, and each pool store its calibrated path less the same 1,084.
+    let split = CostOverrides {
+        swap_write_page_ns: Some(4_084.0),
+        swap_write_plugged_page_ns: Some(3_000.0),
+        zswap_store_page_ns: Some(15_000.0),
+        zram_store_page_ns: Some(12_500.0),
+        ..fixed_codec()
+    };
+    assert_eq!(split.pageout_call_ns(), 1_084.0);
+    let s = store(&mut rig("optane", split.clone(), |_| {}));
+    assert_eq!((s.cpu, s.whole_path), (3_000, true));
+    let s = store(&mut rig("optane-zswap", split.clone(), |_| {}));
+    assert_eq!((s.cpu, s.whole_path), (15_000 - 1_084, true));
+    let s = store(&mut rig("baseline-zram", split.clone(), |_| {}));
+    assert_eq!((s.cpu, s.whole_path), (12_500 - 1_084, true));
+    // A page the full pool rejects goes to the swap file at the write's share.
+    let mut r = rig("optane-zswap", split, |c| c.zswap_max_pool_percent = 0);
+    assert_eq!(store(&mut r).cpu, 3_000);
+    // Unsplit, nothing is taken off.
+    let whole = CostOverrides {
+        swap_write_page_ns: Some(4_084.0),
+        zram_store_page_ns: Some(12_500.0),
+        ..fixed_codec()
+    };
+    assert_eq!(whole.pageout_call_ns(), 0.0);
+    let s = store(&mut rig("baseline-zram", whole, |_| {}));
+    assert_eq!(s.cpu, 12_500);
 }
 
 #[test]

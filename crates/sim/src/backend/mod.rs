@@ -160,15 +160,6 @@ pub trait SwapBackend {
         0
     }
 
-    /// A memory cgroup charge's reclaim batch isolated `pages` victims for `by`
-    /// (`isolate_lru_folios`): the CPU the calibrated swap-out path spends on their isolation,
-    /// which the batch spends now, before its first page goes out; the batch's next `pages`
-    /// stores by `by` charge only the rest (`costs.swap_write_plugged_page_ns`). 0, and every
-    /// store charging its whole path, where the path is not split.
-    fn isolate_batch(&mut self, _by: Actor, _pages: u64) -> u64 {
-        0
-    }
-
     /// The reclaiming task goes to sleep at `t` (a throttle, a wait for writeback): the
     /// scheduler flushes its plug first (`sched_submit_work` -> `blk_flush_plug`,
     /// kernel/sched/core.c), which stays open, a read-ahead's included.
