@@ -312,6 +312,15 @@ impl AnonLru {
         if !std::mem::take(&mut self.pages[pi].accessed) {
             return Some(Look::Victim(page));
         }
+        self.keep_referenced(page);
+        Some(Look::Kept)
+    }
+
+    /// A page off the lists whose accessed bit a look just took: activated if it was
+    /// referenced before, else marked referenced and sent round the inactive list again
+    /// (`folio_check_references`: `FOLIOREF_ACTIVATE` or `FOLIOREF_KEEP`). True if activated.
+    fn keep_referenced(&mut self, page: u32) -> bool {
+        let pi = page as usize;
         if self.pages[pi].referenced {
             self.stats.activated += 1;
             self.nonresident_age += 1;
@@ -319,12 +328,27 @@ impl AnonLru {
             if let Some(kept) = self.activated.as_mut() {
                 kept.push(page);
             }
+            true
         } else {
             self.pages[pi].referenced = true;
             self.stats.rotated += 1;
             self.push(page, List::Inactive);
+            false
         }
-        Some(Look::Kept)
+    }
+
+    /// A victim that `isolate_inactive` took off the lists was touched before the caller could
+    /// evict it: `shrink_folio_list` checks each page's references just before its page-out, so
+    /// the kernel's one look finds it young and treats it as any referenced page (activated if
+    /// referenced before, else marked and kept). Returns None if the page was not touched
+    /// (still a victim), else whether it was activated.
+    pub fn recheck_victim(&mut self, page: u32) -> Option<bool> {
+        let pi = page as usize;
+        debug_assert_eq!(self.pages[pi].list, List::None);
+        if !std::mem::take(&mut self.pages[pi].accessed) {
+            return None;
+        }
+        Some(self.keep_referenced(page))
     }
 
     /// `shrink_active_list` of up to `n` pages: moves them from the active tail to the inactive
@@ -445,6 +469,40 @@ mod tests {
         }
         assert_eq!(l.isolate_inactive(10, &mut victims), 2);
         assert_eq!(victims, vec![2, 3]);
+    }
+
+    #[test]
+    fn a_victim_touched_before_its_page_out_is_looked_at_as_any_referenced_page() {
+        // Two fresh pages: the first scan rotates both (their faults' references), the second
+        // isolates both, now referenced. Page 0 is touched before its page-out: referenced
+        // before, it is activated; page 1, untouched, stays a victim.
+        let mut l = lru(2);
+        let mut victims = Vec::new();
+        l.isolate_inactive(2, &mut victims);
+        assert_eq!(l.isolate_inactive(2, &mut victims), 2);
+        assert_eq!(victims, vec![0, 1]);
+        l.mark_accessed(0);
+        assert_eq!(l.recheck_victim(0), Some(true));
+        assert_eq!(l.recheck_victim(1), None);
+        assert_eq!((l.active_len(), l.stats.activated), (1, 1));
+        l.put_back(1);
+        // Deactivated, page 0 has lost its reference: isolated again and touched, it is marked
+        // and kept on the inactive list, not activated.
+        l.shrink_active(1);
+        victims.clear();
+        assert_eq!(l.isolate_inactive(2, &mut victims), 2);
+        assert!(victims.contains(&0), "{victims:?}");
+        l.mark_accessed(0);
+        let rotated = l.stats.rotated;
+        assert_eq!(l.recheck_victim(0), Some(false));
+        assert_eq!(l.stats.rotated, rotated + 1);
+        assert!(l.is_on_lru(0) && l.active_len() == 0);
+        // Touched once more, its next look activates it.
+        l.mark_accessed(0);
+        l.put_back(1);
+        victims.clear();
+        l.isolate_inactive(2, &mut victims);
+        assert_eq!(l.active_len(), 1);
     }
 
     #[test]

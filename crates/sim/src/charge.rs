@@ -414,12 +414,17 @@ impl Machine<'_> {
                 // Its tab was discarded while it was isolated (another task's OOM path).
                 return;
             }
-            if self.lru.is_accessed(p) {
+            if let Some(activated) = self.lru.recheck_victim(p) {
                 // Touched since the scan isolated it (its tab ran on the other CPU meanwhile):
-                // `shrink_folio_list` finds the young PTE and keeps it (`folio_check_references`).
-                self.lru.put_back(p);
+                // `shrink_folio_list` finds the young PTE and activates or keeps it
+                // (`folio_check_references`).
+                if activated {
+                    call.activated += 1;
+                    self.swap_of_activated();
+                } else {
+                    call.ref_keep += 1;
+                }
                 b.kept += 1;
-                call.ref_keep += 1;
                 self.kernel_work(&mut call.at, me, self.costs.reclaim_keep);
                 return;
             }
@@ -618,8 +623,9 @@ mod tests {
     #[test]
     fn a_victim_its_tab_touches_before_its_eviction_is_kept() {
         // Between the steps of a charge its tab on the other CPU may touch a page the batch's
-        // scan isolated: the eviction finds it young and keeps it (`folio_check_references`),
-        // at the work of a kept page; the batch's other victims go.
+        // scan isolated: the eviction finds it young (`folio_check_references`, the kernel's
+        // one look, just before the page-out) and, referenced since its first trip round the
+        // list, activates it, at the work of a kept page; the batch's other victims go.
         let mut m = full_cgroup("emmc");
         let mut c = m.begin_charge_now(m.now + 1_000);
         while isolated(&c).len() < 2 {
@@ -629,11 +635,14 @@ mod tests {
         let (touched, other) = (victims[0], victims[1]);
         assert!(!m.lru.is_on_lru(touched) && !m.lru.is_accessed(touched));
         m.lru.mark_accessed(touched);
+        let (active, activated) = (m.lru.active_len(), m.lru.stats.activated);
         while !isolated(&c).is_empty() {
             assert!(!m.charge_step(&mut c));
         }
         assert_eq!(m.loc[touched as usize], Loc::Resident);
-        assert!(m.lru.is_on_lru(touched), "put back on the inactive list");
+        assert!(m.lru.is_on_lru(touched), "back on a list");
+        assert_eq!(m.lru.stats.activated, activated + 1, "activated");
+        assert!(m.lru.active_len() > active);
         assert_eq!(
             m.loc[other as usize],
             Loc::Out,
@@ -665,9 +674,10 @@ mod tests {
     #[test]
     fn a_charge_counts_the_pages_its_scans_kept_and_activated() {
         // The full cgroup's pages were each touched once: the charge's scans give the pages
-        // they meet another trip for that reference, and a victim touched before its eviction
-        // is kept too (`nr_ref_keep` of the kernel's shrink event). The counts are the LRU's
-        // own over the charge, nothing else having run.
+        // they meet another trip for that reference (`nr_ref_keep` of the kernel's shrink
+        // event), and a victim touched before its eviction, referenced since its first trip,
+        // is activated (`nr_activate`). The counts are the LRU's own over the charge, nothing
+        // else having run.
         let mut m = full_cgroup("emmc");
         let counts = LruCounts::default();
         m.observe(Box::new(counts.clone()));
@@ -681,8 +691,9 @@ mod tests {
         let (ref_keep, activated, deactivated) = *counts.0.borrow();
         let after = &m.lru.stats;
         assert!(after.rotated > before.rotated);
-        assert_eq!(ref_keep, after.rotated - before.rotated + 1);
+        assert_eq!(ref_keep, after.rotated - before.rotated);
         assert_eq!(activated, after.activated - before.activated);
+        assert_eq!(activated, 1, "the touched victim, and no other");
         assert_eq!(deactivated, after.deactivated - before.deactivated);
     }
 
