@@ -18,7 +18,11 @@
 //!   sets `may_deactivate` when `WORKINGSET_ACTIVATE_ANON` moved since the last reclaim ended
 //!   (`snapshot_refaults`), "a new workingset is being established" ([`AnonLru::may_deactivate`]).
 //!   `shrink_active_list` moves anonymous pages to the inactive list whether or not they
-//!   were accessed (only executable file pages stay active), clearing their accessed bit.
+//!   were accessed (only executable file pages stay active), clearing their accessed bit and
+//!   nothing else: a page that a second reference activated keeps its referenced flag
+//!   (`folio_check_references` sets it for activated folios too, "so that recently deactivated
+//!   but used folios are quickly recovered"), and its next reference activates it at once; a
+//!   page a refault activated never had the flag and takes two looks again.
 //! - Every eviction and every activation advances the non-resident age (`workingset_age_nonresident`).
 //!   A page faulted back in (a refault) whose distance — the age now minus the age at its
 //!   eviction — is at most the size of the active list was evicted too early: it joins the
@@ -375,7 +379,9 @@ impl AnonLru {
         self.inactive_len * self.inactive_ratio < self.active_len
     }
 
-    /// Moves up to `n` pages from the tail of the active list to the inactive list.
+    /// Moves up to `n` pages from the tail of the active list to the inactive list, clearing
+    /// their accessed bits (`folio_referenced`) and leaving their referenced flags as they
+    /// were (`shrink_active_list` clears only `PG_active`).
     fn age_active(&mut self, n: u64) {
         let mut moved = 0;
         while moved < n {
@@ -389,7 +395,6 @@ impl AnonLru {
             self.active_len -= 1;
             self.pages[pi].list = List::None;
             self.pages[pi].accessed = false;
-            self.pages[pi].referenced = false;
             self.stats.deactivated += 1;
             self.push(page, List::Inactive);
             moved += 1;
@@ -485,24 +490,45 @@ mod tests {
         assert_eq!(l.recheck_victim(0), Some(true));
         assert_eq!(l.recheck_victim(1), None);
         assert_eq!((l.active_len(), l.stats.activated), (1, 1));
-        l.put_back(1);
-        // Deactivated, page 0 has lost its reference: isolated again and touched, it is marked
-        // and kept on the inactive list, not activated.
-        l.shrink_active(1);
-        victims.clear();
-        assert_eq!(l.isolate_inactive(2, &mut victims), 2);
-        assert!(victims.contains(&0), "{victims:?}");
-        l.mark_accessed(0);
-        let rotated = l.stats.rotated;
-        assert_eq!(l.recheck_victim(0), Some(false));
-        assert_eq!(l.stats.rotated, rotated + 1);
-        assert!(l.is_on_lru(0) && l.active_len() == 0);
-        // Touched once more, its next look activates it.
-        l.mark_accessed(0);
-        l.put_back(1);
+        // Page 1 is evicted and refaults into the active list, without the flag; deactivated,
+        // isolated again and touched before its page-out, it is marked and kept, not activated.
+        l.evicted(1);
+        assert!(l.add_faulted(1));
+        l.shrink_active(2);
         victims.clear();
         l.isolate_inactive(2, &mut victims);
-        assert_eq!(l.active_len(), 1);
+        assert!(victims.contains(&1), "{victims:?}");
+        l.mark_accessed(1);
+        let rotated = l.stats.rotated;
+        assert_eq!(l.recheck_victim(1), Some(false));
+        assert_eq!(l.stats.rotated, rotated + 1);
+        assert!(l.is_on_lru(1));
+    }
+
+    #[test]
+    fn a_deactivated_page_keeps_its_reference_and_its_next_use_activates_it() {
+        // Page 0 is activated by a second reference, page 1 by a refault. Both deactivated and
+        // touched again: page 0, still referenced, is activated at its first look; page 1,
+        // which a refault activated and never had the flag, goes round the list once more.
+        let mut l = lru(2);
+        let mut victims = Vec::new();
+        l.isolate_inactive(2, &mut victims);
+        l.mark_accessed(0);
+        assert_eq!(l.isolate_inactive(2, &mut victims), 2);
+        assert_eq!(victims, vec![1]);
+        l.evicted(1);
+        assert!(l.add_faulted(1), "a refault within the active list's size");
+        assert_eq!(l.active_len(), 2);
+        l.shrink_active(2);
+        assert_eq!((l.active_len(), l.inactive_len()), (0, 2));
+        l.mark_accessed(0);
+        l.mark_accessed(1);
+        let (activated, rotated) = (l.stats.activated, l.stats.rotated);
+        victims.clear();
+        assert_eq!(l.isolate_inactive(2, &mut victims), 2);
+        assert!(victims.is_empty());
+        assert_eq!(l.stats.activated, activated + 1, "page 0 at once");
+        assert_eq!(l.stats.rotated, rotated + 1, "page 1 once more");
     }
 
     #[test]
