@@ -11,8 +11,9 @@
 //! that the two CPUs' events meet the LRU, the block layer and the TLBs in time order (to within
 //! one page's eviction). Elsewhere (the foreground, the tests) a charge runs its steps back to
 //! back ([`Machine::charge_whole`]): the same mechanism, the same events. A victim touched by its
-//! tab on the other CPU between its isolation and its eviction is kept, as
-//! `shrink_folio_list`'s reference check keeps a folio with a young PTE.
+//! tab on the other CPU between its isolation and its eviction is activated or kept, as
+//! `shrink_folio_list`'s reference check treats a folio with a young PTE
+//! (`AnonLru::recheck_victim`).
 //!
 //! The mechanism, as the 6.18 kernel has it:
 //! - a call of `try_to_free_mem_cgroup_pages` goes through passes from `DEF_PRIORITY` down,
@@ -82,9 +83,9 @@ struct ReclaimCall {
     scanned: u64,
     /// Pages it wrote whose writes were still in flight when it wrote them.
     left_writing: u64,
-    /// Pages its scans kept for their references: given another trip round the inactive list
-    /// (or touched between their isolation and their eviction), and activated; pages its aging
-    /// moved to the inactive list. Counted from the LRU's own counts around each of its steps'
+    /// Pages its scans kept for their references: given another trip round the inactive list,
+    /// and activated (a victim touched between its isolation and its eviction counts where its
+    /// look puts it); pages its aging moved to the inactive list. Counted from the LRU's own counts around each of its steps'
     /// scans, so another task's charge between two steps counts nothing here.
     ref_keep: u64,
     activated: u64,
