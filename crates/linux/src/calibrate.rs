@@ -3028,15 +3028,21 @@ pub fn touch_scan_estimate_ns(cal: &Calibration) -> Option<f64> {
 }
 
 /// The MADV_PAGEOUT call's own work per page that the swap write probe found outside its
-/// bios (`swap_write_page_ns` less `swap_write_plugged_page_ns`, as the costs file writes
-/// them; `CostOverrides::pageout_call_ns`), ns; 0 without the split.
+/// bios, ns, as sim takes it from the costs file this calibration writes
+/// (`CostOverrides::pageout_call_ns` of its `swap_write_page_ns` and
+/// `swap_write_plugged_page_ns`); 0 without the split.
 fn pageout_call_ns(cal: &Calibration) -> f64 {
     let ns = |us: f64| (us * NS_PER_US as f64).round();
-    cal.swap_path.as_ref().map_or(0.0, |sp| {
-        let whole = sp.write_submit_us_per_page.mean;
-        sp.plugged_us_per_page()
-            .map_or(0.0, |plugged| ns(whole) - ns(plugged.min(whole)))
-    })
+    let Some(sp) = cal.swap_path.as_ref() else {
+        return 0.0;
+    };
+    let whole = sp.write_submit_us_per_page.mean;
+    nvmswap_core::config::CostOverrides {
+        swap_write_page_ns: Some(ns(whole)),
+        swap_write_plugged_page_ns: sp.plugged_us_per_page().map(|p| ns(p.min(whole))),
+        ..Default::default()
+    }
+    .pageout_call_ns()
 }
 
 /// The limit-reclaim probe's part of [`costs_toml`]: `reclaim_scan_page_ns`
