@@ -17,6 +17,9 @@
 //!   1 GiB), and in a reclaim pass also while pages refault into it: `prepare_scan_control`
 //!   sets `may_deactivate` when `WORKINGSET_ACTIVATE_ANON` moved since the last reclaim ended
 //!   (`snapshot_refaults`), "a new workingset is being established" ([`AnonLru::may_deactivate`]).
+//!   Such a pass ages the active list in lockstep with its scan of the inactive one
+//!   (`shrink_lruvec`; a memory cgroup's charge in sim follows the targets pass by pass, reclaim
+//!   that takes one victim at a time through [`AnonLru::begin_lockstep`]).
 //!   `shrink_active_list` moves anonymous pages to the inactive list whether or not they
 //!   were accessed (only executable file pages stay active), clearing their accessed bit and
 //!   nothing else: a page that a second reference activated keeps its referenced flag
@@ -40,6 +43,15 @@ enum List {
     None,
     Active,
     Inactive,
+}
+
+/// A stretch of one-at-a-time reclaim as it began ([`AnonLru::begin_lockstep`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LockstepAgeing {
+    may_deactivate: bool,
+    scanned_at_begin: u64,
+    active: u64,
+    inactive: u64,
 }
 
 /// What the scan decided for the page at the inactive tail.
@@ -368,10 +380,47 @@ impl AnonLru {
         self.stats.refault_activations != self.refaults_snapshot || self.inactive_is_low()
     }
 
-    /// `snapshot_refaults` as a reclaim call ends (`do_try_to_free_pages`): the refaults so far
-    /// no longer make the next one age the active list.
+    /// `snapshot_refaults` as a reclaim call ends (`do_try_to_free_pages`, and kswapd's
+    /// `balance_pgdat` as it goes back to sleep): the refaults so far no longer make the next
+    /// one age the active list.
     pub fn snapshot_refaults(&mut self) {
         self.refaults_snapshot = self.stats.refault_activations;
+    }
+
+    /// A stretch of reclaim that takes its victims one at a time ([`AnonLru::pick_victim`]:
+    /// sim's kswapd batches and global direct reclaim) begins: whether it may age the active
+    /// list ([`AnonLru::may_deactivate`], taken as `shrink_node` takes it) and the lists as it
+    /// began. [`AnonLru::end_lockstep`] ages the active list for it.
+    pub fn begin_lockstep(&self) -> LockstepAgeing {
+        LockstepAgeing {
+            may_deactivate: self.may_deactivate(),
+            scanned_at_begin: self.stats.scanned,
+            active: self.active_len,
+            inactive: self.inactive_len,
+        }
+    }
+
+    /// The stretch `pass` ends: ages the active list as `shrink_lruvec` would have beside the
+    /// inactive pages the stretch looked at. Its loop takes up to `SWAP_CLUSTER_MAX` pages from
+    /// each list per round, both lists' targets being their sizes shifted by the same priority
+    /// and scaled by the same anon fraction (`get_scan_count`), and ends when the inactive
+    /// target is done (the loop's condition leaves the active anon list out), so the active
+    /// list gives `scanned x min(1, active / inactive)` pages, moved to the inactive list
+    /// (`shrink_list` -> `shrink_active_list`, only with `may_deactivate`). Returns the pages
+    /// moved.
+    pub fn end_lockstep(&mut self, pass: LockstepAgeing) -> u64 {
+        if !pass.may_deactivate {
+            return 0;
+        }
+        let scanned = self.stats.scanned - pass.scanned_at_begin;
+        let n = if pass.active >= pass.inactive {
+            scanned
+        } else {
+            scanned * pass.active / pass.inactive
+        };
+        let before = self.stats.deactivated;
+        self.age_active(n);
+        self.stats.deactivated - before
     }
 
     /// `inactive_is_low`: the inactive list is smaller than the active one over the ratio.
@@ -635,6 +684,76 @@ mod tests {
         assert!(l.may_deactivate(), "a new workingset is being established");
         l.snapshot_refaults();
         assert!(!l.may_deactivate(), "until a reclaim has ended");
+    }
+
+    #[test]
+    fn one_at_a_time_reclaim_ages_the_active_list_in_step_with_its_scan_after_a_refault() {
+        // 4 GiB (ratio 6). Pages 0..20 faulted; the first look rotates every page (its fault set
+        // the bit) and 0 is the victim, put back. 1..=4 touched again: activated on their next
+        // look; 5 is the victim, evicted at age 4, and refaults at distance 1, within the 4
+        // active pages: 5 active, 15 inactive, not low.
+        let mut l = AnonLru::new(4 * GIB);
+        l.grow(20);
+        for p in 0..20 {
+            l.add_faulted(p);
+        }
+        assert_eq!(l.pick_victim(), Some(0));
+        l.put_back(0);
+        for p in 1..=4 {
+            l.mark_accessed(p);
+        }
+        assert_eq!(l.pick_victim(), Some(5));
+        l.evicted(5);
+        assert!(l.add_faulted(5));
+        assert_eq!((l.active_len(), l.inactive_len()), (5, 15));
+        assert!(!l.inactive_is_low());
+        // A stretch that looks at 6 inactive pages (6 victims, none touched) moves
+        // 6 x 5 / 15 = 2 active pages.
+        let pass = l.begin_lockstep();
+        for _ in 0..6 {
+            let v = l.pick_victim().unwrap();
+            l.evicted(v);
+        }
+        assert_eq!(l.end_lockstep(pass), 2);
+        assert_eq!((l.active_len(), l.inactive_len()), (3, 11));
+        // Once a reclaim has ended after the refault, the next stretch leaves the active list.
+        l.snapshot_refaults();
+        let pass = l.begin_lockstep();
+        for _ in 0..3 {
+            let v = l.pick_victim().unwrap();
+            l.evicted(v);
+        }
+        assert_eq!(l.end_lockstep(pass), 0);
+        assert_eq!(l.active_len(), 3);
+    }
+
+    #[test]
+    fn a_lockstep_stretch_moves_no_more_active_pages_than_it_looked_at() {
+        // 4 GiB (ratio 6). 0 is the first victim, put back; 1..=3 touched again are activated
+        // on their next look (age 3), 4 is the victim, evicted at age 3, and refaults at
+        // distance 1: 4 active pages over 1 inactive, not low (1 x 6 >= 4).
+        let mut l = AnonLru::new(4 * GIB);
+        l.grow(5);
+        for p in 0..5 {
+            l.add_faulted(p);
+        }
+        assert_eq!(l.pick_victim(), Some(0));
+        l.put_back(0);
+        for p in 1..=3 {
+            l.mark_accessed(p);
+        }
+        assert_eq!(l.pick_victim(), Some(4));
+        l.evicted(4);
+        assert!(l.add_faulted(4));
+        assert_eq!((l.active_len(), l.inactive_len()), (4, 1));
+        assert!(!l.inactive_is_low());
+        // One page looked at: one active page moved, not 1 x 4 / 1 (the kernel's loop ends
+        // with the inactive list's target).
+        let pass = l.begin_lockstep();
+        assert_eq!(l.pick_victim(), Some(0));
+        l.evicted(0);
+        assert_eq!(l.end_lockstep(pass), 1);
+        assert_eq!((l.active_len(), l.inactive_len()), (3, 1));
     }
 
     #[test]

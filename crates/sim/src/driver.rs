@@ -55,7 +55,7 @@ struct LifeCounts {
     read_woken_onto_busy: std::collections::BTreeMap<(Standing, Pick), u64>,
     /// Of those, what each found on its CPU's queue.
     read_woken_onto_busy_found: Vec<sched::WakeStanding>,
-    /// Woken tabs that found a CPU idle.
+    /// Woken tabs that found a CPU idle (`TabCpus::idle_at`).
     woken_on_idle_cpu: u64,
     /// Of those, the ones placed on an idle CPU other than the read's interrupt's (each waits
     /// for that CPU's wake-up where an interrupt completes the read, `Machine::read_wake_on_ns`):
@@ -245,6 +245,14 @@ struct TabCpus {
 }
 
 impl TabCpus {
+    /// CPU `cpu` has no task and has finished the last one's step by `t`. A task woken onto
+    /// a CPU its run queue has idle but whose last step ends later (a read that completed in a
+    /// block layer ahead of that CPU's clock) waits for that step, not for a wake-up from halt,
+    /// and is not counted as woken onto an idle CPU.
+    fn idle_at(&self, cpu: usize, t: u64) -> bool {
+        self.rq.is_idle(cpu) && self.free_at[cpu] <= t
+    }
+
     /// Task `i` ran `ns` on its CPU.
     fn ran(&mut self, i: usize, ns: u64) {
         self.rq.ran(i, ns);
@@ -783,11 +791,11 @@ impl<'a> Driver<'a> {
                     self.counts.woken_last_on_irq_cpu += 1;
                 }
                 // (Where the tabs are kept off the interrupt's CPU sim does not run it.)
-                if irq_cpu < n_cpus && cpus.rq.is_idle(irq_cpu) {
+                if irq_cpu < n_cpus && cpus.idle_at(irq_cpu, now) {
                     self.counts.woken_irq_cpu_idle += 1;
                 }
                 let c = cpus.rq.wake(i, waker, now);
-                if c != irq_cpu && cpus.rq.is_idle(c) {
+                if c != irq_cpu && cpus.idle_at(c, now) {
                     self.counts.woken_on_other_idle_cpu += 1;
                 }
                 // Placed on an idle CPU other than the interrupt's, it runs once that CPU is
@@ -1364,7 +1372,7 @@ impl<'a> Driver<'a> {
         // The counts of woken tabs are of those a read woke (the told tabs and the driver apart).
         let from_read = tasks[i].woken.is_some();
         if cpus.rq.is_idle(cpu) {
-            self.counts.woken_on_idle_cpu += from_read as u64;
+            self.counts.woken_on_idle_cpu += (from_read && cpus.idle_at(cpu, now)) as u64;
             let at = cpus.free_at[cpu].max(now) + wake;
             self.start_on(tasks, cpus, i, cpu, at);
             return;

@@ -505,7 +505,7 @@ impl<'a> Machine<'a> {
             // One CPU: kswapd cannot run while the foreground computes.
             self.kswapd.at = self.kswapd.at.max(target);
         } else {
-            self.run_kswapd_until(target);
+            self.run_kswapd_beside_device(target);
         }
         self.backend.catch_up(target, &mut self.obs);
         self.now = target;
@@ -513,6 +513,28 @@ impl<'a> Machine<'a> {
             self.sample(self.next_sample);
             self.next_sample += TIMELINE_INTERVAL_NS;
         }
+    }
+
+    /// kswapd runs to `t` with the device's events in time order between its steps, as
+    /// [`Self::wait_sync`] runs them: a write that ends on the way frees its frame before
+    /// kswapd looks at the watermark again. Run whole before the device's events, kswapd would
+    /// see none of its own writes end and reclaim on until its scan met only pages under
+    /// writeback.
+    fn run_kswapd_beside_device(&mut self, t: u64) {
+        while self.kswapd.running && self.kswapd.at < t {
+            match self.backend.next_event_time().filter(|&n| n < t) {
+                Some(next) if next <= self.kswapd.at => {
+                    self.backend.advance_to(next, &mut self.obs);
+                    if self.backend.next_event_time() == Some(next) {
+                        break; // nothing due then moved on: the rest at the stretch's end
+                    }
+                }
+                Some(next) => self.run_kswapd_until(next),
+                // No event yet (its writes still in its plug): one page, then look again.
+                None => self.run_kswapd_until(self.kswapd.at + 1),
+            }
+        }
+        self.run_kswapd_until(t);
     }
 
     pub fn sample(&mut self, t: u64) {

@@ -32,8 +32,17 @@
 //! - global direct reclaim (and v2 memcg) first checks `too_many_isolated`: while kswapd holds
 //!   a batch isolated and that is more than an eighth of the inactive list, it sleeps on
 //!   `VMSCAN_THROTTLE_ISOLATED` (HZ/50) until kswapd puts its batch back, once
-//!   (`shrink_inactive_list`).
+//!   (`shrink_inactive_list`);
+//! - kswapd's batches and each global direct reclaim age the active list beside their scan
+//!   while pages refault into it or the inactive list is low (`AnonLru::begin_lockstep`,
+//!   `prepare_scan_control`'s `may_deactivate` and `shrink_lruvec`'s lists in step), and the
+//!   refaults are snapshotted as kswapd goes back to sleep (`balance_pgdat`) and as a direct
+//!   reclaim call ends (`do_try_to_free_pages`);
+//! - kswapd runs beside the device (`Machine::advance`): the completions due while it works
+//!   are handled between its steps, so a write that ended has freed its frame when kswapd next
+//!   compares the free memory with the high watermark.
 
+use nvmswap_core::lru::LockstepAgeing;
 use nvmswap_core::reclaim::{
     throttle_after_scan, throttle_timeout_ns, too_many_isolated, ReclaimContext, ThrottleReason,
     WritebackThrottle,
@@ -63,6 +72,9 @@ pub struct Kswapd {
     pub sleep_until: Option<u64>,
     /// `SwapBackend::pages_written` already counted toward the wake-up.
     pub seen_written: u64,
+    /// The current batch's stretch of the scan, for the active list's lockstep ageing
+    /// (`AnonLru::begin_lockstep`): each batch is one `shrink_node` call's worth.
+    pub lockstep: Option<LockstepAgeing>,
 }
 
 impl Machine<'_> {
@@ -91,13 +103,15 @@ impl Machine<'_> {
                 break;
             }
             if self.free_frames() >= self.mem.marks.high {
-                self.kswapd_end_batch();
-                self.kswapd.running = false;
+                self.kswapd_stop();
                 break;
             }
             if self.kswapd.batch == 0 && self.kswapd_meets_only_writeback() {
                 self.kswapd_sleep();
                 continue;
+            }
+            if self.kswapd.lockstep.is_none() {
+                self.kswapd.lockstep = Some(self.lru.begin_lockstep());
             }
             let t = self.kswapd.at;
             let kswapd = self.kswapd_actor();
@@ -115,16 +129,25 @@ impl Machine<'_> {
                         self.kswapd_end_batch();
                     }
                 }
-                None => {
-                    self.kswapd_end_batch();
-                    self.kswapd.running = false;
-                }
+                None => self.kswapd_stop(),
             }
         }
     }
 
-    /// kswapd's batch ends: its plug is flushed, its isolated pages are back.
+    /// kswapd goes back to sleep (`balance_pgdat` ends): its batch ends, and the refaults so
+    /// far no longer make its next run age the active list (`snapshot_refaults`).
+    fn kswapd_stop(&mut self) {
+        self.kswapd_end_batch();
+        self.kswapd.running = false;
+        self.lru.snapshot_refaults();
+    }
+
+    /// kswapd's batch ends: the active list is aged beside what it scanned, its plug is
+    /// flushed, its isolated pages are back.
     fn kswapd_end_batch(&mut self) {
+        if let Some(pass) = self.kswapd.lockstep.take() {
+            self.lru.end_lockstep(pass);
+        }
         if self.kswapd.batch == 0 {
             return;
         }
@@ -335,10 +358,13 @@ impl Machine<'_> {
                 0
             };
             if too_many_isolated(ctx, isolated, self.lru.inactive_len(), true) {
-                return stall; // stalled once already: nothing reclaimed this pass
+                // Stalled once already: nothing reclaimed this call, which still ends.
+                self.lru.snapshot_refaults();
+                return stall;
             }
         }
         let mut flushes = ChargeFlushes::default();
+        let lockstep = self.lru.begin_lockstep();
         for _ in 0..SWAP_CLUSTER_MAX {
             // The page's flush comes before its write (a page the back-end has no room for
             // flushes too: the unmap came first).
@@ -357,6 +383,10 @@ impl Machine<'_> {
                 None => break,
             }
         }
+        // One `do_try_to_free_pages` call: the active list aged beside the scan, and the
+        // refaults so far snapshotted.
+        self.lru.end_lockstep(lockstep);
+        self.lru.snapshot_refaults();
         stall += self
             .backend
             .finish_plug(self.now + start + stall, me, &mut self.obs);
@@ -518,6 +548,81 @@ mod tests {
         m.map_tab(0, pages, 0.5, 0.0);
         m.use_tab(0);
         m
+    }
+
+    #[test]
+    fn kswapd_sees_its_writes_end_within_a_stretch_of_the_foregrounds_time() {
+        // Optane at 1/1024 (768 frames, watermarks 64/80/96): filled to the low mark, then the
+        // foreground takes a frame and computes 100 ms. kswapd, woken, reclaims to the high
+        // mark; its writes end within 0.2 ms and free their frames on the way, so it stops
+        // after the 16 pages it needed and the batch they went out in (41 pages), not after
+        // nearly every page (its writes' completions handled only at the stretch's end).
+        let mut m = machine(|_| {}, 700);
+        let mut p = 0;
+        while m.free_frames() > m.mem.marks.low {
+            let lat = m.touch(p, true).unwrap();
+            m.advance(lat, true);
+            p += 1;
+        }
+        let lat = m.touch(p, true).unwrap();
+        assert!(m.kswapd.running, "woken at the low mark");
+        m.advance(lat + 100 * NS_PER_MS, true);
+        assert!(!m.kswapd.running, "balanced");
+        let written = m.backend.pages_written();
+        assert!((16..=64).contains(&written), "{written}");
+        assert!(m.free_frames() >= m.mem.marks.high);
+    }
+
+    #[test]
+    fn kswapd_ages_the_active_list_beside_its_scan_only_after_a_refault() {
+        // Optane at 1/1024 (768 frames for the tabs, watermarks 64/80/96, inactive ratio 1):
+        // 687 pages resident, one frame above the low mark. The scan's looks rotate every
+        // page, 300 touched again are activated at the next: 300 active, 387 inactive, not low.
+        // kswapd then runs until 96 frames are free. With a refault into the active list since
+        // the last reclaim ended, it ages the active list beside its scan (300 / 387 of what it
+        // looked at); without, it leaves it; either way its end snapshots the refaults.
+        let kswapd_run = |refaulted: bool| {
+            let mut m = machine(|_| {}, 700);
+            let mut p = 0;
+            while m.free_frames() > m.mem.marks.low + 1 {
+                let lat = m.touch(p, true).unwrap();
+                m.advance(lat, true);
+                p += 1;
+            }
+            assert!(!m.kswapd.running);
+            let first = m.lru.pick_victim().unwrap();
+            m.lru.put_back(first);
+            for q in first + 1..=first + 300 {
+                m.lru.mark_accessed(q);
+            }
+            let victim = m.lru.pick_victim().unwrap();
+            m.lru.put_back(victim);
+            assert_eq!((m.lru.active_len(), m.lru.inactive_len()), (300, 387));
+            assert!(!m.lru.may_deactivate());
+            if refaulted {
+                // What a refault within the active list's size does to the counter.
+                m.lru.stats.refault_activations += 1;
+            }
+            let before = m.lru.stats;
+            m.kswapd.running = true;
+            m.kswapd.at = m.now;
+            m.advance(100 * NS_PER_MS, false);
+            assert!(!m.kswapd.running, "balanced");
+            assert!(!m.lru.may_deactivate(), "its end snapshots the refaults");
+            (
+                m.lru.stats.scanned - before.scanned,
+                m.lru.stats.deactivated - before.deactivated,
+            )
+        };
+        let (scanned, deactivated) = kswapd_run(false);
+        assert!(scanned >= 16, "{scanned}");
+        assert_eq!(deactivated, 0);
+        let (scanned, deactivated) = kswapd_run(true);
+        assert!(scanned >= 16, "{scanned}");
+        assert!(
+            deactivated > 0 && deactivated <= scanned * 300 / 387,
+            "{deactivated} of {scanned} looked at"
+        );
     }
 
     #[test]
