@@ -686,29 +686,40 @@ mod tests {
         assert!(!l.may_deactivate(), "until a reclaim has ended");
     }
 
-    #[test]
-    fn one_at_a_time_reclaim_ages_the_active_list_in_step_with_its_scan_after_a_refault() {
-        // 4 GiB (ratio 6). Pages 0..20 faulted; the first look rotates every page (its fault set
-        // the bit) and 0 is the victim, put back. 1..=4 touched again: activated on their next
-        // look; 5 is the victim, evicted at age 4, and refaults at distance 1, within the 4
-        // active pages: 5 active, 15 inactive, not low.
+    /// A 4 GiB LRU (ratio 6) of `pages` faulted pages after a refault into its active list:
+    /// the first look rotates every page (its fault set the bit) and 0 is the victim, put back;
+    /// 1..=`touched` touched again are activated at their next look (age `touched`), the next
+    /// page is the victim, evicted then, and refaults at distance 1, within the active list:
+    /// `touched + 1` active pages, the rest inactive.
+    fn refaulted_into_the_active_list(pages: u32, touched: u32) -> AnonLru {
         let mut l = AnonLru::new(4 * GIB);
-        l.grow(20);
-        for p in 0..20 {
+        l.grow(pages as usize);
+        for p in 0..pages {
             l.add_faulted(p);
         }
         assert_eq!(l.pick_victim(), Some(0));
         l.put_back(0);
-        for p in 1..=4 {
+        for p in 1..=touched {
             l.mark_accessed(p);
         }
-        assert_eq!(l.pick_victim(), Some(5));
-        l.evicted(5);
-        assert!(l.add_faulted(5));
-        assert_eq!((l.active_len(), l.inactive_len()), (5, 15));
+        let victim = touched + 1;
+        assert_eq!(l.pick_victim(), Some(victim));
+        l.evicted(victim);
+        assert!(l.add_faulted(victim));
+        let active = u64::from(touched) + 1;
+        assert_eq!(
+            (l.active_len(), l.inactive_len()),
+            (active, u64::from(pages) - active)
+        );
         assert!(!l.inactive_is_low());
-        // A stretch that looks at 6 inactive pages (6 victims, none touched) moves
-        // 6 x 5 / 15 = 2 active pages.
+        l
+    }
+
+    #[test]
+    fn one_at_a_time_reclaim_ages_the_active_list_in_step_with_its_scan_after_a_refault() {
+        // 5 active, 15 inactive. A stretch that looks at 6 inactive pages (6 victims, none
+        // touched) moves 6 x 5 / 15 = 2 active pages.
+        let mut l = refaulted_into_the_active_list(20, 4);
         let pass = l.begin_lockstep();
         for _ in 0..6 {
             let v = l.pick_victim().unwrap();
@@ -729,26 +740,9 @@ mod tests {
 
     #[test]
     fn a_lockstep_stretch_moves_no_more_active_pages_than_it_looked_at() {
-        // 4 GiB (ratio 6). 0 is the first victim, put back; 1..=3 touched again are activated
-        // on their next look (age 3), 4 is the victim, evicted at age 3, and refaults at
-        // distance 1: 4 active pages over 1 inactive, not low (1 x 6 >= 4).
-        let mut l = AnonLru::new(4 * GIB);
-        l.grow(5);
-        for p in 0..5 {
-            l.add_faulted(p);
-        }
-        assert_eq!(l.pick_victim(), Some(0));
-        l.put_back(0);
-        for p in 1..=3 {
-            l.mark_accessed(p);
-        }
-        assert_eq!(l.pick_victim(), Some(4));
-        l.evicted(4);
-        assert!(l.add_faulted(4));
-        assert_eq!((l.active_len(), l.inactive_len()), (4, 1));
-        assert!(!l.inactive_is_low());
-        // One page looked at: one active page moved, not 1 x 4 / 1 (the kernel's loop ends
-        // with the inactive list's target).
+        // 4 active pages over 1 inactive, not low (1 x 6 >= 4). One page looked at: one active
+        // page moved, not 1 x 4 / 1 (the kernel's loop ends with the inactive list's target).
+        let mut l = refaulted_into_the_active_list(5, 3);
         let pass = l.begin_lockstep();
         assert_eq!(l.pick_victim(), Some(0));
         l.evicted(0);
