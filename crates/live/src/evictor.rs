@@ -71,6 +71,7 @@ pub(crate) fn evictor_loop(shared: &Shared, mut codec: Option<Codec>) {
             // of pages), random touches read ahead 7 useless neighbours per NVM fault.
             let batch = inner.next_batch;
             inner.next_batch += 1;
+            let ageing = inner.order.begin_batch();
             if let Some(staging) = &shared.staging {
                 stuck = !evict_batch_by_move(
                     shared,
@@ -91,6 +92,7 @@ pub(crate) fn evictor_loop(shared: &Shared, mut codec: Option<Codec>) {
                     let_faults_in(shared, &mut inner, handled);
                 }
             }
+            inner.order.end_batch(ageing);
             // The shrink worker a store of this batch queued runs here, in this thread, as the
             // kernel's runs in a kworker apart from the storing task.
             run_shrink_worker(&mut inner);
@@ -100,6 +102,7 @@ pub(crate) fn evictor_loop(shared: &Shared, mut codec: Option<Codec>) {
             shared.wake_room(&inner);
             inner.unlocked(std::thread::yield_now);
         }
+        inner.order.reclaim_ends();
         if stuck {
             // Tiers full: faults waiting for room go over the budget instead; wait for a region
             // to go away or for shutdown.

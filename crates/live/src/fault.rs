@@ -153,9 +153,12 @@ pub(crate) fn make_room(shared: &Shared, inner: &mut Locked<'_>) {
         if shared.direct_reclaim() {
             let batch = inner.next_batch;
             inner.next_batch += 1;
+            let ageing = inner.order.begin_batch();
             if evict_oldest(shared, inner, batch) {
                 inner.stats.direct_reclaims += 1;
             }
+            inner.order.end_batch(ageing);
+            inner.order.reclaim_ends();
             return;
         }
         inner.stats.reclaim_waits += 1;

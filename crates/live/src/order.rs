@@ -11,6 +11,10 @@
 //!   stored (`evicted`), or puts it back when no tier has room (`put_back`); a page a fault
 //!   takes back from the staging area before it was stored was never evicted (as a swap-cache
 //!   hit in the kernel) and simply joins the lists again;
+//! - each of its batches (and each direct eviction of the handler path) ages the active list
+//!   beside what it scanned while pages refault into it (`begin_batch`, `end_batch`), and its
+//!   sleep (the direct eviction's end) snapshots the refaults (`reclaim_ends`), as kswapd's
+//!   batches and global direct reclaim do in sim;
 //! - a region that goes away takes its pages off the lists and drops their shadows (`forget`).
 //!
 //! Pages are named by a `u32` id: every region gets a run of ids, reused after it is dropped.
@@ -19,7 +23,7 @@
 
 use std::collections::BTreeMap;
 
-use nvmswap_core::lru::{AnonLru, LruStats};
+use nvmswap_core::lru::{AnonLru, LockstepAgeing, LruStats};
 
 pub(crate) struct EvictOrder {
     lru: AnonLru,
@@ -116,6 +120,24 @@ impl EvictOrder {
         let id = self.lru.pick_victim()?;
         let (rid, idx) = self.page(id);
         Some((rid, idx, id))
+    }
+
+    /// A batch of evictions begins: the evictor's batch is kswapd's `shrink_node` call, which
+    /// ages the active list beside its scan while pages refault into it
+    /// (`AnonLru::begin_lockstep`); [`EvictOrder::end_batch`] ages it.
+    pub(crate) fn begin_batch(&self) -> LockstepAgeing {
+        self.lru.begin_lockstep()
+    }
+
+    pub(crate) fn end_batch(&mut self, batch: LockstepAgeing) {
+        self.lru.end_lockstep(batch);
+    }
+
+    /// A reclaim ends (the evictor goes back to sleep, as kswapd's `balance_pgdat` ends; a
+    /// fault's direct eviction, as `do_try_to_free_pages`): the refaults so far no longer let
+    /// the next one age the active list.
+    pub(crate) fn reclaim_ends(&mut self) {
+        self.lru.snapshot_refaults();
     }
 
     pub(crate) fn evicted(&mut self, id: u32) {

@@ -530,8 +530,15 @@ impl<'a> Machine<'a> {
                     }
                 }
                 Some(next) => self.run_kswapd_until(next),
-                // No event yet (its writes still in its plug): one page, then look again.
-                None => self.run_kswapd_until(self.kswapd.at + 1),
+                // No event yet: one page (its writes may still be in its plug), then look
+                // again; asleep on the writeback queue, it sleeps on to its timeout.
+                None => {
+                    let to = self
+                        .kswapd
+                        .sleep_until
+                        .map_or(self.kswapd.at + 1, |d| d.min(t));
+                    self.run_kswapd_until(to.max(self.kswapd.at + 1));
+                }
             }
         }
         self.run_kswapd_until(t);

@@ -1222,6 +1222,21 @@ mod tests {
     }
 
     #[test]
+    fn kswapd_asleep_on_writeback_through_the_foregrounds_stretch_sleeps_hz_over_10_at_once() {
+        // The same sleep met inside `Machine::advance`, which runs kswapd beside the device:
+        // with no completion due, kswapd sleeps to its timeout in one step (not a nanosecond
+        // at a time), then finds nothing to do.
+        let mut m = machine(|_| {}, 10);
+        m.kswapd.running = true;
+        m.kswapd.at = 5 * NS_PER_MS;
+        m.kswapd_sleep();
+        m.advance(NS_PER_MS * 1_000, false);
+        let (n, ns) = m.obs.metrics.throttled("writeback");
+        assert_eq!((n, ns), (1, 100 * NS_PER_MS));
+        assert!(!m.kswapd.running);
+    }
+
+    #[test]
     fn kswapd_throttled_on_writeback_wakes_after_more_than_32_pages_written() {
         let mut m = machine(|_| {}, 200);
         for p in 0..200 {
