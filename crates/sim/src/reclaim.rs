@@ -1211,29 +1211,24 @@ mod tests {
 
     #[test]
     fn kswapd_throttled_on_writeback_sleeps_hz_over_10_without_completions() {
-        let mut m = machine(|_| {}, 10);
-        m.kswapd.running = true;
-        m.kswapd.at = 5 * NS_PER_MS;
-        m.kswapd_sleep();
-        m.run_kswapd_until(NS_PER_MS * 1_000);
-        let (n, ns) = m.obs.metrics.throttled("writeback");
-        assert_eq!(n, 1);
-        assert_eq!(ns, 100 * NS_PER_MS, "HZ/10 at HZ 250");
-    }
-
-    #[test]
-    fn kswapd_asleep_on_writeback_through_the_foregrounds_stretch_sleeps_hz_over_10_at_once() {
-        // The same sleep met inside `Machine::advance`, which runs kswapd beside the device:
-        // with no completion due, kswapd sleeps to its timeout in one step (not a nanosecond
-        // at a time), then finds nothing to do.
-        let mut m = machine(|_| {}, 10);
-        m.kswapd.running = true;
-        m.kswapd.at = 5 * NS_PER_MS;
-        m.kswapd_sleep();
-        m.advance(NS_PER_MS * 1_000, false);
-        let (n, ns) = m.obs.metrics.throttled("writeback");
-        assert_eq!((n, ns), (1, 100 * NS_PER_MS));
-        assert!(!m.kswapd.running);
+        // Run alone, and met inside `Machine::advance`, which runs kswapd beside the device:
+        // there, with no completion due, kswapd sleeps to its timeout in one step (not a
+        // nanosecond at a time), then finds nothing to do.
+        for beside_the_foreground in [false, true] {
+            let mut m = machine(|_| {}, 10);
+            m.kswapd.running = true;
+            m.kswapd.at = 5 * NS_PER_MS;
+            m.kswapd_sleep();
+            if beside_the_foreground {
+                m.advance(NS_PER_MS * 1_000, false);
+                assert!(!m.kswapd.running);
+            } else {
+                m.run_kswapd_until(NS_PER_MS * 1_000);
+            }
+            let (n, ns) = m.obs.metrics.throttled("writeback");
+            assert_eq!(n, 1);
+            assert_eq!(ns, 100 * NS_PER_MS, "HZ/10 at HZ 250");
+        }
     }
 
     #[test]
