@@ -257,10 +257,21 @@ impl AnonLru {
         self.pages[page as usize].evicted_at = None;
     }
 
-    /// The caller could not evict the victim `pick_victim` returned (swap full): it goes back to
-    /// the head of the inactive list.
+    /// The victim `pick_victim` returned goes back to the head of the inactive list, not
+    /// evicted (a page that could not be swapped out is [`AnonLru::activate_unswappable`]).
     pub fn put_back(&mut self, page: u32) {
         self.push(page, List::Inactive);
+    }
+
+    /// The caller could not swap out the victim `pick_victim` or `isolate_inactive` handed
+    /// out: no swap slot was left for it (`add_to_swap` failed). `shrink_folio_list` activates
+    /// it (`activate_locked`), so that the scans do not meet it again at once; its activation
+    /// advances the non-resident age as any does.
+    pub fn activate_unswappable(&mut self, page: u32) {
+        debug_assert_eq!(self.pages[page as usize].list, List::None);
+        self.stats.activated += 1;
+        self.nonresident_age += 1;
+        self.push(page, List::Active);
     }
 
     /// The victim `pick_victim` returned was evicted: record its shadow entry.
@@ -748,6 +759,20 @@ mod tests {
         l.evicted(0);
         assert_eq!(l.end_lockstep(pass), 1);
         assert_eq!((l.active_len(), l.inactive_len()), (3, 1));
+    }
+
+    #[test]
+    fn a_victim_without_a_swap_slot_is_activated_and_scanned_past() {
+        // Three faulted pages: the first look rotates all three and 0 is the victim. No slot
+        // for it: activated (the activation counted, the age moved), so the next victim is 1.
+        let mut l = lru(3);
+        assert_eq!(l.pick_victim(), Some(0));
+        let age = l.nonresident_age;
+        l.activate_unswappable(0);
+        assert_eq!((l.active_len(), l.inactive_len()), (1, 2));
+        assert_eq!(l.stats.activated, 1);
+        assert_eq!(l.nonresident_age, age + 1);
+        assert_eq!(l.pick_victim(), Some(1));
     }
 
     #[test]

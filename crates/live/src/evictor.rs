@@ -212,7 +212,7 @@ pub(crate) fn evict_batch_by_move(
                 mm.loc = Loc::None;
                 inner.resident += 1;
                 let id = inner.id(rid, idx);
-                inner.order.put_back(id);
+                inner.order.unswappable(id);
             }
         }
         let_faults_in(shared, inner, i + 1);
@@ -284,7 +284,7 @@ fn evict_by_copy(
             .uffd
             .remove_write_protection(addr as *mut _, PAGE, true)
             .expect("unprotect a registered page");
-        inner.order.put_back(id);
+        inner.order.unswappable(id);
         inner.stats.nvm_full += 1;
         inner.tiers_full = true;
         return false;

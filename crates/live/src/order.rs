@@ -8,7 +8,7 @@
 //! - the first write to a page that came back clean (a write-protect fault) is the one later
 //!   access the pager sees (`written`): it sets the page's accessed bit;
 //! - the evictor takes the LRU's victim (`pick`) and reports it evicted once its bytes are
-//!   stored (`evicted`), or puts it back when no tier has room (`put_back`); a page a fault
+//!   stored (`evicted`), or activated when no tier has room (`unswappable`); a page a fault
 //!   takes back from the staging area before it was stored was never evicted (as a swap-cache
 //!   hit in the kernel) and simply joins the lists again;
 //! - each of its batches (and each direct eviction of the handler path) ages the active list
@@ -115,7 +115,7 @@ impl EvictOrder {
     }
 
     /// The next victim, taken off the lists: (region, index in it, id). The caller reports
-    /// `evicted` or `put_back` (or, for a staged page a fault took back, `faulted`).
+    /// `evicted` or `unswappable` (or, for a staged page a fault took back, `faulted`).
     pub(crate) fn pick(&mut self) -> Option<(u32, u32, u32)> {
         let id = self.lru.pick_victim()?;
         let (rid, idx) = self.page(id);
@@ -144,8 +144,10 @@ impl EvictOrder {
         self.lru.evicted(id);
     }
 
-    pub(crate) fn put_back(&mut self, id: u32) {
-        self.lru.put_back(id);
+    /// No tier had room for the victim: activated, as the kernel activates a page it has no
+    /// swap slot for (`AnonLru::activate_unswappable`).
+    pub(crate) fn unswappable(&mut self, id: u32) {
+        self.lru.activate_unswappable(id);
     }
 
     /// Region and index of page `id`.

@@ -408,7 +408,10 @@ impl Machine<'_> {
         if let Some(&p) = call.victims.get(b.next) {
             b.next += 1;
             if call.pass.backend_full {
-                self.lru.put_back(p);
+                // No slot for it either (`add_to_swap` fails again): activated.
+                self.lru.activate_unswappable(p);
+                call.activated += 1;
+                b.kept += 1;
                 return;
             }
             if self.loc[p as usize] != Loc::Resident {
@@ -449,7 +452,9 @@ impl Machine<'_> {
                     });
                 }
                 None => {
-                    self.lru.put_back(p);
+                    self.lru.activate_unswappable(p);
+                    call.activated += 1;
+                    b.kept += 1;
                     call.pass.backend_full = true;
                 }
             }
@@ -501,6 +506,7 @@ mod tests {
     use super::*;
     use crate::observe::Observer;
     use nvmswap_core::config::SystemConfig;
+    use nvmswap_core::lru::LruStats;
     use nvmswap_core::progress::NoProgress;
     use std::cell::RefCell;
     use std::rc::Rc;
@@ -508,9 +514,14 @@ mod tests {
     /// A 64-frame v1 cgroup on `profile` at 1/1024 whose tab of 200 pages filled it, each
     /// page written: the next frame needs a charge, whose writes go to the block device.
     fn full_cgroup(profile: &str) -> Machine<'static> {
+        full_cgroup_with(profile, |_| {})
+    }
+
+    fn full_cgroup_with(profile: &str, edit: impl FnOnce(&mut SystemConfig)) -> Machine<'static> {
         let mut cfg = SystemConfig::load("optane", &[])
             .unwrap()
             .scaled(1.0 / 1024.0);
+        edit(&mut cfg);
         cfg.swap_profile = profile.into();
         cfg.memcg_limit = true;
         cfg.memcg_v2 = false;
@@ -672,6 +683,19 @@ mod tests {
         }
     }
 
+    /// A charge of `m` stepped until it has isolated its first batch, with the counts its
+    /// events give from then on and the LRU's statistics as it began.
+    fn charge_to_its_first_batch(m: &mut Machine<'static>) -> (LruCounts, LruStats, MemcgCharge) {
+        let counts = LruCounts::default();
+        m.observe(Box::new(counts.clone()));
+        let before = m.lru.stats;
+        let mut c = m.begin_charge_now(m.now + 1_000);
+        while isolated(&c).is_empty() {
+            assert!(!m.charge_step(&mut c), "the charge isolates a batch");
+        }
+        (counts, before, c)
+    }
+
     #[test]
     fn a_charge_counts_the_pages_its_scans_kept_and_activated() {
         // The full cgroup's pages were each touched once: the charge's scans give the pages
@@ -680,13 +704,7 @@ mod tests {
         // is activated (`nr_activate`). The counts are the LRU's own over the charge, nothing
         // else having run.
         let mut m = full_cgroup("emmc");
-        let counts = LruCounts::default();
-        m.observe(Box::new(counts.clone()));
-        let before = m.lru.stats;
-        let mut c = m.begin_charge_now(m.now + 1_000);
-        while isolated(&c).is_empty() {
-            assert!(!m.charge_step(&mut c), "the charge isolates a batch");
-        }
+        let (counts, before, mut c) = charge_to_its_first_batch(&mut m);
         m.lru.mark_accessed(isolated(&c)[0]);
         while !m.charge_step(&mut c) {}
         let (ref_keep, activated, deactivated) = *counts.0.borrow();
@@ -696,6 +714,29 @@ mod tests {
         assert_eq!(activated, after.activated - before.activated);
         assert_eq!(activated, 1, "the touched victim, and no other");
         assert_eq!(deactivated, after.deactivated - before.deactivated);
+    }
+
+    #[test]
+    fn a_charge_that_runs_out_of_swap_slots_activates_the_victims_it_cannot_write() {
+        // Swap of 8 slots: the charge's batch writes 8 of its victims; `add_to_swap` fails for
+        // the 9th and for every one after it, which `shrink_folio_list` activates
+        // (`activate_locked`). The charge's later calls (`try_charge_memcg` retries) activate
+        // every victim they isolate, and the charge counts each activation.
+        let mut m = full_cgroup_with("emmc", |c| c.swap_bytes = 8 * nvmswap_core::PAGE_SIZE);
+        let (counts, before, mut c) = charge_to_its_first_batch(&mut m);
+        let victims = isolated(&c).len() as u64;
+        assert!(victims > 8, "{victims}");
+        let active = m.lru.active_len();
+        while !isolated(&c).is_empty() {
+            assert!(!m.charge_step(&mut c));
+        }
+        assert_eq!(m.backend.swap_used_pages(), 8);
+        assert_eq!(m.lru.stats.activated - before.activated, victims - 8);
+        assert_eq!(m.lru.active_len(), active + victims - 8);
+        while !m.charge_step(&mut c) {}
+        let (_, activated, _) = *counts.0.borrow();
+        assert!(activated > victims - 8);
+        assert_eq!(activated, m.lru.stats.activated - before.activated);
     }
 
     #[test]

@@ -436,7 +436,7 @@ impl Machine<'_> {
         let lru_cpu = self.costs.reclaim_scan + kept * self.costs.reclaim_keep;
         let spent = self.evict(p, t, by, kind, lru_cpu);
         if spent.is_none() {
-            self.lru.put_back(p);
+            self.lru.activate_unswappable(p);
         }
         spent
     }
