@@ -276,8 +276,9 @@ impl Machine<'_> {
 
     /// The foreground has no free frame after `stall` of global direct reclaim: it reclaims
     /// again (its writes complete meanwhile, freeing their frames) up to `MAX_RECLAIM_RETRIES`
-    /// passes, then sleeps on the no-progress queue. Returns the stall. (A memory cgroup's
-    /// charge is crate::charge's.)
+    /// passes, then, while what is left is under writeback, sleeps on the no-progress queue and
+    /// reclaims again, up to as many times. Returns the stall. (A memory cgroup's charge is
+    /// crate::charge's.)
     fn reclaim_until_free(&mut self, mut stall: u64) -> u64 {
         debug_assert!(
             !self.mem.memcg_limit,
@@ -299,16 +300,27 @@ impl Machine<'_> {
                 break;
             }
         }
-        if self.free_frames() > 0 || self.backend.frames_held() == 0 {
-            return stall;
+        // What is left is under writeback. The allocator's slow path retries while such pages
+        // count as reclaimable (`should_reclaim_retry`), each reclaim that frees nothing at the
+        // lowest priority sleeping one jiffy on the NOPROGRESS queue
+        // (`consider_reclaim_throttle`), until MAX_RECLAIM_RETRIES of them made no progress.
+        for _ in 0..MAX_RECLAIM_RETRIES {
+            if self.free_frames() > 0 || self.backend.frames_held() == 0 {
+                return stall;
+            }
+            let from = self.now + stall;
+            self.backend.flush_plug_to_sleep(from, me, &mut self.obs);
+            let to = from + throttle_timeout_ns(ThrottleReason::NoProgress, KERNEL_HZ);
+            self.advance_backend_until(to);
+            self.throttled(from, to, me, "noprogress");
+            stall += to - from;
+            if self.free_frames() > 0 {
+                return stall;
+            }
+            stall += self.direct_reclaim(stall);
+            self.backend.advance_to(self.now + stall, &mut self.obs);
         }
-        let from = self.now + stall;
-        self.backend.flush_plug_to_sleep(from, me, &mut self.obs);
-        // No progress at the lowest priority: one jiffy on the NOPROGRESS queue.
-        let to = from + throttle_timeout_ns(ThrottleReason::NoProgress, KERNEL_HZ);
-        self.advance_backend_until(to);
-        self.throttled(from, to, me, "noprogress");
-        stall + (to - from)
+        stall
     }
 
     /// Runs the back-end's events up to `to`, those its own events bring before then too.
@@ -548,6 +560,23 @@ mod tests {
         m.map_tab(0, pages, 0.5, 0.0);
         m.use_tab(0);
         m
+    }
+
+    #[test]
+    fn an_allocation_waits_for_writes_under_way_instead_of_discarding_a_tab() {
+        // Optane at 1/1024 (768 frames): a 2,000-page tab writes 900 pages, then writes its
+        // first 300 again, 1 µs apart. Its swap-ins' reclaim writes the disk's first requests
+        // after a long idle, which take ~20 ms to wake it: every frame ends up under writeback
+        // at once. The allocation sleeps a jiffy at a time while they are (one jiffy then an
+        // out-of-memory discard before), and no tab is discarded.
+        let mut m = machine(|_| {}, 2000);
+        for p in (0..900).chain(0..300) {
+            let lat = m.touch(p, true).unwrap();
+            m.advance(lat + 1_000, true);
+        }
+        assert_eq!(m.discards, 0);
+        let (sleeps, _) = m.obs.metrics.throttled("noprogress");
+        assert!(sleeps > 1, "{sleeps}");
     }
 
     #[test]
