@@ -50,8 +50,19 @@ enum List {
 pub struct LockstepAgeing {
     may_deactivate: bool,
     scanned_at_begin: u64,
+    /// Inactive pages the stretch looked at that the lists do not hold (a substrate keeps
+    /// pages whose writes ended off them until a scan frees them).
+    scanned_off_lists: u64,
     active: u64,
     inactive: u64,
+}
+
+impl LockstepAgeing {
+    /// The stretch also looked at `n` inactive pages the lists do not hold (freed pages whose
+    /// writes ended): they count toward the active list's ageing as any scanned page does.
+    pub fn scanned_off_lists(&mut self, n: u64) {
+        self.scanned_off_lists += n;
+    }
 }
 
 /// What the scan decided for the page at the inactive tail.
@@ -406,6 +417,7 @@ impl AnonLru {
         LockstepAgeing {
             may_deactivate: self.may_deactivate(),
             scanned_at_begin: self.stats.scanned,
+            scanned_off_lists: 0,
             active: self.active_len,
             inactive: self.inactive_len,
         }
@@ -423,7 +435,7 @@ impl AnonLru {
         if !pass.may_deactivate {
             return 0;
         }
-        let scanned = self.stats.scanned - pass.scanned_at_begin;
+        let scanned = self.stats.scanned - pass.scanned_at_begin + pass.scanned_off_lists;
         let n = if pass.active >= pass.inactive {
             scanned
         } else {

@@ -516,11 +516,11 @@ impl<'a> Machine<'a> {
     }
 
     /// kswapd runs to `t` with the device's events in time order between its steps, as
-    /// [`Self::wait_sync`] runs them: a write that ends on the way frees its frame before
-    /// kswapd looks at the watermark again. Run whole before the device's events, kswapd would
-    /// see none of its own writes end and reclaim on until its scan met only pages under
-    /// writeback.
-    fn run_kswapd_beside_device(&mut self, t: u64) {
+    /// [`Self::wait_sync`] runs them: a write that ends on the way is at the inactive tail
+    /// when kswapd's next batch begins, which frees it. Run whole before the device's events,
+    /// kswapd would see none of its own writes end and reclaim on until its scan met only pages
+    /// under writeback.
+    pub(crate) fn run_kswapd_beside_device(&mut self, t: u64) {
         while self.kswapd.running && self.kswapd.at < t {
             match self.backend.next_event_time().filter(|&n| n < t) {
                 Some(next) if next <= self.kswapd.at => {

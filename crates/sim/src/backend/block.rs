@@ -24,12 +24,12 @@
 //! device's interrupt is handled on the last CPU, so written pages reach the tail 31 at a time
 //! unless a task on that CPU drains its batch (a charge's scan, the end of a read-ahead window:
 //! `lru_add_drain`; the foreground runs on CPU 0, a tab in its second on the CPU the driver
-//! gives it). In a memory cgroup sim does the same: the frame waits at the tail until a
-//! charge's scan frees it (`free_ended_writes`), so a charge that finds earlier writes ended frees
-//! them without writing, and one whose writes are in flight scans on. Elsewhere (kswapd's
-//! machines) sim frees the frame at the completion itself, the rotated page being the next one
-//! reclaim takes. A fault on a page still under writeback, or written and not yet freed, finds it
-//! in the swap cache (`do_swap_page`, mm/memory.c): no read, the frame is reused.
+//! gives it). Sim does the same: the frame waits at the tail until a scan frees it
+//! (`free_ended_writes`: a memory cgroup's charge, kswapd's batch, global direct reclaim), so a
+//! reclaimer that finds earlier writes ended frees them without writing, and one whose writes
+//! are in flight scans on. A fault on a page still under writeback, or written and not yet
+//! freed, finds it in the swap cache (`do_swap_page`, mm/memory.c): no read, the frame is
+//! reused.
 //!
 //! Zero-filled pages (sim's compressed size 0) take the 6.12+ zeromap route
 //! (`nvmswap_core::reclaim::swap_out_route`, `swap_writeout` in mm/page_io.c): the slot is
@@ -183,12 +183,9 @@ pub struct BlockSwap {
     /// The page under writeback still holds its DRAM frame (reclaim's writes, until completion).
     holds_frame: Vec<bool>,
     frames_held: u64,
-    /// Whether a completed write frees its page's frame at once (kswapd's machines: the page is
-    /// the next one reclaim takes), or the frame waits on the inactive tail for the next scan of
-    /// a memory cgroup's charge to free it (`free_ended_writes`), as the kernel's does.
-    free_at_completion: bool,
-    /// Pages whose write ended that still hold their frame until a scan frees them, in the
-    /// order their rotation reached the inactive tail (stale entries skipped).
+    /// Pages whose write ended that still hold their frame until a scan frees them
+    /// (`free_ended_writes`), in the order their rotation reached the inactive tail (stale
+    /// entries skipped).
     ended: std::collections::VecDeque<u32>,
     /// Ended writes on their way to the tail: the completing CPU's `lru_move_tail` batch,
     /// drained where the kernel runs `lru_add_drain` on that CPU: a charge's scan there
@@ -199,7 +196,10 @@ pub struct BlockSwap {
     /// The CPU that handles the device's completion interrupts, where `folio_end_writeback`
     /// runs ([`crate::engine::completion_cpu`]). With one CPU, every reclaimer drains it.
     irq_cpu: u32,
+    /// The page's write ended; it holds its frame until a scan frees it, or a fault maps it.
     awaiting_scan: Vec<bool>,
+    /// Pages with `awaiting_scan` set: of `frames_held`, those no longer under writeback.
+    frames_awaiting_scan: u64,
     /// A fault found the page in memory after its write ended (`refault_under_writeback` took
     /// its frame back): the swap-in maps it without I/O.
     refaulted_after_write: Vec<bool>,
@@ -278,11 +278,11 @@ impl BlockSwap {
             in_flight: BTreeMap::new(),
             holds_frame: Vec::new(),
             frames_held: 0,
-            free_at_completion: !cfg.memcg_limit,
             ended: std::collections::VecDeque::new(),
             rotations: RotateBatches::new(cfg.cpus),
             irq_cpu: crate::engine::completion_cpu(cfg.cpus),
             awaiting_scan: Vec::new(),
+            frames_awaiting_scan: 0,
             refaulted_after_write: Vec::new(),
             pages_written: 0,
             minor_ns: cfg
@@ -292,10 +292,10 @@ impl BlockSwap {
         })
     }
 
-    /// A memory cgroup's scan on `cpu` drains that CPU's rotations (`lru_add_drain` at the
-    /// start of `shrink_inactive_list`), then meets up to `max` pages whose writes ended at the
-    /// inactive tail and frees them without I/O (`shrink_folio_list` on a clean swap-cache
-    /// page). Returns how many it freed.
+    /// A reclaimer's scan on `cpu` drains that CPU's rotations (`lru_add_drain` at the start of
+    /// `shrink_inactive_list`), then meets up to `max` pages whose writes ended at the inactive
+    /// tail and frees them without I/O (`shrink_folio_list` on a clean swap-cache page).
+    /// Returns how many it freed.
     pub(super) fn free_ended_writes(&mut self, max: u64, cpu: u32) -> u64 {
         self.rotations.drain(cpu, &mut self.ended);
         self.free_at_tail(max)
@@ -308,10 +308,10 @@ impl BlockSwap {
             let Some(q) = self.ended.pop_front() else {
                 break;
             };
-            let qi = q as usize;
-            if !std::mem::take(&mut self.awaiting_scan[qi]) {
+            if !self.take_awaiting_scan(q) {
                 continue; // refaulted or released since
             }
+            let qi = q as usize;
             self.holds_frame[qi] = false;
             self.frames_held -= 1;
             freed += 1;
@@ -335,7 +335,16 @@ impl BlockSwap {
         false
     }
 
-    /// Frames held by pages under reclaim's writeback.
+    /// Clears `q`'s `awaiting_scan`; true when it was set.
+    fn take_awaiting_scan(&mut self, q: u32) -> bool {
+        let was = std::mem::take(&mut self.awaiting_scan[q as usize]);
+        if was {
+            self.frames_awaiting_scan -= 1;
+        }
+        was
+    }
+
+    /// Frames held by pages reclaim wrote: under writeback, or written and awaiting a scan.
     pub(super) fn frames_held(&self) -> u64 {
         self.frames_held
     }
@@ -478,13 +487,9 @@ impl BlockSwap {
                 self.writeback.end(q, self.holds_frame[qi]);
                 self.pages_written += 1;
                 if self.holds_frame[qi] {
-                    if self.free_at_completion {
-                        self.holds_frame[qi] = false;
-                        self.frames_held -= 1;
-                    } else {
-                        self.awaiting_scan[qi] = true;
-                        self.rotations.add(self.irq_cpu, q, &mut self.ended);
-                    }
+                    self.awaiting_scan[qi] = true;
+                    self.frames_awaiting_scan += 1;
+                    self.rotations.add(self.irq_cpu, q, &mut self.ended);
                 }
             }
         }
@@ -497,7 +502,7 @@ impl BlockSwap {
         if !self.writeback.is_under_writeback(p) && !self.awaiting_scan[pi] {
             return false;
         }
-        if std::mem::take(&mut self.awaiting_scan[pi]) {
+        if self.take_awaiting_scan(p) {
             // Written, not yet freed: still in memory in the swap cache.
             self.refaulted_after_write[pi] = true;
         }
@@ -1156,6 +1161,10 @@ impl SwapBackend for BlockSwap {
         BlockSwap::frames_held(self)
     }
 
+    fn frames_awaiting_scan(&self) -> u64 {
+        self.frames_awaiting_scan
+    }
+
     fn free_ended_writes(&mut self, max: u64, cpu: u32) -> u64 {
         BlockSwap::free_ended_writes(self, max, cpu)
     }
@@ -1310,7 +1319,7 @@ impl SwapBackend for BlockSwap {
         self.writeback.forget_reclaim(p);
         let pi = p as usize;
         self.refaulted_after_write[pi] = false;
-        if std::mem::take(&mut self.awaiting_scan[pi]) {
+        if self.take_awaiting_scan(p) {
             // Written and not yet freed by a scan: freed with the page.
             self.holds_frame[pi] = false;
             self.frames_held -= 1;

@@ -129,15 +129,20 @@ pub trait SwapBackend {
     }
 
     /// Frames still held by pages reclaim wrote out, until their writes complete
-    /// (`nvmswap_core::reclaim::Writeback`).
+    /// (`nvmswap_core::reclaim::Writeback`) and a scan frees them.
     fn frames_held(&self) -> u64 {
         0
     }
 
-    /// A memory cgroup's scan on `cpu` frees up to `max` pages whose writes ended, waiting at
-    /// the inactive tail with their frames (a block device's reclaim writes in a cgroup), after
-    /// draining that CPU's rotations (`nvmswap_core::reclaim::RotateBatches`); returns how
-    /// many. Nothing to free elsewhere.
+    /// Of [`SwapBackend::frames_held`], the pages whose writes ended, waiting for a scan.
+    fn frames_awaiting_scan(&self) -> u64 {
+        0
+    }
+
+    /// A reclaimer's scan on `cpu` (a memory cgroup's charge, kswapd, global direct reclaim)
+    /// frees up to `max` pages whose writes ended, waiting at the inactive tail with their
+    /// frames (a block device's reclaim writes), after draining that CPU's rotations
+    /// (`nvmswap_core::reclaim::RotateBatches`); returns how many. Nothing to free elsewhere.
     fn free_ended_writes(&mut self, _max: u64, _cpu: u32) -> u64 {
         0
     }

@@ -56,6 +56,8 @@ struct Rig {
     obs: Observers,
     seen: Rc<RefCell<Seen>>,
     t: u64,
+    /// Where the device's completions rotate written pages (`folio_end_writeback`).
+    irq_cpu: u32,
 }
 
 impl Rig {
@@ -71,6 +73,7 @@ impl Rig {
             },
             seen,
             t: 0,
+            irq_cpu: crate::engine::completion_cpu(cfg.cpus),
         }
     }
 
@@ -86,14 +89,16 @@ impl Rig {
 
     /// A reclaim batch of one page, as engine.rs's reclaim makes it: the store, the end of the
     /// batch's block plug (its write goes to the scheduler), and then the device's work and the
-    /// shrink worker's until nothing is left in flight, so the page is fully out (not under
-    /// writeback, its frame free) before the next event, as the policy drivers assume.
+    /// shrink worker's until nothing is left in flight, and a scan on the interrupt's CPU that
+    /// frees the written page, so the page is fully out (not under writeback, its frame free)
+    /// before the next event, as the policy drivers assume.
     fn store(&mut self, b: &mut dyn SwapBackend, p: u32) {
         self.t += 10_000;
         let t = self.t;
         b.store(p, t, ME, &mut self.env()).expect("swap has room");
         b.finish_plug(t, ME, &mut self.obs);
         self.settle(b);
+        b.free_ended_writes(u64::MAX, self.irq_cpu);
     }
 
     /// Lets the back-end finish everything it has in flight (device requests; the zswap

@@ -2,8 +2,8 @@
 //! batch's adjacent writes into one request, a page under writeback keeps its frame until its
 //! write completes, a fault on it is served from the swap cache, zero pages are not written
 //! (pages of another repeated word are),
-//! and zswap's shrinker runs in its worker, not in the task that stores or faults; in a memory
-//! cgroup, ended writes reach the scan through the completing CPU's rotation batch. And the
+//! and zswap's shrinker runs in its worker, not in the task that stores or faults; ended writes
+//! reach the scan through the completing CPU's rotation batch. And the
 //! read side: a swap-in's read-ahead reaches the device as merged requests, a request's Q is
 //! its first bio's, and a zswap pool hit reads ahead as a device read does.
 
@@ -77,13 +77,27 @@ impl Rig {
         self.obs.metrics.c.device_writes
     }
 
-    /// Pages 0..n swapped out by one reclaim batch (consecutive slots), their writes done.
+    /// Pages 0..n swapped out by one reclaim batch (consecutive slots), their writes done and
+    /// their frames freed by a scan on the interrupt's CPU.
     fn swap_out_in_one_batch(&mut self, n: u32) {
+        self.write_in_one_batch(n);
+        self.scan_frees_ended_writes();
+    }
+
+    /// Pages 0..n written by one reclaim batch (consecutive slots), their writes done: each
+    /// holds its frame at the inactive tail, or in the interrupt's CPU's rotation batch.
+    fn write_in_one_batch(&mut self, n: u32) {
         for p in 0..n {
             self.store(p, 1_000, ME);
         }
         self.backend.finish_plug(50_000, ME, &mut self.obs);
         self.drain();
+    }
+
+    /// A scan on the interrupt's CPU (the rig's 2-CPU machine's CPU 1) frees every page whose
+    /// write ended.
+    fn scan_frees_ended_writes(&mut self) {
+        self.backend.free_ended_writes(u64::MAX, 1);
     }
 
     /// Runs the device until nothing is pending.
@@ -152,7 +166,7 @@ fn tasks_on_two_cpus_take_slots_from_their_own_clusters_on_a_non_rotational_devi
 }
 
 #[test]
-fn a_page_under_writeback_is_not_freed_before_its_write_completes() {
+fn a_page_under_writeback_is_not_freed_before_its_write_completes_nor_before_a_scan() {
     let mut rig = Rig::new("optane", 1, 2000, &[]);
     rig.store(0, 0, ME);
     rig.backend.finish_plug(0, ME, &mut rig.obs);
@@ -166,8 +180,14 @@ fn a_page_under_writeback_is_not_freed_before_its_write_completes() {
     assert_eq!(rig.backend.frames_held(), 1);
     assert_eq!(rig.backend.pages_written(), 0);
     rig.drain();
-    assert_eq!(rig.backend.frames_held(), 0, "freed at completion");
     assert_eq!(rig.backend.pages_written(), 1);
+    // Rotated to the inactive tail (through the interrupt's CPU, 1, batch): still in memory
+    // until a scan there frees it.
+    assert_eq!(rig.backend.frames_held(), 1, "not freed at completion");
+    assert_eq!(rig.backend.frames_awaiting_scan(), 1);
+    assert_eq!(rig.backend.free_ended_writes(32, 1), 1);
+    assert_eq!(rig.backend.frames_held(), 0);
+    assert_eq!(rig.backend.frames_awaiting_scan(), 0);
 }
 
 #[test]
@@ -177,7 +197,7 @@ fn in_a_cgroup_ended_writes_reach_a_scan_on_another_cpu_only_in_full_batches() {
     // batch that filled; the other 9 wait in CPU 1's batch until a scan there drains it. A
     // charge that waited for a write takes one from the batch.
     let mut rig = Rig::new("optane", 40, 2000, &["memcg_limit=true".into()]);
-    rig.swap_out_in_one_batch(40);
+    rig.write_in_one_batch(40);
     assert_eq!(rig.backend.pages_written(), 40);
     assert_eq!(
         rig.backend.frames_held(),
@@ -213,6 +233,30 @@ fn a_fault_during_writeback_takes_the_page_from_the_swap_cache() {
     assert_eq!(rig.obs.metrics.c.device_reads, 0);
     rig.drain();
     assert_eq!(rig.backend.frames_held(), 0);
+}
+
+#[test]
+fn a_fault_after_the_write_ended_and_before_a_scan_maps_the_page_without_a_read() {
+    // `folio_end_writeback` leaves the page in the swap cache, rotated to the inactive tail:
+    // until a scan frees it, `do_swap_page` finds it there.
+    let mut rig = Rig::new("optane", 2, 2000, &[]);
+    rig.write_in_one_batch(2);
+    assert_eq!(rig.backend.frames_awaiting_scan(), 2);
+    rig.call(|b, env| b.fault(0, false, 10_000_000, ME, env));
+    match rig.call(|b, env| b.swap_in(0, false, 10_000_000, ME, env)) {
+        SwapIn::InMemory { .. } => {}
+        other => panic!("a swap-cache hit expected, got {other:?}"),
+    }
+    assert_eq!(rig.obs.metrics.c.device_reads, 0);
+    assert_eq!(rig.backend.frames_held(), 1, "page 0 has its frame back");
+    // Page 1, freed by the scan, is read.
+    rig.scan_frees_ended_writes();
+    assert_eq!(rig.backend.frames_held(), 0);
+    rig.call(|b, env| b.fault(1, false, 20_000_000, ME, env));
+    assert!(!matches!(
+        rig.call(|b, env| b.swap_in(1, false, 20_000_000, ME, env)),
+        SwapIn::InMemory { .. }
+    ));
 }
 
 #[test]
@@ -419,12 +463,14 @@ fn the_allocator_takes_a_kept_slot_back_once_swap_is_over_half_full_and_the_page
     }
     rig.backend.finish_plug(t, ME, &mut rig.obs);
     rig.drain();
+    rig.scan_frees_ended_writes();
     assert_eq!(rig.backend.swap_used_pages(), 99);
     rig.call(|b, env| b.release(50, env));
     assert_eq!(rig.backend.swap_cached_pages(), cached, "nothing taken yet");
     rig.store(99, t + 1_000, ME);
     rig.backend.finish_plug(t + 2_000, ME, &mut rig.obs);
     rig.drain();
+    rig.scan_frees_ended_writes();
     // Page 99 took page 0's slot, ahead of the free slot 51: swap holds as many slots, the
     // swap cache one fewer.
     assert_eq!(rig.backend.swap_used_pages(), 98);
@@ -458,6 +504,7 @@ fn reclaim_activating_a_page_frees_its_kept_slot_once_swap_is_over_half_full() {
     }
     rig.backend.finish_plug(2_000_050_000, ME, &mut rig.obs);
     rig.drain();
+    rig.scan_frees_ended_writes();
     assert_eq!(rig.backend.swap_used_pages(), 64);
     rig.backend.activated(0);
     assert_eq!(rig.backend.swap_used_pages(), 63);
@@ -843,7 +890,7 @@ fn a_read_ahead_window_on_the_interrupts_cpu_drains_the_ended_writes_there() {
     // read-ahead window of more than one page: `swap_vma_readahead` ends with `lru_add_drain`
     // there, and a scan on CPU 0 finds the 9 at the tail.
     let mut rig = Rig::new("optane", 40, 2000, &["memcg_limit=true".into()]);
-    rig.swap_out_in_one_batch(40);
+    rig.write_in_one_batch(40);
     assert_eq!(rig.backend.free_ended_writes(32, 0), 31);
     let on_irq_cpu = Actor { cpu: 1, pid: 101 };
     for p in [7, 8, 9] {

@@ -423,6 +423,10 @@ impl SwapBackend for Zswap {
         self.dev.frames_held()
     }
 
+    fn frames_awaiting_scan(&self) -> u64 {
+        self.dev.frames_awaiting_scan()
+    }
+
     fn free_ended_writes(&mut self, max: u64, cpu: u32) -> u64 {
         self.dev.free_ended_writes(max, cpu)
     }
