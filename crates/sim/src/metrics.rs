@@ -115,6 +115,8 @@ pub struct Metrics {
     /// Each charge whole, for `longest_charges`.
     memcg_charges: Vec<nvmswap_core::metrics::ChargeRecord>,
     memcg_lowest_priority: std::collections::BTreeMap<u32, u64>,
+    /// kswapd's passes by their scan priority.
+    kswapd_passes: std::collections::BTreeMap<u32, u64>,
     /// Over the charges: pages their scans kept for their references, activated, and moved from
     /// the active list to the inactive one (the linux run's totals of its vmscan events).
     memcg_ref_keep: u64,
@@ -167,6 +169,7 @@ impl Metrics {
             memcg_spans: Vec::new(),
             memcg_charges: Vec::new(),
             memcg_lowest_priority: Default::default(),
+            kswapd_passes: Default::default(),
             memcg_flushes: Vec::new(),
             memcg_ns_with_flushes: (0, 0),
             memcg_ns_without_flushes: (0, 0),
@@ -251,6 +254,9 @@ impl Observer for Metrics {
             Event::LazyDirectRead { .. } => c.lazy_direct_reads += 1,
             Event::DramAccesses { n, .. } => c.dram_accesses += n,
             Event::KswapdWake { .. } => c.kswapd_wakeups += 1,
+            Event::KswapdPass { priority, .. } => {
+                *self.kswapd_passes.entry(priority).or_default() += 1;
+            }
             Event::TlbInitMm { .. } => self.cpus_joined_init_mm += 1,
             Event::TlbIpisIntoIdle { ipis, .. } => self.flushes_to_running_cpu_idle_by_then += ipis,
             Event::DirectReclaim { .. } => c.direct_reclaim_stalls += 1,
@@ -651,6 +657,14 @@ impl Metrics {
                 trace.insert("write_bios".into(), v);
             }
             extra.insert("blktrace".into(), trace.into());
+        }
+        if !self.kswapd_passes.is_empty() {
+            let by_priority: serde_json::Map<String, serde_json::Value> = self
+                .kswapd_passes
+                .iter()
+                .map(|(p, n)| (p.to_string(), (*n).into()))
+                .collect();
+            extra.insert("kswapd_passes_by_priority".into(), by_priority.into());
         }
         if self.memcg_reclaim[0].count() > 0 {
             // Per charge that reclaimed, as the linux run reads them from the vmscan tracepoints.

@@ -169,6 +169,14 @@ pub enum Event<'e> {
     KswapdWake {
         t: u64,
     },
+    /// A kswapd pass ended (`kswapd_shrink_node` in `balance_pgdat`): its scan priority, the
+    /// pages it looked at and those whose frames it freed.
+    KswapdPass {
+        t: u64,
+        priority: u32,
+        scanned: u64,
+        freed: u64,
+    },
     /// The allocating task entered direct reclaim (or a memcg charge reclaimed).
     DirectReclaim {
         t: u64,

@@ -42,12 +42,22 @@
 //!   reclaim call ends (`do_try_to_free_pages`);
 //! - kswapd runs beside the device (`Machine::advance`): the completions due while it works
 //!   are handled between its steps, so a write that ended is at the inactive tail when kswapd's
-//!   next batch begins.
+//!   next batch begins;
+//! - kswapd runs `balance_pgdat`'s passes: from `DEF_PRIORITY` down, each pass
+//!   (`kswapd_shrink_node`) looks at the inactive list's size shifted by its priority
+//!   (`get_scan_count`: anon only while the file is "tiny", else `SCAN_FRACT`'s anon share), in
+//!   batches of up to `SWAP_CLUSTER_MAX` isolated from the tail (`isolate_inactive`: referenced
+//!   pages kept, the others evicted one per step), and ends early once it freed the high
+//!   watermark's worth; the free memory is compared with the high watermark only between
+//!   passes, and a pass that looked at fewer pages than that or freed none lowers the priority
+//!   (`raise_priority`), down to 1, after which `balance_pgdat` begins again. Global direct
+//!   reclaim still takes one batch of `SWAP_CLUSTER_MAX` victims per call (`reclaim_one`), not
+//!   `do_try_to_free_pages`' priorities.
 
 use nvmswap_core::lru::LockstepAgeing;
 use nvmswap_core::reclaim::{
-    throttle_after_scan, throttle_timeout_ns, too_many_isolated, ReclaimContext, ThrottleReason,
-    WritebackThrottle,
+    anon_scan_target, throttle_after_scan, throttle_timeout_ns, too_many_isolated, ReclaimContext,
+    ThrottleReason, WritebackThrottle, DEF_PRIORITY,
 };
 use nvmswap_core::SWAP_CLUSTER_MAX;
 
@@ -66,17 +76,46 @@ const MAX_RECLAIM_RETRIES: u32 = nvmswap_core::zswap::MAX_RECLAIM_RETRIES;
 pub struct Kswapd {
     pub running: bool,
     pub at: u64,
-    /// Pages of the current batch (isolated, under its plug) reclaimed so far.
+    /// Pages the current batch looked at (isolated, under its plug); 0: no batch under way.
     pub batch: u64,
+    /// The current batch's victims, evicted one per step from `next_victim` on.
+    pub victims: Vec<u32>,
+    pub next_victim: usize,
     /// The node's writeback wait queue.
     pub throttle: WritebackThrottle,
     /// Asleep on the writeback queue until at most this time.
     pub sleep_until: Option<u64>,
     /// `SwapBackend::pages_written` already counted toward the wake-up.
     pub seen_written: u64,
-    /// The current batch's stretch of the scan, for the active list's lockstep ageing
-    /// (`AnonLru::begin_lockstep`): each batch is one `shrink_node` call's worth.
+    /// The current pass's stretch of the scan, for the active list's lockstep ageing
+    /// (`AnonLru::begin_lockstep`): each pass is one `shrink_node` call.
     pub lockstep: Option<LockstepAgeing>,
+    /// `balance_pgdat`'s scan priority: [`DEF_PRIORITY`] as kswapd wakes, lowered after each
+    /// pass that looked at fewer pages than it is to reclaim or freed none.
+    pub priority: u32,
+    /// The current pass (`kswapd_shrink_node`), None between passes.
+    pub pass: Option<KswapdPass>,
+    /// Pages looked at since `priority` was last [`DEF_PRIORITY`]: a whole round of priorities
+    /// that looks at none ends kswapd's run (nothing on the inactive list to take).
+    pub scanned_this_round: u64,
+}
+
+/// One `kswapd_shrink_node` pass: `shrink_lruvec` takes `get_scan_count`'s target of the inactive
+/// list at the pass's priority, in batches, and checks the watermark only after it.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct KswapdPass {
+    pub priority: u32,
+    /// Inactive pages still to look at.
+    pub left: u64,
+    /// Pages looked at (`sc->nr_scanned`).
+    pub scanned: u64,
+    /// Pages whose frames the pass freed (`sc->nr_reclaimed`): a written page counts only when
+    /// a later batch frees it after its write ended.
+    pub freed: u64,
+    /// The current batch's pages looked at, freed and paged out, for `lru_note_cost`.
+    pub batch_looked: u64,
+    pub batch_freed: u64,
+    pub batch_paged_out: u64,
 }
 
 impl Machine<'_> {
@@ -98,60 +137,63 @@ impl Machine<'_> {
         }
     }
 
-    /// kswapd reclaims, page by page on its own clock, until `until` or the high watermark.
+    /// kswapd reclaims on its own clock until `until`, or until a pass ends with the free
+    /// memory at the high watermark (`balance_pgdat`): passes from [`DEF_PRIORITY`] down, each a
+    /// `kswapd_shrink_node` of the inactive list's target at its priority, in batches of up to
+    /// `SWAP_CLUSTER_MAX` pages isolated from the tail whose victims are evicted one per step.
     pub fn run_kswapd_until(&mut self, until: u64) {
         while self.kswapd.running && self.kswapd.at < until {
             if self.kswapd_throttled(until) {
                 break;
             }
-            if self.free_frames() >= self.mem.marks.high {
-                self.kswapd_stop();
-                break;
+            if self.kswapd.batch > 0 && self.kswapd.next_victim == self.kswapd.victims.len() {
+                self.kswapd_end_batch();
             }
-            if self.kswapd.batch == 0 && self.kswapd_meets_only_writeback() {
-                self.kswapd_sleep();
-                continue;
-            }
-            if self.kswapd.lockstep.is_none() {
-                self.kswapd.lockstep = Some(self.lru.begin_lockstep());
-            }
-            if self.kswapd.batch == 0 && self.kswapd_free_ended_writes() {
-                continue;
-            }
-            let t = self.kswapd.at;
-            let kswapd = self.kswapd_actor();
-            match self.reclaim_one(t, kswapd, ReclaimKind::Kswapd) {
-                Some(spent) => {
-                    self.kswapd.at += spent.total().max(1);
-                    self.obs.emit(Event::Cpu {
-                        t,
-                        actor: kswapd,
-                        kind: CpuKind::Kernel,
-                        ns: spent.cpu,
-                    });
-                    self.kswapd.batch += 1;
-                    if self.kswapd.batch >= SWAP_CLUSTER_MAX {
-                        self.kswapd_end_batch();
+            if self.kswapd.batch == 0 {
+                if self.kswapd.pass.is_none_or(|p| p.left == 0) {
+                    if !self.kswapd_next_pass() {
+                        break;
                     }
+                } else {
+                    self.kswapd_begin_batch();
                 }
-                None => self.kswapd_stop(),
+                continue;
             }
+            self.kswapd_evict_next_victim();
         }
     }
 
-    /// kswapd's batch begins at the inactive tail, where its CPU's rotations have just been
-    /// drained (`lru_add_drain`): the pages whose writes ended are freed first, without I/O, at
-    /// a reclaimed page's LRU work. True when there were any.
-    fn kswapd_free_ended_writes(&mut self) -> bool {
+    /// A batch of kswapd's pass begins (`shrink_inactive_list`) at the inactive tail, where its
+    /// CPU's rotations have just been drained (`lru_add_drain`): the pages whose writes ended
+    /// are freed first, without I/O, at a reclaimed page's LRU work; then the rest of the batch
+    /// is looked at, the referenced pages kept (rotated or activated) and the others isolated
+    /// as victims.
+    pub(crate) fn kswapd_begin_batch(&mut self) {
         let kswapd = self.kswapd_actor();
-        let freed = self.backend.free_ended_writes(SWAP_CLUSTER_MAX, kswapd.cpu);
-        if freed == 0 {
-            return false;
+        let Some(pass) = self.kswapd.pass else {
+            return;
+        };
+        let n = pass.left.min(SWAP_CLUSTER_MAX);
+        let ended = self.backend.free_ended_writes(n, kswapd.cpu);
+        if let Some(stretch) = self.kswapd.lockstep.as_mut() {
+            stretch.scanned_off_lists(ended);
         }
-        if let Some(pass) = self.kswapd.lockstep.as_mut() {
-            pass.scanned_off_lists(freed);
+        self.kswapd.victims.clear();
+        self.kswapd.next_victim = 0;
+        let looked = ended
+            + self
+                .lru
+                .isolate_inactive(n - ended, &mut self.kswapd.victims);
+        self.swap_of_activated();
+        if looked == 0 {
+            // Nothing left on the inactive list: the pass is over.
+            if let Some(pass) = self.kswapd.pass.as_mut() {
+                pass.left = 0;
+            }
+            return;
         }
-        let ns = freed * self.costs.reclaim_scan;
+        let kept = looked - ended - self.kswapd.victims.len() as u64;
+        let ns = ended * self.costs.reclaim_scan + kept * self.costs.reclaim_keep;
         self.obs.emit(Event::Cpu {
             t: self.kswapd.at,
             actor: kswapd,
@@ -159,31 +201,198 @@ impl Machine<'_> {
             ns,
         });
         self.kswapd.at += ns.max(1);
-        self.kswapd.batch += freed;
-        if self.kswapd.batch >= SWAP_CLUSTER_MAX {
-            self.kswapd_end_batch();
+        self.kswapd.batch = looked;
+        self.kswapd_pass_counts(looked, ended, 0);
+    }
+
+    /// kswapd evicts its batch's next victim, unless its tab touched it since the batch looked
+    /// at it (then kept as `shrink_folio_list`'s one look keeps it) or discarded it. With no
+    /// room left in the back-end, the rest of the batch is activated and kswapd stops.
+    fn kswapd_evict_next_victim(&mut self) {
+        let p = self.kswapd.victims[self.kswapd.next_victim];
+        self.kswapd.next_victim += 1;
+        if self.loc[p as usize] != Loc::Resident {
+            return;
         }
+        if let Some(activated) = self.lru.recheck_victim(p) {
+            if activated {
+                self.swap_of_activated();
+            }
+            self.obs.emit(Event::Cpu {
+                t: self.kswapd.at,
+                actor: self.kswapd_actor(),
+                kind: CpuKind::Kernel,
+                ns: self.costs.reclaim_keep,
+            });
+            self.kswapd.at += self.costs.reclaim_keep.max(1);
+            return;
+        }
+        let t = self.kswapd.at;
+        let kswapd = self.kswapd_actor();
+        let held = self.backend.frames_held();
+        match self.evict(p, t, kswapd, ReclaimKind::Kswapd, self.costs.reclaim_scan) {
+            Some(spent) => {
+                self.kswapd.at += spent.total().max(1);
+                self.obs.emit(Event::Cpu {
+                    t,
+                    actor: kswapd,
+                    kind: CpuKind::Kernel,
+                    ns: spent.cpu,
+                });
+                // A pool store or a clean page frees its frame in the pass; a write holds it.
+                let freed = u64::from(self.backend.frames_held() <= held);
+                self.kswapd_pass_counts(0, freed, 1);
+            }
+            None => {
+                self.lru.activate_unswappable(p);
+                while let Some(&q) = self.kswapd.victims.get(self.kswapd.next_victim) {
+                    self.kswapd.next_victim += 1;
+                    if self.loc[q as usize] == Loc::Resident {
+                        self.lru.activate_unswappable(q);
+                    }
+                }
+                self.kswapd_stop();
+            }
+        }
+    }
+
+    /// Between two passes of `balance_pgdat`: the pass that ended lowers the priority unless it
+    /// looked at as many pages as kswapd is to reclaim and freed some (`raise_priority`); below
+    /// priority 1 `balance_pgdat` starts over from [`DEF_PRIORITY`] (kswapd does not sleep
+    /// while the node is unbalanced). Then the watermark: balanced, kswapd sleeps; else, unless
+    /// its scan would meet only pages under writeback (it sleeps on the writeback queue), the
+    /// next pass begins. False when kswapd stopped.
+    fn kswapd_next_pass(&mut self) -> bool {
+        if let Some(pass) = self.kswapd.pass.take() {
+            self.kswapd_end_pass(pass);
+        }
+        if self.free_frames() >= self.mem.marks.high {
+            self.kswapd_stop();
+            return false;
+        }
+        if self.kswapd_meets_only_writeback() {
+            self.kswapd_sleep();
+            return true;
+        }
+        if self.kswapd.priority == 0 {
+            if self.kswapd.scanned_this_round == 0 {
+                // A whole round found nothing to look at.
+                self.kswapd_stop();
+                return false;
+            }
+            self.kswapd.priority = DEF_PRIORITY;
+            self.kswapd.scanned_this_round = 0;
+        }
+        // `age_active_anon`: background ageing before each pass while the inactive list is low.
+        if self.lru.inactive_is_low() {
+            self.lru.shrink_active(SWAP_CLUSTER_MAX);
+        }
+        // Pages under writeback and written pages waiting at the tail are on the kernel's
+        // inactive list too (sim keeps them off its lists). With no page cache, the file pages
+        // and the free memory are below the high watermark, so unless the pass may deactivate
+        // the active list, the file is "tiny" (`prepare_scan_control`) and `get_scan_count`
+        // scans anon only (`SCAN_ANON`); else it takes the anon share of `SCAN_FRACT`, as a
+        // cgroup's charge does.
+        let inactive = self.lru.inactive_len() + self.backend.frames_held();
+        let priority = self.kswapd.priority;
+        let file_is_tiny = !self.lru.may_deactivate() && inactive >> priority > 0;
+        let left = if file_is_tiny {
+            inactive >> priority
+        } else {
+            anon_scan_target(inactive, priority, self.cfg.swappiness, &self.scan_balance)
+        };
+        self.kswapd.pass = Some(KswapdPass {
+            priority,
+            left,
+            ..KswapdPass::default()
+        });
+        self.kswapd.lockstep = Some(self.lru.begin_lockstep());
         true
     }
 
-    /// kswapd goes back to sleep (`balance_pgdat` ends): its batch ends, and the refaults so
-    /// far no longer make its next run age the active list (`snapshot_refaults`).
+    /// The pass `pass` ended: the active list aged beside it, and the priority for the next.
+    fn kswapd_end_pass(&mut self, pass: KswapdPass) {
+        if let Some(stretch) = self.kswapd.lockstep.take() {
+            self.lru.end_lockstep(stretch);
+        }
+        self.obs.emit(Event::KswapdPass {
+            t: self.kswapd.at,
+            priority: pass.priority,
+            scanned: pass.scanned,
+            freed: pass.freed,
+        });
+        let to_reclaim = self.mem.marks.high.max(SWAP_CLUSTER_MAX);
+        let raise_priority = pass.scanned < to_reclaim;
+        if raise_priority || pass.freed == 0 {
+            self.kswapd.priority = self.kswapd.priority.saturating_sub(1);
+        }
+    }
+
+    /// The current pass looked at `looked` more pages, freed `freed` more frames and paged out
+    /// `paged_out` more. Once it freed as many as kswapd is to reclaim it ends with the batch:
+    /// with no file pages, `shrink_lruvec`'s proportional end for kswapd has no other list to
+    /// scale and stops.
+    fn kswapd_pass_counts(&mut self, looked: u64, freed: u64, paged_out: u64) {
+        self.kswapd.scanned_this_round += looked;
+        let to_reclaim = self.mem.marks.high.max(SWAP_CLUSTER_MAX);
+        if let Some(pass) = self.kswapd.pass.as_mut() {
+            pass.left = pass.left.saturating_sub(looked);
+            pass.scanned += looked;
+            pass.freed += freed;
+            pass.batch_looked += looked;
+            pass.batch_freed += freed;
+            pass.batch_paged_out += paged_out;
+            if pass.freed >= to_reclaim {
+                pass.left = 0;
+            }
+        }
+    }
+
+    /// kswapd goes back to sleep (`balance_pgdat` ends): its batch and pass end, and the
+    /// refaults so far no longer make its next run age the active list (`snapshot_refaults`).
     fn kswapd_stop(&mut self) {
         self.kswapd_end_batch();
+        if let Some(pass) = self.kswapd.pass.take() {
+            self.kswapd_end_pass(pass);
+        }
         self.kswapd.running = false;
         self.lru.snapshot_refaults();
     }
 
-    /// kswapd's batch ends: the active list is aged beside what it scanned, its plug is
-    /// flushed, its isolated pages are back.
+    /// kswapd wakes (`wakeup_kswapd`) at `at`: `balance_pgdat` begins at [`DEF_PRIORITY`].
+    pub(crate) fn kswapd_wake(&mut self, at: u64) {
+        self.kswapd.running = true;
+        self.kswapd.at = self.kswapd.at.max(at);
+        self.kswapd.priority = DEF_PRIORITY;
+        self.kswapd.scanned_this_round = 0;
+        self.kswapd.pass = None;
+    }
+
+    /// kswapd's batch ends: its plug is flushed, its isolated pages are back, and its cost is
+    /// noted for the scan balance (`lru_note_cost`: paged out, and looked at but not freed).
     fn kswapd_end_batch(&mut self) {
-        if let Some(pass) = self.kswapd.lockstep.take() {
-            self.lru.end_lockstep(pass);
-        }
         if self.kswapd.batch == 0 {
             return;
         }
+        if let Some(pass) = self.kswapd.pass.as_mut() {
+            let lru_pages = self.lru.inactive_len() + self.lru.active_len();
+            self.scan_balance.note_anon(
+                pass.batch_paged_out,
+                pass.batch_looked - pass.batch_freed,
+                lru_pages,
+            );
+            pass.batch_looked = 0;
+            pass.batch_freed = 0;
+            pass.batch_paged_out = 0;
+        }
         self.kswapd.batch = 0;
+        // Victims not evicted (kswapd stopped within the batch) go back to the list.
+        while let Some(&q) = self.kswapd.victims.get(self.kswapd.next_victim) {
+            self.kswapd.next_victim += 1;
+            if self.loc[q as usize] == Loc::Resident {
+                self.lru.put_back(q);
+            }
+        }
         let kswapd = self.kswapd_actor();
         let wait = self
             .backend
@@ -279,8 +488,7 @@ impl Machine<'_> {
             return self.charge_frame(after);
         }
         if self.free_frames() <= self.mem.marks.low && !self.kswapd.running {
-            self.kswapd.running = true;
-            self.kswapd.at = self.kswapd.at.max(self.now + after);
+            self.kswapd_wake(self.now + after);
             self.obs.emit(Event::KswapdWake {
                 t: self.now + after,
             });
@@ -671,18 +879,69 @@ mod tests {
         let waiting = m.backend.frames_awaiting_scan();
         assert_eq!(m.backend.frames_held(), waiting, "every write ended");
         assert!(waiting > 0 && written > waiting, "{waiting} of {written}");
-        // kswapd's next batch begins with them: freed, nothing written.
+        // kswapd's next batch begins with them: freed, counted as the pass's, nothing written.
         let (free, writes) = (m.free_frames(), m.obs.metrics.c.device_writes);
-        assert!(m.kswapd_free_ended_writes());
+        m.kswapd.pass = Some(KswapdPass {
+            priority: DEF_PRIORITY,
+            left: SWAP_CLUSTER_MAX,
+            ..KswapdPass::default()
+        });
+        m.kswapd_begin_batch();
         let freed = waiting.min(SWAP_CLUSTER_MAX);
         assert_eq!(m.backend.frames_awaiting_scan(), waiting - freed);
         assert_eq!(m.free_frames(), free + freed);
-        assert_eq!(
-            m.kswapd.batch,
-            freed % SWAP_CLUSTER_MAX,
-            "a whole batch ends"
-        );
+        assert_eq!(m.kswapd.pass.unwrap().freed, freed);
         assert_eq!(m.obs.metrics.c.device_writes, writes);
+    }
+
+    /// Keeps each kswapd pass's (priority, pages looked at, pages freed).
+    type PassesSeen = std::rc::Rc<std::cell::RefCell<Vec<(u32, u64, u64)>>>;
+    struct Passes(PassesSeen);
+    impl crate::observe::Observer for Passes {
+        fn on_event(&mut self, e: &Event<'_>) {
+            if let Event::KswapdPass {
+                priority,
+                scanned,
+                freed,
+                ..
+            } = *e
+            {
+                self.0.borrow_mut().push((priority, scanned, freed));
+            }
+        }
+    }
+
+    #[test]
+    fn kswapd_looks_at_the_watermark_only_between_passes_of_falling_priority() {
+        // baseline-zram at 1/1024 (a store frees its frame at once; watermarks 90/112/134):
+        // filled until kswapd is woken. Each pass of `balance_pgdat` looks at the inactive
+        // list's size >> its priority, from 12 down. The first round frees nothing: every page
+        // still has the accessed bit its fault set, so each look keeps it (marked referenced,
+        // round the list again), and the priority falls to 1; `balance_pgdat` begins again at
+        // 12, and the passes free from priority 8 on. kswapd looks at the watermark only
+        // between passes, so it ends above the high mark (page by page it stopped at it).
+        let mut m = machine_of("baseline-zram", |_| {}, 3000);
+        let passes = PassesSeen::default();
+        m.obs.others.push(Box::new(Passes(passes.clone())));
+        let mut p = 0;
+        while m.free_frames() > m.mem.marks.low + 1 {
+            let lat = m.touch(p, true).unwrap();
+            m.advance(lat, true);
+            p += 1;
+        }
+        let inactive = m.lru.inactive_len();
+        m.kswapd_wake(m.now);
+        m.advance(100 * NS_PER_MS, false);
+        assert!(!m.kswapd.running, "balanced");
+        let passes = passes.borrow();
+        let priorities: Vec<u32> = passes.iter().map(|p| p.0).collect();
+        let first_round: Vec<u32> = (1..=DEF_PRIORITY).rev().collect();
+        assert_eq!(priorities[..12], first_round[..], "{passes:?}");
+        assert!(passes[..12].iter().all(|p| p.2 == 0), "{passes:?}");
+        assert_eq!(passes[11].1, inactive >> 1, "priority 1: half the list");
+        assert_eq!(priorities[12..], [12, 11, 10, 9, 8, 7, 6, 5], "{passes:?}");
+        assert!(passes[12..16].iter().all(|p| p.2 == 0) && passes[16..].iter().all(|p| p.2 > 0));
+        assert!(m.free_frames() > m.mem.marks.high, "{}", m.free_frames());
     }
 
     #[test]
@@ -716,8 +975,7 @@ mod tests {
                 m.lru.stats.refault_activations += 1;
             }
             let before = m.lru.stats;
-            m.kswapd.running = true;
-            m.kswapd.at = m.now;
+            m.kswapd_wake(m.now);
             m.advance(100 * NS_PER_MS, false);
             assert!(!m.kswapd.running, "balanced");
             assert!(!m.lru.may_deactivate(), "its end snapshots the refaults");
@@ -1332,8 +1590,7 @@ mod tests {
         // nanosecond at a time), then finds nothing to do.
         for beside_the_foreground in [false, true] {
             let mut m = machine(|_| {}, 10);
-            m.kswapd.running = true;
-            m.kswapd.at = 5 * NS_PER_MS;
+            m.kswapd_wake(5 * NS_PER_MS);
             m.kswapd_sleep();
             if beside_the_foreground {
                 m.advance(NS_PER_MS * 1_000, false);
@@ -1361,8 +1618,7 @@ mod tests {
         }
         m.backend.finish_plug(t0, kswapd, &mut m.obs);
         assert_eq!(m.backend.frames_held(), 64);
-        m.kswapd.running = true;
-        m.kswapd.at = t0;
+        m.kswapd_wake(t0);
         m.kswapd_sleep();
         // The 64 pages went out as one merged request: at its completion more than 32 pages per
         // sleeper ended writeback, which wakes kswapd long before HZ/10.
