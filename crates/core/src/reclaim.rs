@@ -50,7 +50,9 @@
 //!   (`folio_check_dirty_writeback` returns early for them), so `CONGESTED` never fires on a
 //!   swap-only workload. This replaces the fixed `congestion_wait` seed 002 ("Congestion Control")
 //!   measured on an older kernel.
-//! - [`ScanBalance`] and [`anon_scan_target`]: how much a memory cgroup's charge scans.
+//! - [`ScanBalance`] and [`anon_scan_target`]: how much a memory cgroup's charge scans
+//!   ([`global_anon_scan_target`], [`kswapd_nr_to_reclaim`] and [`kswapd_priority_after_pass`]:
+//!   kswapd's passes in `balance_pgdat`).
 //!   `try_to_free_mem_cgroup_pages` asks for `SWAP_CLUSTER_MAX` pages and `do_try_to_free_pages`
 //!   lowers the priority from [`DEF_PRIORITY`] (12) until that many were reclaimed; at each
 //!   priority `get_scan_count` targets `lru_size >> priority` pages of each list, scaled by the
@@ -579,6 +581,50 @@ pub fn anon_scan_target(
     scan * num / den
 }
 
+/// `get_scan_count`'s target of the inactive anon list for global reclaim (kswapd) on a node
+/// without page cache. `prepare_scan_control` calls the file "tiny" when the file pages and the
+/// free memory are under the high watermark (always, while reclaim runs with no file pages), the
+/// pass may not deactivate anon pages and the shifted list is not empty: then `SCAN_ANON`, the
+/// whole `inactive >> priority`; else `SCAN_FRACT`'s share, as a cgroup's ([`anon_scan_target`]).
+pub fn global_anon_scan_target(
+    inactive: u64,
+    priority: u32,
+    may_deactivate: bool,
+    swappiness: u32,
+    balance: &ScanBalance,
+) -> u64 {
+    let shifted = inactive >> priority.min(63);
+    if !may_deactivate && shifted > 0 {
+        shifted
+    } else {
+        anon_scan_target(inactive, priority, swappiness, balance)
+    }
+}
+
+/// `kswapd_shrink_node`'s `nr_to_reclaim` for a node of one zone: its high watermark's pages, at
+/// least `SWAP_CLUSTER_MAX`.
+pub fn kswapd_nr_to_reclaim(high_wmark: u64) -> u64 {
+    high_wmark.max(SWAP_CLUSTER_MAX)
+}
+
+/// `balance_pgdat`'s priority after a pass of kswapd that looked at `scanned` pages and
+/// reclaimed `reclaimed`: one lower when the pass looked at fewer than `nr_to_reclaim`
+/// (`kswapd_shrink_node` returned false: `raise_priority`) or reclaimed nothing; 0 when the
+/// priorities are spent (`balance_pgdat` ends, and kswapd runs it again while the node is
+/// unbalanced).
+pub fn kswapd_priority_after_pass(
+    priority: u32,
+    scanned: u64,
+    reclaimed: u64,
+    nr_to_reclaim: u64,
+) -> u32 {
+    if scanned < nr_to_reclaim || reclaimed == 0 {
+        priority.saturating_sub(1)
+    } else {
+        priority
+    }
+}
+
 /// How a page leaves memory on swap-out in 6.18, before any device is involved.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum SwapOutRoute {
@@ -675,6 +721,45 @@ mod tests {
         assert_eq!(anon_scan_target(26_000, 5, 0, &swapped), 0);
         // At the default swappiness of 60 anon gets less: ap = 89, fp = 419.
         assert_eq!(swapped.anon_fraction(60, 12), (89, 508));
+    }
+
+    #[test]
+    fn kswapd_scans_the_whole_shifted_list_while_the_file_is_tiny_and_lowers_its_priority_until_a_pass_suffices(
+    ) {
+        let fresh = ScanBalance::default();
+        // 620,000 inactive pages at priority 5: 19,375 (SCAN_ANON); a pass that may deactivate
+        // takes SCAN_FRACT's share at swappiness 60 with no cost noted: 19,375 x 60 / 200.
+        assert_eq!(
+            global_anon_scan_target(620_000, 5, false, 60, &fresh),
+            19_375
+        );
+        assert_eq!(global_anon_scan_target(620_000, 5, true, 60, &fresh), 5_812);
+        // A list that shifts to nothing is not "tiny" either: SCAN_FRACT's 0.
+        assert_eq!(global_anon_scan_target(100, 12, false, 60, &fresh), 0);
+        // A node whose high watermark is 4,144 pages.
+        let goal = kswapd_nr_to_reclaim(4_144);
+        assert_eq!(goal, 4_144);
+        assert_eq!(kswapd_nr_to_reclaim(10), SWAP_CLUSTER_MAX);
+        assert_eq!(
+            kswapd_priority_after_pass(12, 151, 20, goal),
+            11,
+            "looked at too few"
+        );
+        assert_eq!(
+            kswapd_priority_after_pass(5, 19_375, 0, goal),
+            4,
+            "freed nothing"
+        );
+        assert_eq!(
+            kswapd_priority_after_pass(5, 19_375, 4_144, goal),
+            5,
+            "it sufficed"
+        );
+        assert_eq!(
+            kswapd_priority_after_pass(1, 10, 0, goal),
+            0,
+            "priorities spent"
+        );
     }
 
     #[test]

@@ -369,16 +369,12 @@ impl Machine<'_> {
         let pass = &mut call.pass;
         let batch = pass.nr_inactive.min(SWAP_CLUSTER_MAX);
         pass.nr_inactive -= batch;
-        // Pages whose writes ended wait at the inactive tail: the scan meets them first and
-        // frees them without I/O, at the LRU work of a reclaimed page.
-        let ended = self.backend.free_ended_writes(batch, me.cpu);
-        self.kernel_work(&mut call.at, me, ended * self.costs.reclaim_scan);
-        call.victims.clear();
         let (rotated, activated) = (self.lru.stats.rotated, self.lru.stats.activated);
-        let looked = ended + self.lru.isolate_inactive(batch - ended, &mut call.victims);
+        let (looked, ended) = self.isolate_batch(batch, me.cpu, &mut call.victims);
         call.ref_keep += self.lru.stats.rotated - rotated;
         call.activated += self.lru.stats.activated - activated;
-        self.swap_of_activated();
+        // The pages whose writes ended, freed first, at the LRU work of a reclaimed page.
+        self.kernel_work(&mut call.at, me, ended * self.costs.reclaim_scan);
         call.scanned += looked;
         // The pages looked at and kept for their references (rotated or activated).
         let kept = looked - ended - call.victims.len() as u64;

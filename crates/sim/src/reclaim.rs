@@ -56,8 +56,9 @@
 
 use nvmswap_core::lru::LockstepAgeing;
 use nvmswap_core::reclaim::{
-    anon_scan_target, throttle_after_scan, throttle_timeout_ns, too_many_isolated, ReclaimContext,
-    ThrottleReason, WritebackThrottle, DEF_PRIORITY,
+    global_anon_scan_target, kswapd_nr_to_reclaim, kswapd_priority_after_pass, throttle_after_scan,
+    throttle_timeout_ns, too_many_isolated, ReclaimContext, ThrottleReason, WritebackThrottle,
+    DEF_PRIORITY,
 };
 use nvmswap_core::SWAP_CLUSTER_MAX;
 
@@ -163,28 +164,35 @@ impl Machine<'_> {
         }
     }
 
-    /// A batch of kswapd's pass begins (`shrink_inactive_list`) at the inactive tail, where its
-    /// CPU's rotations have just been drained (`lru_add_drain`): the pages whose writes ended
-    /// are freed first, without I/O, at a reclaimed page's LRU work; then the rest of the batch
-    /// is looked at, the referenced pages kept (rotated or activated) and the others isolated
-    /// as victims.
+    /// The start of a `shrink_inactive_list` batch of `n` pages by a reclaimer on `cpu` (a
+    /// kswapd batch, a cgroup charge's): that CPU's rotations drained (`lru_add_drain`), the
+    /// pages whose writes ended, met first at the inactive tail, are freed without I/O
+    /// (`SwapBackend::free_ended_writes`); the rest of the batch is looked at, the referenced
+    /// pages kept (rotated or activated) and the others put in `victims` (emptied first), off
+    /// the lists. Returns the pages looked at and, of them, the written pages freed.
+    pub(crate) fn isolate_batch(&mut self, n: u64, cpu: u32, victims: &mut Vec<u32>) -> (u64, u64) {
+        let ended = self.backend.free_ended_writes(n, cpu);
+        victims.clear();
+        let looked = ended + self.lru.isolate_inactive(n - ended, victims);
+        self.swap_of_activated();
+        (looked, ended)
+    }
+
+    /// A batch of kswapd's pass begins ([`Self::isolate_batch`]); the written pages it freed
+    /// cost a reclaimed page's LRU work, the pages it kept their look.
     pub(crate) fn kswapd_begin_batch(&mut self) {
         let kswapd = self.kswapd_actor();
         let Some(pass) = self.kswapd.pass else {
             return;
         };
         let n = pass.left.min(SWAP_CLUSTER_MAX);
-        let ended = self.backend.free_ended_writes(n, kswapd.cpu);
+        let mut victims = std::mem::take(&mut self.kswapd.victims);
+        let (looked, ended) = self.isolate_batch(n, kswapd.cpu, &mut victims);
+        self.kswapd.victims = victims;
+        self.kswapd.next_victim = 0;
         if let Some(stretch) = self.kswapd.lockstep.as_mut() {
             stretch.scanned_off_lists(ended);
         }
-        self.kswapd.victims.clear();
-        self.kswapd.next_victim = 0;
-        let looked = ended
-            + self
-                .lru
-                .isolate_inactive(n - ended, &mut self.kswapd.victims);
-        self.swap_of_activated();
         if looked == 0 {
             // Nothing left on the inactive list: the pass is over.
             if let Some(pass) = self.kswapd.pass.as_mut() {
@@ -288,19 +296,16 @@ impl Machine<'_> {
             self.lru.shrink_active(SWAP_CLUSTER_MAX);
         }
         // Pages under writeback and written pages waiting at the tail are on the kernel's
-        // inactive list too (sim keeps them off its lists). With no page cache, the file pages
-        // and the free memory are below the high watermark, so unless the pass may deactivate
-        // the active list, the file is "tiny" (`prepare_scan_control`) and `get_scan_count`
-        // scans anon only (`SCAN_ANON`); else it takes the anon share of `SCAN_FRACT`, as a
-        // cgroup's charge does.
+        // inactive list too (sim keeps them off its lists).
         let inactive = self.lru.inactive_len() + self.backend.frames_held();
         let priority = self.kswapd.priority;
-        let file_is_tiny = !self.lru.may_deactivate() && inactive >> priority > 0;
-        let left = if file_is_tiny {
-            inactive >> priority
-        } else {
-            anon_scan_target(inactive, priority, self.cfg.swappiness, &self.scan_balance)
-        };
+        let left = global_anon_scan_target(
+            inactive,
+            priority,
+            self.lru.may_deactivate(),
+            self.cfg.swappiness,
+            &self.scan_balance,
+        );
         self.kswapd.pass = Some(KswapdPass {
             priority,
             left,
@@ -321,11 +326,12 @@ impl Machine<'_> {
             scanned: pass.scanned,
             freed: pass.freed,
         });
-        let to_reclaim = self.mem.marks.high.max(SWAP_CLUSTER_MAX);
-        let raise_priority = pass.scanned < to_reclaim;
-        if raise_priority || pass.freed == 0 {
-            self.kswapd.priority = self.kswapd.priority.saturating_sub(1);
-        }
+        self.kswapd.priority = kswapd_priority_after_pass(
+            self.kswapd.priority,
+            pass.scanned,
+            pass.freed,
+            kswapd_nr_to_reclaim(self.mem.marks.high),
+        );
     }
 
     /// The current pass looked at `looked` more pages, freed `freed` more frames and paged out
@@ -334,7 +340,7 @@ impl Machine<'_> {
     /// scale and stops.
     fn kswapd_pass_counts(&mut self, looked: u64, freed: u64, paged_out: u64) {
         self.kswapd.scanned_this_round += looked;
-        let to_reclaim = self.mem.marks.high.max(SWAP_CLUSTER_MAX);
+        let to_reclaim = kswapd_nr_to_reclaim(self.mem.marks.high);
         if let Some(pass) = self.kswapd.pass.as_mut() {
             pass.left = pass.left.saturating_sub(looked);
             pass.scanned += looked;
@@ -918,8 +924,9 @@ mod tests {
         // list's size >> its priority, from 12 down. The first round frees nothing: every page
         // still has the accessed bit its fault set, so each look keeps it (marked referenced,
         // round the list again), and the priority falls to 1; `balance_pgdat` begins again at
-        // 12, and the passes free from priority 8 on. kswapd looks at the watermark only
-        // between passes, so it ends above the high mark (page by page it stopped at it).
+        // 12. Every later pass lowers the priority as core's rule says, and kswapd looks at the
+        // watermark only between passes, so it ends above the high mark (page by page it
+        // stopped at it).
         let mut m = machine_of("baseline-zram", |_| {}, 3000);
         let passes = PassesSeen::default();
         m.obs.others.push(Box::new(Passes(passes.clone())));
@@ -934,13 +941,20 @@ mod tests {
         m.advance(100 * NS_PER_MS, false);
         assert!(!m.kswapd.running, "balanced");
         let passes = passes.borrow();
-        let priorities: Vec<u32> = passes.iter().map(|p| p.0).collect();
         let first_round: Vec<u32> = (1..=DEF_PRIORITY).rev().collect();
+        let priorities: Vec<u32> = passes.iter().map(|p| p.0).collect();
         assert_eq!(priorities[..12], first_round[..], "{passes:?}");
         assert!(passes[..12].iter().all(|p| p.2 == 0), "{passes:?}");
         assert_eq!(passes[11].1, inactive >> 1, "priority 1: half the list");
-        assert_eq!(priorities[12..], [12, 11, 10, 9, 8, 7, 6, 5], "{passes:?}");
-        assert!(passes[12..16].iter().all(|p| p.2 == 0) && passes[16..].iter().all(|p| p.2 > 0));
+        let goal = kswapd_nr_to_reclaim(m.mem.marks.high);
+        for w in passes.windows(2).skip(11) {
+            let next = match kswapd_priority_after_pass(w[0].0, w[0].1, w[0].2, goal) {
+                0 => DEF_PRIORITY,
+                p => p,
+            };
+            assert_eq!(w[1].0, next, "{passes:?}");
+        }
+        assert!(passes[12..].iter().any(|p| p.2 > 0), "{passes:?}");
         assert!(m.free_frames() > m.mem.marks.high, "{}", m.free_frames());
     }
 
