@@ -625,6 +625,69 @@ pub fn kswapd_priority_after_pass(
     }
 }
 
+/// `shrink_lruvec`'s loop: does a pass that freed `reclaimed` pages so far go on to its next
+/// batch (while its target lasts)? Until it freed `nr_to_reclaim`; global direct reclaim at
+/// [`DEF_PRIORITY`] scans its whole target whatever it freed (`proportional_reclaim`: "we are
+/// direct reclaiming implies that kswapd is not keeping up and it is best to do a batch of
+/// work at once"). Past the goal, kswapd and cgroup reclaim scale the other type's lists to what
+/// they scanned; with no file pages that ends the pass.
+pub fn shrink_lruvec_goes_on(
+    ctx: ReclaimContext,
+    priority: u32,
+    reclaimed: u64,
+    nr_to_reclaim: u64,
+) -> bool {
+    reclaimed < nr_to_reclaim || (ctx == ReclaimContext::Direct && priority == DEF_PRIORITY)
+}
+
+/// `do_try_to_free_pages`' loop over priorities (global direct reclaim and a cgroup's
+/// `try_to_free_mem_cgroup_pages`, `nr_to_reclaim` = `SWAP_CLUSTER_MAX` for an order-0 page):
+/// the next priority after a pass at `priority`, with `reclaimed` freed by the call's passes so
+/// far, or None when the call ends (it freed enough, or priority 0 was its last pass).
+pub fn try_to_free_pages_next_priority(
+    priority: u32,
+    reclaimed: u64,
+    nr_to_reclaim: u64,
+) -> Option<u32> {
+    if reclaimed >= nr_to_reclaim || priority == 0 {
+        None
+    } else {
+        Some(priority - 1)
+    }
+}
+
+/// The page allocator's test for an order-0 user page once it is in the slow path
+/// (`get_page_from_freelist` with `ALLOC_WMARK_MIN`, `zone_watermark_ok`): the zone's free pages
+/// must stay above its min watermark (no `lowmem_reserve` in a one-zone node, no high-atomic
+/// or CMA reserve). The reserve below min is for atomic and reclaim's own allocations.
+pub fn user_page_fits_above_min(free_pages: u64, min_wmark: u64) -> bool {
+    free_pages > min_wmark
+}
+
+/// `should_reclaim_retry` (mm/page_alloc.c) for an order-0 allocation after a direct reclaim
+/// call that freed `reclaimed` pages: a call that freed any resets `no_progress_loops`, one that
+/// freed none adds one; past `MAX_RECLAIM_RETRIES` of them the allocator gives up (the OOM
+/// path). It also gives up when even every reclaimable page (`reclaimable`: the anon LRU's pages,
+/// those under writeback among them, while swap space is left) freed would not lift the free
+/// pages above min.
+pub fn should_reclaim_retry(
+    reclaimed: u64,
+    no_progress_loops: &mut u32,
+    reclaimable: u64,
+    free_pages: u64,
+    min_wmark: u64,
+) -> bool {
+    if reclaimed > 0 {
+        *no_progress_loops = 0;
+    } else {
+        *no_progress_loops += 1;
+    }
+    if *no_progress_loops > crate::zswap::MAX_RECLAIM_RETRIES {
+        return false;
+    }
+    user_page_fits_above_min(reclaimable + free_pages, min_wmark)
+}
+
 /// How a page leaves memory on swap-out in 6.18, before any device is involved.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum SwapOutRoute {
@@ -1021,6 +1084,51 @@ mod tests {
             8,
             true
         ));
+    }
+
+    #[test]
+    fn direct_reclaim_scans_its_whole_target_at_def_priority_then_stops_at_its_goal() {
+        use ReclaimContext::*;
+        // At DEF_PRIORITY global direct reclaim takes its whole target, 40 freed or not.
+        assert!(shrink_lruvec_goes_on(
+            Direct,
+            DEF_PRIORITY,
+            40,
+            SWAP_CLUSTER_MAX
+        ));
+        assert!(!shrink_lruvec_goes_on(Direct, 11, 40, SWAP_CLUSTER_MAX));
+        assert!(shrink_lruvec_goes_on(Direct, 11, 31, SWAP_CLUSTER_MAX));
+        // kswapd and a cgroup stop once they freed their goal, at any priority.
+        assert!(!shrink_lruvec_goes_on(Kswapd, DEF_PRIORITY, 4_144, 4_144));
+        assert!(!shrink_lruvec_goes_on(
+            Memcg { v2: false },
+            DEF_PRIORITY,
+            32,
+            SWAP_CLUSTER_MAX
+        ));
+        // The call goes down the priorities until the passes together freed 32.
+        assert_eq!(try_to_free_pages_next_priority(12, 0, 32), Some(11));
+        assert_eq!(try_to_free_pages_next_priority(5, 31, 32), Some(4));
+        assert_eq!(try_to_free_pages_next_priority(5, 32, 32), None);
+        assert_eq!(try_to_free_pages_next_priority(0, 0, 32), None);
+    }
+
+    #[test]
+    fn an_allocation_retries_reclaim_until_it_fits_above_min_or_sixteen_calls_freed_nothing() {
+        // Min 2,048 pages: a user page needs the free pages above it.
+        assert!(!user_page_fits_above_min(2_048, 2_048));
+        assert!(user_page_fits_above_min(2_049, 2_048));
+        let mut loops = 0;
+        // Writes in flight (reclaimable) and nothing freed: 16 retries, the 17th gives up.
+        for _ in 0..16 {
+            assert!(should_reclaim_retry(0, &mut loops, 500_000, 2_000, 2_048));
+        }
+        assert!(!should_reclaim_retry(0, &mut loops, 500_000, 2_000, 2_048));
+        // A call that freed a page starts the count again.
+        assert!(should_reclaim_retry(3, &mut loops, 500_000, 2_000, 2_048));
+        assert_eq!(loops, 0);
+        // Nothing left to reclaim (swap full): no retry however few calls failed.
+        assert!(!should_reclaim_retry(0, &mut loops, 0, 2_000, 2_048));
     }
 
     #[test]

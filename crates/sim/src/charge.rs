@@ -34,11 +34,14 @@
 //!   only pages under writeback are left, it waits for a write to end (v1: `shrink_folio_list`
 //!   case 3, `folio_wait_writeback`; v2's retries until a write ended, taken as the same wait).
 
-use nvmswap_core::reclaim::{anon_scan_target, DEF_PRIORITY};
+use nvmswap_core::reclaim::{
+    anon_scan_target, shrink_lruvec_goes_on, try_to_free_pages_next_priority, ReclaimContext,
+    DEF_PRIORITY,
+};
 use nvmswap_core::SWAP_CLUSTER_MAX;
 
 use crate::engine::{Loc, Machine};
-use crate::observe::{Actor, CpuKind, Event, ReclaimKind, ShrinkBatch};
+use crate::observe::{Actor, CpuKind, Event, ShrinkBatch};
 use crate::tlb::ChargeFlushes;
 
 /// `MAX_RECLAIM_RETRIES` (include/linux/swap.h): reclaim calls of a charge before it gives up.
@@ -323,7 +326,16 @@ impl Machine<'_> {
             return false;
         }
         let pass = &call.pass;
-        if pass.nr_inactive > 0 && !pass.backend_full && pass.freed < SWAP_CLUSTER_MAX {
+        let v2 = self.cfg.memcg_v2;
+        if pass.nr_inactive > 0
+            && !pass.backend_full
+            && shrink_lruvec_goes_on(
+                ReclaimContext::Memcg { v2 },
+                pass.priority,
+                pass.freed,
+                SWAP_CLUSTER_MAX,
+            )
+        {
             self.begin_batch(call, me);
             return false;
         }
@@ -335,9 +347,13 @@ impl Machine<'_> {
         }
         call.reclaimed += call.pass.freed;
         let priority = call.pass.priority;
-        if call.reclaimed < SWAP_CLUSTER_MAX && !call.pass.backend_full && priority > 0 {
-            call.pass = self.begin_pass(priority - 1);
-            return false;
+        if let Some(next) =
+            try_to_free_pages_next_priority(priority, call.reclaimed, SWAP_CLUSTER_MAX)
+        {
+            if !call.pass.backend_full {
+                call.pass = self.begin_pass(next);
+                return false;
+            }
         }
         self.lru.snapshot_refaults();
         let ran_beside = self.tlbs.ran_beside(call.began, call.at, me.cpu as usize);
@@ -428,27 +444,15 @@ impl Machine<'_> {
                 self.kernel_work(&mut call.at, me, self.costs.reclaim_keep);
                 return;
             }
-            call.at += self.flush_before_write(call.at, me, &mut call.flushes);
-            let t = call.at;
-            let held = self.backend.frames_held();
             // Of the LRU work, only the page's referenced check lies between the bios; the rest
             // was spent as the batch began.
-            match self.evict(p, t, me, ReclaimKind::Direct, self.costs.reclaim_check) {
-                Some(spent) => {
-                    call.at += spent.total();
+            let lru_cpu = self.costs.reclaim_check;
+            match self.page_out_victim(p, &mut call.at, me, lru_cpu, &mut call.flushes) {
+                Some(freed) => {
                     b.written += 1;
-                    if self.backend.frames_held() <= held {
-                        b.freed += 1;
-                    }
-                    self.obs.emit(Event::Cpu {
-                        t,
-                        actor: me,
-                        kind: CpuKind::Kernel,
-                        ns: spent.cpu,
-                    });
+                    b.freed += u64::from(freed);
                 }
                 None => {
-                    self.lru.activate_unswappable(p);
                     call.activated += 1;
                     b.kept += 1;
                     call.pass.backend_full = true;

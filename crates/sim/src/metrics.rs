@@ -117,6 +117,8 @@ pub struct Metrics {
     memcg_lowest_priority: std::collections::BTreeMap<u32, u64>,
     /// kswapd's passes by their scan priority.
     kswapd_passes: std::collections::BTreeMap<u32, u64>,
+    /// Global direct reclaim calls by the lowest priority their passes reached.
+    direct_reclaim_calls: std::collections::BTreeMap<u32, u64>,
     /// Over the charges: pages their scans kept for their references, activated, and moved from
     /// the active list to the inactive one (the linux run's totals of its vmscan events).
     memcg_ref_keep: u64,
@@ -170,6 +172,7 @@ impl Metrics {
             memcg_charges: Vec::new(),
             memcg_lowest_priority: Default::default(),
             kswapd_passes: Default::default(),
+            direct_reclaim_calls: Default::default(),
             memcg_flushes: Vec::new(),
             memcg_ns_with_flushes: (0, 0),
             memcg_ns_without_flushes: (0, 0),
@@ -190,6 +193,11 @@ impl Metrics {
     /// Reclaim's sleeps for `reason` so far: (count, total ns).
     pub fn throttled(&self, reason: &str) -> (u64, u64) {
         self.throttles.get(reason).copied().unwrap_or_default()
+    }
+
+    /// Global direct reclaim calls so far, by the lowest priority their passes reached.
+    pub fn direct_reclaim_calls(&self) -> &std::collections::BTreeMap<u32, u64> {
+        &self.direct_reclaim_calls
     }
 }
 
@@ -260,6 +268,14 @@ impl Observer for Metrics {
             Event::TlbInitMm { .. } => self.cpus_joined_init_mm += 1,
             Event::TlbIpisIntoIdle { ipis, .. } => self.flushes_to_running_cpu_idle_by_then += ipis,
             Event::DirectReclaim { .. } => c.direct_reclaim_stalls += 1,
+            Event::DirectReclaimEnd {
+                lowest_priority, ..
+            } => {
+                *self
+                    .direct_reclaim_calls
+                    .entry(lowest_priority)
+                    .or_default() += 1;
+            }
             Event::MemcgReclaim {
                 pages_reclaimed,
                 pages_scanned,
@@ -658,13 +674,24 @@ impl Metrics {
             }
             extra.insert("blktrace".into(), trace.into());
         }
-        if !self.kswapd_passes.is_empty() {
-            let by_priority: serde_json::Map<String, serde_json::Value> = self
-                .kswapd_passes
+        let by_priority = |counts: &std::collections::BTreeMap<u32, u64>| {
+            let map: serde_json::Map<String, serde_json::Value> = counts
                 .iter()
                 .map(|(p, n)| (p.to_string(), (*n).into()))
                 .collect();
-            extra.insert("kswapd_passes_by_priority".into(), by_priority.into());
+            serde_json::Value::from(map)
+        };
+        if !self.kswapd_passes.is_empty() {
+            extra.insert(
+                "kswapd_passes_by_priority".into(),
+                by_priority(&self.kswapd_passes),
+            );
+        }
+        if !self.direct_reclaim_calls.is_empty() {
+            extra.insert(
+                "direct_reclaim_calls_by_priority".into(),
+                by_priority(&self.direct_reclaim_calls),
+            );
         }
         if self.memcg_reclaim[0].count() > 0 {
             // Per charge that reclaimed, as the linux run reads them from the vmscan tracepoints.

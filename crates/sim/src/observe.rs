@@ -182,6 +182,15 @@ pub enum Event<'e> {
         t: u64,
         actor: Actor,
     },
+    /// A global direct reclaim call ended (`try_to_free_pages`): the lowest priority its passes
+    /// reached, the pages they looked at and those whose frames they freed.
+    DirectReclaimEnd {
+        t: u64,
+        actor: Actor,
+        lowest_priority: u32,
+        scanned: u64,
+        freed: u64,
+    },
     /// A memory cgroup's charge finished reclaiming (`mm_vmscan_memcg_reclaim_end`): the pages
     /// it reclaimed and looked at, those it wrote and left under writeback (a block device's
     /// write still in flight: freed by a later scan), the lowest priority its passes reached,

@@ -255,7 +255,14 @@ fn a_read_ahead_windows_further_pages_hold_its_reads_in_the_plug() {
         "read Q2D p50 {} us",
         q2d(&some, "p50")
     );
-    assert!(some.fault_latency_us.p90 > none.fault_latency_us.p90);
+    // The mean, not a quantile: the p90 lies where minor faults end and swap-ins begin, and
+    // moves with their share more than with the swap-ins' time.
+    assert!(
+        some.fault_latency_us.mean > none.fault_latency_us.mean,
+        "{:?} against {:?}",
+        some.fault_latency_us,
+        none.fault_latency_us
+    );
 }
 
 #[test]
