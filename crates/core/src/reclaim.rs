@@ -625,6 +625,25 @@ pub fn kswapd_priority_after_pass(
     }
 }
 
+/// `pgdat->kswapd_failures` after a `balance_pgdat` run that went through its priorities having
+/// reclaimed `reclaimed` pages in all: one more when it reclaimed none. Any `shrink_node` that
+/// reclaims a page, kswapd's or a direct reclaimer's, sets it back to 0 ("a successful direct
+/// reclaim run will revive a dormant kswapd").
+pub fn kswapd_failures_after_run(failures: u32, reclaimed: u64) -> u32 {
+    if reclaimed == 0 {
+        failures.saturating_add(1)
+    } else {
+        failures
+    }
+}
+
+/// A node kswapd gave up on: `MAX_RECLAIM_RETRIES` runs in a row reclaimed nothing. kswapd
+/// sleeps (`prepare_kswapd_sleep`) and `wakeup_kswapd` leaves the node to direct reclaim until
+/// a reclaim frees a page there.
+pub fn kswapd_hopeless(failures: u32) -> bool {
+    failures >= crate::zswap::MAX_RECLAIM_RETRIES
+}
+
 /// `shrink_lruvec`'s loop: does a pass that freed `reclaimed` pages so far go on to its next
 /// batch (while its target lasts)? Until it freed `nr_to_reclaim`; global direct reclaim at
 /// [`DEF_PRIORITY`] scans its whole target whatever it freed (`proportional_reclaim`: "we are
@@ -1111,6 +1130,20 @@ mod tests {
         assert_eq!(try_to_free_pages_next_priority(5, 31, 32), Some(4));
         assert_eq!(try_to_free_pages_next_priority(5, 32, 32), None);
         assert_eq!(try_to_free_pages_next_priority(0, 0, 32), None);
+    }
+
+    #[test]
+    fn kswapd_gives_up_after_sixteen_runs_in_a_row_reclaimed_nothing() {
+        let mut failures = 0;
+        for _ in 0..15 {
+            failures = kswapd_failures_after_run(failures, 0);
+            assert!(!kswapd_hopeless(failures));
+        }
+        // A run that reclaimed something does not count (a shrink_node that reclaims resets).
+        assert_eq!(kswapd_failures_after_run(failures, 5), 15);
+        failures = kswapd_failures_after_run(failures, 0);
+        assert_eq!(failures, 16);
+        assert!(kswapd_hopeless(failures));
     }
 
     #[test]

@@ -346,6 +346,7 @@ impl Machine<'_> {
             call.deactivated += self.lru.stats.deactivated - before;
         }
         call.reclaimed += call.pass.freed;
+        self.shrink_node_reclaimed(call.pass.freed);
         let priority = call.pass.priority;
         if let Some(next) =
             try_to_free_pages_next_priority(priority, call.reclaimed, SWAP_CLUSTER_MAX)

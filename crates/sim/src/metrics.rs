@@ -37,6 +37,8 @@ pub struct Counters {
     pub zswap_rejects: u64,
     pub kswapd_pages: u64,
     pub kswapd_wakeups: u64,
+    /// Times kswapd gave up on the node (`pgdat->kswapd_failures` reached `MAX_RECLAIM_RETRIES`).
+    pub kswapd_gave_up: u64,
     pub direct_reclaim_pages: u64,
     pub direct_reclaim_stalls: u64,
     /// Memory copies between DRAM and NVM (seed 001 §4.3's metric).
@@ -262,6 +264,7 @@ impl Observer for Metrics {
             Event::LazyDirectRead { .. } => c.lazy_direct_reads += 1,
             Event::DramAccesses { n, .. } => c.dram_accesses += n,
             Event::KswapdWake { .. } => c.kswapd_wakeups += 1,
+            Event::KswapdGaveUp { .. } => c.kswapd_gave_up += 1,
             Event::KswapdPass { priority, .. } => {
                 *self.kswapd_passes.entry(priority).or_default() += 1;
             }
@@ -579,6 +582,7 @@ impl Metrics {
             ("zswap_rejects", c.zswap_rejects),
             ("kswapd_pages", c.kswapd_pages),
             ("kswapd_wakeups", c.kswapd_wakeups),
+            ("kswapd_gave_up", c.kswapd_gave_up),
             ("direct_reclaim_pages", c.direct_reclaim_pages),
             ("direct_reclaim_stalls", c.direct_reclaim_stalls),
             ("readahead_pages", c.readahead_pages),

@@ -169,6 +169,11 @@ pub enum Event<'e> {
     KswapdWake {
         t: u64,
     },
+    /// kswapd gave up on the node (`MAX_RECLAIM_RETRIES` runs in a row reclaimed nothing, or
+    /// nothing could be swapped): it is not woken again until a reclaim frees a page.
+    KswapdGaveUp {
+        t: u64,
+    },
     /// A kswapd pass ended (`kswapd_shrink_node` in `balance_pgdat`): its scan priority, the
     /// pages it looked at and those whose frames it freed.
     KswapdPass {

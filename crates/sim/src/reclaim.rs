@@ -65,10 +65,10 @@
 
 use nvmswap_core::lru::LockstepAgeing;
 use nvmswap_core::reclaim::{
-    global_anon_scan_target, kswapd_nr_to_reclaim, kswapd_priority_after_pass,
-    should_reclaim_retry, shrink_lruvec_goes_on, throttle_after_scan, throttle_timeout_ns,
-    too_many_isolated, try_to_free_pages_next_priority, user_page_fits_above_min, ReclaimContext,
-    ThrottleReason, WritebackThrottle, DEF_PRIORITY,
+    global_anon_scan_target, kswapd_failures_after_run, kswapd_hopeless, kswapd_nr_to_reclaim,
+    kswapd_priority_after_pass, should_reclaim_retry, shrink_lruvec_goes_on, throttle_after_scan,
+    throttle_timeout_ns, too_many_isolated, try_to_free_pages_next_priority,
+    user_page_fits_above_min, ReclaimContext, ThrottleReason, WritebackThrottle, DEF_PRIORITY,
 };
 use nvmswap_core::SWAP_CLUSTER_MAX;
 
@@ -77,6 +77,9 @@ use crate::costs::{KERNEL_HZ, RECLAIM_PAGE_NS};
 use crate::engine::{Loc, Machine};
 use crate::observe::{Actor, CpuKind, Event, ReclaimKind, KSWAPD_PID};
 use crate::tlb::ChargeFlushes;
+
+/// `MAX_RECLAIM_RETRIES` (include/linux/swap.h).
+const MAX_RECLAIM_RETRIES: u32 = nvmswap_core::zswap::MAX_RECLAIM_RETRIES;
 
 /// One global direct reclaim call (`try_to_free_pages`) under way, and what it did.
 #[derive(Debug, Default)]
@@ -121,9 +124,12 @@ pub struct Kswapd {
     pub priority: u32,
     /// The current pass (`kswapd_shrink_node`), None between passes.
     pub pass: Option<KswapdPass>,
-    /// Pages looked at since `priority` was last [`DEF_PRIORITY`]: a whole round of priorities
-    /// that looks at none ends kswapd's run (nothing on the inactive list to take).
-    pub scanned_this_round: u64,
+    /// Pages freed since `priority` was last [`DEF_PRIORITY`] (`balance_pgdat`'s
+    /// `sc.nr_reclaimed`).
+    pub reclaimed_this_run: u64,
+    /// `pgdat->kswapd_failures`: `balance_pgdat` runs in a row that reclaimed nothing; at
+    /// `MAX_RECLAIM_RETRIES` kswapd gives up on the node until a reclaim frees a page there.
+    pub failures: u32,
 }
 
 /// One `kswapd_shrink_node` pass: `shrink_lruvec` takes `get_scan_count`'s target of the inactive
@@ -278,21 +284,31 @@ impl Machine<'_> {
             }
             None => {
                 self.lru.activate_unswappable(p);
+                if self.backend.swap_free_pages() > 0 {
+                    // A store that failed with slots left (zram at its memory limit): the
+                    // page stays and the scan goes on; a page that stores in no room (a
+                    // same-filled one) still frees its frame.
+                    return;
+                }
                 while let Some(&q) = self.kswapd.victims.get(self.kswapd.next_victim) {
                     self.kswapd.next_victim += 1;
                     if self.loc[q as usize] == Loc::Resident {
                         self.lru.activate_unswappable(q);
                     }
                 }
-                self.kswapd_stop();
+                // No swap slot left: `get_scan_count` scans no anon page
+                // (`can_reclaim_anon_pages`), so the runs that follow reclaim nothing at once
+                // and after MAX_RECLAIM_RETRIES of them kswapd gives up.
+                self.kswapd_give_up();
             }
         }
     }
 
     /// Between two passes of `balance_pgdat`: the pass that ended lowers the priority unless it
     /// looked at as many pages as kswapd is to reclaim and freed some (`raise_priority`); below
-    /// priority 1 `balance_pgdat` starts over from [`DEF_PRIORITY`] (kswapd does not sleep
-    /// while the node is unbalanced). Then the watermark: balanced, kswapd sleeps; else, unless
+    /// priority 1 `balance_pgdat` ends, one failure more if it reclaimed nothing, and starts over
+    /// from [`DEF_PRIORITY`] (kswapd does not sleep while the node is unbalanced) unless the
+    /// failures made the node hopeless. Then the watermark: balanced, kswapd sleeps; else, unless
     /// its scan would meet only pages under writeback (it sleeps on the writeback queue), the
     /// next pass begins. False when kswapd stopped.
     fn kswapd_next_pass(&mut self) -> bool {
@@ -308,13 +324,14 @@ impl Machine<'_> {
             return true;
         }
         if self.kswapd.priority == 0 {
-            if self.kswapd.scanned_this_round == 0 {
-                // A whole round found nothing to look at.
-                self.kswapd_stop();
+            self.kswapd.failures =
+                kswapd_failures_after_run(self.kswapd.failures, self.kswapd.reclaimed_this_run);
+            if kswapd_hopeless(self.kswapd.failures) {
+                self.kswapd_give_up();
                 return false;
             }
             self.kswapd.priority = DEF_PRIORITY;
-            self.kswapd.scanned_this_round = 0;
+            self.kswapd.reclaimed_this_run = 0;
         }
         // `age_active_anon`: background ageing before each pass while the inactive list is low.
         if self.lru.inactive_is_low() {
@@ -348,6 +365,7 @@ impl Machine<'_> {
             self.lru.end_lockstep(stretch);
         }
         self.age_after_shrink_lruvec();
+        self.shrink_node_reclaimed(pass.freed);
         self.obs.emit(Event::KswapdPass {
             t: self.kswapd.at,
             priority: pass.priority,
@@ -367,7 +385,7 @@ impl Machine<'_> {
     /// with no file pages, `shrink_lruvec`'s proportional end for kswapd has no other list to
     /// scale and stops.
     fn kswapd_pass_counts(&mut self, looked: u64, freed: u64, paged_out: u64) {
-        self.kswapd.scanned_this_round += looked;
+        self.kswapd.reclaimed_this_run += freed;
         let to_reclaim = kswapd_nr_to_reclaim(self.mem.marks.high);
         if let Some(pass) = self.kswapd.pass.as_mut() {
             pass.left = pass.left.saturating_sub(looked);
@@ -403,8 +421,25 @@ impl Machine<'_> {
         self.kswapd.running = true;
         self.kswapd.at = self.kswapd.at.max(at);
         self.kswapd.priority = DEF_PRIORITY;
-        self.kswapd.scanned_this_round = 0;
+        self.kswapd.reclaimed_this_run = 0;
         self.kswapd.pass = None;
+    }
+
+    /// kswapd gives up on the node and sleeps (its pass ends first: one that freed pages
+    /// resets the failures as it ends, and the runs after it fail); it is not woken again until
+    /// a reclaim frees a page ([`Self::shrink_node_reclaimed`]).
+    fn kswapd_give_up(&mut self) {
+        self.kswapd_stop();
+        self.kswapd.failures = self.kswapd.failures.max(MAX_RECLAIM_RETRIES);
+        self.obs.emit(Event::KswapdGaveUp { t: self.kswapd.at });
+    }
+
+    /// A `shrink_node` (a kswapd pass, a direct reclaim or charge's pass) freed `freed` pages:
+    /// any at all set kswapd's failures back to 0, reviving a kswapd that gave up.
+    pub(crate) fn shrink_node_reclaimed(&mut self, freed: u64) {
+        if freed > 0 {
+            self.kswapd.failures = 0;
+        }
     }
 
     /// kswapd's batch ends: its plug is flushed, its isolated pages are back, and its cost is
@@ -530,7 +565,11 @@ impl Machine<'_> {
         if self.mem.memcg_limit {
             return self.charge_frame(after);
         }
-        if self.free_frames() <= self.mem.marks.low && !self.kswapd.running {
+        // A node kswapd gave up on is left to direct reclaim (`wakeup_kswapd`).
+        if self.free_frames() <= self.mem.marks.low
+            && !self.kswapd.running
+            && !kswapd_hopeless(self.kswapd.failures)
+        {
             self.kswapd_wake(self.now + after);
             self.obs.emit(Event::KswapdWake {
                 t: self.now + after,
@@ -726,6 +765,7 @@ impl Machine<'_> {
         call.at += self.backend.finish_plug(call.at, me, &mut self.obs);
         self.lru.end_lockstep(lockstep);
         self.age_after_shrink_lruvec();
+        self.shrink_node_reclaimed(freed);
         call.reclaimed += freed;
         scanned
     }
@@ -1020,10 +1060,11 @@ mod tests {
         m
     }
 
-    /// `config` at 1/1024 (768 frames) with a 2,000-page tab: its pages touched (kswapd
-    /// balancing as they come) until the free memory reached the low mark, every write ended and
-    /// freed, kswapd asleep; then touched on with kswapd kept asleep until one frame above min
-    /// is left: the next allocation enters direct reclaim.
+    /// `config` at 1/1024 (optane: 768 frames for the tabs; baseline-zram: 1,792) with a
+    /// 2,000-page tab: its pages touched (kswapd balancing as they come) until the free memory
+    /// reached the low mark, every write ended and freed, kswapd asleep; then touched on with
+    /// kswapd kept asleep until one frame above min is left: the next allocation enters direct
+    /// reclaim.
     fn at_min_with_kswapd_asleep(
         config: &str,
         edit: impl FnOnce(&mut SystemConfig),
@@ -1103,6 +1144,61 @@ mod tests {
     }
 
     #[test]
+    fn kswapd_gives_up_when_nothing_can_be_swapped_and_a_reclaim_that_frees_a_page_revives_it() {
+        // baseline-zram at 1/1024 with 48 pages of zram: kswapd, woken at the low mark, fills
+        // it and finds no slot for its next victim. Every `balance_pgdat` run would reclaim
+        // nothing: kswapd gives up on the node and sleeps, and allocations that take the free
+        // memory below low do not wake it. Pages swapped back in free their zram slots; the
+        // allocation that finds min reclaims into them itself (a store frees its frame at
+        // once), which revives kswapd: the next fall to low wakes it.
+        let mut m = machine_of(
+            "baseline-zram",
+            |c| c.zram_disksize_bytes = 48 * nvmswap_core::PAGE_SIZE,
+            2000,
+        );
+        let mut p = 0;
+        let mut touch_next = |m: &mut Machine<'static>| {
+            let lat = m.touch(p, true).unwrap();
+            m.advance(lat, true);
+            p += 1;
+            assert!(p < 2000, "ran out of pages");
+        };
+        while m.obs.metrics.c.kswapd_gave_up == 0 {
+            touch_next(&mut m);
+        }
+        assert!(kswapd_hopeless(m.kswapd.failures));
+        assert!(!m.kswapd.running);
+        let wakes = m.obs.metrics.c.kswapd_wakeups;
+        let out: Vec<u32> = (0..m.loc.len() as u32)
+            .filter(|&q| m.loc[q as usize] == Loc::Out)
+            .take(8)
+            .collect();
+        assert_eq!(out.len(), 8);
+        for q in out {
+            let lat = m.touch(q, false).unwrap();
+            m.advance(lat, true);
+        }
+        let calls =
+            |m: &Machine<'static>| m.obs.metrics.direct_reclaim_calls().values().sum::<u64>();
+        let calls_before = calls(&m);
+        while calls(&m) == calls_before {
+            touch_next(&mut m);
+        }
+        assert_eq!(
+            m.obs.metrics.c.kswapd_wakeups, wakes,
+            "not woken on the way down to min"
+        );
+        assert_eq!(
+            m.kswapd.failures, 0,
+            "revived by the direct reclaim's freed pages"
+        );
+        while m.obs.metrics.c.kswapd_wakeups == wakes {
+            touch_next(&mut m);
+        }
+        assert_eq!(m.discards, 0);
+    }
+
+    #[test]
     fn an_allocation_takes_a_page_only_above_min_and_reclaims_until_one_fits() {
         // One frame above min: taken without reclaim (sim took pages down to none before).
         // The next allocation finds min: it reclaims until the free memory is above min, and
@@ -1176,6 +1272,38 @@ mod tests {
                 self.0.borrow_mut().push((priority, scanned, freed));
             }
         }
+    }
+
+    #[test]
+    fn kswapd_gives_up_after_sixteen_runs_that_reclaimed_nothing() {
+        // baseline-zram at 1/1024 (1,792 frames for the tabs), a tab of 3,000 pages, a zram
+        // that may hold 8 pages' worth of compressed data: slots are left, but soon no store
+        // fits (a same-filled page stores in no room: the tab's pages are made without any).
+        // Each `balance_pgdat` run then goes through priorities 12 to 1 reclaiming nothing;
+        // the 16th such run in a row ends kswapd's work on the node.
+        let mut m = machine_of(
+            "baseline-zram",
+            |c| c.zram_mem_limit_bytes = 8 * nvmswap_core::PAGE_SIZE,
+            3000,
+        );
+        let seen = PassesSeen::default();
+        m.observe(Box::new(Passes(seen.clone())));
+        let mut p = 0;
+        while m.obs.metrics.c.kswapd_gave_up == 0 {
+            let lat = m.touch(p, true).unwrap();
+            m.advance(lat, true);
+            p += 1;
+            assert!(p < 3000, "kswapd never gave up");
+        }
+        assert!(m.backend.swap_free_pages() > 0, "slots left");
+        assert!(kswapd_hopeless(m.kswapd.failures));
+        // The runs before it: the last 16 each looked at pages at priority 1 and freed none.
+        let seen = seen.borrow();
+        let last_run_ends: Vec<_> = seen.iter().filter(|(pr, _, _)| *pr == 1).collect();
+        assert!(last_run_ends.len() >= 16, "{}", last_run_ends.len());
+        let tail = seen.iter().rev().take(16 * 12);
+        assert!(tail.clone().all(|&(_, _, freed)| freed == 0));
+        assert!(tail.map(|&(_, scanned, _)| scanned).sum::<u64>() > 0);
     }
 
     #[test]
