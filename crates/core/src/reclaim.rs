@@ -52,7 +52,10 @@
 //!   measured on an older kernel.
 //! - [`ScanBalance`] and [`anon_scan_target`]: how much a memory cgroup's charge scans
 //!   ([`global_anon_scan_target`], [`kswapd_nr_to_reclaim`] and [`kswapd_priority_after_pass`]:
-//!   kswapd's passes in `balance_pgdat`).
+//!   kswapd's passes in `balance_pgdat`, the first also global direct reclaim's;
+//!   [`shrink_lruvec_goes_on`] and [`try_to_free_pages_next_priority`]: when a pass and a call
+//!   end; [`kswapd_failures_after_run`] and [`kswapd_hopeless`]: kswapd giving up on a node;
+//!   [`user_page_fits_above_min`] and [`should_reclaim_retry`]: the allocator's side).
 //!   `try_to_free_mem_cgroup_pages` asks for `SWAP_CLUSTER_MAX` pages and `do_try_to_free_pages`
 //!   lowers the priority from [`DEF_PRIORITY`] (12) until that many were reclaimed; at each
 //!   priority `get_scan_count` targets `lru_size >> priority` pages of each list, scaled by the
@@ -581,8 +584,8 @@ pub fn anon_scan_target(
     scan * num / den
 }
 
-/// `get_scan_count`'s target of the inactive anon list for global reclaim (kswapd) on a node
-/// without page cache. `prepare_scan_control` calls the file "tiny" when the file pages and the
+/// `get_scan_count`'s target of the inactive anon list for global reclaim (kswapd and direct
+/// reclaim outside a cgroup) on a node without page cache. `prepare_scan_control` calls the file "tiny" when the file pages and the
 /// free memory are under the high watermark (always, while reclaim runs with no file pages), the
 /// pass may not deactivate anon pages and the shifted list is not empty: then `SCAN_ANON`, the
 /// whole `inactive >> priority`; else `SCAN_FRACT`'s share, as a cgroup's ([`anon_scan_target`]).
