@@ -269,7 +269,7 @@ impl AnonLru {
     }
 
     /// The victim `pick_victim` returned goes back to the head of the inactive list, not
-    /// evicted (a page that could not be swapped out is [`AnonLru::activate_unswappable`]).
+    /// evicted (a page with no swap slot for it is [`AnonLru::activate_unswappable`]).
     pub fn put_back(&mut self, page: u32) {
         self.push(page, List::Inactive);
     }
@@ -283,6 +283,17 @@ impl AnonLru {
         self.stats.activated += 1;
         self.nonresident_age += 1;
         self.push(page, List::Active);
+    }
+
+    /// The caller could not swap out the victim `pick_victim` or `isolate_inactive` handed out,
+    /// for `why`: activated (no slot) or back at the head of the inactive list (its write
+    /// failed), as `shrink_folio_list` puts it back.
+    pub fn refused(&mut self, page: u32, why: crate::reclaim::StoreRefusal) {
+        if why.activates() {
+            self.activate_unswappable(page);
+        } else {
+            self.put_back(page);
+        }
     }
 
     /// The victim `pick_victim` returned was evicted: record its shadow entry.
@@ -393,6 +404,18 @@ impl AnonLru {
     /// list (anonymous pages go whether accessed or not).
     pub fn shrink_active(&mut self, n: u64) {
         self.age_active(n);
+    }
+
+    /// With the inactive list low, a batch of the active list is aged
+    /// (`shrink_active_list(SWAP_CLUSTER_MAX)`): what every `shrink_lruvec` does at its end, and
+    /// kswapd's `age_active_anon` before each of its passes. Returns the pages it deactivated.
+    pub fn age_if_inactive_low(&mut self) -> u64 {
+        if !self.inactive_is_low() {
+            return 0;
+        }
+        let before = self.stats.deactivated;
+        self.shrink_active(crate::SWAP_CLUSTER_MAX);
+        self.stats.deactivated - before
     }
 
     /// `prepare_scan_control`'s `may_deactivate` for anonymous pages, taken as each reclaim pass
@@ -785,6 +808,28 @@ mod tests {
         assert_eq!(l.stats.activated, 1);
         assert_eq!(l.nonresident_age, age + 1);
         assert_eq!(l.pick_victim(), Some(1));
+    }
+
+    #[test]
+    fn a_victim_whose_write_failed_goes_back_to_the_inactive_head_not_activated() {
+        // Three faulted pages, 0 the victim. Its write failed (zram at its memory limit): back
+        // at the head of the inactive list, nothing counted, so the scans meet 1 and 2 first.
+        let mut l = lru(3);
+        assert_eq!(l.pick_victim(), Some(0));
+        let (stats, age) = (l.stats, l.nonresident_age);
+        l.refused(0, crate::reclaim::StoreRefusal::WriteFailed);
+        assert_eq!((l.active_len(), l.inactive_len()), (0, 3));
+        assert_eq!((l.stats, l.nonresident_age), (stats, age));
+        assert_eq!(l.pick_victim(), Some(1));
+        l.evicted(1);
+        assert_eq!(l.pick_victim(), Some(2));
+        l.evicted(2);
+        assert_eq!(l.pick_victim(), Some(0));
+        // Without a slot it is activated instead.
+        let mut l = lru(3);
+        assert_eq!(l.pick_victim(), Some(0));
+        l.refused(0, crate::reclaim::StoreRefusal::NoSlot);
+        assert_eq!((l.active_len(), l.inactive_len()), (1, 2));
     }
 
     #[test]

@@ -752,6 +752,33 @@ pub fn pool_charged_to_memcg(backend: SwapBackend, cgroup_v2: bool) -> bool {
     backend == SwapBackend::Zswap && cgroup_v2
 }
 
+/// Why a swap-out left its page in DRAM, which decides where `shrink_folio_list` puts it back.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StoreRefusal {
+    /// No swap slot for it (`folio_alloc_swap` fails): `activate_locked`, so that the scans do
+    /// not meet it again at once.
+    NoSlot,
+    /// It took a slot and its write failed: zram at its memory limit compresses the page and
+    /// only then finds its pool over the limit (`zram_write_page` returns -ENOMEM once
+    /// `zram_can_store_page` says no after `zs_malloc`, drivers/block/zram/zram_drv.c).
+    /// `__end_swap_bio_write` (mm/page_io.c) dirties the folio again, `pageout` still returns
+    /// `PAGE_SUCCESS`, and `shrink_folio_list` keeps the dirty folio: back on the inactive list,
+    /// not activated, in the swap cache with its slot, to be written (compressed) again by the
+    /// next scan that meets it. `scripts/zram-limit-probe` shows it on the running kernel.
+    WriteFailed,
+}
+
+impl StoreRefusal {
+    /// Whether reclaim activates the page it could not swap out (else it goes back to the head
+    /// of the inactive list, [`crate::lru::AnonLru::put_back`]).
+    pub fn activates(self) -> bool {
+        match self {
+            StoreRefusal::NoSlot => true,
+            StoreRefusal::WriteFailed => false,
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1200,5 +1227,11 @@ mod tests {
         assert!(pool_charged_to_memcg(Zswap, true));
         assert!(!pool_charged_to_memcg(Zswap, false));
         assert!(!pool_charged_to_memcg(Zram, true));
+    }
+
+    #[test]
+    fn a_page_without_a_slot_is_activated_and_a_failed_write_goes_back_inactive() {
+        assert!(StoreRefusal::NoSlot.activates());
+        assert!(!StoreRefusal::WriteFailed.activates());
     }
 }

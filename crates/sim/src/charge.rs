@@ -36,7 +36,7 @@
 
 use nvmswap_core::reclaim::{
     anon_scan_target, shrink_lruvec_goes_on, try_to_free_pages_next_priority, ReclaimContext,
-    DEF_PRIORITY,
+    StoreRefusal, DEF_PRIORITY,
 };
 use nvmswap_core::SWAP_CLUSTER_MAX;
 
@@ -340,11 +340,7 @@ impl Machine<'_> {
             return false;
         }
         call.at += self.backend.finish_plug(call.at, me, &mut self.obs);
-        if self.lru.inactive_is_low() {
-            let before = self.lru.stats.deactivated;
-            self.lru.shrink_active(SWAP_CLUSTER_MAX);
-            call.deactivated += self.lru.stats.deactivated - before;
-        }
+        call.deactivated += self.lru.age_if_inactive_low();
         call.reclaimed += call.pass.freed;
         self.shrink_node_reclaimed(call.pass.freed);
         let priority = call.pass.priority;
@@ -449,15 +445,17 @@ impl Machine<'_> {
             // was spent as the batch began.
             let lru_cpu = self.costs.reclaim_check;
             match self.page_out_victim(p, &mut call.at, me, lru_cpu, &mut call.flushes) {
-                Some(freed) => {
+                Ok(freed) => {
                     b.written += 1;
                     b.freed += u64::from(freed);
                 }
-                None => {
+                Err(StoreRefusal::NoSlot) => {
                     call.activated += 1;
                     b.kept += 1;
                     call.pass.backend_full = true;
                 }
+                // Back on the inactive list after its failed write; the batch goes on.
+                Err(StoreRefusal::WriteFailed) => b.kept += 1,
             }
             return;
         }

@@ -225,9 +225,10 @@ pub struct Machine<'a> {
     pub kswapd: Kswapd,
     pub backend: Box<dyn SwapBackend>,
     pub loc: Vec<Loc>,
-    /// Resident pages not in their tab's page table: brought by a swap-in's read-ahead, they
-    /// sit in the swap cache until a touch maps them (`do_swap_page` finds them there: a minor
-    /// fault, counted in the task's `minflt` as the linux substrate counts faults).
+    /// Resident pages not in their tab's page table: brought by a swap-in's read-ahead, or
+    /// unmapped by a reclaim whose write of them failed, they sit in the swap cache until a
+    /// touch maps them (`do_swap_page` finds them there: a minor fault, counted in the task's
+    /// `minflt` as the linux substrate counts faults).
     pub(crate) unmapped: Vec<bool>,
     /// Compressed size of each page (0: zero-filled; a page of another repeated word has the
     /// few bytes lz4 makes of it and is marked in `same_word`).

@@ -68,11 +68,12 @@ use nvmswap_core::reclaim::{
     global_anon_scan_target, kswapd_failures_after_run, kswapd_hopeless, kswapd_nr_to_reclaim,
     kswapd_priority_after_pass, should_reclaim_retry, shrink_lruvec_goes_on, throttle_after_scan,
     throttle_timeout_ns, too_many_isolated, try_to_free_pages_next_priority,
-    user_page_fits_above_min, ReclaimContext, ThrottleReason, WritebackThrottle, DEF_PRIORITY,
+    user_page_fits_above_min, ReclaimContext, StoreRefusal, ThrottleReason, WritebackThrottle,
+    DEF_PRIORITY,
 };
 use nvmswap_core::SWAP_CLUSTER_MAX;
 
-use crate::backend::Spent;
+use crate::backend::{Refused, Spent};
 use crate::costs::{KERNEL_HZ, RECLAIM_PAGE_NS};
 use crate::engine::{Loc, Machine};
 use crate::observe::{Actor, CpuKind, Event, ReclaimKind, KSWAPD_PID};
@@ -93,7 +94,7 @@ struct DirectReclaimCall {
     reclaimed: u64,
     /// Pages its passes looked at.
     scanned: u64,
-    /// The swap back-end had no room for a victim: the call ends after its pass.
+    /// No swap slot was left for a victim: the call ends after its pass.
     backend_full: bool,
     flushes: ChargeFlushes,
     /// The current batch's victims.
@@ -245,8 +246,9 @@ impl Machine<'_> {
     }
 
     /// kswapd evicts its batch's next victim, unless its tab touched it since the batch looked
-    /// at it (then kept as `shrink_folio_list`'s one look keeps it) or discarded it. With no
-    /// room left in the back-end, the rest of the batch is activated and kswapd stops.
+    /// at it (then kept as `shrink_folio_list`'s one look keeps it) or discarded it. A page
+    /// whose write failed goes back to the inactive list and kswapd goes on; with no slot left
+    /// in the swap area, the rest of the batch is activated and kswapd gives up.
     fn kswapd_evict_next_victim(&mut self) {
         let p = self.kswapd.victims[self.kswapd.next_victim];
         self.kswapd.next_victim += 1;
@@ -270,7 +272,7 @@ impl Machine<'_> {
         let kswapd = self.kswapd_actor();
         let held = self.backend.frames_held();
         match self.evict(p, t, kswapd, ReclaimKind::Kswapd, self.costs.reclaim_scan) {
-            Some(spent) => {
+            Ok(spent) => {
                 self.kswapd.at += spent.total().max(1);
                 self.obs.emit(Event::Cpu {
                     t,
@@ -282,12 +284,28 @@ impl Machine<'_> {
                 let freed = u64::from(self.backend.frames_held() <= held);
                 self.kswapd_pass_counts(0, freed, 1);
             }
-            None => {
-                self.lru.activate_unswappable(p);
+            Err(Refused {
+                why: StoreRefusal::WriteFailed,
+                spent,
+            }) => {
+                // Its write failed (zram at its memory limit): the page went back to the
+                // inactive list after its compression, and the scan goes on.
+                self.kswapd.at += spent.total().max(1);
+                self.obs.emit(Event::Cpu {
+                    t,
+                    actor: kswapd,
+                    kind: CpuKind::Kernel,
+                    ns: spent.cpu,
+                });
+                self.kswapd_pass_counts(0, 0, 1);
+            }
+            Err(Refused {
+                why: StoreRefusal::NoSlot,
+                ..
+            }) => {
                 if self.backend.swap_free_pages() > 0 {
-                    // A store that failed with slots left (zram at its memory limit): the
-                    // page stays and the scan goes on; a page that stores in no room (a
-                    // same-filled one) still frees its frame.
+                    // No slot for this page with slots left elsewhere in the area: activated,
+                    // and the scan goes on.
                     return;
                 }
                 while let Some(&q) = self.kswapd.victims.get(self.kswapd.next_victim) {
@@ -334,9 +352,7 @@ impl Machine<'_> {
             self.kswapd.reclaimed_this_run = 0;
         }
         // `age_active_anon`: background ageing before each pass while the inactive list is low.
-        if self.lru.inactive_is_low() {
-            self.lru.shrink_active(SWAP_CLUSTER_MAX);
-        }
+        self.lru.age_if_inactive_low();
         // Pages under writeback and written pages waiting at the tail are on the kernel's
         // inactive list too (sim keeps them off its lists).
         let inactive = self.lru.inactive_len() + self.backend.frames_held();
@@ -364,7 +380,7 @@ impl Machine<'_> {
         if let Some(stretch) = self.kswapd.lockstep.take() {
             self.lru.end_lockstep(stretch);
         }
-        self.age_after_shrink_lruvec();
+        self.lru.age_if_inactive_low();
         self.shrink_node_reclaimed(pass.freed);
         self.obs.emit(Event::KswapdPass {
             t: self.kswapd.at,
@@ -747,11 +763,13 @@ impl Machine<'_> {
                 }
                 let lru_cpu = self.costs.reclaim_scan;
                 match self.page_out_victim(p, &mut call.at, me, lru_cpu, &mut call.flushes) {
-                    Some(freed) => {
+                    Ok(freed) => {
                         written += 1;
                         batch_freed += u64::from(freed);
                     }
-                    None => call.backend_full = true,
+                    Err(StoreRefusal::NoSlot) => call.backend_full = true,
+                    // Back on the inactive list; the pass goes on.
+                    Err(StoreRefusal::WriteFailed) => {}
                 }
             }
             freed += batch_freed;
@@ -764,18 +782,10 @@ impl Machine<'_> {
         call.victims = victims;
         call.at += self.backend.finish_plug(call.at, me, &mut self.obs);
         self.lru.end_lockstep(lockstep);
-        self.age_after_shrink_lruvec();
+        self.lru.age_if_inactive_low();
         self.shrink_node_reclaimed(freed);
         call.reclaimed += freed;
         scanned
-    }
-
-    /// The end of every `shrink_lruvec`: with the inactive list low after the pass, a batch of
-    /// the active list is aged (`shrink_active_list(SWAP_CLUSTER_MAX)`).
-    fn age_after_shrink_lruvec(&mut self) {
-        if self.lru.inactive_is_low() {
-            self.lru.shrink_active(SWAP_CLUSTER_MAX);
-        }
     }
 
     /// `shrink_inactive_list`'s `too_many_isolated` check before a batch of global direct
@@ -838,9 +848,9 @@ impl Machine<'_> {
 
     /// The foreground `me`'s reclaim pages out its victim `p` at `*at`, which it moves on: the
     /// page's remote TLB flushes first, then its write or store with `lru_cpu` of reclaim's LRU
-    /// work. Some(true) when its frame is free now (a pool store, a clean page), Some(false)
-    /// when a write in flight holds it; None when the back-end had no room (then the page is
-    /// activated).
+    /// work. Ok(true) when its frame is free now (a pool store, a clean page), Ok(false) when a
+    /// write in flight holds it; the refusal when the back-end did not take it (the page is
+    /// back on a list, [`nvmswap_core::lru::AnonLru::refused`], a failed write's work spent).
     pub(crate) fn page_out_victim(
         &mut self,
         p: u32,
@@ -848,13 +858,24 @@ impl Machine<'_> {
         me: Actor,
         lru_cpu: u64,
         flushes: &mut ChargeFlushes,
-    ) -> Option<bool> {
+    ) -> Result<bool, StoreRefusal> {
         *at += self.flush_before_write(*at, me, flushes);
         let t = *at;
         let held = self.backend.frames_held();
-        let Some(spent) = self.evict(p, t, me, ReclaimKind::Direct, lru_cpu) else {
-            self.lru.activate_unswappable(p);
-            return None;
+        let spent = match self.evict(p, t, me, ReclaimKind::Direct, lru_cpu) {
+            Ok(spent) => spent,
+            Err(Refused { why, spent }) => {
+                if spent.total() > 0 {
+                    *at += spent.total();
+                    self.obs.emit(Event::Cpu {
+                        t,
+                        actor: me,
+                        kind: CpuKind::Kernel,
+                        ns: spent.cpu,
+                    });
+                }
+                return Err(why);
+            }
         };
         *at += spent.total();
         self.obs.emit(Event::Cpu {
@@ -863,7 +884,7 @@ impl Machine<'_> {
             kind: CpuKind::Kernel,
             ns: spent.cpu,
         });
-        Some(self.backend.frames_held() <= held)
+        Ok(self.backend.frames_held() <= held)
     }
 
     /// The remote TLB flushes of a page the reclaimer `me` unmapped and is about to write at
@@ -908,16 +929,15 @@ impl Machine<'_> {
         let p = p?;
         let kept = self.lru.stats.activated + self.lru.stats.rotated - kept_before;
         let lru_cpu = self.costs.reclaim_scan + kept * self.costs.reclaim_keep;
-        let spent = self.evict(p, t, by, kind, lru_cpu);
-        if spent.is_none() {
-            self.lru.activate_unswappable(p);
-        }
-        spent
+        self.evict(p, t, by, kind, lru_cpu).ok()
     }
 
     /// Evicts `p`, which the LRU handed out as a victim, at time `t`, with `lru_cpu` of reclaim's
     /// LRU work charged with it (its share of `costs.reclaim_scan_page_ns`, the pages kept
-    /// before it); None (the page still off the lists) when the back-end has no room.
+    /// before it). When the back-end refuses it, the page goes back on a list as
+    /// `shrink_folio_list` puts it (`AnonLru::refused`) and the refusal carries what its failed
+    /// write spent with `lru_cpu` (nothing when there was no slot: `add_to_swap` failed before
+    /// the page was unmapped).
     pub(crate) fn evict(
         &mut self,
         p: u32,
@@ -925,10 +945,10 @@ impl Machine<'_> {
         by: Actor,
         kind: ReclaimKind,
         lru_cpu: u64,
-    ) -> Option<Spent> {
+    ) -> Result<Spent, Refused> {
         debug_assert_eq!(self.loc[p as usize], Loc::Resident);
         match self.swap_out(p, t, by) {
-            Some(mut spent) => {
+            Ok(mut spent) => {
                 self.lru.evicted(p);
                 if !spent.whole_path {
                     // The unmap and swap cache, unless the store charged a calibrated path
@@ -946,14 +966,23 @@ impl Machine<'_> {
                     cpu_ns: spent.cpu,
                     wait_ns: spent.wait,
                 });
-                Some(spent)
+                Ok(spent)
             }
-            None => None,
+            Err(mut refused) => {
+                self.lru.refused(p, refused.why);
+                if refused.why == StoreRefusal::WriteFailed {
+                    // `try_to_unmap` ran before `pageout`: the page sits in the swap cache
+                    // unmapped, and its tab's next touch maps it again (a minor fault).
+                    self.unmapped[p as usize] = true;
+                    refused.spent.cpu += lru_cpu;
+                }
+                Err(refused)
+            }
         }
     }
 
-    /// Moves a resident page to the swap back-end at `t`, or None if the back-end is full.
-    fn swap_out(&mut self, p: u32, t: u64, by: Actor) -> Option<Spent> {
+    /// Moves a resident page to the swap back-end at `t`, unless the back-end refuses it.
+    fn swap_out(&mut self, p: u32, t: u64, by: Actor) -> Result<Spent, Refused> {
         let pi = p as usize;
         if std::mem::take(&mut self.same_filled_written[pi]) {
             // Written since its contents were drawn (`Machine::start_touch`); no copy of it is
@@ -964,7 +993,7 @@ impl Machine<'_> {
         let spent = self.backend.store(p, t, by, crate::engine::env!(self))?;
         self.mem.resident -= 1;
         self.loc[p as usize] = Loc::Out;
-        Some(spent)
+        Ok(spent)
     }
 }
 
@@ -1102,6 +1131,12 @@ mod tests {
         m
     }
 
+    /// Global direct reclaim's calls so far by the lowest priority their passes reached.
+    fn calls_by_lowest_priority(m: &Machine) -> Vec<(u32, u64)> {
+        let calls = m.obs.metrics.direct_reclaim_calls();
+        calls.iter().map(|(&p, &n)| (p, n)).collect()
+    }
+
     #[test]
     fn a_direct_reclaim_call_goes_down_the_priorities_until_its_passes_freed_a_batch() {
         // zram (a store frees its frame at once), 1,701 inactive pages none referenced: the
@@ -1111,15 +1146,62 @@ mod tests {
         assert_eq!((m.lru.inactive_len(), m.lru.active_len()), (1_701, 0));
         let call = m.direct_reclaim(0);
         assert_eq!((call.scanned, call.reclaimed), (49, 49));
-        assert_eq!(
-            m.obs
-                .metrics
-                .direct_reclaim_calls()
-                .iter()
-                .collect::<Vec<_>>(),
-            vec![(&6, &1)]
-        );
+        assert_eq!(calls_by_lowest_priority(&m), vec![(6, 1)]);
         assert_eq!(m.obs.metrics.throttled("noprogress").0, 0);
+    }
+
+    #[test]
+    fn a_direct_reclaim_call_at_zrams_memory_limit_compresses_every_victim_and_frees_none() {
+        // baseline-zram at 1/1024 whose pool takes 8 pages' worth of compressed bytes: from
+        // then on every victim but a zero page is compressed and refused (`zram_write_page`).
+        // Too little is freed, so the call's passes go down to priority 0, and each page they
+        // look at costs its
+        // compression, goes back to the inactive list unmapped, and holds a slot in the swap
+        // cache. A touch maps it again: a minor fault, which frees the slot with swap over
+        // half full.
+        let mut m = at_min_unreferenced("baseline-zram", |c| {
+            c.zram_mem_limit_bytes = 8 * nvmswap_core::PAGE_SIZE
+        });
+        let failed = |m: &mut Machine| {
+            m.backend.finish_extra(0)["zram_failed_writes"]
+                .as_u64()
+                .unwrap()
+        };
+        let (failed_before, cached_before) = (failed(&mut m), m.backend.swap_cached_pages());
+        let (inactive, active) = (m.lru.inactive_len(), m.lru.active_len());
+        let call = m.direct_reclaim(0);
+        // Only pages that store in no room are freed: zero pages (the swap area's zero mark).
+        assert!(call.reclaimed < SWAP_CLUSTER_MAX, "{call:?}");
+        assert_eq!(calls_by_lowest_priority(&m), vec![(0, 1)]);
+        // Priorities 12 to 0 look at the list about twice over.
+        assert!(call.scanned > inactive, "{} of {inactive}", call.scanned);
+        assert_eq!(
+            failed(&mut m) - failed_before,
+            call.scanned - call.reclaimed
+        );
+        assert!(call.ns > call.scanned * 1_000, "{} ns", call.ns);
+        // `consider_reclaim_throttle` sleeps only after a priority-1 pass of a call that freed
+        // nothing at all.
+        let slept = m.obs.metrics.throttled("noprogress").0;
+        assert_eq!(slept, u64::from(call.reclaimed == 0));
+        assert_eq!(
+            (m.lru.inactive_len(), m.lru.active_len()),
+            (inactive - call.reclaimed, active)
+        );
+        let held = m.backend.swap_cached_pages() - cached_before;
+        assert!(held > 0 && held <= inactive, "{held}");
+        let p = (0..m.loc.len() as u32)
+            .find(|&p| m.loc[p as usize] == Loc::Resident && m.unmapped[p as usize])
+            .unwrap();
+        let full = nvmswap_core::swap_cache::vm_swap_full(
+            m.backend.swap_used_pages(),
+            m.backend.swap_used_pages() + m.backend.swap_free_pages(),
+        );
+        let cached = m.backend.swap_cached_pages();
+        let touch = m.start_touch(p, false).unwrap();
+        assert!(matches!(touch, crate::engine::Touch::Done(_)), "a fault");
+        assert!(!m.unmapped[p as usize]);
+        assert_eq!(m.backend.swap_cached_pages(), cached - u64::from(full));
     }
 
     #[test]

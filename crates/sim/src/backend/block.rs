@@ -47,7 +47,7 @@ use nvmswap_core::reclaim::{Plug, PluggedRequest, RotateBatches, Writeback};
 use nvmswap_core::swap_cache::{self, WriteToKeptSlot};
 use nvmswap_core::PAGE_SIZE;
 
-use super::{profile, BuildArgs, Env, Fault, Spent, SwapBackend, SwapIn};
+use super::{profile, BuildArgs, Env, Fault, Refused, Spent, SwapBackend, SwapIn};
 use crate::costs::{BLOCK_SUBMIT_NS, BLOCK_SWAP_IN_SOFTWARE_NS};
 use crate::io::Io;
 use crate::metrics::BackendReport;
@@ -1198,12 +1198,12 @@ impl SwapBackend for BlockSwap {
         BlockSwap::swap_cached_pages(self)
     }
 
-    fn store(&mut self, p: u32, t: u64, by: Actor, env: &mut Env) -> Option<Spent> {
+    fn store(&mut self, p: u32, t: u64, by: Actor, env: &mut Env) -> Result<Spent, Refused> {
         if self.take_clean(p, env.zero_filled(p), t, by, env.obs) {
-            return Some(Spent::default());
+            return Ok(Spent::default());
         }
         if !self.reuse_kept_slot(p) {
-            self.allocate(p, by.cpu)?;
+            self.allocate(p, by.cpu).ok_or(Refused::no_slot())?;
         }
         let mut spent = Spent::default();
         if env.zero_filled(p) {
@@ -1212,7 +1212,7 @@ impl SwapBackend for BlockSwap {
             spent.cpu += crate::costs::SAME_FILLED_NS;
             self.held[p as usize] = Held::Zero;
             self.swpout_zero += 1;
-            return Some(spent);
+            return Ok(spent);
         }
         self.write(p, t, &mut spent, by, env.obs, true);
         env.obs.emit(Event::SwapOut {
@@ -1221,7 +1221,7 @@ impl SwapBackend for BlockSwap {
             page: p,
             to: Tier::Device,
         });
-        Some(spent)
+        Ok(spent)
     }
 
     fn fault(&mut self, p: u32, _: bool, _: u64, _: Actor, _: &mut Env) -> Fault {

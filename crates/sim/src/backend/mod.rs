@@ -24,6 +24,7 @@ mod zswap;
 mod zswap_loads_test;
 
 use nvmswap_core::config::{Backend, SystemConfig};
+use nvmswap_core::reclaim::StoreRefusal;
 use rand_chacha::ChaCha8Rng;
 
 use crate::costs::Costs;
@@ -77,6 +78,24 @@ pub struct Spent {
 impl Spent {
     pub fn total(self) -> u64 {
         self.cpu + self.wait
+    }
+}
+
+/// A store the back-end refused: why, and what it spent before it knew (a failed write's
+/// compression; nothing when there was no slot).
+#[derive(Debug, Clone, Copy)]
+pub struct Refused {
+    pub why: StoreRefusal,
+    pub spent: Spent,
+}
+
+impl Refused {
+    /// No swap slot was left for the page.
+    pub fn no_slot() -> Self {
+        Refused {
+            why: StoreRefusal::NoSlot,
+            spent: Spent::default(),
+        }
     }
 }
 
@@ -181,9 +200,10 @@ pub trait SwapBackend {
         0
     }
 
-    /// Stores resident page `p`, reclaimed by `by` at `t`; its frame is then free. None when
-    /// there is no room (the page stays resident).
-    fn store(&mut self, p: u32, t: u64, by: Actor, env: &mut Env) -> Option<Spent>;
+    /// Stores resident page `p`, reclaimed by `by` at `t`; its frame is then free. Refused when
+    /// there is no room: no slot, or a write that failed after its work (the page stays
+    /// resident either way).
+    fn store(&mut self, p: u32, t: u64, by: Actor, env: &mut Env) -> Result<Spent, Refused>;
 
     /// Whether a fault on a page this back-end holds may be served without a DRAM frame
     /// (`Fault::InPlace`, NVM-Swap's lazy mapping); else every such fault needs one.
@@ -272,7 +292,8 @@ pub trait SwapBackend {
     /// Reclaim found mapped page `p` referenced and activated it (`activate_locked`).
     fn activated(&mut self, _p: u32) {}
 
-    /// Resident page `p`, read ahead and not mapped since, is mapped by a (read) fault; after
+    /// Resident page `p`, in the swap cache and not mapped (read ahead and not mapped since, or
+    /// unmapped by a reclaim whose write of it failed), is mapped by a (read) fault; after
     /// `touched`, before a writing touch's `written`.
     fn maps_read_ahead(&mut self, _p: u32) {}
 

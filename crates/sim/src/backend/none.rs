@@ -5,7 +5,7 @@
 
 use nvmswap_core::config::SystemConfig;
 
-use super::{BuildArgs, Env, Fault, Spent, SwapBackend, SwapIn};
+use super::{BuildArgs, Env, Fault, Refused, Spent, SwapBackend, SwapIn};
 use crate::metrics::BackendReport;
 use crate::observe::Actor;
 use crate::SimError;
@@ -29,8 +29,8 @@ impl SwapBackend for SwapOff {
         0
     }
 
-    fn store(&mut self, _: u32, _: u64, _: Actor, _: &mut Env) -> Option<Spent> {
-        None
+    fn store(&mut self, _: u32, _: u64, _: Actor, _: &mut Env) -> Result<Spent, Refused> {
+        Err(Refused::no_slot())
     }
 
     fn fault(&mut self, _: u32, _: bool, _: u64, _: Actor, _: &mut Env) -> Fault {

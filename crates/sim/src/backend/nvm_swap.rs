@@ -15,7 +15,7 @@ use nvmswap_core::wear::WearTable;
 use nvmswap_core::{NS_PER_S, PAGE_SIZE};
 
 use super::dual_heap::DualHeap;
-use super::{profile, BuildArgs, Env, Fault, Spent, SwapBackend, SwapIn};
+use super::{profile, BuildArgs, Env, Fault, Refused, Spent, SwapBackend, SwapIn};
 use crate::costs::NVM_SWAP_IN_SOFTWARE_NS;
 use crate::metrics::BackendReport;
 use crate::observe::{Actor, CpuKind, Event, FaultKind, Tier};
@@ -116,8 +116,8 @@ impl SwapBackend for NvmSwap {
         self.used_slots
     }
 
-    fn store(&mut self, p: u32, t: u64, by: Actor, env: &mut Env) -> Option<Spent> {
-        let placement = self.slots.allocate(0)?;
+    fn store(&mut self, p: u32, t: u64, by: Actor, env: &mut Env) -> Result<Spent, Refused> {
+        let placement = self.slots.allocate(0).ok_or(Refused::no_slot())?;
         self.used_slots += 1;
         let mut cpu = self.nvm.write_4k.sample(env.rng);
         for _ in &placement.migrations {
@@ -142,7 +142,7 @@ impl SwapBackend for NvmSwap {
             page: p,
             to: Tier::Nvm,
         });
-        Some(Spent {
+        Ok(Spent {
             cpu,
             ..Spent::default()
         })

@@ -8,6 +8,7 @@
 //! its first bio's, and a zswap pool hit reads ahead as a device read does.
 
 use nvmswap_core::config::SystemConfig;
+use nvmswap_core::reclaim::StoreRefusal;
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 
@@ -298,6 +299,70 @@ fn a_page_of_another_repeated_word_is_written_and_zram_keeps_it_without_pool_mem
     zram.store(1, 0, ME);
     assert_eq!(zram.backend.pool_bytes(), 0);
     assert_eq!(zram.backend.finish_extra(0)["swpout_zero"], 1);
+}
+
+#[test]
+fn zram_at_its_memory_limit_compresses_then_refuses_and_the_page_keeps_its_slot() {
+    // baseline-zram at 1/1024 with a pool limit of 2,500 bytes: two 1,000-byte pages fit, the
+    // third is compressed, then refused (`zram_write_page`'s -ENOMEM after `zs_malloc`): its
+    // work is spent, and it holds a slot in the swap cache, dirty, until a later write of it
+    // succeeds, it is freed, or a fault maps it with swap over half full.
+    let mut cfg = SystemConfig::load("baseline-zram", &[])
+        .unwrap()
+        .scaled(1.0 / 1024.0);
+    cfg.zram_mem_limit_bytes = 2_500;
+    let slots = cfg.zram_disksize_bytes / nvmswap_core::PAGE_SIZE;
+    let backend = super::build(&cfg, &BuildArgs::of_seed(1)).unwrap();
+    let mut rig = Rig::with(&cfg, backend, 4, 1_000);
+    let failed = |rig: &mut Rig| rig.backend.finish_extra(0)["zram_failed_writes"].clone();
+    rig.store(0, 0, ME);
+    rig.store(1, 0, ME);
+    let refused = rig.call(|b, env| b.store(2, 0, ME, env)).unwrap_err();
+    assert_eq!(refused.why, StoreRefusal::WriteFailed);
+    assert!(refused.spent.cpu > 0, "its compression");
+    assert_eq!(rig.backend.pool_bytes(), 2_000);
+    assert_eq!(
+        rig.backend.swap_used_pages(),
+        3,
+        "the refused page took a slot"
+    );
+    assert_eq!(rig.backend.swap_cached_pages(), 1);
+    assert_eq!(failed(&mut rig), 1);
+    // The next scan writes it again: refused again, no second slot.
+    assert!(rig.call(|b, env| b.store(2, 0, ME, env)).is_err());
+    assert_eq!(rig.backend.swap_used_pages(), 3);
+    assert_eq!(failed(&mut rig), 2);
+    // Room again (page 0 is freed): its write succeeds in the slot it holds.
+    rig.call(|b, env| b.release(0, env));
+    rig.store(2, 0, ME);
+    assert_eq!(rig.backend.swap_used_pages(), 2);
+    assert_eq!(rig.backend.swap_cached_pages(), 0);
+    // Refused, then its tab is gone: the slot goes with it.
+    assert!(rig.call(|b, env| b.store(3, 0, ME, env)).is_err());
+    assert_eq!(rig.backend.swap_used_pages(), 3);
+    rig.backend.release_resident(3);
+    assert_eq!(rig.backend.swap_used_pages(), 2);
+    assert_eq!(rig.backend.swap_cached_pages(), 0);
+    // A fault maps a refused page: far from half full, it keeps its slot.
+    assert!(rig.call(|b, env| b.store(3, 0, ME, env)).is_err());
+    assert!(3 * 2 <= slots);
+    rig.backend.maps_read_ahead(3);
+    assert_eq!(rig.backend.swap_cached_pages(), 1);
+
+    // With no slot left the page is refused before any work, for want of a slot.
+    let mut cfg = SystemConfig::load("baseline-zram", &[])
+        .unwrap()
+        .scaled(1.0 / 1024.0);
+    cfg.zram_disksize_bytes = 2 * nvmswap_core::PAGE_SIZE;
+    let backend = super::build(&cfg, &BuildArgs::of_seed(1)).unwrap();
+    let mut rig = Rig::with(&cfg, backend, 3, 1_000);
+    rig.store(0, 0, ME);
+    rig.store(1, 0, ME);
+    let refused = rig.call(|b, env| b.store(2, 0, ME, env)).unwrap_err();
+    assert_eq!(refused.why, StoreRefusal::NoSlot);
+    assert_eq!(refused.spent.total(), 0);
+    assert_eq!(rig.backend.swap_used_pages(), 2);
+    assert_eq!(failed(&mut rig), 0);
 }
 
 #[test]

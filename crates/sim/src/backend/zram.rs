@@ -1,11 +1,18 @@
 //! zram: a compressed swap device inside DRAM (drivers/block/zram). A page is compressed into
 //! the device on reclaim and decompressed on its fault; its compressed bytes take DRAM frames
-//! from the tabs. Full when its disk size (slots) or its memory limit is reached.
+//! from the tabs. With no slot left (its disk size) the page stays and reclaim activates it; at
+//! its memory limit the page's write fails after its compression (`zram_write_page` compresses
+//! before `zram_can_store_page` refuses, drivers/block/zram/zram_drv.c), and the page stays in
+//! DRAM, dirty, holding its slot in the swap cache (`__end_swap_bio_write`, mm/page_io.c) until
+//! a later write of it succeeds, its tab is gone, or reclaim activates it with swap over half
+//! full (`nvmswap_core::reclaim::StoreRefusal::WriteFailed`; `scripts/zram-limit-probe`).
 
 use nvmswap_core::config::SystemConfig;
+use nvmswap_core::reclaim::StoreRefusal;
+use nvmswap_core::swap_cache;
 use nvmswap_core::PAGE_SIZE;
 
-use super::{BuildArgs, Env, Fault, Spent, SwapBackend, SwapIn};
+use super::{BuildArgs, Env, Fault, Refused, Spent, SwapBackend, SwapIn};
 use crate::metrics::BackendReport;
 use crate::observe::{Actor, CpuKind, Event, Tier};
 use crate::SimError;
@@ -22,6 +29,13 @@ pub struct Zram {
     slots: u64,
     /// Zero pages the swap area's zero mark took before zram saw them (`extra.swpout_zero`).
     swpout_zero: u64,
+    /// Resident pages whose last write failed at the memory limit: dirty in the swap cache,
+    /// each holding a slot (counted in `used_slots`).
+    failed_dirty: Vec<bool>,
+    /// How many pages `failed_dirty` marks (/proc/meminfo `SwapCached`).
+    held_by_failed: u64,
+    /// Writes refused at the memory limit (io_stat's `failed_writes`; `extra.zram_failed_writes`).
+    failed_writes: u64,
 }
 
 /// What a page takes of zram's pool: nothing for a same-filled page (a zero page never reaches
@@ -49,12 +63,27 @@ impl Zram {
             peak_used_slots: 0,
             slots: cfg.zram_disksize_bytes / PAGE_SIZE,
             swpout_zero: 0,
+            failed_dirty: Vec::new(),
+            held_by_failed: 0,
+            failed_writes: 0,
         }))
     }
 }
 
+impl Zram {
+    /// A page whose write had failed gives its slot back (written since, freed, or activated).
+    fn drop_failed_slot(&mut self, p: u32) {
+        if std::mem::take(&mut self.failed_dirty[p as usize]) {
+            self.held_by_failed -= 1;
+            self.used_slots -= 1;
+        }
+    }
+}
+
 impl SwapBackend for Zram {
-    fn grow(&mut self, _pages: usize) {}
+    fn grow(&mut self, pages: usize) {
+        self.failed_dirty.resize(pages, false);
+    }
 
     fn pool_bytes(&self) -> u64 {
         self.bytes
@@ -76,18 +105,45 @@ impl SwapBackend for Zram {
         self.used_slots
     }
 
-    fn store(&mut self, p: u32, t: u64, by: Actor, env: &mut Env) -> Option<Spent> {
+    fn swap_cached_pages(&self) -> u64 {
+        self.held_by_failed
+    }
+
+    fn store(&mut self, p: u32, t: u64, by: Actor, env: &mut Env) -> Result<Spent, Refused> {
         let size = zram_bytes(env, p);
-        if self.used_slots >= self.slots || self.bytes + size > self.limit {
-            return None;
+        let holds_slot = self.failed_dirty[p as usize];
+        if !holds_slot && self.used_slots >= self.slots {
+            return Err(Refused::no_slot());
+        }
+        if !holds_slot {
+            self.used_slots += 1;
+            self.peak_used_slots = self.peak_used_slots.max(self.used_slots);
+        }
+        // The compression (and `zs_malloc`) comes before the limit's check: a refused page
+        // costs the store's path as a stored one does (our assumption: the copy into the pool,
+        // which a refused page skips, is a small share of it).
+        let spent = env.costs.zram_store(size, env.rng);
+        if self.bytes + size > self.limit {
+            if !holds_slot {
+                self.failed_dirty[p as usize] = true;
+                self.held_by_failed += 1;
+            }
+            self.failed_writes += 1;
+            // The page read by the compressor; nothing written to the pool.
+            env.obs.emit(Event::DramAccesses { t, n: 1 });
+            return Err(Refused {
+                why: StoreRefusal::WriteFailed,
+                spent,
+            });
+        }
+        if holds_slot {
+            self.failed_dirty[p as usize] = false;
+            self.held_by_failed -= 1;
         }
         if env.zero_filled(p) {
             self.swpout_zero += 1;
         }
-        let spent = env.costs.zram_store(size, env.rng);
         self.bytes += size;
-        self.used_slots += 1;
-        self.peak_used_slots = self.peak_used_slots.max(self.used_slots);
         env.obs.emit(Event::DramAccesses { t, n: 2 });
         env.obs.emit(Event::SwapOut {
             t,
@@ -95,7 +151,7 @@ impl SwapBackend for Zram {
             page: p,
             to: Tier::Zram,
         });
-        Some(spent)
+        Ok(spent)
     }
 
     fn fault(&mut self, _: u32, _: bool, _: u64, _: Actor, _: &mut Env) -> Fault {
@@ -126,6 +182,27 @@ impl SwapBackend for Zram {
         }
     }
 
+    fn maps_read_ahead(&mut self, p: u32) {
+        // A page whose write failed was unmapped first: its touch maps it from the swap cache
+        // (`do_swap_page`), which frees its slot when swap is over half full
+        // (`should_try_to_free_swap`); our touches fault as reads first.
+        if !swap_cache::keeps_slot_after_read_fault(self.used_slots, self.slots) {
+            self.drop_failed_slot(p);
+        }
+    }
+
+    fn activated(&mut self, p: u32) {
+        // `activate_locked`: a page reclaim found referenced gives up the slot it holds in the
+        // swap cache when swap is over half full (v1's `vm_swap_full`).
+        if swap_cache::vm_swap_full(self.used_slots, self.slots) {
+            self.drop_failed_slot(p);
+        }
+    }
+
+    fn release_resident(&mut self, p: u32) {
+        self.drop_failed_slot(p);
+    }
+
     fn release(&mut self, p: u32, env: &mut Env) {
         self.bytes -= zram_bytes(env, p);
         self.used_slots -= 1;
@@ -142,6 +219,7 @@ impl SwapBackend for Zram {
             super::swap_in_use_mib(self.slots, self.peak_used_slots, self.used_slots),
         );
         extra.insert("swpout_zero".into(), self.swpout_zero.into());
+        extra.insert("zram_failed_writes".into(), self.failed_writes.into());
         extra
     }
 }

@@ -35,7 +35,7 @@ use nvmswap_core::reclaim::{swap_out_route, SwapOutRoute};
 use nvmswap_core::zswap::{StoreOutcome, ZswapPool};
 
 use super::block::{BlockSwap, Held};
-use super::{BuildArgs, Env, Fault, Spent, SwapBackend, SwapIn};
+use super::{BuildArgs, Env, Fault, Refused, Spent, SwapBackend, SwapIn};
 use crate::costs::SAME_FILLED_NS;
 use crate::metrics::BackendReport;
 use crate::observe::{Actor, CpuKind, Event, Observers, Tier, ZswapKind, KWORKER_PID};
@@ -192,13 +192,13 @@ impl SwapBackend for Zswap {
         self.dev.swap_cached_pages()
     }
 
-    fn store(&mut self, p: u32, t: u64, by: Actor, env: &mut Env) -> Option<Spent> {
+    fn store(&mut self, p: u32, t: u64, by: Actor, env: &mut Env) -> Result<Spent, Refused> {
         if self.dev.take_clean(p, env.zero_filled(p), t, by, env.obs) {
             if self.pool.contains(p) {
                 // Non-exclusive load: the compressed copy is still there.
                 self.dev.held[p as usize] = Held::Pool;
             }
-            return Some(Spent::default());
+            return Ok(Spent::default());
         }
         if !self.dev.reuse_kept_slot(p) {
             let slot = self.dev.allocate(p, by.cpu);
@@ -209,7 +209,7 @@ impl SwapBackend for Zswap {
                     self.pool.invalidate(q);
                 }
             }
-            slot?;
+            slot.ok_or(Refused::no_slot())?;
         }
         let mut spent = Spent::default();
         let size = env.size(p);
@@ -223,7 +223,7 @@ impl SwapBackend for Zswap {
             spent.cpu += SAME_FILLED_NS;
             self.dev.held[p as usize] = Held::Zero;
             self.dev.swpout_zero += 1;
-            return Some(spent);
+            return Ok(spent);
         }
         let to = match self.pool.store(p, size) {
             StoreOutcome::Stored => {
@@ -253,7 +253,7 @@ impl SwapBackend for Zswap {
             page: p,
             to,
         });
-        Some(spent)
+        Ok(spent)
     }
 
     fn fault(&mut self, p: u32, _: bool, now: u64, _: Actor, env: &mut Env) -> Fault {
