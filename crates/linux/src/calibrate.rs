@@ -1531,6 +1531,7 @@ pub fn probe_pool_path(
             SwapSetup::Zram {
                 size_bytes,
                 algorithm: POOL_PROBE_COMPRESSOR,
+                mem_limit_bytes: 0,
             },
         )
     };
@@ -1641,6 +1642,7 @@ fn limit_probe_config(name: &str, pages: usize) -> LinuxConfig {
         swap: SwapSetup::Zram {
             size_bytes: (pages as u64) * PAGE_SIZE * 2 + 16 * MIB,
             algorithm: POOL_PROBE_COMPRESSOR,
+            mem_limit_bytes: 0,
         },
         scheduler: None,
         page_cluster: Some(0),

@@ -22,6 +22,15 @@ pub enum SwapSetup {
         /// zram `comp_algorithm`: one of core's compressors the running kernel offers
         /// (/proc/crypto; checked before any change).
         algorithm: Compressor,
+        /// zram `mem_limit`: the most memory its pool may take (bytes, or with a unit); at it,
+        /// a write is refused after its compression and the page stays in the swap cache with
+        /// its slot (`scripts/zram-limit-probe`). 0 (the default): no limit.
+        #[serde(
+            default,
+            deserialize_with = "nvmswap_core::size::bytes",
+            skip_serializing_if = "is_zero"
+        )]
+        mem_limit_bytes: u64,
     },
     /// A swap file on disk.
     Swapfile {
@@ -39,6 +48,10 @@ pub enum SwapSetup {
         /// zswap `max_pool_percent` (share of RAM the compressed pool may take).
         max_pool_percent: u32,
     },
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 impl SwapSetup {
@@ -197,6 +210,11 @@ impl LinuxConfig {
             {
                 bad(format!("swap size_bytes {size_bytes} is below 1 MiB"))
             }
+            SwapSetup::Zram {
+                mem_limit_bytes, ..
+            } if *mem_limit_bytes > 0 && *mem_limit_bytes < nvmswap_core::MIB => bad(format!(
+                "zram mem_limit_bytes {mem_limit_bytes} is below 1 MiB (0: no limit)"
+            )),
             SwapSetup::Zswap {
                 max_pool_percent, ..
             } if *max_pool_percent == 0 || *max_pool_percent > 100 => bad(format!(
@@ -237,5 +255,27 @@ mod tests {
             let err = with_cpus(bad).unwrap_err().to_string();
             assert!(err.contains("at least one CPU, each once"), "{bad}: {err}");
         }
+        let with_limit = |limit: &str| {
+            LinuxConfig::parse(
+                "x",
+                &format!(
+                    "name='x'\ncgroup_limit_bytes=33554432\n[swap]\nkind='zram'\n\
+                     size_bytes='64MiB'\nalgorithm='lzo-rle'\n{limit}"
+                ),
+            )
+        };
+        let limit_of = |cfg: LinuxConfig| match cfg.swap {
+            SwapSetup::Zram {
+                mem_limit_bytes, ..
+            } => mem_limit_bytes,
+            _ => unreachable!(),
+        };
+        assert_eq!(limit_of(with_limit("").unwrap()), 0, "none by default");
+        assert_eq!(
+            limit_of(with_limit("mem_limit_bytes='8MiB'").unwrap()),
+            8 << 20
+        );
+        let err = with_limit("mem_limit_bytes=4096").unwrap_err().to_string();
+        assert!(err.contains("below 1 MiB"), "{err}");
     }
 }

@@ -72,6 +72,7 @@ fn config_for(spec: &MicrobenchSpec, swap: LinuxSwap) -> LinuxConfig {
         LinuxSwap::Zram => SwapSetup::Zram {
             size_bytes,
             algorithm: nvmswap_core::kinds::Compressor::LzoRle,
+            mem_limit_bytes: 0,
         },
         LinuxSwap::Swapfile => SwapSetup::Swapfile {
             path: format!("/var/tmp/nvmswap-microbench-{}.swap", std::process::id()),

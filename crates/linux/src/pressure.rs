@@ -70,6 +70,19 @@ impl Default for PressureOptions {
     }
 }
 
+/// Writes the run's zram device refused at its memory limit (io_stat's `failed_writes`; the
+/// device is hot-added for the run, so its count is the run's); 0 without zram. `pswpout` counts
+/// them as swap-outs too: the run's `swap_out_bytes` leaves them out, as sim's does.
+fn zram_failed_writes(setup: &Setup) -> u64 {
+    let (SwapSetup::Zram { .. }, Some(dev)) = (&setup.config.swap, &setup.swap_device) else {
+        return 0;
+    };
+    sysfs::read_trimmed(format!("/sys/block/{dev}/io_stat"))
+        .ok()
+        .and_then(|s| s.split_whitespace().nth(1).and_then(|f| f.parse().ok()))
+        .unwrap_or(0)
+}
+
 /// The configuration with sizes multiplied by `scale`.
 pub fn scaled(config: &LinuxConfig, scale: f64) -> LinuxConfig {
     let s = |b: u64| {
@@ -79,9 +92,19 @@ pub fn scaled(config: &LinuxConfig, scale: f64) -> LinuxConfig {
     c.cgroup_limit_bytes = s(config.cgroup_limit_bytes);
     match &mut c.swap {
         SwapSetup::None => {}
-        SwapSetup::Zram { size_bytes, .. }
-        | SwapSetup::Swapfile { size_bytes, .. }
-        | SwapSetup::Zswap { size_bytes, .. } => *size_bytes = s(*size_bytes),
+        SwapSetup::Zram {
+            size_bytes,
+            mem_limit_bytes,
+            ..
+        } => {
+            *size_bytes = s(*size_bytes);
+            if *mem_limit_bytes > 0 {
+                *mem_limit_bytes = s(*mem_limit_bytes);
+            }
+        }
+        SwapSetup::Swapfile { size_bytes, .. } | SwapSetup::Zswap { size_bytes, .. } => {
+            *size_bytes = s(*size_bytes)
+        }
     }
     c
 }
@@ -649,7 +672,8 @@ fn drive(
             free_bytes: setup.config.cgroup_limit_bytes.saturating_sub(usage),
             pool_bytes: pool_bytes(setup),
             swap_in_bytes: (d("pswpin") + d("zswpin")) * PAGE_SIZE,
-            swap_out_bytes: (d("pswpout") + d("zswpout")) * PAGE_SIZE,
+            swap_out_bytes: (d("pswpout") + d("zswpout")).saturating_sub(zram_failed_writes(setup))
+                * PAGE_SIZE,
             zswap_hits: d("zswpin"),
             zswap_misses: if setup.zswap { d("pswpin") } else { 0 },
             swap_used_bytes: swap_in_use.last,
@@ -694,6 +718,10 @@ fn drive(
         "swpin_zero",
     ] {
         extra.insert(format!("{k}_delta"), d(k).into());
+    }
+    let zram_failed = zram_failed_writes(setup);
+    if let SwapSetup::Zram { .. } = setup.config.swap {
+        extra.insert("zram_failed_writes".into(), zram_failed.into());
     }
     // Pages whose writeback ended during the run (`nr_written`: swap-outs and file writeback
     // alike) that were not swap-outs: other writers' I/O on the machine's disks, which the swap
@@ -776,7 +804,7 @@ fn drive(
         switches: &switch_ms,
         faults: &fault_ns.all,
         swap_in_bytes: (d("pswpin") + d("zswpin")) * PAGE_SIZE,
-        swap_out_bytes: (d("pswpout") + d("zswpout")) * PAGE_SIZE,
+        swap_out_bytes: (d("pswpout") + d("zswpout")).saturating_sub(zram_failed) * PAGE_SIZE,
         zswap: setup.zswap.then(|| (d("zswpin"), d("pswpin"))),
         energy_j: 0.0,
         nvm_writes: 0,

@@ -375,6 +375,7 @@ impl Setup {
             SwapSetup::Zram {
                 size_bytes,
                 algorithm,
+                mem_limit_bytes,
             } => {
                 let id_text = sysfs::read_trimmed("/sys/class/zram-control/hot_add")?;
                 let id: u32 = id_text.parse().map_err(|_| LinuxError::Kernel {
@@ -385,6 +386,9 @@ impl Setup {
                 let dev = format!("/sys/block/zram{id}");
                 sysfs::write_value(format!("{dev}/comp_algorithm"), algorithm.name())?;
                 sysfs::write_value(format!("{dev}/disksize"), &size_bytes.to_string())?;
+                if *mem_limit_bytes > 0 {
+                    sysfs::write_value(format!("{dev}/mem_limit"), &mem_limit_bytes.to_string())?;
+                }
                 self.swapon(&format!("/dev/zram{id}"))?;
                 self.swap_device = Some(format!("zram{id}"));
             }

@@ -140,10 +140,19 @@ pub fn sim_equivalent(
     costs: nvmswap_core::config::CostOverrides,
 ) -> SystemConfig {
     let dram = linux.cgroup_limit_bytes;
+    // zram's memory limit as the kernel's device has it (none: the whole DRAM, which its pool,
+    // outside the cgroup, never reaches in a run); sim's cannot exceed DRAM.
+    let zram_mem_limit = match &linux.swap {
+        SwapSetup::Zram {
+            mem_limit_bytes, ..
+        } if *mem_limit_bytes > 0 => (*mem_limit_bytes).min(dram),
+        _ => dram,
+    };
     let (backend, zram_size, swap_profile, swap_bytes, zswap_pct, compressor) = match &linux.swap {
         SwapSetup::Zram {
             size_bytes,
             algorithm,
+            ..
         } => (Backend::Zram, *size_bytes, String::new(), 0, 0, *algorithm),
         SwapSetup::Swapfile { .. } | SwapSetup::None => (
             Backend::Block,
@@ -180,7 +189,11 @@ pub fn sim_equivalent(
         os_reserved_bytes: 0,
         backend,
         zram_disksize_bytes: zram_size,
-        zram_mem_limit_bytes: if backend == Backend::Zram { dram } else { 0 },
+        zram_mem_limit_bytes: if backend == Backend::Zram {
+            zram_mem_limit
+        } else {
+            0
+        },
         swap_profile,
         swap_bytes,
         zswap_max_pool_percent: zswap_pct,
@@ -728,6 +741,12 @@ const MECHANISMS: &[Mechanism] = &[
             |r| extra_at(r, &["swpout_zero"]),
         ),
     },
+    // Writes zram refused at its memory limit, each after compressing the page (the page stays
+    // in the swap cache holding its slot; zram runs only).
+    both(
+        "zram writes refused at its memory limit",
+        &["zram_failed_writes"],
+    ),
     both(
         "read: pages per request mean",
         &["blktrace", "read_pages_per_request", "mean"],
@@ -1431,14 +1450,16 @@ const MATRIX_BASE: [&str; 3] = ["linux-zram", "linux-swapfile", "linux-zswap"];
 
 /// The matrix's variants, at its first scale and seed: the I/O schedulers beside linux-swapfile's
 /// mq-deadline, page-cluster 0 beside its 3, the tabs on one CPU (no remote TLB shootdowns)
-/// beside both, and zswap with a 1 % pool beside linux-zswap's 20 %.
-const MATRIX_VARIANTS: [&str; 6] = [
+/// beside both, zswap with a 1 % pool beside linux-zswap's 20 %, and zram at a memory limit its
+/// pool reaches (writes compressed and then refused) beside linux-zram.
+const MATRIX_VARIANTS: [&str; 7] = [
     "profiles/linux/matrix/linux-swapfile-none.toml",
     "profiles/linux/matrix/linux-swapfile-kyber.toml",
     "profiles/linux/matrix/linux-swapfile-bfq.toml",
     "profiles/linux/matrix/linux-swapfile-pc0.toml",
     "profiles/linux/matrix/linux-swapfile-cpu0.toml",
     "profiles/linux/matrix/linux-zswap-pool1.toml",
+    "profiles/linux/matrix/linux-zram-limit.toml",
 ];
 
 /// The matrix's scenarios in the order they run: the bundled configurations at every scale and
@@ -2639,6 +2660,7 @@ mod tests {
             "linux-swapfile-pc0",
             "linux-swapfile-cpu0",
             "linux-zswap-pool1",
+            "linux-zram-limit",
         ] {
             want.push(format!("{v} x0.1 seed 1"));
         }
@@ -2662,15 +2684,11 @@ mod tests {
         assert_eq!(files, variants);
         let page = std::fs::read_to_string(root.join("docs/commands/validate.md")).unwrap();
         for v in MATRIX_VARIANTS {
-            let cfg = LinuxConfig::load(root.join(v).to_str().unwrap()).unwrap();
+            LinuxConfig::load(root.join(v).to_str().unwrap()).unwrap();
             assert!(
                 page.contains(v),
                 "docs/commands/validate.md does not name {v}"
             );
-            assert!(matches!(
-                cfg.swap,
-                SwapSetup::Swapfile { .. } | SwapSetup::Zswap { .. }
-            ));
         }
         // The variants differ from their base in the one documented field.
         let load = |v: &str| LinuxConfig::load(root.join(v).to_str().unwrap()).unwrap();
@@ -2687,9 +2705,28 @@ mod tests {
                 ..
             }
         ));
+        let zram = LinuxConfig::load("linux-zram").unwrap();
+        let SwapSetup::Zram {
+            mem_limit_bytes, ..
+        } = load(MATRIX_VARIANTS[6]).swap
+        else {
+            panic!("linux-zram-limit swaps to zram");
+        };
+        assert!(mem_limit_bytes > 0);
+        assert_eq!(
+            (zram.swap, load(MATRIX_VARIANTS[6]).cgroup_limit_bytes),
+            (
+                SwapSetup::Zram {
+                    size_bytes: 1 << 30,
+                    algorithm: nvmswap_core::kinds::Compressor::LzoRle,
+                    mem_limit_bytes: 0,
+                },
+                zram.cgroup_limit_bytes
+            )
+        );
 
         // A reduced matrix: one scale and seed gives the three bundled ones plus the variants.
-        assert_eq!(matrix_scenarios(&[0.1], &[7]).len(), 9);
+        assert_eq!(matrix_scenarios(&[0.1], &[7]).len(), 10);
     }
 
     #[test]
