@@ -654,7 +654,8 @@ pub struct Charge {
     /// Pages its inactive scans neither freed nor kept for their references (`nr_scanned -
     /// nr_reclaimed - nr_ref_keep - nr_activate_*`): anonymous pages it wrote whose writes were
     /// still in flight (`shrink_folio_list` keeps a page under writeback; a later scan frees
-    /// it), and the rare page it could not unmap or lock.
+    /// it), pages whose write failed (zram at its memory limit: kept dirty in the swap cache),
+    /// and the rare page it could not unmap or lock.
     pub left_writing: u64,
     /// Time from each of its inactive lists' isolations to that list's shrink event: in
     /// `shrink_folio_list` and the putback, ns (0 where the isolations are not traced,

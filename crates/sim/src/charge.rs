@@ -84,7 +84,9 @@ struct ReclaimCall {
     others_idle_at_begin: bool,
     reclaimed: u64,
     scanned: u64,
-    /// Pages it wrote whose writes were still in flight when it wrote them.
+    /// Pages it wrote whose writes were still in flight when it wrote them, and pages whose
+    /// write failed (zram at its memory limit), kept dirty: neither freed nor kept for their
+    /// references, as the kernel's trace counts them (crates/linux/src/memcg_reclaim.rs).
     left_writing: u64,
     /// Pages its scans kept for their references: given another trip round the inactive list,
     /// and activated (a victim touched between its isolation and its eviction counts where its
@@ -455,7 +457,7 @@ impl Machine<'_> {
                     call.pass.backend_full = true;
                 }
                 // Back on the inactive list after its failed write; the batch goes on.
-                Err(StoreRefusal::WriteFailed) => b.kept += 1,
+                Err(StoreRefusal::WriteFailed) => call.left_writing += 1,
             }
             return;
         }
