@@ -847,7 +847,7 @@ impl Machine<'_> {
     }
 
     /// The foreground `me`'s reclaim pages out its victim `p` at `*at`, which it moves on: the
-    /// page's remote TLB flushes first, then its write or store with `lru_cpu` of reclaim's LRU
+    /// page's remote TLB flushes first (if it is mapped), then its write or store with `lru_cpu` of reclaim's LRU
     /// work. Ok(true) when its frame is free now (a pool store, a clean page), Ok(false) when a
     /// write in flight holds it; the refusal when the back-end did not take it (the page is
     /// back on a list, [`nvmswap_core::lru::AnonLru::refused`], a failed write's work spent).
@@ -859,7 +859,12 @@ impl Machine<'_> {
         lru_cpu: u64,
         flushes: &mut ChargeFlushes,
     ) -> Result<bool, StoreRefusal> {
-        *at += self.flush_before_write(*at, me, flushes);
+        if !self.unmapped[p as usize] {
+            // `try_to_unmap` leaves the page's TLB entries to flush before its write. A page in
+            // no page table (read ahead and never mapped, or unmapped by an earlier write that
+            // failed) has none: nothing is unmapped, nothing flushed.
+            *at += self.flush_before_write(*at, me, flushes);
+        }
         let t = *at;
         let held = self.backend.frames_held();
         let spent = match self.evict(p, t, me, ReclaimKind::Direct, lru_cpu) {
@@ -1765,6 +1770,31 @@ mod tests {
             running >= base + flushes * 5_000,
             "{running} {base} {flushes}"
         );
+    }
+
+    #[test]
+    fn a_page_in_no_page_table_is_written_without_a_remote_flush() {
+        // The full cgroup, a calibrated flush of 5,000 ns, the other CPU running throughout:
+        // with every resident page out of its tab's page table (as a page read ahead and never
+        // mapped, or one whose earlier write failed), `try_to_unmap` leaves no TLB entry to
+        // flush, so the charge writes its pages without an IPI.
+        let mut m = full_cgroup(|c| {
+            c.costs.swap_write_page_ns = Some(4_084.0);
+            c.costs.remote_flush_ns = Some(5_000.0);
+        });
+        let now = m.now;
+        m.task_runs(1, now, u64::MAX, crate::tlb::Mm::Tab(1));
+        for p in 0..m.loc.len() {
+            if m.loc[p] == Loc::Resident {
+                m.unmapped[p] = true;
+            }
+        }
+        let sent = std::rc::Rc::new(std::cell::Cell::new(0));
+        m.observe(Box::new(FlushesSeen(sent.clone())));
+        let before = m.obs.metrics.c.direct_reclaim_pages;
+        m.allocate_frame().unwrap();
+        assert!(m.obs.metrics.c.direct_reclaim_pages > before);
+        assert_eq!(sent.get(), 0);
     }
 
     #[test]
