@@ -4,8 +4,9 @@
 //! its memory limit the page's write fails after its compression (`zram_write_page` compresses
 //! before `zram_can_store_page` refuses, drivers/block/zram/zram_drv.c), and the page stays in
 //! DRAM, dirty, holding its slot in the swap cache (`__end_swap_bio_write`, mm/page_io.c) until
-//! a later write of it succeeds, its tab is gone, or reclaim activates it with swap over half
-//! full (`nvmswap_core::reclaim::StoreRefusal::WriteFailed`; `scripts/zram-limit-probe`).
+//! a later write of it succeeds, its tab is gone, or, with swap over half full, a fault maps it
+//! or reclaim activates it (`nvmswap_core::reclaim::StoreRefusal::WriteFailed`;
+//! `scripts/zram-limit-probe`).
 
 use nvmswap_core::config::SystemConfig;
 use nvmswap_core::reclaim::StoreRefusal;
@@ -71,7 +72,8 @@ impl Zram {
 }
 
 impl Zram {
-    /// A page whose write had failed gives its slot back (written since, freed, or activated).
+    /// A page whose write had failed gives its slot back (mapped or activated with swap over
+    /// half full, or its tab gone).
     fn drop_failed_slot(&mut self, p: u32) {
         if std::mem::take(&mut self.failed_dirty[p as usize]) {
             self.held_by_failed -= 1;
