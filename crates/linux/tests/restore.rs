@@ -186,6 +186,52 @@ fn pressure_run_failing_mid_run_restores_exactly() {
 }
 
 #[test]
+fn a_zram_run_at_its_memory_limit_counts_the_refused_writes_apart_and_restores_exactly() {
+    // linux-zram-limit at x0.1: its zram pool may take 20 MiB, which the tabs reach before the
+    // first discard. From there the kernel compresses each write and then refuses it; the run
+    // counts those writes (io_stat) apart from its swap-outs, where `pswpout` counts them too,
+    // and the refused pages, kept in the swap cache, hold slots when Chrome's rule fires.
+    let _m = MACHINE.lock().unwrap_or_else(|e| e.into_inner());
+    if !root_or_skip("zram_limit") {
+        return;
+    }
+    let before = MachineSnapshot::capture().unwrap();
+    let path = state_path("zram-limit");
+    let opts = nvmswap_linux::PressureOptions {
+        scale: 0.1,
+        state_file: Some(path.clone()),
+        ..Default::default()
+    };
+    let config = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../profiles/linux/matrix/linux-zram-limit.toml"
+    );
+    let out = nvmswap_linux::run_pressure(config, &opts, &NoProgress).unwrap();
+    assert_eq!(
+        before.differences(&MachineSnapshot::capture().unwrap()),
+        Vec::<String>::new()
+    );
+    assert!(!path.exists(), "state file removed after a clean run");
+    let extra = &out.result.extra;
+    let n = |k: &str| extra[k].as_u64().unwrap();
+    let refused = n("zram_failed_writes");
+    assert!(
+        refused > 0,
+        "the pool reached its limit: {:?}",
+        extra["pswpout_delta"]
+    );
+    assert_eq!(
+        out.result.swap_out_bytes,
+        (n("pswpout_delta") + n("zswpout_delta") - refused) * 4096
+    );
+    let cached = extra["first_discard"]["swap_cached_mib"].as_f64().unwrap();
+    assert!(
+        cached > 0.0,
+        "refused pages in the swap cache: {cached} MiB"
+    );
+}
+
+#[test]
 fn swap_file_run_traces_the_swap_device_and_unmounts_what_it_mounted() {
     let _m = MACHINE.lock().unwrap_or_else(|e| e.into_inner());
     if !root_or_skip("swap_file_trace") {
